@@ -1,0 +1,18 @@
+"""derivo: source-to-source automatic differentiation for Python.
+
+``derivo.grad(f)`` reads ``f``'s source, writes a new Python function that
+computes its gradient (reverse mode, loops reversed with an explicit stack),
+compiles and caches it, and lets you print or save that source.
+"""
+
+__version__ = "0.1.0"
+
+from .errors import DerivoError, NoDerivativeRule, SourceUnavailable, UnsupportedSyntax  # noqa: E402
+from .rules import defpartials, nondifferentiable  # noqa: E402
+from .api import Derivative, cache_info, grad, source, value_and_grad, vjp  # noqa: E402
+
+__all__ = [
+    "grad", "value_and_grad", "vjp", "source", "cache_info", "Derivative",
+    "defpartials", "nondifferentiable",
+    "DerivoError", "UnsupportedSyntax", "NoDerivativeRule", "SourceUnavailable",
+]

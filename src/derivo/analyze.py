@@ -1,0 +1,385 @@
+"""Stage 3: what the reverse sweep must compute, read and save.
+
+Three analyses over a function in statement form (see ``ssa``):
+
+activity
+    A name is *active* when it depends on a differentiated argument (varied) and
+    influences the result (useful).  Only active names get adjoints.
+expression plans
+    For each active assignment, which sub-expressions are active, which rule
+    differentiates each, and which values the adjoint code must recompute.
+    The primal sweep keeps expressions whole; the reverse sweep recomputes the
+    intermediate values of one statement from the statement's inputs, so only
+    *variables* are ever saved, never temporaries.
+saving
+    The reverse sweep runs with every variable holding the value it had when the
+    statement being reversed ran.  An assignment therefore saves the value it
+    overwrites (pushes it on the stack) exactly when some earlier statement's
+    adjoint reads that value: a forward data-flow of "read by an adjoint since
+    last written" decides it.  Loops and branches record what their reverse
+    needs (trip counts, branch tests) the same way.
+"""
+
+from . import rules
+from . import syntax as S
+from .errors import NoDerivativeRule, UnsupportedSyntax
+from .parse import MISSING
+
+DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod)
+
+
+class Node:
+    """The plan for one active node of an expression."""
+
+    def __init__(self, kind, operands=(), rule=None):
+        self.kind = kind            # 'name' | 'rule' | 'ifexp'
+        self.operands = list(operands)
+        self.rule = rule
+        self.active = []            # indices of operands that receive an adjoint
+
+
+class Plan:
+    """How to differentiate one expression: the active nodes and needed values."""
+
+    def __init__(self):
+        self.nodes = {}        # id(node) -> Node, active nodes only
+        self.needs = {}        # id(node) -> how many templates read its value
+        self.reads = set()     # the primal names the adjoint code reads
+
+    def is_active(self, node):
+        return id(node) in self.nodes
+
+
+class Analysis:
+    def __init__(self, normalized, wrt):
+        self.normalized = normalized
+        self.parsed = normalized.parsed
+        self.wrt = list(wrt)
+        self.plans = {}        # id(assignment) -> Plan
+        self.pushes = {}       # id(statement) -> names it saves before overwriting
+        self.reversed = set()  # id(compound statement) whose reverse does something
+        self.init_none = set()  # names saved before any assignment on some path
+        self.calls = []        # (call statement, user function, active parameter names)
+
+    # --- activity ----------------------------------------------------------
+
+    def differentiable_names(self, expr):
+        """Names whose value flows differentiably into ``expr``."""
+        found = set()
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, S.Name):
+                found.add(node.id)
+            elif isinstance(node, S.BinOp):
+                if isinstance(node.op, DIFFERENTIABLE_OPS):
+                    stack += [node.left, node.right]
+            elif isinstance(node, S.UnaryOp):
+                if isinstance(node.op, (S.USub, S.UAdd)):
+                    stack.append(node.operand)
+            elif isinstance(node, S.IfExp):
+                stack += [node.body, node.orelse]
+            elif isinstance(node, S.BoolOp):
+                stack += node.values
+            elif isinstance(node, S.Call):
+                stack += self._differentiable_args(node)
+            elif isinstance(node, (S.Tuple, S.List)):
+                stack += node.elts
+            elif isinstance(node, (S.Subscript, S.Attribute)):
+                stack.append(node.value)
+        return found
+
+    def _differentiable_args(self, call):
+        callee = getattr(call, "user_function", None) or self.parsed.resolve_callee(call)
+        if rules.is_nondifferentiable(callee):
+            return []
+        rule = rules.lookup(callee, len(call.args))
+        if rule is not None and not call.keywords:
+            return [a for a, p in zip(call.args, rule.partials) if p is not None]
+        return list(call.args) + [k.value for k in call.keywords]
+
+    def compute_activity(self):
+        assignments = [s for s in S.walk(self.normalized.tree)
+                       if isinstance(s, (S.Assign, S.For))]
+
+        def flows(stmt):
+            if isinstance(stmt, S.For):
+                return [stmt.target.id], self.differentiable_names(stmt.iter)
+            targets = stmt.targets[0]
+            names = [t.id for t in targets.elts] if isinstance(targets, S.Tuple) else [targets.id]
+            return names, self.differentiable_names(stmt.value)
+
+        edges = [flows(s) for s in assignments]
+        varied = set(self.wrt)
+        useful = set(self.normalized.results)
+        changed = True
+        while changed:
+            changed = False
+            for targets, sources in edges:
+                if sources & varied and not set(targets) <= varied:
+                    varied |= set(targets)
+                    changed = True
+                if set(targets) & useful and not sources <= useful:
+                    useful |= sources
+                    changed = True
+        self.active = varied & useful
+
+    # --- expression plans ----------------------------------------------------
+
+    def plan_expression(self, expr):
+        plan = Plan()
+        self._plan(expr, plan)
+        return plan
+
+    def _plan(self, node, plan):
+        """Fill ``plan`` for ``node``; True if the node is active."""
+        if isinstance(node, S.Name):
+            if node.id in self.active:
+                plan.nodes[id(node)] = Node("name")
+                return True
+            return False
+        if isinstance(node, S.IfExp):
+            branches = [self._plan(node.body, plan), self._plan(node.orelse, plan)]
+            if not any(branches):
+                return False
+            entry = plan.nodes[id(node)] = Node("ifexp", [node.body, node.orelse])
+            entry.active = [i for i, a in enumerate(branches) if a]
+            plan.reads |= _names(node.test)
+            return True
+        operands, rule = self._operands_and_rule(node)
+        if operands is None:
+            if self.differentiable_names(node) & self.active:
+                self._refuse(node)
+            return False
+        flags = [self._plan(o, plan) for o in operands]
+        if not any(flags):
+            return False
+        if rule is None:
+            self._refuse(node)
+        entry = plan.nodes[id(node)] = Node("rule", operands, rule)
+        for index, (operand, active) in enumerate(zip(operands, flags)):
+            partial = rule.partials[index]
+            if not active or partial is None:
+                continue
+            entry.active.append(index)
+            if "ans" in partial.uses:
+                self._need(node, plan)
+            for param, value in zip(partial.params[1:], operands):
+                if param in partial.uses:
+                    self._need(value, plan)
+        return True
+
+    def _need(self, node, plan):
+        plan.needs[id(node)] = plan.needs.get(id(node), 0) + 1
+        plan.reads |= _names(node)
+
+    def _operands_and_rule(self, node):
+        """(operands, rule) of a differentiable node; (None, None) if it has none."""
+        if isinstance(node, S.BinOp):
+            return [node.left, node.right], rules.lookup(type(node.op), 2)
+        if isinstance(node, S.UnaryOp) and isinstance(node.op, (S.USub, S.UAdd)):
+            return [node.operand], rules.lookup(type(node.op), 1)
+        if isinstance(node, S.Call):
+            callee = self.parsed.resolve_callee(node)
+            if rules.is_nondifferentiable(callee):
+                return None, None
+            if node.keywords:
+                return list(node.args) + [k.value for k in node.keywords], None
+            return list(node.args), rules.lookup(callee, len(node.args))
+        return None, None
+
+    def _refuse(self, node):
+        if isinstance(node, S.Call):
+            callee = self.parsed.resolve_callee(node)
+            label = S.expr_source(node.func)
+            if callee is not MISSING and rules.lookup(callee, len(node.args)) is None \
+                    and rules.RULES.get(callee):
+                arities = sorted(rules.RULES[callee])
+                message = ("cannot differentiate {!r} with {} argument(s){}: derivo has "
+                           "rules for {} argument(s)".format(
+                               label, len(node.args), " and keywords" if node.keywords else "",
+                               " or ".join(map(str, arities))))
+            else:
+                message = ("cannot differentiate {!r}: derivo has no derivative rule for "
+                           "it and a differentiated value flows into it (register one "
+                           "with derivo.defpartials)".format(label))
+            raise self.parsed.error(NoDerivativeRule, node, message, label)
+        construct = type(node).__name__
+        descriptions = {"BoolOp": "'and'/'or' on differentiated values",
+                        "Subscript": "indexing a differentiated value",
+                        "Attribute": "attribute access on a differentiated value",
+                        "Tuple": "a tuple of differentiated values",
+                        "List": "a list of differentiated values",
+                        "BinOp": "this operator on differentiated values",
+                        "Compare": "a comparison"}
+        raise self.parsed.error(
+            UnsupportedSyntax, node, "cannot differentiate {}: {!r} is not supported".format(
+                descriptions.get(construct, construct), S.expr_source(node)), construct)
+
+    # --- reads of the reverse sweep --------------------------------------------
+
+    def statement_reads(self, stmt):
+        """Primal names the reverse of a simple statement reads (before it runs)."""
+        if not isinstance(stmt, S.Assign):
+            return set()
+        value = stmt.value
+        targets = stmt.targets[0]
+        names = [t.id for t in targets.elts] if isinstance(targets, S.Tuple) else [targets.id]
+        if not set(names) & self.active:
+            return set()
+        if getattr(value, "user_function", None) is not None:
+            return _names(value)
+        return self.plans[id(stmt)].reads
+
+    def plan_statements(self):
+        for stmt in S.walk(self.normalized.tree):
+            if not isinstance(stmt, S.Assign):
+                continue
+            target = stmt.targets[0]
+            names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
+            if not set(names) & self.active:
+                continue
+            callee = getattr(stmt.value, "user_function", None)
+            if callee is not None:
+                self._plan_call(stmt, callee)
+            else:
+                self.plans[id(stmt)] = self.plan_expression(stmt.value)
+
+    def _plan_call(self, stmt, callee):
+        call = stmt.value
+        params = _parameters(callee)
+        active = []
+        for index, arg in enumerate(call.args):
+            if index >= len(params):
+                raise self.parsed.error(UnsupportedSyntax, call, "too many arguments in "
+                                        "this call", "call")
+            if self.differentiable_names(arg) & self.active:
+                active.append(params[index])
+        for kw in call.keywords:
+            if kw.arg is None:
+                raise self.parsed.error(UnsupportedSyntax, call, "cannot differentiate "
+                                        "'**' arguments", "**")
+            if self.differentiable_names(kw.value) & self.active:
+                active.append(kw.arg)
+        for arg in list(call.args) + [k.value for k in call.keywords]:
+            plan = self.plan_expression(arg)
+            self.plans[id(arg)] = plan
+        self.calls.append((stmt, callee, [p for p in params if p in active]))
+
+    # --- saving: which assignments push, which compounds reverse -----------------
+
+    def compute_saving(self):
+        tree = self.normalized.tree
+        needed = set()
+        for stmt in S.walk(tree):
+            needed |= self.statement_reads(stmt)
+        while True:
+            self.reversed = {id(s) for s in S.walk(tree) if isinstance(s, (S.If, S.For, S.While))
+                             and self._has_reverse(s, needed)}
+            grown = set(needed)
+            for stmt in S.walk(tree):
+                grown |= self._exit_reads(stmt)
+            if grown == needed:
+                break
+            needed = grown
+        self.pushes = {}
+        self.init_none = set()
+        self._flow(tree.body, set(), set(tree_params(tree)))
+
+    def _has_reverse(self, compound, needed):
+        for stmt in S.walk(compound.body + getattr(compound, "orelse", [])):
+            if isinstance(stmt, S.Assign):
+                target = stmt.targets[0]
+                names = {t.id for t in target.elts} if isinstance(target, S.Tuple) else {target.id}
+                if names & (self.active | needed):
+                    return True
+        return False
+
+    def _exit_reads(self, stmt):
+        """Names the reverse of a compound statement reads, at its exit."""
+        if id(stmt) not in self.reversed:
+            return set()
+        if isinstance(stmt, S.If):
+            return _names(stmt.test)
+        reads = {stmt.trips} if stmt.trips else set()
+        if isinstance(stmt, S.For):
+            reads |= _names(stmt.iter)
+        return reads
+
+    def _flow(self, block, read, assigned):
+        """Forward data-flow over ``block``.
+
+        ``read``: names an adjoint reads since their last assignment, on some path.
+        ``assigned``: names surely holding a value (to spot saves of nothing).
+        Returns (read at fall-through or None, read at breaks, read at continues).
+        """
+        breaks, continues = set(), set()
+        for stmt in block:
+            if isinstance(stmt, S.Assign):
+                target = stmt.targets[0]
+                names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
+                read = read | self.statement_reads(stmt)
+                saved = [n for n in names if n in read]
+                if saved:
+                    self.pushes[id(stmt)] = saved
+                    self.init_none |= set(saved) - assigned
+                read = read - set(names)
+                assigned = assigned | set(names)
+            elif isinstance(stmt, S.If):
+                then_read, then_breaks, then_continues = self._flow(stmt.body, read, assigned)
+                else_read, else_breaks, else_continues = self._flow(stmt.orelse, read, assigned)
+                breaks |= then_breaks | else_breaks
+                continues |= then_continues | else_continues
+                if then_read is None and else_read is None:
+                    return None, breaks, continues
+                read = (then_read or set()) | (else_read or set()) | self._exit_reads(stmt)
+                assigned = assigned | (_assigned(stmt.body) & _assigned(stmt.orelse))
+            elif isinstance(stmt, (S.For, S.While)):
+                read = self._flow_loop(stmt, read, assigned)
+            elif isinstance(stmt, S.Break):
+                return None, breaks | read, continues
+            elif isinstance(stmt, S.Continue):
+                return None, breaks, continues | read
+            elif isinstance(stmt, S.gast.Raise):
+                return None, breaks, continues
+        return read, breaks, continues
+
+    def _flow_loop(self, loop, read, assigned):
+        target = {loop.target.id} if isinstance(loop, S.For) else set()
+        if isinstance(loop, S.For) and loop.target.id in read and id(loop) in self.reversed:
+            self.pushes[id(loop)] = [loop.target.id]
+        head = set(read)
+        while True:
+            end, breaks, continues = self._flow(loop.body, head - target, assigned | target)
+            back = (end or set()) | continues
+            if back <= head:
+                break
+            head |= back
+        return head | breaks | self._exit_reads(loop)
+
+
+def _names(node):
+    return {n.id for n in S.walk(node) if isinstance(n, S.Name)}
+
+
+def _assigned(block):
+    return {n.id for n in S.walk(block) if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)}
+
+
+def tree_params(tree):
+    args = tree.args
+    return [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
+
+
+def _parameters(func):
+    code = func.__code__
+    return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+
+
+def analyze(normalized, wrt):
+    """Run all analyses of ``normalized`` for differentiation w.r.t. ``wrt`` names."""
+    analysis = Analysis(normalized, wrt)
+    analysis.compute_activity()
+    analysis.plan_statements()
+    analysis.compute_saving()
+    return analysis

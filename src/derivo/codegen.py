@@ -1,0 +1,80 @@
+"""Stage 6: generated functions -> Python source -> live functions.
+
+The source shown to the user (``Derivative.source``) is exactly the text that is
+compiled; it is registered with ``linecache`` so tracebacks and ``inspect``
+show generated lines.
+"""
+
+import importlib
+import linecache
+import types
+
+from . import syntax as S
+
+_FILE_COUNTER = [0]
+
+
+def render(functions, comments):
+    """The source of a list of FunctionDefs, empty blocks filled with ``pass``."""
+    for function in functions:
+        for node in S.walk(function):
+            for field in ("body", "orelse"):
+                block = getattr(node, field, None)
+                if isinstance(block, list) and field == "body" and not block:
+                    block.append(S.Pass())
+    return "\n\n".join(S.to_source(f, comments).rstrip() + "\n" for f in functions)
+
+
+def compile_module(source, namespace, label):
+    """Execute ``source`` in a copy of ``namespace``; return the namespace."""
+    _FILE_COUNTER[0] += 1
+    filename = "<derivo generated {} #{}>".format(label, _FILE_COUNTER[0])
+    lines = source.splitlines(True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
+    scope = dict(namespace)
+    exec(compile(source, filename, "exec"), scope)
+    return scope
+
+
+def module_text(source, namespace, header):
+    """A standalone module: ``header`` docstring, the imports and definitions the
+    generated functions need, then ``source``."""
+    imports, definitions = [], []
+    for name in sorted(namespace):
+        obj = namespace[name]
+        if isinstance(obj, types.ModuleType):
+            if obj.__name__ == name:
+                imports.append("import {}".format(name))
+            else:
+                imports.append("import {} as {}".format(obj.__name__, name))
+        elif isinstance(obj, (int, float, str, bool, type(None))) or _literal_tuple(obj):
+            definitions.append("{} = {!r}".format(name, obj))
+        else:
+            imports.append(_import_line(name, obj))
+    parts = ['"""{}"""'.format(header)]
+    if imports:
+        parts.append("\n".join(imports))
+    if definitions:
+        parts.append("\n".join(definitions))
+    parts.append(source.rstrip())
+    return "\n\n".join(parts) + "\n"
+
+
+def _literal_tuple(obj):
+    return isinstance(obj, tuple) and all(
+        isinstance(x, (int, float, str, bool, type(None))) for x in obj)
+
+
+def _import_line(name, obj):
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None)
+    if module and qualname and "." not in qualname and "<" not in qualname:
+        try:
+            found = getattr(importlib.import_module(module), qualname, None)
+        except ImportError:
+            found = None
+        if found is obj and module != "__main__":
+            if qualname == name:
+                return "from {} import {}".format(module, qualname)
+            return "from {} import {} as {}".format(module, qualname, name)
+    return None

@@ -1,0 +1,381 @@
+"""Stage 4: write the adjoint of a function in statement form.
+
+The generated function runs the *primal sweep* (the user's statements, with a
+``push`` before each assignment that overwrites a value the adjoint needs) and
+then the *reverse sweep* (each statement's adjoint, last statement first, with a
+``pop`` restoring what the statement overwrote).  Loops run backwards over their
+recorded trip counts; branches re-read their recorded tests.
+
+Adjoints are symbolic zeros until their first contribution, which is an
+assignment (``bz = ...``) rather than ``bz = 0.0`` followed by ``bz += ...``;
+a zero is materialised only where two control paths meet.
+"""
+
+from . import optimize
+from . import syntax as S
+from .analyze import analyze
+
+
+class Sweep:
+    """Emits the primal and reverse sweeps of one function."""
+
+    def __init__(self, analysis, module, kind, name):
+        self.analysis = analysis
+        self.parsed = analysis.parsed
+        self.normalized = analysis.normalized
+        self.namer = analysis.normalized.namer
+        self.module = module        # the generated module, for helper functions and names
+        self.kind = kind            # 'grad' | 'value_and_grad' | 'vjp'
+        self.name = name
+        self.adjoints = {}
+        self.zero = set()           # active names whose adjoint is a symbolic zero
+        self.uses_stack = bool(analysis.pushes)
+        if self.uses_stack:
+            self.stack = self.namer.fresh("stack")
+            self.push = self.namer.fresh("push")
+            self.pop = self.namer.fresh("pop")
+        self.last_line = None
+
+    def adjoint(self, ident):
+        if ident not in self.adjoints:
+            self.adjoints[ident] = self.namer.fresh("b" + ident)
+        return self.adjoints[ident]
+
+    # --- the whole function -------------------------------------------------------
+
+    def function(self):
+        tree = self.normalized.tree
+        body, final = tree.body[:-1], tree.body[-1]
+        out = []
+        if self.uses_stack:
+            out += [S.assign(self.stack, S.gast.List(elts=[], ctx=S.Load())),
+                    S.assign(self.push, S.attribute(self.stack, "append")),
+                    S.assign(self.pop, S.attribute(self.stack, "pop"))]
+        for ident in sorted(self.analysis.init_none):
+            out.append(S.assign(ident, S.const(None)))
+        out += self.primal(body)
+        out.append(self.module.comments.statement("reverse sweep"))
+        results = self.normalized.results
+        params = [a.id for a in tree.args.args]
+        seeds = []
+        self.zero = set(self.analysis.active)
+        if self.kind == "vjp":
+            if len(results) == 1:
+                seed_param = self.adjoint(results[0])
+            else:
+                seed_param = self.namer.fresh("bresults")
+                out.append(S.assign(S.tuple_([S.store(self.adjoint(r)) for r in results],
+                                             store_ctx=True), S.name(seed_param)))
+            seeds = [seed_param]
+        else:
+            out.append(S.assign(self.adjoint(results[0]), S.const(1.0)))
+        self.zero -= set(results)
+        reverse = self.reverse_block(body)
+        out += reverse
+        out.append(S.return_(self.returned(final)))
+        args = tree.args
+        function = S.function(
+            self.name, seeds + params, out, defaults=S.deepcopy(args.defaults),
+            kwonly=[a.id for a in args.kwonlyargs], kw_defaults=S.deepcopy(args.kw_defaults))
+        return optimize.optimize(function)
+
+    def returned(self, final):
+        grads = [self.gradient(w) for w in self.analysis.wrt]
+        grads = grads[0] if len(grads) == 1 and not self.tuple_wrt else S.tuple_(grads)
+        if self.kind == "value_and_grad":
+            return S.tuple_([S.deepcopy(final.value), grads])
+        return grads
+
+    tuple_wrt = False
+
+    def gradient(self, ident):
+        if ident in self.analysis.active and ident not in self.zero:
+            return S.name(self.adjoint(ident))
+        return S.const(0.0)
+
+    # --- primal sweep ------------------------------------------------------------
+
+    def primal(self, block):
+        out = []
+        for index, stmt in enumerate(block):
+            saved = self.analysis.pushes.get(id(stmt), [])
+            if isinstance(stmt, (S.For, S.While)):
+                out += [self.save(n) for n in saved]
+                out.append(self.primal_loop(stmt))
+                continue
+            if self.is_unused_counter(stmt, block, index):
+                continue
+            out += [self.save(n) for n in saved]
+            if isinstance(stmt, S.If):
+                out.append(S.if_(S.deepcopy(stmt.test), self.primal(stmt.body),
+                                 self.primal(stmt.orelse)))
+            else:
+                out.append(S.deepcopy(stmt))
+        return out
+
+    def is_unused_counter(self, stmt, block, index):
+        """``n = 0`` before a loop whose reverse needs no trip count."""
+        following = block[index + 1] if index + 1 < len(block) else None
+        return (isinstance(following, (S.For, S.While)) and following.trips
+                and id(following) not in self.analysis.reversed
+                and isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)
+                and stmt.targets[0].id == following.trips)
+
+    def primal_loop(self, loop):
+        body = loop.body
+        if loop.trips and id(loop) not in self.analysis.reversed:
+            body = body[1:]  # the trip counter's increment
+        body = self.primal(body)
+        if isinstance(loop, S.While):
+            return S.copy_location(S.while_(S.deepcopy(loop.test), body), loop)
+        return S.copy_location(S.for_(loop.target.id, S.deepcopy(loop.iter), body), loop)
+
+    def save(self, ident):
+        return S.Expr(value=S.call(self.push, S.name(ident)))
+
+    def restore(self, names):
+        return [S.assign(n, S.call(self.pop)) for n in reversed(names)]
+
+    # --- reverse sweep -----------------------------------------------------------
+
+    def reverse_block(self, block):
+        out = []
+        for stmt in reversed(block):
+            out += self.reverse_statement(stmt)
+        return out
+
+    def reverse_statement(self, stmt):
+        if isinstance(stmt, S.Assign):
+            code = self.restore(self.analysis.pushes.get(id(stmt), []))
+            if getattr(stmt.value, "user_function", None) is not None:
+                code += self.reverse_call(stmt)
+            else:
+                code += self.reverse_assign(stmt)
+            return self.commented(stmt, code)
+        if id(stmt) not in self.analysis.reversed:
+            return []
+        if isinstance(stmt, S.If):
+            return self.branch(S.deepcopy(stmt.test),
+                               lambda: self.reverse_block(stmt.body),
+                               lambda: self.reverse_block(stmt.orelse))
+        code = self.loop(stmt, lambda: self.reverse_block(stmt.body))
+        return code + self.restore(self.analysis.pushes.get(id(stmt), []))
+
+    def commented(self, stmt, code):
+        if not code:
+            return code
+        line = getattr(stmt, "lineno", None)
+        if line is None or line == self.last_line:
+            return code
+        self.last_line = line
+        text = self.parsed.source_line(line)
+        return [self.module.comments.statement("line {}: {}".format(line, text))] + code
+
+    def reverse_assign(self, stmt):
+        target = stmt.targets[0].id
+        if target not in self.analysis.active or target in self.zero:
+            return []
+        out = []
+        expression = ExpressionAdjoint(self, self.analysis.plans[id(stmt)], out)
+        expression.backprop(stmt.value, S.name(self.adjoint(target)), own=target)
+        self.finish_target(target, expression.own_contributions, out)
+        return out
+
+    def finish_target(self, target, own, out):
+        """The target's adjoint after its statement: its own inputs' share, or zero."""
+        if own:
+            total = own[0]
+            for term in own[1:]:
+                total = S.binop(total, S.Add(), term)
+            total = optimize.simplify(total)
+            if not (isinstance(total, S.Name) and total.id == self.adjoint(target)):
+                out.append(S.assign(self.adjoint(target), total))
+        else:
+            self.zero.add(target)
+
+    def reverse_call(self, stmt):
+        target = stmt.targets[0]
+        names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
+        active = [n for n in names if n in self.analysis.active]
+        if not active or all(n in self.zero for n in active):
+            return []
+        call = stmt.value
+        _, callee, active_params = next(c for c in self.analysis.calls if c[0] is stmt)
+        if not active_params:
+            self.zero |= set(active)
+            return []
+        helper = self.module.vjp_function(callee, tuple(active_params), self.parsed, call)
+        seeds = [S.name(self.adjoint(n)) if n in active and n not in self.zero
+                 else S.const(0.0) for n in names]
+        seed = seeds[0] if isinstance(target, S.Name) else S.tuple_(seeds)
+        results = [self.namer.numbered("b" + p) for p in active_params]
+        out = []
+        result_target = S.store(results[0]) if len(results) == 1 else S.tuple_(
+            [S.store(r) for r in results], store_ctx=True)
+        out.append(S.assign(result_target, S.call(helper, seed, *S.deepcopy(call.args),
+                                                  keywords=S.deepcopy(call.keywords))))
+        self.zero |= set(active)
+        by_param = dict(zip(_parameter_names(callee), call.args))
+        by_param.update({k.arg: k.value for k in call.keywords})
+        for param, result in zip(active_params, results):
+            arg = by_param[param]
+            expression = ExpressionAdjoint(self, self.analysis.plans[id(arg)], out)
+            expression.backprop(arg, S.name(result))
+        return out
+
+    # --- control flow ----------------------------------------------------------
+
+    def materialize(self, names):
+        return [S.assign(self.adjoint(n), S.const(0.0)) for n in sorted(names)]
+
+    def branch(self, test, then_fn, else_fn):
+        """An ``if`` in the reverse sweep, merging symbolic zeros of both arms."""
+        start = set(self.zero)
+        then_code = then_fn()
+        then_zero, self.zero = self.zero, set(start)
+        else_code = else_fn()
+        else_zero = self.zero
+        self.zero = then_zero & else_zero
+        then_code += self.materialize(then_zero - self.zero)
+        else_code += self.materialize(else_zero - self.zero)
+        if not then_code and not else_code:
+            return []
+        if not then_code:
+            return [S.if_(S.not_(test), else_code)]
+        return [S.if_(test, then_code, else_code)]
+
+    def loop(self, loop, body_fn):
+        """The reverse of a loop: its body, backwards, once per recorded trip."""
+        entry = set(self.zero)
+        head = set(entry)
+        last_line = self.last_line
+        while True:
+            self.zero = set(head)
+            self.last_line = last_line
+            body = body_fn()
+            if head <= self.zero:
+                break
+            head &= self.zero
+        body += self.materialize(self.zero - head)
+        before = self.materialize(entry - head)
+        self.zero = set(head)
+        if not body:
+            return before
+        if isinstance(loop, S.While):
+            header = S.for_("_", S.call("range", S.name(loop.trips)), body)
+        else:
+            iterable = S.deepcopy(loop.iter)
+            if loop.trips:
+                iterable = S.subscript(iterable, S.Slice(lower=None, upper=S.name(loop.trips),
+                                                         step=None))
+            header = S.for_(loop.target.id, S.call("reversed", iterable), body)
+        return before + [S.copy_location(header, loop)]
+
+
+class ExpressionAdjoint:
+    """Back-propagates an adjoint through one expression of one statement.
+
+    Intermediate values the partials need are recomputed from the statement's
+    inputs (restored by the reverse sweep); a value used twice gets a temporary.
+    """
+
+    def __init__(self, sweep, plan, out):
+        self.sweep = sweep
+        self.plan = plan
+        self.out = out
+        self.values = {}
+        self.own_contributions = []
+        self.own = None
+
+    def backprop(self, node, adjoint, own=None):
+        self.own = own
+        self._backprop(node, adjoint, self.out)
+
+    def _backprop(self, node, adjoint, out):
+        entry = self.plan.nodes.get(id(node))
+        if entry is None:
+            return
+        if entry.kind == "name":
+            self.contribute(node.id, adjoint, out)
+            return
+        if entry.kind == "ifexp":
+            sweep = self.sweep
+
+            def arm(index):
+                def emit():
+                    code = []
+                    saved = dict(self.values)
+                    if index in entry.active:
+                        self._backprop(entry.operands[index], adjoint, code)
+                    self.values = saved
+                    return code
+                return emit
+
+            out += sweep.branch(S.deepcopy(node.test), arm(0), arm(1))
+            return
+        if len(entry.active) > 1 and not isinstance(adjoint, (S.Name, S.Constant)):
+            temp = self.sweep.namer.numbered("bt")
+            out.append(S.assign(temp, adjoint))
+            adjoint = S.name(temp)
+        for index in entry.active:
+            template = entry.rule.partials[index]
+            bindings = {}
+            if "ans" in template.uses:
+                bindings["ans"] = self.value(node, out)
+            for param, operand in zip(template.params[1:], entry.operands):
+                if param in template.uses:
+                    bindings[param] = self.value(operand, out)
+            partial = template.instantiate(bindings, self.sweep.module.template_names(
+                template, self.sweep.parsed.local_names))
+            contribution = optimize.simplify(S.binop(S.deepcopy(adjoint), S.Mult(), partial))
+            self._backprop(entry.operands[index], contribution, out)
+
+    def contribute(self, ident, adjoint, out):
+        sweep = self.sweep
+        if ident == self.own:
+            self.own_contributions.append(adjoint)
+        elif ident in sweep.zero:
+            out.append(S.assign(sweep.adjoint(ident), adjoint))
+            sweep.zero.discard(ident)
+        else:
+            out.append(S.aug_add(sweep.adjoint(ident), adjoint))
+
+    def value(self, node, out):
+        """An expression for ``node``'s value, binding a temporary if it is reused."""
+        if isinstance(node, (S.Name, S.Constant)):
+            return S.deepcopy(node)
+        if id(node) in self.values:
+            return S.name(self.values[id(node)])
+        expression = self.rebuilt(node, out)
+        if self.plan.needs.get(id(node), 0) > 1:
+            temp = self.sweep.namer.numbered("t")
+            out.append(S.assign(temp, expression))
+            self.values[id(node)] = temp
+            return S.name(temp)
+        return expression
+
+    def rebuilt(self, node, out):
+        """``node`` with its sub-expressions replaced by their (shared) values."""
+        if id(node) not in self.plan.nodes:
+            return S.deepcopy(node)
+        copy = S.deepcopy(node)
+        for field in node._fields:
+            original = getattr(node, field)
+            if isinstance(original, S.gast.expr):
+                setattr(copy, field, self.value(original, out))
+            elif isinstance(original, list):
+                setattr(copy, field, [self.value(o, out) if isinstance(o, S.gast.expr)
+                                      else S.deepcopy(o) for o in original])
+        return copy
+
+
+def _parameter_names(func):
+    code = func.__code__
+    return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+
+
+def reverse(normalized, wrt, module, kind, name, tuple_wrt=False):
+    """The adjoint FunctionDef of ``normalized`` w.r.t. the parameter names ``wrt``."""
+    sweep = Sweep(analyze(normalized, wrt), module, kind, name)
+    sweep.tuple_wrt = tuple_wrt
+    return sweep.function()

@@ -1,0 +1,68 @@
+"""Partial derivatives of Python's operators, builtins and the math module.
+
+One entry per primitive: ``defpartials(f, d f/d arg0, d f/d arg1, ...)``, each a
+lambda of ``(ans, *args)`` where ``ans = f(*args)``.
+"""
+
+import math
+
+from .. import syntax as S
+from . import defpartials, nondifferentiable
+
+
+# --- operators (keyed by their syntax node class) ---------------------------
+
+defpartials(S.Add, lambda ans, x, y: 1, lambda ans, x, y: 1, label="+")
+defpartials(S.Sub, lambda ans, x, y: 1, lambda ans, x, y: -1, label="-")
+defpartials(S.Mult, lambda ans, x, y: y, lambda ans, x, y: x, label="*")
+defpartials(S.Div, lambda ans, x, y: 1 / y, lambda ans, x, y: -ans / y, label="/")
+defpartials(S.Pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: ans * math.log(x), label="**")
+defpartials(S.Mod, lambda ans, x, y: 1, lambda ans, x, y: -((x - ans) / y), label="%")
+defpartials(S.USub, lambda ans, x: -1, label="unary -")
+defpartials(S.UAdd, lambda ans, x: 1, label="unary +")
+
+# --- builtins ---------------------------------------------------------------
+
+defpartials(abs, lambda ans, x: math.copysign(1.0, x))
+defpartials(float, lambda ans, x: 1)
+defpartials(pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: ans * math.log(x))
+# Ties go to the first argument, as Python's min and max return the first.
+defpartials(max, lambda ans, x, y: 1.0 if x >= y else 0.0, lambda ans, x, y: 0.0 if x >= y else 1.0)
+defpartials(min, lambda ans, x, y: 1.0 if x <= y else 0.0, lambda ans, x, y: 0.0 if x <= y else 1.0)
+nondifferentiable(int, round, bool, len, range, isinstance, divmod, print)
+
+# --- math -------------------------------------------------------------------
+
+defpartials(math.sin, lambda ans, x: math.cos(x))
+defpartials(math.cos, lambda ans, x: -math.sin(x))
+defpartials(math.tan, lambda ans, x: 1 + ans * ans)
+defpartials(math.asin, lambda ans, x: 1 / math.sqrt(1 - x * x))
+defpartials(math.acos, lambda ans, x: -1 / math.sqrt(1 - x * x))
+defpartials(math.atan, lambda ans, x: 1 / (1 + x * x))
+defpartials(math.atan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
+defpartials(math.sinh, lambda ans, x: math.cosh(x))
+defpartials(math.cosh, lambda ans, x: math.sinh(x))
+defpartials(math.tanh, lambda ans, x: 1 - ans * ans)
+defpartials(math.asinh, lambda ans, x: 1 / math.sqrt(x * x + 1))
+defpartials(math.acosh, lambda ans, x: 1 / math.sqrt(x * x - 1))
+defpartials(math.atanh, lambda ans, x: 1 / (1 - x * x))
+defpartials(math.exp, lambda ans, x: ans)
+defpartials(math.expm1, lambda ans, x: ans + 1)
+defpartials(math.log, lambda ans, x: 1 / x)
+defpartials(math.log, lambda ans, x, base: 1 / (x * math.log(base)), lambda ans, x, base: -ans / (base * math.log(base)))
+defpartials(math.log1p, lambda ans, x: 1 / (1 + x))
+defpartials(math.log2, lambda ans, x: 1 / (x * math.log(2)))
+defpartials(math.log10, lambda ans, x: 1 / (x * math.log(10)))
+defpartials(math.sqrt, lambda ans, x: 0.5 / ans)
+defpartials(math.pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: ans * math.log(x))
+defpartials(math.hypot, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
+defpartials(math.erf, lambda ans, x: 2 / math.sqrt(math.pi) * math.exp(-x * x))
+defpartials(math.erfc, lambda ans, x: -2 / math.sqrt(math.pi) * math.exp(-x * x))
+defpartials(math.fabs, lambda ans, x: math.copysign(1.0, x))
+defpartials(math.copysign, lambda ans, x, y: math.copysign(1.0, x) * math.copysign(1.0, y), None)
+defpartials(math.degrees, lambda ans, x: 180 / math.pi)
+defpartials(math.radians, lambda ans, x: math.pi / 180)
+defpartials(math.fmod, lambda ans, x, y: 1, lambda ans, x, y: -math.trunc(x / y))
+nondifferentiable(math.factorial, math.floor, math.ceil, math.trunc, math.isnan,
+                  math.isinf, math.isfinite, math.isclose, math.comb, math.perm,
+                  math.gcd)

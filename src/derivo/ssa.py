@@ -1,0 +1,558 @@
+"""Stage 2: normalise a parsed function into derivo's statement form.
+
+After this stage the function body obeys this grammar, and nothing else may
+appear (the fence below rejects what cannot be normalised):
+
+    body   := block  'return' ATOM | 'return' (ATOM, ...)   -- exactly one, last
+    block  := stmt* [jump]
+    jump   := 'break' | 'continue' | 'raise' ...             -- last in its block only
+    stmt   := NAME '=' expr                                   -- one target
+            | NAME '=' CALL | (NAME, ...) '=' CALL            -- CALL: a user function,
+                                                              --   hoisted to its own line
+            | 'if' NAME ':' block 'else' ':' block            -- test hoisted to a fresh name
+            | 'for' NAME 'in' expr ':' block                  -- no else
+            | 'while' expr ':' block                          -- no else
+            | expr                                            -- kept for its side effect
+            | 'assert' ...
+    expr   := nested arithmetic, comparisons, boolean operators, calls to
+              primitives, conditional expressions, constants, names, subscripts
+
+Further invariants:
+- augmented, chained and tuple assignments are split into single assignments;
+- every assignment in the function's top-level block creates a fresh name when
+  it would overwrite a value (``y = y * y`` becomes ``y1 = y * y``), so straight
+  code never overwrites; inside branches and loops names are reused, and the
+  reverse sweep restores what they overwrite;
+- a ``while`` loop, and a ``for`` loop containing ``break``, count their trips in
+  a fresh counter (``loop.trips``); a ``for`` loop's iterable is a name or a
+  ``range(...)`` of names the body does not assign (``loop.iterable``);
+- code after a branch that always jumps lives in the other branch, so a jump is
+  always the last statement of its block;
+- ``return`` in a loop sets the result, a ``returned`` flag and breaks out.
+"""
+
+from . import rules
+from . import syntax as S
+from .errors import UnsupportedSyntax
+from .names import Namer, names_in
+from .parse import MISSING
+
+# The fence: statements and expressions outside derivo's subset, and why.
+REFUSED = {
+    S.gast.Yield: "generators are not supported",
+    S.gast.YieldFrom: "generators are not supported",
+    S.gast.Await: "async code is not supported",
+    S.gast.AsyncFunctionDef: "async functions are not supported",
+    S.gast.AsyncFor: "async loops are not supported",
+    S.gast.AsyncWith: "async code is not supported",
+    S.gast.Global: "assigning module globals would make the derivative depend on hidden state",
+    S.gast.Nonlocal: "assigning enclosing variables would make the derivative depend on hidden state",
+    S.gast.Try: "exception handling is not supported",
+    S.gast.With: "'with' blocks are not supported",
+    S.gast.Lambda: "lambdas inside a differentiated function are not supported; "
+                   "define the function at module level",
+    S.gast.FunctionDef: "nested functions are not supported; define the function at "
+                        "module level",
+    S.gast.ClassDef: "class definitions are not supported",
+    S.gast.Delete: "'del' is not supported",
+    S.gast.Import: "imports inside a differentiated function are not supported",
+    S.gast.ImportFrom: "imports inside a differentiated function are not supported",
+    S.gast.NamedExpr: "assignment expressions (:=) are not supported",
+    S.gast.ListComp: "comprehensions are not supported; write a for loop",
+    S.gast.SetComp: "comprehensions are not supported; write a for loop",
+    S.gast.DictComp: "comprehensions are not supported; write a for loop",
+    S.gast.GeneratorExp: "generator expressions are not supported; write a for loop",
+    S.gast.Match: "'match' is not supported",
+}
+REFUSED_CALLS = {"exec", "eval", "globals", "locals", "vars", "setattr", "delattr"}
+
+CONSTRUCT_NAMES = {
+    S.gast.Yield: "yield", S.gast.YieldFrom: "yield from", S.gast.Await: "await",
+    S.gast.AsyncFunctionDef: "async def", S.gast.AsyncFor: "async for",
+    S.gast.AsyncWith: "async with", S.gast.Global: "global", S.gast.Nonlocal: "nonlocal",
+    S.gast.Try: "try", S.gast.With: "with", S.gast.Lambda: "lambda",
+    S.gast.FunctionDef: "def", S.gast.ClassDef: "class", S.gast.Delete: "del",
+    S.gast.Import: "import", S.gast.ImportFrom: "import", S.gast.NamedExpr: ":=",
+    S.gast.ListComp: "list comprehension", S.gast.SetComp: "set comprehension",
+    S.gast.DictComp: "dict comprehension", S.gast.GeneratorExp: "generator expression",
+    S.gast.Match: "match",
+}
+
+JUMPS = (S.Break, S.Continue, S.gast.Raise, S.Return)
+
+
+class Normalized:
+    """A function in statement form, plus what later stages need to know."""
+
+    def __init__(self, parsed, tree, results, namer):
+        self.parsed = parsed
+        self.tree = tree            # FunctionDef in statement form
+        self.results = results      # names returned: [name] or [name0, name1, ...]
+        self.namer = namer          # hands out names free in this function
+
+    @property
+    def params(self):
+        args = self.tree.args
+        return [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
+
+
+def normalize(parsed):
+    """Normalise ``parsed`` (a :class:`derivo.parse.Parsed`) into statement form."""
+    tree = S.deepcopy(parsed.tree)
+    _fence(parsed, tree)
+    namer = Namer(names_in(tree) | set(parsed.globals) | set(parsed.closure))
+    results = _ReturnLowering(parsed, namer).run(tree)
+    *body, final = tree.body
+    tree.body = _Normalizer(parsed, namer).function_body(tree, _restructure(body), final)
+    return Normalized(parsed, tree, results, namer)
+
+
+def _fence(parsed, tree):
+    for node in S.walk(tree):
+        if node is tree:
+            if tree.args.vararg or tree.args.kwarg:
+                raise parsed.error(UnsupportedSyntax, tree,
+                                   "cannot differentiate '*args'/'**kwargs' parameters: "
+                                   "name each parameter", "*args")
+            continue
+        kind = type(node)
+        if kind in REFUSED:
+            construct = CONSTRUCT_NAMES[kind]
+            raise parsed.error(UnsupportedSyntax, node, "cannot differentiate {!r}: {}"
+                               .format(construct, REFUSED[kind]), construct)
+        if isinstance(node, (S.For, S.While)) and node.orelse:
+            loop = "for" if isinstance(node, S.For) else "while"
+            raise parsed.error(UnsupportedSyntax, node,
+                               "cannot differentiate '{}...else': move the else block "
+                               "after the loop with a flag".format(loop), loop + "-else")
+        if isinstance(node, S.Call) and isinstance(node.func, S.Name) \
+                and node.func.id in REFUSED_CALLS:
+            raise parsed.error(UnsupportedSyntax, node,
+                               "cannot differentiate '{}': code built at run time cannot "
+                               "be transformed".format(node.func.id), node.func.id)
+        if isinstance(node, S.Starred):
+            raise parsed.error(UnsupportedSyntax, node,
+                               "cannot differentiate '*' unpacking: pass arguments one by one",
+                               "*")
+
+
+# --- returns ------------------------------------------------------------------
+
+class _ReturnLowering:
+    """Rewrites every ``return`` so the function has exactly one, at its end."""
+
+    def __init__(self, parsed, namer):
+        self.parsed = parsed
+        self.namer = namer
+
+    def run(self, tree):
+        returns = [n for n in S.walk(tree) if isinstance(n, S.Return)]
+        if not returns:
+            raise self.parsed.error(UnsupportedSyntax, tree,
+                                    "cannot differentiate {!r}: it returns nothing"
+                                    .format(tree.name), "return")
+        arities = {self._arity(r) for r in returns}
+        if len(arities) > 1:
+            raise self.parsed.error(UnsupportedSyntax, returns[0],
+                                    "cannot differentiate returns of different tuple sizes",
+                                    "return")
+        (self.arity,) = arities
+        last = tree.body[-1]
+        if len(returns) == 1 and last is returns[0]:
+            return self._final_return(tree, last)
+        if self.arity == 1:
+            self.results = [self.namer.fresh("result")]
+        else:
+            self.results = [self.namer.numbered("result") for _ in range(self.arity)]
+        self.flag = None
+        tree.body = self.block(tree.body, in_loop=False)
+        if self.flag:
+            tree.body.insert(0, S.assign(self.flag, S.const(False)))
+        tree.body.append(S.return_(self._result_expr()))
+        return self.results
+
+    def _arity(self, ret):
+        if ret.value is None:
+            raise self.parsed.error(UnsupportedSyntax, ret,
+                                    "cannot differentiate a bare 'return': return a value",
+                                    "return")
+        return len(ret.value.elts) if isinstance(ret.value, S.Tuple) else 1
+
+    def _result_expr(self):
+        if self.arity == 1:
+            return S.name(self.results[0])
+        return S.tuple_([S.name(r) for r in self.results])
+
+    def _final_return(self, tree, ret):
+        values = ret.value.elts if isinstance(ret.value, S.Tuple) else [ret.value]
+        results, assigns = [], []
+        params = {a.id for a in tree.args.args + tree.args.kwonlyargs}
+        for value in values:
+            if isinstance(value, S.Name) and value.id not in params and value.id not in results:
+                results.append(value.id)
+            else:
+                result = self.namer.fresh("result")
+                assigns.append(S.copy_location(S.assign(result, value), ret))
+                results.append(result)
+        self.results = results
+        self.arity = len(values)
+        tree.body[-1:] = assigns + [S.copy_location(S.return_(self._result_expr()), ret)]
+        return results
+
+    def _assign_results(self, ret):
+        values = ret.value.elts if self.arity > 1 else [ret.value]
+        return [S.copy_location(S.assign(r, v), ret) for r, v in zip(self.results, values)]
+
+    def block(self, stmts, in_loop):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, S.Return):
+                out += self._assign_results(stmt)
+                if in_loop:
+                    self.flag = self.flag or self.namer.fresh("returned")
+                    out.append(S.copy_location(S.assign(self.flag, S.const(True)), stmt))
+                    out.append(S.copy_location(S.Break(), stmt))
+                else:
+                    out.append(S.copy_location(S.return_(None), stmt))  # an exit marker
+                return out
+            if isinstance(stmt, S.If):
+                stmt.body = self.block(stmt.body, in_loop)
+                stmt.orelse = self.block(stmt.orelse, in_loop)
+            elif isinstance(stmt, (S.For, S.While)):
+                returns_inside = any(isinstance(n, S.Return) for n in S.walk(stmt))
+                stmt.body = self.block(stmt.body, in_loop=True)
+                out.append(stmt)
+                if returns_inside:
+                    exit_ = S.Break() if in_loop else S.return_(None)
+                    out.append(S.copy_location(
+                        S.if_(S.name(self.flag), [S.copy_location(exit_, stmt)]), stmt))
+                continue
+            out.append(stmt)
+        return out
+
+
+def _terminates(block):
+    if not block:
+        return False
+    last = block[-1]
+    if isinstance(last, JUMPS):
+        return True
+    return isinstance(last, S.If) and _terminates(last.body) and _terminates(last.orelse)
+
+
+def _restructure(block):
+    """Drop code after jumps; move code after a branch that jumps into the other branch."""
+    out = []
+    for index, stmt in enumerate(block):
+        if isinstance(stmt, (S.For, S.While)):
+            stmt.body = _restructure(stmt.body)
+        if isinstance(stmt, S.If):
+            rest = block[index + 1:]
+            stmt.body = _restructure(stmt.body)
+            stmt.orelse = _restructure(stmt.orelse)
+            if rest and _terminates(stmt.body) and not _terminates(stmt.orelse):
+                stmt.orelse = _restructure(stmt.orelse + rest)
+                out.append(stmt)
+                return out
+            if rest and _terminates(stmt.orelse) and not _terminates(stmt.body):
+                stmt.body = _restructure(stmt.body + rest)
+                out.append(stmt)
+                return out
+        out.append(stmt)
+        if _terminates([stmt]):
+            return out
+    return out
+
+
+# --- statements -----------------------------------------------------------------
+
+class _Normalizer:
+    def __init__(self, parsed, namer):
+        self.parsed = parsed
+        self.namer = namer
+        self.current = {}       # user name -> the name holding its current value
+        self.depth = 0          # 0 in the function's top-level block
+        self.assigned = set()   # names holding a value at the top level so far
+
+    def function_body(self, tree, body, final_return):
+        args = tree.args
+        self.assigned = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+        out = self.block(body)
+        final = S.copy_location(S.return_(self.read(final_return.value)), final_return)
+        return out + [final]
+
+    def block(self, stmts):
+        out = []
+        for stmt in stmts:
+            out += self.statement(stmt)
+        return out
+
+    def nested(self, stmts):
+        self.depth += 1
+        try:
+            return self.block(stmts)
+        finally:
+            self.depth -= 1
+
+    def located(self, stmts, origin):
+        for stmt in stmts:
+            if not hasattr(stmt, "lineno"):
+                S.copy_location(stmt, origin)
+        return stmts
+
+    def statement(self, stmt):
+        method = getattr(self, "stmt_" + type(stmt).__name__, None)
+        if method is None:
+            raise self.parsed.error(UnsupportedSyntax, stmt, "cannot differentiate {!r} "
+                                    "statements".format(type(stmt).__name__),
+                                    type(stmt).__name__)
+        return self.located(method(stmt), stmt)
+
+    # Each stmt_* method returns the list of statements replacing ``stmt``.
+
+    def stmt_Pass(self, stmt):
+        return []
+
+    def stmt_Expr(self, stmt):
+        if isinstance(stmt.value, S.Constant):
+            return []  # docstrings and bare constants
+        return [S.Expr(value=self.read(stmt.value))]
+
+    def stmt_Assert(self, stmt):
+        stmt.test = self.read(stmt.test)
+        return [stmt]
+
+    def stmt_Raise(self, stmt):
+        return [self.read(stmt)]
+
+    def stmt_Break(self, stmt):
+        return [stmt]
+
+    def stmt_Continue(self, stmt):
+        return [stmt]
+
+    def stmt_Return(self, stmt):
+        return []  # the exit marker left by return lowering; structure now encodes it
+
+    def stmt_AnnAssign(self, stmt):
+        if stmt.value is None:
+            return []
+        return self.assign_to(stmt.target, stmt.value, stmt)
+
+    def stmt_AugAssign(self, stmt):
+        if not isinstance(stmt.target, S.Name):
+            raise self.parsed.error(UnsupportedSyntax, stmt, "cannot differentiate augmented "
+                                    "assignment to {!r}".format(S.expr_source(stmt.target)),
+                                    "augmented assignment")
+        value = S.binop(S.name(stmt.target.id), stmt.op, stmt.value)
+        return self.assign_to(stmt.target, S.copy_location(value, stmt), stmt)
+
+    def stmt_Assign(self, stmt):
+        first, *others = stmt.targets
+        out = self.assign_to(first, stmt.value, stmt)
+        for target in others:  # a = b = value: later targets copy the first
+            copy = self.read(S.name(first.id)) if isinstance(first, S.Name) else stmt.value
+            out += self.assign_to(target, S.copy_location(copy, stmt), stmt)
+        return out
+
+    def assign_to(self, target, value, origin):
+        if isinstance(target, S.Name):
+            value = self.read(value)
+            hoisted, value = self.hoist_user_calls(value, origin, top=True)
+            return hoisted + [S.assign(self.write(target.id), value)]
+        if isinstance(target, (S.Tuple, S.List)):
+            return self.unpack(target, value, origin)
+        raise self.parsed.error(UnsupportedSyntax, target, "cannot differentiate assignment "
+                                "to {!r}".format(S.expr_source(target)), "assignment")
+
+    def unpack(self, target, value, origin):
+        if not all(isinstance(t, S.Name) for t in target.elts):
+            raise self.parsed.error(UnsupportedSyntax, target, "cannot differentiate "
+                                    "nested unpacking", "unpacking")
+        names = [t.id for t in target.elts]
+        if isinstance(value, (S.Tuple, S.List)):
+            if len(value.elts) != len(names):
+                raise self.parsed.error(UnsupportedSyntax, origin, "cannot unpack {} values "
+                                        "into {} names".format(len(value.elts), len(names)),
+                                        "unpacking")
+            # Read every value before writing any target: ``a, b = b, a`` swaps.
+            out, reads = [], []
+            for elt in value.elts:
+                read = self.read(elt)
+                # At the top level every write makes a fresh name, so no read can see it.
+                if self.depth and names_in(elt) & set(names):
+                    temp = self.namer.numbered("tmp")
+                    hoisted, read = self.hoist_user_calls(read, origin, top=True)
+                    out += hoisted + [S.assign(temp, read)]
+                    read = S.name(temp)
+                reads.append(read)
+            for name, read in zip(names, reads):
+                hoisted, read = self.hoist_user_calls(read, origin, top=True)
+                out += hoisted + [S.assign(self.write(name), read)]
+            return out
+        value = self.read(value)
+        hoisted, value = self.hoist_user_calls(value, origin, top=True)
+        if getattr(value, "user_function", None):
+            targets = [S.store(self.write(n)) for n in names]
+            return hoisted + [S.assign(S.tuple_(targets, store_ctx=True), value)]
+        temp = self.namer.numbered("seq")
+        out = hoisted + [S.assign(temp, value)]
+        for index, name in enumerate(names):
+            out.append(S.assign(self.write(name), S.subscript(S.name(temp), S.const(index))))
+        return out
+
+    def stmt_If(self, stmt):
+        test = self.read(stmt.test)
+        body = self.nested(stmt.body)
+        orelse = self.nested(stmt.orelse)
+        if not body:
+            test, body, orelse = S.not_(test), orelse, body
+        if isinstance(test, S.Name) and test.id not in _assigned_in(body + orelse):
+            return [S.if_(test, body, orelse)]
+        # The reverse sweep re-reads the branch taken, so the test gets a name of
+        # its own that the branches cannot overwrite.
+        cond = self.namer.numbered("cond")
+        return [S.assign(cond, test), S.if_(S.name(cond), body, orelse)]
+
+    def stmt_While(self, stmt):
+        test = self.read(stmt.test)
+        body = self.nested(stmt.body)
+        loop = S.while_(test, body)
+        return self.counted(loop, stmt)
+
+    def stmt_For(self, stmt):
+        if not isinstance(stmt.target, S.Name):
+            raise self.parsed.error(UnsupportedSyntax, stmt.target, "cannot differentiate a "
+                                    "loop over tuples; unpack inside the loop body",
+                                    "for-unpacking")
+        iterable = self.read(stmt.iter)
+        assigned = _assigned_in(stmt.body) | {stmt.target.id}
+        out = []
+        if not self._stable(iterable, assigned):
+            temp = self.namer.numbered("seq")
+            hoisted, iterable = self.hoist_user_calls(iterable, stmt, top=True)
+            out += hoisted + [S.assign(temp, iterable)]
+            iterable = S.name(temp)
+        target = self.write(stmt.target.id)
+        body = self.nested(stmt.body)
+        loop = S.for_(target, iterable, body)
+        loop.iterable = iterable
+        has_break = any(isinstance(n, S.Break) for n in _loop_level(body))
+        if has_break:
+            return out + self.counted(loop, stmt)
+        loop.trips = None
+        return out + [loop]
+
+    def _stable(self, iterable, assigned):
+        """Whether the reverse sweep can rebuild the iterable from names it sees."""
+        if isinstance(iterable, S.Name):
+            return iterable.id not in assigned
+        if isinstance(iterable, S.Call) and isinstance(iterable.func, S.Name) and \
+                self.parsed.resolve(iterable.func.id) is range:
+            return all(isinstance(a, S.Constant) or
+                       (isinstance(a, S.Name) and a.id not in assigned)
+                       for a in iterable.args) and not iterable.keywords
+        return False
+
+    def counted(self, loop, origin):
+        trips = self.namer.numbered("n")
+        loop.trips = trips
+        increment = S.copy_location(
+            S.assign(trips, S.binop(S.name(trips), S.Add(), S.const(1))), origin)
+        loop.body.insert(0, increment)
+        return [S.assign(trips, S.const(0)), loop]
+
+    # --- names and expressions -----------------------------------------------
+
+    def write(self, ident):
+        """The name an assignment to ``ident`` writes, making a version at top level."""
+        if self.depth == 0 and ident in self.assigned:
+            new = self.namer.numbered(ident.rstrip("0123456789") or ident)
+            self.current[ident] = new
+            self.assigned.add(new)
+            return new
+        name = self.current.get(ident, ident)
+        if self.depth == 0:
+            self.assigned.add(ident)
+        return name
+
+    def read(self, node):
+        """A copy of ``node`` with names renamed to their current versions and
+        n-ary min/max split into pairs."""
+        current = self.current
+        parsed = self.parsed
+
+        class Rename(S.NodeTransformer):
+            def visit_Name(self, name):
+                if isinstance(name.ctx, S.Load) and name.id in current:
+                    return S.copy_location(S.name(current[name.id]), name)
+                return name
+
+            def visit_Call(self, call):
+                self.generic_visit(call)
+                func = call.func
+                if isinstance(func, S.Name) and len(call.args) > 2 and not call.keywords \
+                        and parsed.resolve(func.id) in (min, max):
+                    pair = call.args[0]
+                    for arg in call.args[1:]:
+                        pair = S.copy_location(S.call(S.name(func.id), pair, arg), call)
+                    return pair
+                return call
+
+        return Rename().visit(S.deepcopy(node))
+
+    def hoist_user_calls(self, value, origin, top):
+        """Move calls to user functions out of ``value`` into their own statements.
+
+        Each such call is marked with ``call.user_function``.  Returns
+        (statements, value).  With ``top``, a call that *is* the whole
+        value stays in place (it already is its own statement).
+        """
+        out = []
+        normalizer = self
+
+        class Hoist(S.NodeTransformer):
+            def visit_Call(self, call):
+                self.generic_visit(call)
+                target = normalizer.parsed.resolve_callee(call)
+                if not _is_user_function(target):
+                    return call
+                call.user_function = target
+                if call is value and top:
+                    return call
+                temp = normalizer.namer.numbered("t")
+                out.append(S.copy_location(S.assign(temp, call), origin))
+                return S.copy_location(S.name(temp), call)
+
+            def visit_IfExp(self, node):
+                node.test = self.visit(node.test)
+                for branch in (node.body, node.orelse):
+                    if any(isinstance(n, S.Call) and _is_user_function(
+                            normalizer.parsed.resolve_callee(n)) for n in S.walk(branch)):
+                        raise normalizer.parsed.error(
+                            UnsupportedSyntax, branch, "cannot differentiate a call to a "
+                            "user function inside a conditional expression; use an if "
+                            "statement", "conditional expression")
+                return node
+
+        value = Hoist().visit(value)
+        return out, value
+
+
+def _is_user_function(obj):
+    return (callable(obj) and hasattr(obj, "__code__") and not rules.is_primitive(obj)
+            and getattr(obj, "__name__", "") != "<lambda>"
+            and not getattr(obj, "__module__", "").startswith("derivo"))
+
+
+def _assigned_in(tree):
+    return {n.id for n in S.walk(tree) if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)}
+
+
+def _loop_level(body):
+    """Statements of a loop body outside nested loops (where a break binds)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, S.If):
+            yield from _loop_level(stmt.body)
+            yield from _loop_level(stmt.orelse)

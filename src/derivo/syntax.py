@@ -1,0 +1,180 @@
+"""The one place derivo touches gast and astor.
+
+Every other module builds and inspects trees through this module, so a change
+in gast's node classes (which broke tangent) or in astor touches one file.
+Trees are gast trees; node classes are re-exported for ``isinstance`` checks.
+"""
+
+import re
+
+import astor
+import gast
+from gast import (  # noqa: F401  (re-exported node classes)
+    Add, And, Assign, Attribute, AugAssign, BinOp, BitAnd, BitOr, BitXor, BoolOp,
+    Break, Call, Compare, Constant, Continue, Div, Eq, Expr, FloorDiv, For,
+    FunctionDef, Gt, GtE, If, IfExp, In, Is, IsNot, List, Load, LShift, Lt, LtE,
+    Mod, Mult, Name, Not, NotEq, NotIn, Or, Pass, Pow, Return, RShift, Slice,
+    Starred, Store, Sub, Subscript, Tuple, UAdd, UnaryOp, USub, While, keyword,
+)
+
+AST = gast.AST
+NodeTransformer = gast.NodeTransformer
+copy_location = gast.copy_location
+
+
+def walk(tree):
+    """Every node of a tree, or of each tree in a list of trees."""
+    for root in tree if isinstance(tree, list) else [tree]:
+        yield from gast.walk(root)
+
+
+def parse_function(source):
+    """The FunctionDef of ``source``, which holds exactly one top-level def."""
+    return gast.parse(source).body[0]
+
+
+def parse_expr(text):
+    return gast.parse(text, mode="eval").body
+
+
+def deepcopy(node):
+    """A copy of a tree (or list of trees) that keeps source positions."""
+    if isinstance(node, list):
+        return [deepcopy(n) for n in node]
+    if not isinstance(node, gast.AST):
+        return node
+    new = type(node)(**{f: deepcopy(getattr(node, f)) for f in node._fields})
+    for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+        if hasattr(node, attr):
+            setattr(new, attr, getattr(node, attr))
+    return new
+
+
+# --- builders -------------------------------------------------------------
+
+def name(ident):
+    return gast.Name(id=ident, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def store(ident):
+    return gast.Name(id=ident, ctx=gast.Store(), annotation=None, type_comment=None)
+
+
+def param(ident):
+    return gast.Name(id=ident, ctx=gast.Param(), annotation=None, type_comment=None)
+
+
+def const(value):
+    return gast.Constant(value=value, kind=None)
+
+
+def assign(target, value):
+    """``target = value``; target is a name or an already built target node."""
+    target = store(target) if isinstance(target, str) else target
+    return gast.Assign(targets=[target], value=value, type_comment=None)
+
+
+def aug_add(target, value):
+    return gast.AugAssign(target=store(target), op=gast.Add(), value=value)
+
+
+def call(func, *args, keywords=()):
+    func = name(func) if isinstance(func, str) else func
+    return gast.Call(func=func, args=list(args), keywords=list(keywords))
+
+
+def attribute(value, attr):
+    value = name(value) if isinstance(value, str) else value
+    return gast.Attribute(value=value, attr=attr, ctx=gast.Load())
+
+
+def binop(left, op, right):
+    return gast.BinOp(left=left, op=op, right=right)
+
+
+def neg(operand):
+    return gast.UnaryOp(op=gast.USub(), operand=operand)
+
+
+def not_(operand):
+    return gast.UnaryOp(op=gast.Not(), operand=operand)
+
+
+def tuple_(elts, store_ctx=False):
+    return gast.Tuple(elts=list(elts), ctx=gast.Store() if store_ctx else gast.Load())
+
+
+def subscript(value, index):
+    return gast.Subscript(value=value, slice=index, ctx=gast.Load())
+
+
+def if_(test, body, orelse=()):
+    return gast.If(test=test, body=list(body), orelse=list(orelse))
+
+
+def for_(target, iter_, body):
+    target = store(target) if isinstance(target, str) else target
+    return gast.For(target=target, iter=iter_, body=list(body), orelse=[],
+                    type_comment=None)
+
+
+def while_(test, body):
+    return gast.While(test=test, body=list(body), orelse=[])
+
+
+def return_(value):
+    return gast.Return(value=value)
+
+
+def function(fname, params, body, defaults=(), kwonly=(), kw_defaults=()):
+    args = gast.arguments(
+        args=[param(p) for p in params], posonlyargs=[], vararg=None,
+        kwonlyargs=[param(p) for p in kwonly], kw_defaults=list(kw_defaults),
+        kwarg=None, defaults=list(defaults))
+    return gast.FunctionDef(name=fname, args=args, body=list(body),
+                            decorator_list=[], returns=None, type_comment=None,
+                            type_params=[])
+
+
+# Comments cannot live in an AST, so a comment travels as a marker statement
+# holding an index into a side table and becomes a real comment in to_source.
+_COMMENT = "__derivo_comment_{}__"
+_MARKER = re.compile(r"^(\s*)(?:'|\"|\"\"\")__derivo_comment_(\d+)__(?:'|\"|\"\"\")\s*$")
+
+
+class Comments:
+    """Collects comment texts for one generated module."""
+
+    def __init__(self):
+        self.texts = []
+
+    def statement(self, text):
+        self.texts.append(text)
+        return gast.Expr(value=const(_COMMENT.format(len(self.texts) - 1)))
+
+
+def is_comment(stmt):
+    return (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant)
+            and isinstance(stmt.value.value, str)
+            and stmt.value.value.startswith("__derivo_comment_"))
+
+
+def to_source(node, comments=None):
+    """Python source for a gast tree, with comment markers turned into comments."""
+    if isinstance(node, list):
+        node = gast.Module(body=node, type_ignores=[])
+    text = astor.to_source(gast.gast_to_ast(node))
+    if comments is None:
+        return text
+    lines = []
+    for line in text.splitlines():
+        match = _MARKER.match(line)
+        if match:
+            line = "{}# {}".format(match.group(1), comments.texts[int(match.group(2))])
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def expr_source(node):
+    """One-line source of an expression (for messages and comments)."""
+    return to_source(gast.Expr(value=node)).strip()

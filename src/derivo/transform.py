@@ -1,0 +1,125 @@
+"""The pipeline, end to end: parse -> ssa -> analyze -> reverse -> optimize ->
+codegen -> compile, for a function and every user function it calls.
+
+A :class:`Build` collects one generated module: the requested derivative plus
+one VJP function per (called user function, differentiated parameters).
+"""
+
+import builtins
+import inspect
+import textwrap
+
+from . import codegen
+from . import syntax as S
+from .errors import DerivoError, UnsupportedSyntax
+from .names import Namer
+from .parse import MISSING, parse
+from .reverse import reverse
+from .ssa import normalize
+
+KIND_SUFFIX = {"grad": "grad", "value_and_grad": "value_and_grad", "vjp": "vjp"}
+
+
+class Build:
+    """One generated module under construction."""
+
+    def __init__(self):
+        self.functions = []
+        self.namespace = {}           # free name -> object, shared by all functions
+        self.user_sources = {}        # name -> source of a user function the primal calls
+        self.comments = S.Comments()
+        self.names = Namer()
+        self.vjps = {}                # (code object, params) -> generated name
+        self.in_progress = []         # functions being transformed (to catch recursion)
+
+    def add(self, func, wrt, kind, tuple_wrt=False, name=None):
+        """Transform ``func`` and append its derivative; return the new function's name."""
+        parsed = parse(func)
+        if func in self.in_progress:
+            raise UnsupportedSyntax(
+                "cannot differentiate recursive function {!r}: derivo transforms each "
+                "function once and recursion would need a stack of frames; rewrite it as "
+                "a loop".format(func.__name__), parsed.filename, parsed.tree.lineno,
+                parsed.tree.col_offset, "recursion")
+        self.in_progress.append(func)
+        try:
+            normalized = normalize(parsed)
+            name = name or self.names.fresh("{}_{}".format(parsed.tree.name, KIND_SUFFIX[kind]))
+            self.names.taken.add(name)
+            self.bind_free_names(parsed, normalized.tree)
+            self.functions.append(reverse(normalized, wrt, self, kind, name, tuple_wrt))
+            return name
+        finally:
+            self.in_progress.pop()
+
+    def vjp_function(self, callee, params, caller, call):
+        """The name of the VJP of user function ``callee`` w.r.t. ``params``."""
+        key = (callee.__code__, params)
+        if key in self.vjps:
+            return self.vjps[key]
+        if callee in self.in_progress:
+            raise UnsupportedSyntax(
+                "cannot differentiate recursive call to {!r}: rewrite the recursion as a "
+                "loop".format(callee.__name__), caller.filename, call.lineno,
+                call.col_offset, "recursion")
+        name = self.names.fresh(callee.__name__ + "_vjp")
+        self.vjps[key] = name
+        self.add(callee, list(params), "vjp", tuple_wrt=len(params) > 1, name=name)
+        return name
+
+    def template_names(self, template, local_names):
+        """How generated code names each free name of a rule template (``math``),
+        avoiding ``local_names`` of the function the template is pasted into."""
+        return {ident: self.bind(ident, template.globals.get(ident, MISSING),
+                                 avoid=local_names)
+                for ident in template.free_names}
+
+    def bind(self, ident, obj, avoid=None):
+        """Bind ``obj`` in the module namespace, as ``ident`` when that is free.
+
+        Without ``avoid`` the name must be ``ident`` (user code refers to it);
+        with it, an alias is chosen when ``ident`` is taken.
+        """
+        bound = self.namespace.get(ident, MISSING)
+        clash = bound is not MISSING and bound is not obj
+        if not clash and not (avoid and ident in avoid):
+            self.namespace[ident] = obj
+            return ident
+        if avoid is None:
+            raise DerivoError("cannot generate one module: the name {!r} means two "
+                              "different things in the functions involved".format(ident))
+        for name, existing in self.namespace.items():
+            if existing is obj and name not in avoid:
+                return name
+        alias = Namer(set(self.namespace) | set(avoid)).fresh("_" + ident)
+        self.namespace[alias] = obj
+        return alias
+
+    def bind_free_names(self, parsed, tree):
+        """Bind every global, closure variable and function the user's code reads."""
+        local = parsed.local_names | {n.id for n in S.walk(tree) if isinstance(n, S.Name)
+                                      and isinstance(n.ctx, S.Store)}
+        for node in S.walk(tree):
+            if isinstance(node, S.Name) and isinstance(node.ctx, S.Load) \
+                    and node.id not in local and node.id not in self.namespace:
+                obj = parsed.resolve(node.id)
+                if obj is MISSING or _is_builtin(node.id, obj):
+                    continue
+                self.bind(node.id, obj)
+                if callable(obj) and getattr(obj, "__code__", None) is not None \
+                        and _user_source(obj) is not None:
+                    self.user_sources[node.id] = _user_source(obj)
+
+    def source(self):
+        return codegen.render(self.functions, self.comments)
+
+
+def _is_builtin(ident, obj):
+    return getattr(builtins, ident, MISSING) is obj
+
+
+def _user_source(func):
+    try:
+        return textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError):
+        return None

@@ -1,0 +1,341 @@
+"""The Derivative object, the cache, determinism, saving, and tracebacks.
+
+Values are compared with closed forms, never with derivo itself.
+"""
+
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import traceback
+
+import pytest
+
+import derivo
+from checks import assert_close
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SRC = os.path.join(REPO, "src")
+
+BESSEL_SOURCE = textwrap.dedent(
+    """\
+    import math
+
+
+    def besselj(v, z, atol=1e-8):
+        k = 0
+        s = (z / 2) ** v / math.factorial(v)
+        out = s
+        while abs(s) > atol:
+            k += 1
+            s *= (-1) / k / (k + v) * (z / 2) ** 2
+            out += s
+        return out
+    """
+)
+
+
+def import_file(path, module_name):
+    """Import ``path`` as a brand-new module called ``module_name``."""
+    spec = importlib.util.spec_from_file_location(module_name, str(path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def exec_saved(path, name_hint=None):
+    """Exec a saved derivative module in a fresh namespace; return its gradient function.
+
+    That is the one function the module itself defines whose name ends with
+    ``_grad`` (or, if there are several, the one named ``name_hint``).
+    """
+    module_name = "derivo_saved_" + os.path.basename(str(path)).replace(".", "_")
+    namespace = {"__name__": module_name}
+    with open(path) as fh:
+        code = compile(fh.read(), str(path), "exec")
+    exec(code, namespace)
+    candidates = {
+        key: value
+        for key, value in namespace.items()
+        if key.endswith("_grad")
+        and callable(value)
+        and getattr(value, "__module__", None) == module_name
+    }
+    if len(candidates) == 1:
+        return next(iter(candidates.values()))
+    assert name_hint in candidates, f"no single *_grad function among {sorted(namespace)}"
+    return candidates[name_hint]
+
+
+def poly(x, y):
+    return x * x * y + 3.0 * x
+
+
+def poly_dx(x, y):
+    return 2.0 * x * y + 3.0
+
+
+# ---------------------------------------------------------------------------
+# the Derivative object
+# ---------------------------------------------------------------------------
+
+def test_source_is_python_with_a_def():
+    df = derivo.grad(poly)
+    assert isinstance(df.source, str)
+    assert "def " in df.source
+    compile(df.source, "<derivo source>", "exec")  # it parses
+
+
+def test_source_function_matches_attribute():
+    df = derivo.grad(poly, wrt=(0, 1))
+    assert derivo.source(df) == df.source
+
+
+def test_source_is_stable_between_requests():
+    df = derivo.grad(poly)
+    assert_close(df(1.5, -2.0), poly_dx(1.5, -2.0))
+    assert df.source == derivo.grad(poly).source
+
+
+def test_distinct_wrt_distinct_derivatives():
+    assert_close(derivo.grad(poly, wrt=0)(1.5, -2.0), poly_dx(1.5, -2.0))
+    assert_close(derivo.grad(poly, wrt=1)(1.5, -2.0), 1.5 * 1.5)
+
+
+# ---------------------------------------------------------------------------
+# the cache
+# ---------------------------------------------------------------------------
+
+def cached_once(x):
+    return math.sin(x) * x
+
+
+def test_cache_info_fields():
+    info = derivo.cache_info()
+    for field in ("hits", "misses", "size"):
+        assert isinstance(getattr(info, field), int)
+
+
+def test_second_transform_hits_the_cache():
+    before = derivo.cache_info()
+    df1 = derivo.grad(cached_once)
+    assert_close(df1(0.7), math.cos(0.7) * 0.7 + math.sin(0.7))
+    first = derivo.cache_info()
+    assert first.misses > before.misses  # transformed the first time
+    assert first.size >= before.size
+
+    df2 = derivo.grad(cached_once)
+    assert_close(df2(0.7), math.cos(0.7) * 0.7 + math.sin(0.7))
+    second = derivo.cache_info()
+    assert second.hits > first.hits
+    assert second.misses == first.misses
+    assert second.size == first.size
+    assert df2.source == df1.source
+
+
+def other_options(x, y):
+    return x * y * y
+
+
+def test_distinct_options_are_distinct_entries():
+    assert_close(derivo.grad(other_options, wrt=0)(1.5, 2.0), 4.0)
+    before = derivo.cache_info()
+    assert_close(derivo.grad(other_options, wrt=1)(1.5, 2.0), 6.0)
+    assert derivo.cache_info().misses > before.misses
+
+
+def test_redefined_function_in_test_body_is_transformed_anew():
+    def g(x):
+        return x * x
+
+    assert_close(derivo.grad(g)(3.0), 6.0)
+
+    def g(x):  # noqa: F811 -- the point of the test
+        return x * x * x
+
+    assert_close(derivo.grad(g)(3.0), 27.0)
+
+
+def test_redefined_module_function_is_transformed_anew(tmp_path):
+    first = tmp_path / "redef_a.py"
+    first.write_text("def f(x):\n    return x * x\n")
+    second = tmp_path / "redef_b.py"
+    second.write_text("def f(x):\n    return x * x * x\n")
+    f1 = import_file(first, "derivo_test_redef_a").f
+    assert_close(derivo.grad(f1)(2.0), 4.0)
+    f2 = import_file(second, "derivo_test_redef_b").f
+    assert_close(derivo.grad(f2)(2.0), 12.0)
+    assert_close(derivo.grad(f1)(2.0), 4.0)  # the old entry is still right
+
+
+def test_redefined_by_exec_into_namespaces(tmp_path):
+    # exec of a compiled file: inspect finds the source through the file name
+    results = []
+    for i, body in enumerate(["x * x", "math.sin(x)"]):
+        path = tmp_path / f"exec_{i}.py"
+        path.write_text(f"import math\n\ndef h(x):\n    return {body}\n")
+        namespace = {"__name__": f"derivo_exec_{i}"}
+        exec(compile(path.read_text(), str(path), "exec"), namespace)
+        results.append(derivo.grad(namespace["h"])(0.5))
+    assert_close(results[0], 1.0)
+    assert_close(results[1], math.cos(0.5))
+
+
+def helper_sq(t):
+    return t * t
+
+
+def calls_helper(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + helper_sq(x * i)
+    return s
+
+
+def test_calling_the_derivative_does_not_retransform():
+    df = derivo.grad(calls_helper)
+    expected = 2.0 * 0.5 * sum(i * i for i in range(4))
+    assert_close(df(0.5, 4), expected)
+    after_first = derivo.cache_info()
+    for _ in range(1000):
+        df(0.5, 4)
+    assert derivo.cache_info().misses == after_first.misses
+    assert_close(df(0.5, 4), expected)
+
+
+def test_repeated_grad_calls_do_not_retransform():
+    derivo.grad(calls_helper)(0.5, 3)
+    after_first = derivo.cache_info()
+    for _ in range(200):
+        derivo.grad(calls_helper)(0.5, 3)
+    assert derivo.cache_info().misses == after_first.misses
+
+
+# ---------------------------------------------------------------------------
+# determinism
+# ---------------------------------------------------------------------------
+
+def test_same_source_gives_byte_identical_code(tmp_path):
+    path = tmp_path / "bessel_det.py"
+    path.write_text(BESSEL_SOURCE)
+    a = import_file(path, "derivo_det_a")
+    b = import_file(path, "derivo_det_b")
+    assert a.besselj is not b.besselj
+    before = derivo.cache_info()
+    da = derivo.grad(a.besselj, wrt="z")
+    db = derivo.grad(b.besselj, wrt="z")
+    assert_close(da(2, 1.0), 0.2102436158518, rtol=0.0, atol=1e-12)
+    assert_close(db(2, 1.0), 0.2102436158518, rtol=0.0, atol=1e-12)
+    # two functions with separate globals: both were really transformed (a cache
+    # hit here would bind the generated code to the wrong module's globals)
+    assert derivo.cache_info().misses >= before.misses + 2
+    assert da.source == db.source
+
+
+def test_generated_code_is_the_same_across_processes(tmp_path):
+    path = tmp_path / "bessel_proc.py"
+    path.write_text(BESSEL_SOURCE)
+    script = textwrap.dedent(
+        f"""\
+        import sys
+        sys.path.insert(0, {SRC!r})
+        sys.path.insert(0, {str(tmp_path)!r})
+        import derivo, bessel_proc
+        sys.stdout.write(derivo.grad(bessel_proc.besselj, wrt="z").source)
+        """
+    )
+    outputs = []
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        proc = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout)
+    assert "def " in outputs[0]
+    assert outputs[0] == outputs[1]
+
+
+# ---------------------------------------------------------------------------
+# saving
+# ---------------------------------------------------------------------------
+
+def test_save_writes_a_module_that_runs(tmp_path):
+    df = derivo.grad(poly)
+    target = tmp_path / "g.py"
+    df.save(target)
+    assert target.exists()
+    g = exec_saved(target, getattr(df, "__name__", None))
+    assert_close(g(1.5, -2.0), poly_dx(1.5, -2.0))
+    assert_close(g(-0.5, 4.0), poly_dx(-0.5, 4.0))
+
+
+def test_saved_bessel_matches_scipy(tmp_path):
+    special = pytest.importorskip("scipy.special")
+    path = tmp_path / "bessel_save.py"
+    path.write_text(BESSEL_SOURCE)
+    module = import_file(path, "derivo_bessel_save")
+    df = derivo.grad(module.besselj, wrt="z")
+    target = tmp_path / "besselj_grad.py"
+    df.save(str(target))
+    g = exec_saved(target, getattr(df, "__name__", None))
+    assert_close(g(2, 1.0), 0.2102436158518, rtol=0.0, atol=1e-12)
+    for v, z in [(0, 0.5), (3, 3.0), (1, 10.0)]:
+        assert_close(g(v, z, 1e-12), float(special.jvp(v, z, 1)), rtol=1e-7, atol=1e-9)
+
+
+def test_saved_module_runs_in_a_fresh_interpreter(tmp_path):
+    df = derivo.grad(poly, wrt=(0, 1))
+    target = tmp_path / "fresh.py"
+    df.save(target)
+    script = textwrap.dedent(
+        f"""\
+        import sys
+        sys.path.insert(0, {SRC!r})
+        ns = {{"__name__": "fresh"}}
+        exec(compile(open({str(target)!r}).read(), {str(target)!r}, "exec"), ns)
+        fns = [v for k, v in ns.items() if k.endswith("_grad") and callable(v)
+               and getattr(v, "__module__", None) == "fresh"]
+        assert len(fns) == 1, sorted(ns)
+        print(repr(fns[0](1.5, -2.0)))
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    dx, dy = eval(proc.stdout)
+    assert_close((dx, dy), (poly_dx(1.5, -2.0), 1.5 * 1.5))
+
+
+# ---------------------------------------------------------------------------
+# tracebacks show generated lines
+# ---------------------------------------------------------------------------
+
+def reciprocal(x):
+    y = x * 2.0
+    return 1.0 / y
+
+
+def test_traceback_shows_generated_lines():
+    df = derivo.grad(reciprocal)
+    assert_close(df(0.5), -0.5 / 0.25)
+    try:
+        df(0.0)
+    except ZeroDivisionError:
+        text = traceback.format_exc()
+        frames = traceback.extract_tb(sys.exc_info()[2])
+    else:
+        pytest.fail("1 / 0.0 did not raise ZeroDivisionError")
+    generated = {line.strip() for line in df.source.splitlines() if line.strip()}
+    in_generated = [
+        fr
+        for fr in frames
+        if os.path.abspath(fr.filename) != os.path.abspath(__file__)
+        and fr.line
+        and fr.line.strip() in generated
+    ]
+    assert in_generated, text
+    assert "/" in in_generated[-1].line
+    assert in_generated[-1].line.strip() in text

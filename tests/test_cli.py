@@ -1,0 +1,157 @@
+"""The command line: ``python -m derivo FILE FUNC --wrt NAME [-o OUT]``.
+
+Errors (missing file, missing function, unsupported construct, bad --wrt) exit
+with status 2 and exactly one line on stderr, never a traceback.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from checks import assert_close
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SRC = os.path.join(REPO, "src")
+
+BESSEL_SOURCE = textwrap.dedent(
+    """\
+    import math
+
+
+    def besselj(v, z, atol=1e-8):
+        k = 0
+        s = (z / 2) ** v / math.factorial(v)
+        out = s
+        while abs(s) > atol:
+            k += 1
+            s *= (-1) / k / (k + v) * (z / 2) ** 2
+            out += s
+        return out
+    """
+)
+
+GENERATOR_SOURCE = textwrap.dedent(
+    """\
+    def gen(x):
+        y = x * 2.0
+        yield y
+    """
+)
+GENERATOR_YIELD_LINE = 3
+
+
+def run_cli(*args, cwd, command=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = SRC + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    command = command or [sys.executable, "-m", "derivo"]
+    return subprocess.run(
+        command + [str(a) for a in args],
+        cwd=str(cwd),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def assert_one_line_error(proc, *words):
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stdout, proc.stdout
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def load_gradient(path):
+    """Exec a written module; return the one ``*_grad`` function it defines itself."""
+    module_name = "derivo_cli_out"
+    namespace = {"__name__": module_name}
+    with open(path) as fh:
+        exec(compile(fh.read(), str(path), "exec"), namespace)
+    candidates = [
+        value
+        for key, value in namespace.items()
+        if key.endswith("_grad")
+        and callable(value)
+        and getattr(value, "__module__", None) == module_name
+    ]
+    assert len(candidates) == 1, sorted(namespace)
+    return candidates[0]
+
+
+@pytest.fixture
+def bessel_file(tmp_path):
+    path = tmp_path / "bessel.py"
+    path.write_text(BESSEL_SOURCE)
+    return path
+
+
+def test_prints_the_gradient_source(bessel_file, tmp_path):
+    proc = run_cli(bessel_file, "besselj", "--wrt", "z", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "def " in proc.stdout
+    compile(proc.stdout, "<cli stdout>", "exec")
+
+
+def test_relative_path(bessel_file, tmp_path):
+    proc = run_cli("bessel.py", "besselj", "--wrt", "z", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "def " in proc.stdout
+
+
+def test_output_file_can_be_executed(bessel_file, tmp_path):
+    out = tmp_path / "out.py"
+    proc = run_cli(bessel_file, "besselj", "--wrt", "z", "-o", out, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert out.exists()
+    assert "def " in out.read_text()
+    grad = load_gradient(out)
+    assert_close(grad(2, 1.0), 0.2102436158518, rtol=0.0, atol=1e-12)
+
+
+def test_output_matches_stdout(bessel_file, tmp_path):
+    out = tmp_path / "out2.py"
+    printed = run_cli(bessel_file, "besselj", "--wrt", "z", cwd=tmp_path)
+    written = run_cli(bessel_file, "besselj", "--wrt", "z", "-o", out, cwd=tmp_path)
+    assert printed.returncode == 0 and written.returncode == 0
+    # the printed gradient and the saved module contain the same gradient function
+    saved = out.read_text()
+    body = [line for line in printed.stdout.splitlines() if line.strip().startswith("def ")]
+    assert body and all(line in saved for line in body)
+
+
+def test_missing_file(tmp_path):
+    proc = run_cli("no_such_file.py", "besselj", "--wrt", "z", cwd=tmp_path)
+    assert_one_line_error(proc, "no_such_file.py")
+
+
+def test_missing_function(bessel_file, tmp_path):
+    proc = run_cli(bessel_file, "no_such_function", "--wrt", "z", cwd=tmp_path)
+    assert_one_line_error(proc, "no_such_function")
+
+
+def test_unsupported_construct(tmp_path):
+    path = tmp_path / "gen.py"
+    path.write_text(GENERATOR_SOURCE)
+    proc = run_cli(path, "gen", "--wrt", "x", cwd=tmp_path)
+    line = assert_one_line_error(proc, "yield")
+    assert f"gen.py:{GENERATOR_YIELD_LINE}:" in line
+
+
+def test_wrt_names_no_argument(bessel_file, tmp_path):
+    proc = run_cli(bessel_file, "besselj", "--wrt", "nope", cwd=tmp_path)
+    assert_one_line_error(proc, "nope")
+
+
+@pytest.mark.skipif(shutil.which("derivo") is None, reason="console script not installed")
+def test_console_script(bessel_file, tmp_path):
+    proc = run_cli(bessel_file, "besselj", "--wrt", "z", cwd=tmp_path, command=["derivo"])
+    assert proc.returncode == 0, proc.stderr
+    assert "def " in proc.stdout

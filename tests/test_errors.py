@@ -1,0 +1,251 @@
+"""Everything derivo refuses raises ``derivo.DerivoError`` pointing at the user's code.
+
+A refusal may happen when ``derivo.grad(f)`` is called or when the result is
+first called; both are accepted.  The message is one line,
+``file:line:col: message``, with the file and line of the offending construct
+in this file, and it names the construct.
+"""
+
+import contextlib
+import inspect
+import math
+import operator
+import os
+import re
+
+import pytest
+
+import derivo
+from derivo import DerivoError
+
+THIS_FILE = os.path.basename(__file__)
+LOCATION = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+): \S")
+
+
+def line_of(func, marker):
+    """The line number in this file of the first line of ``func`` containing ``marker``."""
+    lines, start = inspect.getsourcelines(func)
+    for offset, text in enumerate(lines):
+        if marker in text:
+            return start + offset
+    raise AssertionError(f"{marker!r} not found in the source of {func.__name__}")
+
+
+def refusal(f, *args, **grad_kwargs):
+    """The DerivoError raised by ``derivo.grad(f, ...)`` or by its first call."""
+    with pytest.raises(DerivoError) as info:
+        df = derivo.grad(f, **grad_kwargs)
+        df(*args)
+    return info.value
+
+
+def assert_points_at(err, lines, *words):
+    """``str(err)`` is ``<this file>:<one of lines>:<col>: ...`` and names the construct."""
+    if isinstance(lines, int):
+        lines = (lines,)
+    msg = str(err)
+    assert "\n" not in msg.strip(), f"message is not one line: {msg!r}"
+    m = LOCATION.match(msg)
+    assert m, f"message does not start with file:line:col: {msg!r}"
+    assert m.group("file").endswith(THIS_FILE), msg
+    assert int(m.group("line")) in lines, f"expected line {lines}, got: {msg!r}"
+    assert any(f"{THIS_FILE}:{line}:" in msg for line in lines), msg
+    lowered = msg.lower()
+    assert any(w.lower() in lowered for w in words), f"message does not name {words}: {msg!r}"
+
+
+def test_derivo_error_is_an_exception():
+    assert issubclass(DerivoError, Exception)
+    assert derivo.DerivoError is DerivoError
+
+
+# ---------------------------------------------------------------------------
+# unsupported syntax
+# ---------------------------------------------------------------------------
+
+def uses_yield(x):
+    y = x * 2.0
+    yield y
+
+
+def test_generator():
+    err = refusal(uses_yield, 1.5)
+    assert_points_at(err, line_of(uses_yield, "yield y"), "yield", "generator")
+
+
+async def uses_async(x):
+    return x * 2.0
+
+
+def test_async_def():
+    err = refusal(uses_async, 1.5)
+    assert_points_at(err, line_of(uses_async, "async def"), "async")
+
+
+G = 0.0
+
+
+def uses_global(x):
+    global G; G = x * 2.0  # noqa: E702  (both on one line: either may be reported)
+    return G * x
+
+
+def test_global_assignment():
+    err = refusal(uses_global, 1.5)
+    assert_points_at(err, line_of(uses_global, "global G"), "global")
+
+
+def make_nonlocal():
+    c = 1.0
+
+    def uses_nonlocal(x):
+        nonlocal c; c = x * 2.0  # noqa: E702
+        return c * x
+
+    return uses_nonlocal
+
+
+def test_nonlocal_assignment():
+    f = make_nonlocal()
+    err = refusal(f, 1.5)
+    assert_points_at(err, line_of(f, "nonlocal c"), "nonlocal")
+
+
+def uses_try(x):
+    try:
+        y = x * 2.0
+    except ValueError:
+        y = x
+    return y
+
+
+def test_try():
+    err = refusal(uses_try, 1.5)
+    assert_points_at(err, line_of(uses_try, "try:"), "try")
+
+
+def uses_with(x):
+    with contextlib.nullcontext():
+        y = x * 2.0
+    return y
+
+
+def test_with():
+    err = refusal(uses_with, 1.5)
+    assert_points_at(err, line_of(uses_with, "with "), "with")
+
+
+def uses_lambda(x):
+    g = lambda t: t * x; return g(x)  # noqa: E702,E731  (definition and call share a line)
+
+
+def test_lambda_that_needs_differentiating():
+    err = refusal(uses_lambda, 1.5)
+    assert_points_at(err, line_of(uses_lambda, "lambda t"), "lambda")
+
+
+def uses_nested_def(x):
+    def inner(t):
+        return t * x
+    return inner(x)
+
+
+def test_nested_def_that_needs_differentiating():
+    err = refusal(uses_nested_def, 1.5)
+    # either the nested definition or the call that needs its derivative
+    lines = (line_of(uses_nested_def, "def inner"), line_of(uses_nested_def, "return inner(x)"))
+    assert_points_at(err, lines, "def", "nested", "inner")
+
+
+def uses_eval(x):
+    return eval("x * 2.0")
+
+
+def test_eval():
+    err = refusal(uses_eval, 1.5)
+    assert_points_at(err, line_of(uses_eval, 'eval("'), "eval")
+
+
+def uses_exec(x):
+    y = x * 2.0
+    exec("y = y * x")
+    return y
+
+
+def test_exec():
+    err = refusal(uses_exec, 1.5)
+    assert_points_at(err, line_of(uses_exec, 'exec("'), "exec")
+
+
+# ---------------------------------------------------------------------------
+# calls derivo has no derivative for
+# ---------------------------------------------------------------------------
+
+def uses_gamma(x):
+    y = x * 2.0
+    return math.gamma(y)
+
+
+def test_no_rule_python_library_function():
+    err = refusal(uses_gamma, 1.5)
+    assert_points_at(err, line_of(uses_gamma, "math.gamma"), "gamma")
+
+
+def uses_operator_mul(x):
+    y = x + 1.0
+    return operator.mul(y, x)
+
+
+def test_no_rule_c_function():
+    err = refusal(uses_operator_mul, 1.5)
+    assert_points_at(err, line_of(uses_operator_mul, "operator.mul"), "mul")
+
+
+def fact(x, n):
+    return x if n == 0 else x * fact(x, n - 1)
+
+
+def test_recursion():
+    err = refusal(fact, 1.5, 3)
+    # the recursive call, or the definition of the function that recurses
+    lines = (line_of(fact, "fact(x, n - 1)"), line_of(fact, "def fact"))
+    assert_points_at(err, lines, "recurs")
+
+
+# ---------------------------------------------------------------------------
+# no source, bad wrt
+# ---------------------------------------------------------------------------
+
+def test_builtin_has_no_source():
+    with pytest.raises(DerivoError) as info:
+        derivo.grad(math.sin)(1.0)
+    assert "source" in str(info.value).lower()
+
+
+def test_function_made_by_exec_has_no_source():
+    namespace = {}
+    exec("def made_by_exec(x):\n    return x * x\n", namespace)
+    with pytest.raises(DerivoError) as info:
+        derivo.grad(namespace["made_by_exec"])(1.5)
+    assert "source" in str(info.value).lower()
+
+
+def two_args(x, y):
+    return x * y
+
+
+def test_wrt_names_no_argument():
+    with pytest.raises(DerivoError) as info:
+        derivo.grad(two_args, wrt="nope")(1.0, 2.0)
+    assert "nope" in str(info.value)
+
+
+@pytest.mark.parametrize("wrt", [2, 5, (0, 2), (0, "nope")])
+def test_wrt_out_of_range(wrt):
+    with pytest.raises(DerivoError):
+        derivo.grad(two_args, wrt=wrt)(1.0, 2.0)
+
+
+def test_error_does_not_poison_later_transforms():
+    refusal(uses_try, 1.5)
+    assert derivo.grad(two_args)(1.0, 2.0) == pytest.approx(2.0)
