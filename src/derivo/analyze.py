@@ -348,14 +348,16 @@ class Analysis:
         target = {loop.target.id} if isinstance(loop, S.For) else set()
         if isinstance(loop, S.For) and loop.target.id in read and id(loop) in self.reversed:
             self.pushes[id(loop)] = [loop.target.id]
+        # The reverse loop assigns the target itself, so reads of it inside the
+        # body never reach outside the loop.
         head = set(read)
         while True:
             end, breaks, continues = self._flow(loop.body, head - target, assigned | target)
-            back = (end or set()) | continues
+            back = ((end or set()) | continues) - target
             if back <= head:
                 break
             head |= back
-        return head | breaks | self._exit_reads(loop)
+        return head | (breaks - target) | self._exit_reads(loop)
 
 
 def _names(node):

@@ -124,7 +124,8 @@ def _function_tree(source, func, filename, first_line):
             raise SourceUnavailable(
                 "cannot parse the source of {!r}: {}".format(func.__qualname__, exc),
                 filename, first_line)
-    defs = [n for n in module.body if isinstance(n, S.FunctionDef)]
+    defs = [n for n in module.body
+            if isinstance(n, (S.FunctionDef, S.gast.AsyncFunctionDef))]
     if func.__name__ != "<lambda>" and defs:
         return defs[0]
     lambdas = [n for n in S.walk(module) if isinstance(n, S.gast.Lambda)

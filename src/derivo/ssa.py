@@ -101,15 +101,20 @@ def normalize(parsed):
     tree = S.deepcopy(parsed.tree)
     _fence(parsed, tree)
     namer = Namer(names_in(tree) | set(parsed.globals) | set(parsed.closure))
-    results = _ReturnLowering(parsed, namer).run(tree)
+    _ReturnLowering(parsed, namer).run(tree)
     *body, final = tree.body
     tree.body = _Normalizer(parsed, namer).function_body(tree, _restructure(body), final)
+    returned = tree.body[-1].value
+    results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
     return Normalized(parsed, tree, results, namer)
 
 
 def _fence(parsed, tree):
     for node in S.walk(tree):
         if node is tree:
+            if isinstance(tree, S.gast.AsyncFunctionDef):
+                raise parsed.error(UnsupportedSyntax, tree, "cannot differentiate 'async def': "
+                                   "async functions are not supported", "async def")
             if tree.args.vararg or tree.args.kwarg:
                 raise parsed.error(UnsupportedSyntax, tree,
                                    "cannot differentiate '*args'/'**kwargs' parameters: "
@@ -273,6 +278,7 @@ class _Normalizer:
         self.current = {}       # user name -> the name holding its current value
         self.depth = 0          # 0 in the function's top-level block
         self.assigned = set()   # names holding a value at the top level so far
+        self.tuples = {}        # name of a tuple split at the top level -> element names
 
     def function_body(self, tree, body, final_return):
         args = tree.args
@@ -355,9 +361,11 @@ class _Normalizer:
             out += self.assign_to(target, S.copy_location(copy, stmt), stmt)
         return out
 
-    def assign_to(self, target, value, origin):
+    def assign_to(self, target, value, origin, reread=True):
         if isinstance(target, S.Name):
-            value = self.read(value)
+            if isinstance(value, S.Tuple) and self.depth == 0:
+                return self.split_tuple(target.id, value, origin)
+            value = self.read(value) if reread else value
             hoisted, value = self.hoist_user_calls(value, origin, top=True)
             return hoisted + [S.assign(self.write(target.id), value)]
         if isinstance(target, (S.Tuple, S.List)):
@@ -366,40 +374,65 @@ class _Normalizer:
                                 "to {!r}".format(S.expr_source(target)), "assignment")
 
     def unpack(self, target, value, origin):
-        if not all(isinstance(t, S.Name) for t in target.elts):
-            raise self.parsed.error(UnsupportedSyntax, target, "cannot differentiate "
-                                    "nested unpacking", "unpacking")
-        names = [t.id for t in target.elts]
-        if isinstance(value, (S.Tuple, S.List)):
-            if len(value.elts) != len(names):
-                raise self.parsed.error(UnsupportedSyntax, origin, "cannot unpack {} values "
-                                        "into {} names".format(len(value.elts), len(names)),
-                                        "unpacking")
+        """Split ``a, (b, c) = value`` into single assignments."""
+        pairs = self.literal_pairs(target, value)
+        if pairs is not None:
             # Read every value before writing any target: ``a, b = b, a`` swaps.
+            names = {t.id for t, _ in pairs}
             out, reads = [], []
-            for elt in value.elts:
+            for name, elt in pairs:
                 read = self.read(elt)
                 # At the top level every write makes a fresh name, so no read can see it.
-                if self.depth and names_in(elt) & set(names):
+                if self.depth and names_in(elt) & names:
                     temp = self.namer.numbered("tmp")
-                    hoisted, read = self.hoist_user_calls(read, origin, top=True)
-                    out += hoisted + [S.assign(temp, read)]
+                    out += self.assign_to(S.store(temp), read, origin, reread=False)
                     read = S.name(temp)
-                reads.append(read)
-            for name, read in zip(names, reads):
-                hoisted, read = self.hoist_user_calls(read, origin, top=True)
-                out += hoisted + [S.assign(self.write(name), read)]
+                reads.append((name, read))
+            for name, read in reads:
+                out += self.assign_to(name, read, origin, reread=False)
             return out
         value = self.read(value)
         hoisted, value = self.hoist_user_calls(value, origin, top=True)
-        if getattr(value, "user_function", None):
-            targets = [S.store(self.write(n)) for n in names]
+        flat = all(isinstance(t, S.Name) for t in target.elts)
+        if getattr(value, "user_function", None) and flat:
+            targets = [S.store(self.write(t.id)) for t in target.elts]
             return hoisted + [S.assign(S.tuple_(targets, store_ctx=True), value)]
         temp = self.namer.numbered("seq")
         out = hoisted + [S.assign(temp, value)]
-        for index, name in enumerate(names):
-            out.append(S.assign(self.write(name), S.subscript(S.name(temp), S.const(index))))
+        for index, element in enumerate(target.elts):
+            item = S.subscript(S.name(temp), S.const(index))
+            out += self.assign_to(element, item, origin)
         return out
+
+    def literal_pairs(self, target, value):
+        """[(target name, value)] when ``value`` spells out ``target``'s shape, or
+        when it names a tuple split at the top level; else None."""
+        if isinstance(target, S.Name):
+            return [(target, value)]
+        if isinstance(value, S.Name) and self.current.get(value.id, value.id) in self.tuples:
+            value = S.tuple_([S.name(n) for n in self.tuples[self.current.get(value.id,
+                                                                              value.id)]])
+        if not isinstance(value, (S.Tuple, S.List)) or len(value.elts) != len(target.elts):
+            return None
+        pairs = []
+        for sub_target, sub_value in zip(target.elts, value.elts):
+            sub_pairs = self.literal_pairs(sub_target, sub_value)
+            if sub_pairs is None:
+                return None
+            pairs += sub_pairs
+        return pairs
+
+    def split_tuple(self, name, value, origin):
+        """``t = (x, y)`` at the top level: one name per element, so that
+        ``t[0]`` and ``a, b = t`` read plain names the adjoint can reach."""
+        out, elements = [], []
+        for index, elt in enumerate(value.elts):
+            element = self.namer.fresh("{}_{}".format(name, index))
+            out += self.assign_to(S.store(element), elt, origin, reread=False)
+            elements.append(element)
+        written = self.write(name)
+        self.tuples[written] = elements
+        return out + [S.assign(written, S.tuple_([S.name(e) for e in elements]))]
 
     def stmt_If(self, stmt):
         test = self.read(stmt.test)
@@ -422,9 +455,10 @@ class _Normalizer:
 
     def stmt_For(self, stmt):
         if not isinstance(stmt.target, S.Name):
-            raise self.parsed.error(UnsupportedSyntax, stmt.target, "cannot differentiate a "
-                                    "loop over tuples; unpack inside the loop body",
-                                    "for-unpacking")
+            # for a, b in pairs:  ->  for item in pairs: a, b = item
+            item = self.namer.numbered("item")
+            unpack = S.copy_location(S.assign(stmt.target, S.name(item)), stmt.target)
+            stmt = S.copy_location(S.for_(item, stmt.iter, [unpack] + stmt.body), stmt)
         iterable = self.read(stmt.iter)
         assigned = _assigned_in(stmt.body) | {stmt.target.id}
         out = []
@@ -481,12 +515,22 @@ class _Normalizer:
         n-ary min/max split into pairs."""
         current = self.current
         parsed = self.parsed
+        tuples = self.tuples
 
         class Rename(S.NodeTransformer):
             def visit_Name(self, name):
                 if isinstance(name.ctx, S.Load) and name.id in current:
                     return S.copy_location(S.name(current[name.id]), name)
                 return name
+
+            def visit_Subscript(self, node):
+                self.generic_visit(node)
+                index = node.slice
+                if isinstance(node.value, S.Name) and node.value.id in tuples and \
+                        isinstance(index, S.Constant) and type(index.value) is int and \
+                        -len(tuples[node.value.id]) <= index.value < len(tuples[node.value.id]):
+                    return S.copy_location(S.name(tuples[node.value.id][index.value]), node)
+                return node
 
             def visit_Call(self, call):
                 self.generic_visit(call)
@@ -526,14 +570,19 @@ class _Normalizer:
 
             def visit_IfExp(self, node):
                 node.test = self.visit(node.test)
+                if not any(isinstance(n, S.Call) and _is_user_function(
+                        normalizer.parsed.resolve_callee(n)) for n in S.walk(node)):
+                    return node
+                # Only the branch taken may call: the expression becomes an if statement.
+                temp = normalizer.namer.numbered("t")
+                arms = []
                 for branch in (node.body, node.orelse):
-                    if any(isinstance(n, S.Call) and _is_user_function(
-                            normalizer.parsed.resolve_callee(n)) for n in S.walk(branch)):
-                        raise normalizer.parsed.error(
-                            UnsupportedSyntax, branch, "cannot differentiate a call to a "
-                            "user function inside a conditional expression; use an if "
-                            "statement", "conditional expression")
-                return node
+                    hoisted, branch = normalizer.hoist_user_calls(branch, origin, top=True)
+                    arms.append(hoisted + [S.copy_location(S.assign(temp, branch), origin)])
+                cond = normalizer.namer.numbered("cond")
+                out.append(S.copy_location(S.assign(cond, node.test), origin))
+                out.append(S.copy_location(S.if_(S.name(cond), *arms), origin))
+                return S.copy_location(S.name(temp), node)
 
         value = Hoist().visit(value)
         return out, value
