@@ -44,6 +44,7 @@ class Plan:
     def __init__(self):
         self.nodes = {}        # id(node) -> Node, active nodes only
         self.needs = {}        # id(node) -> how many templates read its value
+        self.requests = {}     # id(node) -> how often the adjoint code asks for its value
         self.reads = set()     # the primal names the adjoint code reads
 
     def is_active(self, node):
@@ -129,7 +130,22 @@ class Analysis:
     def plan_expression(self, expr):
         plan = Plan()
         self._plan(expr, plan)
+        self._count_requests(expr, plan, 0)
         return plan
+
+    def _count_requests(self, node, plan, rebuilds):
+        """A value is asked for by each template reading it and by each rebuild of
+        the expression around it; asked for twice, it gets a temporary and its
+        own sub-expressions are built once."""
+        requests = plan.needs.get(id(node), 0) + rebuilds
+        plan.requests[id(node)] = requests
+        if id(node) not in plan.nodes:
+            return  # inactive sub-expressions are copied whole
+        for field in node._fields:
+            value = getattr(node, field)
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, S.gast.expr):
+                    self._count_requests(child, plan, min(requests, 1))
 
     def _plan(self, node, plan):
         """Fill ``plan`` for ``node``; True if the node is active."""

@@ -4,7 +4,9 @@
   (multiplying by one, double negation, folding constant arithmetic), so a rule
   such as ``g * (1 / y)`` reads ``g / y`` and ``y * x ** (y - 1)`` at ``y = 2``
   reads ``2 * x``.
-- ``optimize``: removes assignments to temporaries nobody reads.
+- ``optimize``: removes assignments nobody reads (dead-code elimination by
+  backward liveness), such as the primal result when only the gradient is
+  returned, or a running sum the adjoint never looks at.
 
 Multiplications by zero are never folded: ``0 * inf`` is ``nan``, and the
 generated code must propagate NaN and inf exactly like the user's function.
@@ -75,32 +77,81 @@ def simplify(expression):
 
 
 def optimize(function):
-    """Remove assignments to names that nothing reads, until none is left."""
-    params = {a.id for a in function.args.args + function.args.kwonlyargs}
-    while True:
-        loaded = {n.id for n in S.walk(function) if isinstance(n, S.Name)
-                  and isinstance(n.ctx, S.Load)}
-        removed = _remove_dead(function.body, loaded | params)
-        if not removed:
-            return function
+    """Remove assignments whose value nothing reads, unless marked ``effects``
+    (a pop, or a call derivo cannot see into)."""
+    dead = _DeadCode()
+    dead.block(function.body, set())
+    dead.remove = True
+    dead.block(function.body, set())
+    return function
 
 
-def _remove_dead(block, live):
-    removed = False
-    kept = []
-    for stmt in block:
-        if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) \
-                and stmt.targets[0].id not in live and _pure(stmt.value):
-            removed = True
-            continue
-        for field in ("body", "orelse"):
-            if isinstance(getattr(stmt, field, None), list):
-                removed |= _remove_dead(getattr(stmt, field), live)
-        kept.append(stmt)
-    block[:] = kept
-    return removed
+def _reads(node):
+    return {n.id for n in S.walk(node) if isinstance(n, S.Name) and isinstance(n.ctx, S.Load)}
 
 
-def _pure(expression):
-    """Whether evaluating ``expression`` can be skipped: no calls, no subscripts."""
-    return not any(isinstance(n, (S.Call, S.Subscript)) for n in S.walk(expression))
+class _DeadCode:
+    """Backward liveness over structured code; loops iterate to a fixpoint."""
+
+    def __init__(self):
+        self.remove = False
+        self.loops = []   # (live at the loop head, live after the loop)
+
+    def block(self, stmts, live):
+        """Live names before ``stmts`` given ``live`` after; prunes when removing."""
+        kept = []
+        for stmt in reversed(stmts):
+            before = self.statement(stmt, live)
+            if before is None:
+                continue  # dead
+            live = before
+            kept.append(stmt)
+        if self.remove:
+            stmts[:] = kept[::-1]
+        return live
+
+    def statement(self, stmt, live):
+        if isinstance(stmt, S.Assign):
+            target = stmt.targets[0]
+            if isinstance(target, S.Name):
+                if target.id not in live and not getattr(stmt, "effects", False):
+                    return None
+                return (live - {target.id}) | _reads(stmt.value)
+            stored = {n.id for n in S.walk(target) if isinstance(n, S.Name)
+                      and isinstance(n.ctx, S.Store)}
+            return (live - stored) | _reads(stmt.value) | _reads(target)
+        if isinstance(stmt, S.AugAssign):
+            if stmt.target.id not in live:
+                return None
+            return live | _reads(stmt.value)
+        if isinstance(stmt, S.Return):
+            return _reads(stmt.value) if stmt.value is not None else set()
+        if isinstance(stmt, S.Break):
+            return set(self.loops[-1][1])
+        if isinstance(stmt, S.Continue):
+            return set(self.loops[-1][0])
+        if isinstance(stmt, S.If):
+            return (self.block(stmt.body, live) | self.block(stmt.orelse, live)
+                    | _reads(stmt.test))
+        if isinstance(stmt, (S.For, S.While)):
+            return self.loop(stmt, live)
+        return live | _reads(stmt)
+
+    def loop(self, loop, after):
+        header = _reads(loop.iter) if isinstance(loop, S.For) else _reads(loop.test)
+        target = {loop.target.id} if isinstance(loop, S.For) else set()
+        head = set(after) | header
+        remove, self.remove = self.remove, False
+        while True:
+            self.loops.append((head, after))
+            body = self.block(loop.body, head) - target
+            self.loops.pop()
+            if body <= head:
+                break
+            head |= body
+        self.remove = remove
+        if remove:
+            self.loops.append((head, after))
+            self.block(loop.body, head)
+            self.loops.pop()
+        return head

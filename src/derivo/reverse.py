@@ -110,7 +110,9 @@ class Sweep:
                 out.append(S.if_(S.deepcopy(stmt.test), self.primal(stmt.body),
                                  self.primal(stmt.orelse)))
             else:
-                out.append(S.deepcopy(stmt))
+                copy = S.deepcopy(stmt)
+                copy.effects = getattr(stmt, "opaque", False)
+                out.append(copy)
         return out
 
     def is_unused_counter(self, stmt, block, index):
@@ -134,7 +136,7 @@ class Sweep:
         return S.Expr(value=S.call(self.push, S.name(ident)))
 
     def restore(self, names):
-        return [S.assign(n, S.call(self.pop)) for n in reversed(names)]
+        return [_effect(S.assign(n, S.call(self.pop))) for n in reversed(names)]
 
     # --- reverse sweep -----------------------------------------------------------
 
@@ -212,8 +214,8 @@ class Sweep:
         out = []
         result_target = S.store(results[0]) if len(results) == 1 else S.tuple_(
             [S.store(r) for r in results], store_ctx=True)
-        out.append(S.assign(result_target, S.call(helper, seed, *S.deepcopy(call.args),
-                                                  keywords=S.deepcopy(call.keywords))))
+        out.append(_effect(S.assign(result_target, S.call(
+            helper, seed, *S.deepcopy(call.args), keywords=S.deepcopy(call.keywords)))))
         self.zero |= set(active)
         by_param = dict(zip(_parameter_names(callee), call.args))
         by_param.update({k.arg: k.value for k in call.keywords})
@@ -249,9 +251,12 @@ class Sweep:
         entry = set(self.zero)
         head = set(entry)
         last_line = self.last_line
+        taken = set(self.namer.taken)
         while True:
+            # Each attempt must hand out the same temporaries' names.
             self.zero = set(head)
             self.last_line = last_line
+            self.namer.taken = taken | set(self.adjoints.values())
             body = body_fn()
             if head <= self.zero:
                 break
@@ -347,7 +352,7 @@ class ExpressionAdjoint:
         if id(node) in self.values:
             return S.name(self.values[id(node)])
         expression = self.rebuilt(node, out)
-        if self.plan.needs.get(id(node), 0) > 1:
+        if self.plan.requests.get(id(node), 0) > 1:
             temp = self.sweep.namer.numbered("t")
             out.append(S.assign(temp, expression))
             self.values[id(node)] = temp
@@ -367,6 +372,12 @@ class ExpressionAdjoint:
                 setattr(copy, field, [self.value(o, out) if isinstance(o, S.gast.expr)
                                       else S.deepcopy(o) for o in original])
         return copy
+
+
+def _effect(stmt):
+    """Mark a statement the optimizer must keep even when its target is unused."""
+    stmt.effects = True
+    return stmt
 
 
 def _parameter_names(func):

@@ -7,15 +7,19 @@ appear (the fence below rejects what cannot be normalised):
     block  := stmt* [jump]
     jump   := 'break' | 'continue' | 'raise' ...             -- last in its block only
     stmt   := NAME '=' expr                                   -- one target
-            | NAME '=' CALL | (NAME, ...) '=' CALL            -- CALL: a user function,
-                                                              --   hoisted to its own line
+            | NAME '=' CALL | (NAME, ...) '=' CALL            -- CALL: any call that is not
+                                                              --   to a primitive (a user
+                                                              --   function, an unknown one),
+                                                              --   on its own line
             | 'if' NAME ':' block 'else' ':' block            -- test hoisted to a fresh name
             | 'for' NAME 'in' expr ':' block                  -- no else
             | 'while' expr ':' block                          -- no else
             | expr                                            -- kept for its side effect
             | 'assert' ...
     expr   := nested arithmetic, comparisons, boolean operators, calls to
-              primitives, conditional expressions, constants, names, subscripts
+              primitives (functions with a derivative rule or declared
+              non-differentiable), conditional expressions, constants, names,
+              subscripts -- so the reverse sweep may evaluate it again safely
 
 Further invariants:
 - augmented, chained and tuple assignments are split into single assignments;
@@ -28,7 +32,8 @@ Further invariants:
   ``range(...)`` of names the body does not assign (``loop.iterable``);
 - code after a branch that always jumps lives in the other branch, so a jump is
   always the last statement of its block;
-- ``return`` in a loop sets the result, a ``returned`` flag and breaks out.
+- ``return`` in a loop sets the result, a ``returned`` flag and breaks out;
+- every assignment carries ``opaque``: whether it calls a non-primitive.
 """
 
 from . import rules
@@ -104,6 +109,7 @@ def normalize(parsed):
     _ReturnLowering(parsed, namer).run(tree)
     *body, final = tree.body
     tree.body = _Normalizer(parsed, namer).function_body(tree, _restructure(body), final)
+    _mark_opaque(tree, parsed)
     returned = tree.body[-1].value
     results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
     return Normalized(parsed, tree, results, namer)
@@ -366,7 +372,7 @@ class _Normalizer:
             if isinstance(value, S.Tuple) and self.depth == 0:
                 return self.split_tuple(target.id, value, origin)
             value = self.read(value) if reread else value
-            hoisted, value = self.hoist_user_calls(value, origin, top=True)
+            hoisted, value = self.hoist_calls(value, origin, top=True)
             return hoisted + [S.assign(self.write(target.id), value)]
         if isinstance(target, (S.Tuple, S.List)):
             return self.unpack(target, value, origin)
@@ -392,7 +398,7 @@ class _Normalizer:
                 out += self.assign_to(name, read, origin, reread=False)
             return out
         value = self.read(value)
-        hoisted, value = self.hoist_user_calls(value, origin, top=True)
+        hoisted, value = self.hoist_calls(value, origin, top=True)
         flat = all(isinstance(t, S.Name) for t in target.elts)
         if getattr(value, "user_function", None) and flat:
             targets = [S.store(self.write(t.id)) for t in target.elts]
@@ -464,7 +470,7 @@ class _Normalizer:
         out = []
         if not self._stable(iterable, assigned):
             temp = self.namer.numbered("seq")
-            hoisted, iterable = self.hoist_user_calls(iterable, stmt, top=True)
+            hoisted, iterable = self.hoist_calls(iterable, stmt, top=True)
             out += hoisted + [S.assign(temp, iterable)]
             iterable = S.name(temp)
         target = self.write(stmt.target.id)
@@ -545,40 +551,49 @@ class _Normalizer:
 
         return Rename().visit(S.deepcopy(node))
 
-    def hoist_user_calls(self, value, origin, top):
-        """Move calls to user functions out of ``value`` into their own statements.
+    def hoist_calls(self, value, origin, top):
+        """Move every call that is not to a primitive out of ``value``.
 
-        Each such call is marked with ``call.user_function``.  Returns
-        (statements, value).  With ``top``, a call that *is* the whole
-        value stays in place (it already is its own statement).
+        Calls to user functions are marked with ``call.user_function``.  Each
+        moved call becomes ``t = call`` of its own, so the reverse sweep never
+        evaluates a function twice (it may have effects, or return a different
+        random number).  With ``top``, a call that *is* the whole value stays.
+        Returns (statements, value).
         """
         out = []
         normalizer = self
+
+        def hoisted(node):
+            temp = normalizer.namer.numbered("t")
+            out.append(S.copy_location(S.assign(temp, node), origin))
+            return S.copy_location(S.name(temp), node)
 
         class Hoist(S.NodeTransformer):
             def visit_Call(self, call):
                 self.generic_visit(call)
                 target = normalizer.parsed.resolve_callee(call)
-                if not _is_user_function(target):
+                if _is_user_function(target):
+                    call.user_function = target
+                elif rules.is_primitive(target):
                     return call
-                call.user_function = target
-                if call is value and top:
-                    return call
-                temp = normalizer.namer.numbered("t")
-                out.append(S.copy_location(S.assign(temp, call), origin))
-                return S.copy_location(S.name(temp), call)
+                return call if call is value and top else hoisted(call)
+
+            def visit_BoolOp(self, node):
+                # Moving a call out of ``a and f()`` would call f when a is false.
+                if _opaque(node, normalizer.parsed) and not (node is value and top):
+                    return hoisted(node)
+                return node
 
             def visit_IfExp(self, node):
                 node.test = self.visit(node.test)
-                if not any(isinstance(n, S.Call) and _is_user_function(
-                        normalizer.parsed.resolve_callee(n)) for n in S.walk(node)):
+                if not _opaque(node, normalizer.parsed):
                     return node
                 # Only the branch taken may call: the expression becomes an if statement.
                 temp = normalizer.namer.numbered("t")
                 arms = []
                 for branch in (node.body, node.orelse):
-                    hoisted, branch = normalizer.hoist_user_calls(branch, origin, top=True)
-                    arms.append(hoisted + [S.copy_location(S.assign(temp, branch), origin)])
+                    moved, branch = normalizer.hoist_calls(branch, origin, top=True)
+                    arms.append(moved + [S.copy_location(S.assign(temp, branch), origin)])
                 cond = normalizer.namer.numbered("cond")
                 out.append(S.copy_location(S.assign(cond, node.test), origin))
                 out.append(S.copy_location(S.if_(S.name(cond), *arms), origin))
@@ -586,6 +601,18 @@ class _Normalizer:
 
         value = Hoist().visit(value)
         return out, value
+
+
+def _opaque(tree, parsed):
+    """Whether ``tree`` calls something other than a primitive."""
+    return any(isinstance(n, S.Call) and not rules.is_primitive(parsed.resolve_callee(n))
+               for n in S.walk(tree))
+
+
+def _mark_opaque(tree, parsed):
+    for stmt in S.walk(tree):
+        if isinstance(stmt, S.Assign):
+            stmt.opaque = _opaque(stmt.value, parsed)
 
 
 def _is_user_function(obj):
