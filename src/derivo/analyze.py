@@ -13,7 +13,7 @@ expression plans
     *variables* are ever saved, never temporaries.
 saving
     The reverse sweep runs with every variable holding the value it had when the
-    statement being reversed ran.  An assignment therefore saves the value it
+    statement being reversed ran.  Integer steps (``k += 1``) are undone instead.  An assignment therefore saves the value it
     overwrites (pushes it on the stack) exactly when some earlier statement's
     adjoint reads that value: a forward data-flow of "read by an adjoint since
     last written" decides it.  Loops and branches record what their reverse
@@ -60,6 +60,8 @@ class Analysis:
         self.pushes = {}       # id(statement) -> names it saves before overwriting
         self.reversed = set()  # id(compound statement) whose reverse does something
         self.init_none = set()  # names saved before any assignment on some path
+        self.steps = {}        # id(k = k + c) -> (k, op, c), k provably an integer
+        self.undone = set()    # ids of such steps the reverse sweep undoes
         self.calls = []        # (call statement, user function, active parameter names)
 
     # --- activity ----------------------------------------------------------
@@ -300,7 +302,36 @@ class Analysis:
             needed = grown
         self.pushes = {}
         self.init_none = set()
+        self.steps = self._integer_steps(tree)
+        self.undone = set()
         self._flow(tree.body, set(), set(tree_params(tree)))
+
+    def _integer_steps(self, tree):
+        """Statements ``k = k + c`` where k only ever holds integers.
+
+        Their reverse undoes them (``k = k - c``, exact for integers) instead of
+        saving k: loop counters cost no stack.  Returns {id(stmt): (name, op, c)}.
+        """
+        steps, others = {}, set()
+        for stmt in S.walk(tree):
+            if isinstance(stmt, S.For):
+                others.add(stmt.target.id)
+            if not isinstance(stmt, S.Assign):
+                continue
+            target, value = stmt.targets[0], stmt.value
+            if not isinstance(target, S.Name):
+                others |= {t.id for t in S.walk(target) if isinstance(t, S.Name)}
+            elif _is_int(value):
+                continue
+            elif (isinstance(value, S.BinOp) and isinstance(value.op, (S.Add, S.Sub))
+                  and isinstance(value.left, S.Name) and value.left.id == target.id
+                  and _is_int(value.right)):
+                steps[id(stmt)] = (target.id, value.op, value.right.value)
+            else:
+                others.add(target.id)
+        params = set(tree_params(tree))
+        return {key: step for key, step in steps.items()
+                if step[0] not in others and step[0] not in params}
 
     def _has_reverse(self, compound, needed):
         for stmt in S.walk(compound.body + getattr(compound, "orelse", [])):
@@ -336,7 +367,9 @@ class Analysis:
                 names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
                 read = read | self.statement_reads(stmt)
                 saved = [n for n in names if n in read]
-                if saved:
+                if saved and id(stmt) in self.steps:
+                    self.undone.add(id(stmt))
+                elif saved:
                     self.pushes[id(stmt)] = saved
                     self.init_none |= set(saved) - assigned
                 read = read - set(names)
@@ -374,6 +407,10 @@ class Analysis:
                 break
             head |= back
         return head | (breaks - target) | self._exit_reads(loop)
+
+
+def _is_int(node):
+    return isinstance(node, S.Constant) and type(node.value) is int
 
 
 def _names(node):

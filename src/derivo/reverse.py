@@ -135,7 +135,13 @@ class Sweep:
     def save(self, ident):
         return S.Expr(value=S.call(self.push, S.name(ident)))
 
-    def restore(self, names):
+    def restore(self, stmt):
+        """Give back the values ``stmt`` overwrote: undo an integer step, or pop."""
+        if id(stmt) in self.analysis.undone:
+            name, op, step = self.analysis.steps[id(stmt)]
+            inverse = S.Sub() if isinstance(op, S.Add) else S.Add()
+            return [_effect(S.assign(name, S.binop(S.name(name), inverse, S.const(step))))]
+        names = self.analysis.pushes.get(id(stmt), [])
         return [_effect(S.assign(n, S.call(self.pop))) for n in reversed(names)]
 
     # --- reverse sweep -----------------------------------------------------------
@@ -148,7 +154,7 @@ class Sweep:
 
     def reverse_statement(self, stmt):
         if isinstance(stmt, S.Assign):
-            code = self.restore(self.analysis.pushes.get(id(stmt), []))
+            code = self.restore(stmt)
             if getattr(stmt.value, "user_function", None) is not None:
                 code += self.reverse_call(stmt)
             else:
@@ -161,7 +167,7 @@ class Sweep:
                                lambda: self.reverse_block(stmt.body),
                                lambda: self.reverse_block(stmt.orelse))
         code = self.loop(stmt, lambda: self.reverse_block(stmt.body))
-        return code + self.restore(self.analysis.pushes.get(id(stmt), []))
+        return code + self.restore(stmt)
 
     def commented(self, stmt, code):
         if not code:

@@ -30,6 +30,7 @@ Further invariants:
 - a ``while`` loop, and a ``for`` loop containing ``break``, count their trips in
   a fresh counter (``loop.trips``); a ``for`` loop's iterable is a name or a
   ``range(...)`` of names the body does not assign (``loop.iterable``);
+- loop-invariant arithmetic that cannot raise is computed once before its loop;
 - code after a branch that always jumps lives in the other branch, so a jump is
   always the last statement of its block;
 - ``return`` in a loop sets the result, a ``returned`` flag and breaks out;
@@ -456,8 +457,9 @@ class _Normalizer:
     def stmt_While(self, stmt):
         test = self.read(stmt.test)
         body = self.nested(stmt.body)
+        hoisted = self.hoist_invariants(body, _assigned_in(body))
         loop = S.while_(test, body)
-        return self.counted(loop, stmt)
+        return hoisted + self.counted(loop, stmt)
 
     def stmt_For(self, stmt):
         if not isinstance(stmt.target, S.Name):
@@ -475,6 +477,7 @@ class _Normalizer:
             iterable = S.name(temp)
         target = self.write(stmt.target.id)
         body = self.nested(stmt.body)
+        out += self.hoist_invariants(body, _assigned_in(body) | {target})
         loop = S.for_(target, iterable, body)
         loop.iterable = iterable
         has_break = any(isinstance(n, S.Break) for n in _loop_level(body))
@@ -482,6 +485,35 @@ class _Normalizer:
             return out + self.counted(loop, stmt)
         loop.trips = None
         return out + [loop]
+
+    def hoist_invariants(self, body, assigned):
+        """Compute loop-invariant arithmetic once, before the loop.
+
+        ``s *= c / k * (z / 2) ** 2`` in a loop that never assigns z becomes
+        ``t = (z / 2) ** 2`` before it: the primal does less work, and the
+        adjoint accumulates into ``bt`` and applies the chain rule through
+        ``(z / 2) ** 2`` once, after the loop, as one would by hand.  Only
+        operators that cannot raise are moved (division and powers by constants),
+        since the loop may run zero times.
+        """
+        out = []
+        normalizer = self
+
+        class Hoist(S.NodeTransformer):
+            def __init__(self, stmt):
+                self.stmt = stmt
+
+            def visit(self, node):
+                if node is not self.stmt.value and _invariant(node, assigned):
+                    temp = normalizer.namer.numbered("t")
+                    out.append(S.copy_location(S.assign(temp, node), self.stmt))
+                    return S.copy_location(S.name(temp), node)
+                return self.generic_visit(node)
+
+        for stmt in body:
+            if isinstance(stmt, S.Assign) and not getattr(stmt.value, "user_function", None):
+                stmt.value = Hoist(stmt).visit(stmt.value)
+        return out
 
     def _stable(self, iterable, assigned):
         """Whether the reverse sweep can rebuild the iterable from names it sees."""
@@ -601,6 +633,39 @@ class _Normalizer:
 
         value = Hoist().visit(value)
         return out, value
+
+
+_SAFE_OPS = (S.Add, S.Sub, S.Mult)
+
+
+def _invariant(node, assigned):
+    """Arithmetic worth hoisting out of a loop that assigns ``assigned``: it reads
+    no assigned name, does at least one operation on a name, and cannot raise."""
+    if not isinstance(node, (S.BinOp, S.UnaryOp)):
+        return False
+    reads_name = False
+    for sub in S.walk(node):
+        if isinstance(sub, S.Name):
+            if sub.id in assigned:
+                return False
+            reads_name = True
+        elif isinstance(sub, S.BinOp):
+            constant = isinstance(sub.right, S.Constant) and type(sub.right.value) in (int, float)
+            if isinstance(sub.op, (S.Div, S.Mod)):
+                if not (constant and sub.right.value != 0):
+                    return False
+            elif isinstance(sub.op, S.Pow):
+                if not (constant and type(sub.right.value) is int and sub.right.value >= 0):
+                    return False
+            elif not isinstance(sub.op, _SAFE_OPS):
+                return False
+        elif isinstance(sub, S.UnaryOp):
+            if not isinstance(sub.op, (S.USub, S.UAdd)):
+                return False
+        elif not isinstance(sub, (S.Constant, S.gast.operator, S.gast.unaryop,
+                                  S.gast.expr_context)):
+            return False
+    return reads_name
 
 
 def _opaque(tree, parsed):
