@@ -18,8 +18,10 @@ Tables register themselves when imported (see ``builtins.py``)::
 differentiate through (an integer count, a flag).
 """
 
+import ast
 import inspect
 import linecache
+import operator
 
 from .. import syntax as S
 from ..errors import DerivoError
@@ -28,6 +30,9 @@ from ..errors import DerivoError
 RULES = {}
 #: functions whose result is never differentiated (comparisons are handled by ssa)
 NONDIFFERENTIABLE = set()
+OPERATOR_FUNCTIONS = {S.Add: operator.add, S.Sub: operator.sub, S.Mult: operator.mul,
+                      S.Div: operator.truediv, S.Pow: operator.pow, S.Mod: operator.mod,
+                      S.USub: operator.neg, S.UAdd: operator.pos}
 
 
 class Template:
@@ -71,6 +76,24 @@ class Rule:
     @property
     def arity(self):
         return len(self.partials)
+
+    def __call__(self, *args):
+        """The primitive itself, evaluated (operators through :mod:`operator`)."""
+        return OPERATOR_FUNCTIONS.get(self.primitive, self.primitive)(*args)
+
+    def partial_values(self, *args):
+        """The partials at ``args`` as numbers (None where not differentiable)."""
+        ans = self(*args)
+        values = []
+        for template in self.partials:
+            if template is None:
+                values.append(None)
+                continue
+            bindings = dict(zip(template.params, [S.const(ans)] + [S.const(a) for a in args]))
+            expression = S.gast.gast_to_ast(S.gast.Expression(body=template.instantiate(bindings)))
+            ast.fix_missing_locations(expression)
+            values.append(eval(compile(expression, "<rule>", "eval"), template.globals))
+        return values
 
 
 def label_of(primitive):
