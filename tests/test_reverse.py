@@ -1499,3 +1499,16 @@ def test_damped_oscillator_1000_steps(x0, v0, k, c):
 
 def test_damped_oscillator_short_run_keyword_steps():
     assert_grad_matches(damped_oscillator, 1.0, 0.5, 4.0, 0.3, wrt=("k", "c"), steps=7, dt=0.1)
+
+
+def conditional_self_update(x, y):
+    a = x * x
+    a = a * y if y > 0.0 else a - y
+    for _ in range(2):
+        a = a * x if a > 0.0 else a - x
+    return a
+
+
+@pytest.mark.parametrize("args", [(0.7, 0.4), (0.7, -0.4), (-0.6, 0.3), (-0.6, -2.0)])
+def test_conditional_expression_updating_its_own_target(args):
+    assert_grad_matches(conditional_self_update, *args, wrt=(0, 1))

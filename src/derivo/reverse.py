@@ -184,8 +184,19 @@ class Sweep:
         if target not in self.analysis.active or target in self.zero:
             return []
         out = []
-        expression = ExpressionAdjoint(self, self.analysis.plans[id(stmt)], out)
-        expression.backprop(stmt.value, S.name(self.adjoint(target)), own=target)
+        plan = self.analysis.plans[id(stmt)]
+        expression = ExpressionAdjoint(self, plan, out)
+        seed = S.name(self.adjoint(target))
+        if any(n.kind == "ifexp" for n in plan.nodes.values()) and \
+                target in {n.id for n in S.walk(stmt.value) if isinstance(n, S.Name)}:
+            # The target's own share depends on the branch taken, so it cannot be
+            # summed after the fact: start its adjoint afresh from a copy instead.
+            copy = self.namer.numbered("bt")
+            out.append(S.assign(copy, seed))
+            self.zero.add(target)
+            expression.backprop(stmt.value, S.name(copy))
+            return out
+        expression.backprop(stmt.value, seed, own=target)
         self.finish_target(target, expression.own_contributions, out)
         return out
 

@@ -1,0 +1,65 @@
+"""The saved derivative of every example matches its golden file in generated/.
+
+A golden file changes only on purpose: after changing the generator, read the
+new output, then regenerate with
+
+    DERIVO_REGENERATE=1 python -m pytest -q tests/test_generated.py
+
+and review the diff like any other change.
+"""
+
+import importlib
+import importlib.util
+import os
+import pathlib
+
+import pytest
+
+import derivo
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(p.stem for p in (REPO / "examples").glob("*.py") if p.stem != "__init__")
+
+
+def derivatives():
+    for example in EXAMPLES:
+        module = importlib.import_module("examples." + example)
+        for name, value in sorted(vars(module).items()):
+            if isinstance(value, derivo.Derivative):
+                yield example, name, value
+
+
+CASES = list(derivatives())
+
+
+def test_every_example_has_a_derivative():
+    assert {example for example, _, _ in CASES} == set(EXAMPLES)
+
+
+@pytest.mark.parametrize("example,name,derivative", CASES, ids=[c[1] for c in CASES])
+def test_saved_source_matches_golden_file(example, name, derivative, tmp_path):
+    golden = REPO / "generated" / "{}.py".format(name)
+    saved = pathlib.Path(derivative.save(tmp_path / golden.name)).read_text()
+    if os.environ.get("DERIVO_REGENERATE"):
+        golden.write_text(saved)
+    assert golden.exists(), "run with DERIVO_REGENERATE=1 to create " + str(golden)
+    assert saved == golden.read_text(), "generated code changed: " + name
+
+
+@pytest.mark.parametrize("example,name,derivative", CASES, ids=[c[1] for c in CASES])
+def test_golden_file_runs_standalone(example, name, derivative):
+    golden = REPO / "generated" / "{}.py".format(name)
+    spec = importlib.util.spec_from_file_location("golden_" + name, golden)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    standalone = getattr(module, derivative.__name__)
+    args = EXAMPLE_ARGUMENTS[name]
+    assert standalone(*args) == derivative(*args)
+
+
+EXAMPLE_ARGUMENTS = {
+    "besselj_grad": (2, 1.0),
+    "f_grad": (2.0, 5.0),
+    "shaped_grad": (0.7, 0.4),
+    "simulate_grad": (0.3, 1.0, 200),
+}
