@@ -33,9 +33,33 @@ class Node:
 
     def __init__(self, kind, operands=(), rule=None):
         self.kind = kind            # 'name' | 'rule' | 'ifexp'
-        self.operands = list(operands)
+        self.operands = list(operands)  # rule: [(param, node, template)]; ifexp: [body, orelse]
         self.rule = rule
         self.active = []            # indices of operands that receive an adjoint
+
+
+class Site:
+    """One application of a primitive: its rule and its arguments bound to the
+    rule's parameter names, ``[(param, argument node, template or None)]``."""
+
+    def __init__(self, key, positional, keywords, label=None):
+        self.key = key
+        self.label = label or rules.label_of(key)
+        self.npositional = len(positional)
+        self.keywords = [k.arg for k in keywords]
+        self.rule = rules.lookup(key, len(positional), self.keywords) \
+            if _hashable(key) and None not in self.keywords else None
+        if self.rule is None:
+            self.args = [(None, a, None) for a in positional] + \
+                [(k.arg, k.value, None) for k in keywords]
+            return
+        templates = self.rule.templates
+        self.args = [(param, arg, templates[i] if i < len(templates) else None)
+                     for i, (param, arg) in enumerate(zip(self.rule.params, positional))]
+        for k in keywords:
+            index = self.rule.params.index(k.arg)
+            self.args.append((k.arg, k.value, templates[index]
+                              if index < len(templates) else None))
 
 
 class Plan:
@@ -52,8 +76,9 @@ class Plan:
 
 
 class Analysis:
-    def __init__(self, normalized, wrt):
+    def __init__(self, normalized, wrt, arrays=False):
         self.normalized = normalized
+        self.arrays = arrays   # values may be arrays: reduce broadcast adjoints
         self.parsed = normalized.parsed
         self.wrt = list(wrt)
         self.plans = {}        # id(assignment) -> Plan
@@ -74,32 +99,47 @@ class Analysis:
             node = stack.pop()
             if isinstance(node, S.Name):
                 found.add(node.id)
-            elif isinstance(node, S.BinOp):
-                if isinstance(node.op, DIFFERENTIABLE_OPS):
-                    stack += [node.left, node.right]
-            elif isinstance(node, S.UnaryOp):
-                if isinstance(node.op, (S.USub, S.UAdd)):
-                    stack.append(node.operand)
             elif isinstance(node, S.IfExp):
                 stack += [node.body, node.orelse]
-            elif isinstance(node, S.BoolOp):
-                stack += node.values
-            elif isinstance(node, S.Call):
-                stack += self._differentiable_args(node)
-            elif isinstance(node, (S.Tuple, S.List)):
-                stack += node.elts
-            elif isinstance(node, (S.Subscript, S.Attribute)):
-                stack.append(node.value)
+            elif isinstance(node, (S.BoolOp, S.Tuple, S.List)):
+                stack += getattr(node, "values", None) or node.elts
+            elif isinstance(node, S.Call) and getattr(node, "user_function", None):
+                stack += list(node.args) + [k.value for k in node.keywords]
+            else:
+                site = self.site(node)
+                if site is not None:
+                    stack += [arg for _, arg, template in site.args
+                              if template is not None or site.rule is None]
         return found
 
-    def _differentiable_args(self, call):
-        callee = getattr(call, "user_function", None) or self.parsed.resolve_callee(call)
-        if rules.is_nondifferentiable(callee):
-            return []
-        rule = rules.lookup(callee, len(call.args))
-        if rule is not None and not call.keywords:
-            return [a for a, p in zip(call.args, rule.partials) if p is not None]
-        return list(call.args) + [k.value for k in call.keywords]
+    def site(self, node):
+        """The application of a primitive that ``node`` is, or None when it is not
+        differentiable at all (a comparison, ``int(x)``, ``x.shape``, a constant)."""
+        if isinstance(node, S.BinOp):
+            if not isinstance(node.op, DIFFERENTIABLE_OPS):
+                return None
+            return Site(type(node.op), [node.left, node.right], [])
+        if isinstance(node, S.UnaryOp):
+            if not isinstance(node.op, (S.USub, S.UAdd)):
+                return None
+            return Site(type(node.op), [node.operand], [])
+        if isinstance(node, S.Call):
+            key = self.parsed.callee_key(node)
+            args = list(node.args)
+            if isinstance(key, rules.Method):
+                args.insert(0, node.func.value)
+            if rules.is_nondifferentiable(key):
+                return None
+            return Site(key, args, node.keywords, label=S.expr_source(node.func))
+        if isinstance(node, S.Attribute):
+            key = rules.Method(node.attr)
+            if rules.is_nondifferentiable(key) or isinstance(node.value, S.Name) and \
+                    node.value.id not in self.parsed.local_names:
+                return None  # x.shape, or a module attribute like math.pi
+            return Site(key, [node.value], [])
+        if isinstance(node, S.Subscript):
+            return Site(rules.GETITEM, [node.value, node.slice], [])
+        return None
 
     def compute_activity(self):
         assignments = [s for s in S.walk(self.normalized.tree)
@@ -164,72 +204,59 @@ class Analysis:
             entry.active = [i for i, a in enumerate(branches) if a]
             plan.reads |= _names(node.test)
             return True
-        operands, rule = self._operands_and_rule(node)
-        if operands is None:
+        site = self.site(node)
+        if site is None:
             if self.differentiable_names(node) & self.active:
-                self._refuse(node)
+                self._refuse(node, None)
             return False
-        flags = [self._plan(o, plan) for o in operands]
+        flags = [self._plan(arg, plan) for _, arg, _ in site.args]
         if not any(flags):
             return False
-        if rule is None:
-            self._refuse(node)
-        entry = plan.nodes[id(node)] = Node("rule", operands, rule)
-        for index, (operand, active) in enumerate(zip(operands, flags)):
-            partial = rule.partials[index]
-            if not active or partial is None:
-                continue
+        if site.rule is None:
+            self._refuse(node, site)
+        entry = plan.nodes[id(node)] = Node("rule", site.args, site.rule)
+        for index, ((_, _, template), active) in enumerate(zip(site.args, flags)):
+            if not active or template is None:
+                continue  # no template: the rule holds this argument constant
             entry.active.append(index)
-            if "ans" in partial.uses:
+            if "ans" in template.uses:
                 self._need(node, plan)
-            for param, value in zip(partial.params[1:], operands):
-                if param in partial.uses:
-                    self._need(value, plan)
+            for param, arg, _ in site.args:
+                if param in template.uses:
+                    self._need(arg, plan)
+            if site.rule.broadcasts and self.arrays:
+                self._need(site.args[index][1], plan)  # its shape, to reduce to
         return True
 
     def _need(self, node, plan):
         plan.needs[id(node)] = plan.needs.get(id(node), 0) + 1
         plan.reads |= _names(node)
 
-    def _operands_and_rule(self, node):
-        """(operands, rule) of a differentiable node; (None, None) if it has none."""
-        if isinstance(node, S.BinOp):
-            return [node.left, node.right], rules.lookup(type(node.op), 2)
-        if isinstance(node, S.UnaryOp) and isinstance(node.op, (S.USub, S.UAdd)):
-            return [node.operand], rules.lookup(type(node.op), 1)
-        if isinstance(node, S.Call):
-            callee = self.parsed.resolve_callee(node)
-            if rules.is_nondifferentiable(callee):
-                return None, None
-            if node.keywords:
-                return list(node.args) + [k.value for k in node.keywords], None
-            return list(node.args), rules.lookup(callee, len(node.args))
-        return None, None
-
-    def _refuse(self, node):
-        if isinstance(node, S.Call):
-            callee = self.parsed.resolve_callee(node)
-            label = S.expr_source(node.func)
-            if callee is not MISSING and rules.lookup(callee, len(node.args)) is None \
-                    and rules.RULES.get(callee):
-                arities = sorted(rules.RULES[callee])
-                message = ("cannot differentiate {!r} with {} argument(s){}: derivo has "
-                           "rules for {} argument(s)".format(
-                               label, len(node.args), " and keywords" if node.keywords else "",
-                               " or ".join(map(str, arities))))
+    def _refuse(self, node, site):
+        if site is not None:
+            known = rules.RULES.get(site.key) if _hashable(site.key) else None
+            if known:
+                message = ("cannot differentiate {!r} called with {} positional argument(s){}: "
+                           "derivo's rules take {}".format(
+                               site.label, site.npositional,
+                               " and keywords " + ", ".join(site.keywords)
+                               if site.keywords else "",
+                               " or ".join("({})".format(", ".join(r.params))
+                                           for r in known.values())))
             else:
-                message = ("cannot differentiate {!r}: derivo has no derivative rule for "
-                           "it and a differentiated value flows into it (register one "
-                           "with derivo.defpartials)".format(label))
-            raise self.parsed.error(NoDerivativeRule, node, message, label)
+                message = ("cannot differentiate {!r}: derivo has no derivative rule for it and "
+                           "a differentiated value flows into it (register one with "
+                           "derivo.defpartials or derivo.defvjp)".format(site.label))
+            raise self.parsed.error(NoDerivativeRule, node, message, site.label)
         construct = type(node).__name__
         descriptions = {"BoolOp": "'and'/'or' on differentiated values",
-                        "Subscript": "indexing a differentiated value",
                         "Attribute": "attribute access on a differentiated value",
                         "Tuple": "a tuple of differentiated values",
                         "List": "a list of differentiated values",
                         "BinOp": "this operator on differentiated values",
-                        "Compare": "a comparison"}
+                        "Compare": "a comparison",
+                        "Call": "a call of a non-differentiable function on differentiated "
+                                "values"}
         raise self.parsed.error(
             UnsupportedSyntax, node, "cannot differentiate {}: {!r} is not supported".format(
                 descriptions.get(construct, construct), S.expr_source(node)), construct)
@@ -413,6 +440,14 @@ def _is_int(node):
     return isinstance(node, S.Constant) and type(node.value) is int
 
 
+def _hashable(key):
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
+
+
 def _names(node):
     return {n.id for n in S.walk(node) if isinstance(n, S.Name)}
 
@@ -431,9 +466,9 @@ def _parameters(func):
     return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
 
-def analyze(normalized, wrt):
+def analyze(normalized, wrt, arrays=False):
     """Run all analyses of ``normalized`` for differentiation w.r.t. ``wrt`` names."""
-    analysis = Analysis(normalized, wrt)
+    analysis = Analysis(normalized, wrt, arrays)
     analysis.compute_activity()
     analysis.plan_statements()
     analysis.compute_saving()

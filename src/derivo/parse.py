@@ -11,6 +11,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from . import syntax as S
+from .rules import Method
 from .errors import SourceUnavailable, UnsupportedSyntax
 
 MISSING = object()
@@ -49,6 +50,14 @@ class Parsed:
         for attr in reversed(path):
             obj = getattr(obj, attr, MISSING)
         return obj
+
+    def callee_key(self, call):
+        """What a call calls, for rule lookup: the resolved object, or a
+        :class:`~derivo.rules.Method` for a method of a local value (``x.sum()``)."""
+        callee = self.resolve_callee(call)
+        if callee is MISSING and isinstance(call.func, S.Attribute):
+            return Method(call.func.attr)
+        return callee
 
     @functools.cached_property
     def local_names(self):

@@ -11,7 +11,7 @@ assignment (``bz = ...``) rather than ``bz = 0.0`` followed by ``bz += ...``;
 a zero is materialised only where two control paths meet.
 """
 
-from . import optimize
+from . import optimize, runtime
 from . import syntax as S
 from .analyze import analyze
 
@@ -20,6 +20,7 @@ class Sweep:
     """Emits the primal and reverse sweeps of one function."""
 
     def __init__(self, analysis, module, kind, name):
+        self.arrays = analysis.arrays
         self.analysis = analysis
         self.parsed = analysis.parsed
         self.normalized = analysis.normalized
@@ -35,6 +36,10 @@ class Sweep:
             self.push = self.namer.fresh("push")
             self.pop = self.namer.fresh("pop")
         self.last_line = None
+
+    def runtime(self, helper):
+        """The name generated code calls a :mod:`derivo.runtime` helper by."""
+        return self.module.bind(helper, getattr(runtime, helper), avoid=self.parsed.local_names)
 
     def adjoint(self, ident):
         if ident not in self.adjoints:
@@ -335,22 +340,29 @@ class ExpressionAdjoint:
 
             out += sweep.branch(S.deepcopy(node.test), arm(0), arm(1))
             return
-        if len(entry.active) > 1 and not isinstance(adjoint, (S.Name, S.Constant)):
+        rule = entry.rule
+        if (len(entry.active) > 1 or rule.style == "vjp") and \
+                not isinstance(adjoint, (S.Name, S.Constant)):
             temp = self.sweep.namer.numbered("bt")
             out.append(S.assign(temp, adjoint))
             adjoint = S.name(temp)
         for index in entry.active:
-            template = entry.rule.partials[index]
-            bindings = {}
+            _, operand, template = entry.operands[index]
+            bindings = {"g": adjoint}
             if "ans" in template.uses:
                 bindings["ans"] = self.value(node, out)
-            for param, operand in zip(template.params[1:], entry.operands):
+            for param, argument, _ in entry.operands:
                 if param in template.uses:
-                    bindings[param] = self.value(operand, out)
-            partial = template.instantiate(bindings, self.sweep.module.template_names(
+                    bindings[param] = self.value(argument, out)
+            expression = template.instantiate(bindings, self.sweep.module.template_names(
                 template, self.sweep.parsed.local_names))
-            contribution = optimize.simplify(S.binop(S.deepcopy(adjoint), S.Mult(), partial))
-            self._backprop(entry.operands[index], contribution, out)
+            if rule.style == "partial":
+                expression = S.binop(S.deepcopy(adjoint), S.Mult(), expression)
+            contribution = optimize.simplify(expression)
+            if rule.broadcasts and self.sweep.arrays and not _same_operands(entry.operands):
+                contribution = S.call(self.sweep.runtime("unbroadcast"), contribution,
+                                      self.value(operand, out))
+            self._backprop(operand, contribution, out)
 
     def contribute(self, ident, adjoint, out):
         sweep = self.sweep
@@ -359,6 +371,10 @@ class ExpressionAdjoint:
         elif ident in sweep.zero:
             out.append(S.assign(sweep.adjoint(ident), adjoint))
             sweep.zero.discard(ident)
+        elif sweep.arrays:
+            # Not ``+=``: an adjoint array may be shared with another adjoint.
+            name = sweep.adjoint(ident)
+            out.append(S.assign(name, S.binop(S.name(name), S.Add(), adjoint)))
         else:
             out.append(S.aug_add(sweep.adjoint(ident), adjoint))
 
@@ -366,6 +382,9 @@ class ExpressionAdjoint:
         """An expression for ``node``'s value, binding a temporary if it is reused."""
         if isinstance(node, (S.Name, S.Constant)):
             return S.deepcopy(node)
+        if isinstance(node, (S.Slice, S.Tuple)) and any(
+                isinstance(n, S.Slice) for n in S.walk(node)):
+            return _index_value(node)
         if id(node) in self.values:
             return S.name(self.values[id(node)])
         expression = self.rebuilt(node, out)
@@ -389,6 +408,23 @@ class ExpressionAdjoint:
                 setattr(copy, field, [self.value(o, out) if isinstance(o, S.gast.expr)
                                       else S.deepcopy(o) for o in original])
         return copy
+
+
+def _same_operands(operands):
+    """Whether all operands are the same name (``x * x``): nothing to reduce."""
+    names = {o.id if isinstance(o, S.Name) else id(o) for _, o, _ in operands}
+    return len(names) == 1
+
+
+def _index_value(node):
+    """An index as a value: ``1:n`` becomes ``slice(1, n, None)``."""
+    if isinstance(node, S.Slice):
+        parts = [S.deepcopy(p) if p is not None else S.const(None)
+                 for p in (node.lower, node.upper, node.step)]
+        return S.call("slice", *parts)
+    if isinstance(node, S.Tuple):
+        return S.tuple_([_index_value(e) for e in node.elts])
+    return S.deepcopy(node)
 
 
 def _effect(stmt):

@@ -603,7 +603,7 @@ class _Normalizer:
         class Hoist(S.NodeTransformer):
             def visit_Call(self, call):
                 self.generic_visit(call)
-                target = normalizer.parsed.resolve_callee(call)
+                target = normalizer.parsed.callee_key(call)
                 if _is_user_function(target):
                     call.user_function = target
                 elif rules.is_primitive(target):
@@ -670,7 +670,7 @@ def _invariant(node, assigned):
 
 def _opaque(tree, parsed):
     """Whether ``tree`` calls something other than a primitive."""
-    return any(isinstance(n, S.Call) and not rules.is_primitive(parsed.resolve_callee(n))
+    return any(isinstance(n, S.Call) and not rules.is_primitive(parsed.callee_key(n))
                for n in S.walk(tree))
 
 

@@ -26,7 +26,7 @@ import operator
 from .. import syntax as S
 from ..errors import DerivoError
 
-#: primitive (a function object or an operator's gast class) -> {arity: Rule}
+#: primitive (a function, an operator's gast class, a Method) -> {arity: Rule}
 RULES = {}
 #: functions whose result is never differentiated (comparisons are handled by ssa)
 NONDIFFERENTIABLE = set()
@@ -40,19 +40,21 @@ class Template:
 
     def __init__(self, fn):
         self.fn = fn
-        self.params, self.body = _lambda_tree(fn)
+        self.params, self.body, self.defaults = _lambda_tree(fn)
         self.globals = fn.__globals__
         used = {n.id for n in S.walk(self.body) if isinstance(n, S.Name)}
         self.uses = {p for p in self.params if p in used}
         self.free_names = sorted(used - set(self.params))
 
     def instantiate(self, bindings, rename_free=None):
-        """The body with each parameter replaced by a copy of ``bindings[param]``.
+        """The body with each parameter replaced by a copy of ``bindings[param]``
+        (or of its default).
 
         ``rename_free`` maps a free name of the template (``math``) to the name
         the generated module binds it under.
         """
         rename_free = rename_free or {}
+        bindings = dict(self.defaults, **bindings)
 
         class Substitute(S.NodeTransformer):
             def visit_Name(self, node):
@@ -65,17 +67,65 @@ class Template:
         return Substitute().visit(S.deepcopy(self.body))
 
 
-class Rule:
-    """The partial derivatives of one primitive at one arity."""
+class Method:
+    """The key of a rule for a method called on a value: ``x.sum(axis=0)``."""
 
-    def __init__(self, primitive, partials, label):
+    def __init__(self, name):
+        self.name = name
+
+    def __eq__(self, other):
+        return isinstance(other, Method) and other.name == self.name
+
+    def __hash__(self):
+        return hash(("method", self.name))
+
+    def __repr__(self):
+        return "." + self.name
+
+
+#: the key of indexing, ``x[i]``: a method call in all but syntax
+GETITEM = Method("__getitem__")
+
+
+class Rule:
+    """How to differentiate one primitive: a template per positional argument.
+
+    ``style`` is ``"partial"`` (templates of ``(ans, *args)`` giving the partial
+    derivative, multiplied by the output adjoint; elementwise, so with several
+    array arguments the result is reduced to each argument's shape) or
+    ``"vjp"`` (templates of ``(g, ans, *args, **options)`` giving the
+    argument's adjoint contribution directly).
+    """
+
+    def __init__(self, primitive, templates, label, style):
         self.primitive = primitive
         self.label = label
-        self.partials = [None if p is None else Template(p) for p in partials]
+        self.style = style
+        self.templates = [None if t is None else Template(t) for t in templates]
+        first = next((t for t in self.templates if t is not None), None)
+        lead = 1 if style == "partial" else 2
+        self.params = first.params[lead:] if first else []
+        self.required = len(self.params) - len(first.defaults) if first else 0
+        for template in self.templates:
+            if template is not None and template.params[lead:] != self.params:
+                raise DerivoError("the templates of {} must all take ({}*args) with the "
+                                  "same args".format(label, "ans, " if lead == 1 else "g, ans, "))
+        if style == "partial" and len(self.params) != len(self.templates):
+            raise DerivoError("the partials of {} must each take (ans, *args) with {} "
+                              "args".format(label, len(self.templates)))
 
     @property
     def arity(self):
-        return len(self.partials)
+        return len(self.params)
+
+    @property
+    def broadcasts(self):
+        """Whether arguments may broadcast against each other (elementwise rules)."""
+        return self.style == "partial" and self.arity > 1
+
+    def accepts(self, nargs, keywords=()):
+        return (self.required <= nargs <= len(self.params)
+                and all(k in self.params[nargs:] for k in keywords))
 
     def __call__(self, *args):
         """The primitive itself, evaluated (operators through :mod:`operator`)."""
@@ -85,7 +135,7 @@ class Rule:
         """The partials at ``args`` as numbers (None where not differentiable)."""
         ans = self(*args)
         values = []
-        for template in self.partials:
+        for template in self.templates:
             if template is None:
                 values.append(None)
                 continue
@@ -97,22 +147,32 @@ class Rule:
 
 
 def label_of(primitive):
-    if isinstance(primitive, type):
-        return primitive.__name__
+    if isinstance(primitive, (type, Method)):
+        return getattr(primitive, "__name__", repr(primitive))
     module = getattr(primitive, "__module__", None) or ""
-    qualname = getattr(primitive, "__qualname__", None) or repr(primitive)
+    qualname = getattr(primitive, "__qualname__", None) or getattr(primitive, "__name__", None) \
+        or repr(primitive)
+    if module.startswith("numpy"):
+        module = "np"
     return qualname if module in ("builtins", "") else module + "." + qualname
 
 
-def defpartials(primitive, *partials, label=None):
-    """Register ``primitive``'s partial derivatives, one lambda per argument."""
-    rule = Rule(primitive, partials, label or label_of(primitive))
-    for template in rule.partials:
-        if template is not None and len(template.params) != len(partials) + 1:
-            raise DerivoError("the partials of {} must each take (ans, *args) with {} "
-                              "args".format(rule.label, len(partials)))
-    RULES.setdefault(primitive, {})[rule.arity] = rule
+def _register(rule):
+    RULES.setdefault(rule.primitive, {})[rule.arity] = rule
     return rule
+
+
+def defpartials(primitive, *partials, label=None):
+    """Register ``primitive``'s partial derivatives, one lambda of
+    ``(ans, *args)`` per argument (None for an argument not differentiated)."""
+    return _register(Rule(primitive, partials, label or label_of(primitive), "partial"))
+
+
+def defvjp(primitive, *vjps, label=None):
+    """Register ``primitive``'s vector-Jacobian products, one lambda of
+    ``(g, ans, *args, **options)`` per positional argument (None for one not
+    differentiated); ``g`` is the output's adjoint, the result the argument's."""
+    return _register(Rule(primitive, vjps, label or label_of(primitive), "vjp"))
 
 
 def nondifferentiable(*primitives):
@@ -120,12 +180,17 @@ def nondifferentiable(*primitives):
     NONDIFFERENTIABLE.update(primitives)
 
 
-def lookup(primitive, arity):
-    """The rule for ``primitive`` called with ``arity`` arguments, or None."""
+def lookup(primitive, nargs, keywords=()):
+    """The rule for ``primitive`` called with ``nargs`` positional arguments and
+    these keyword names, or None."""
     try:
-        return RULES.get(primitive, {}).get(arity)
+        candidates = RULES.get(primitive, {})
     except TypeError:  # unhashable callables have no rules
         return None
+    for arity in sorted(candidates):
+        if candidates[arity].accepts(nargs, keywords):
+            return candidates[arity]
+    return None
 
 
 def is_primitive(obj):
@@ -171,7 +236,9 @@ def _lambda_tree(fn):
         raise DerivoError("{}:{}: cannot find the source of this derivative template; "
                           "put each lambda on its own line".format(
                               filename, code.co_firstlineno))
-    return params, candidates[0].body
+    args = candidates[0].args
+    defaults = dict(zip(params[len(params) - len(args.defaults):], args.defaults))
+    return params, candidates[0].body, defaults
 
 
 from . import builtins  # noqa: E402,F401  (registers the builtins and math table)

@@ -1,0 +1,203 @@
+"""Stage 5, ``derivo.optimize``: exact algebra on expressions, dead-code removal."""
+
+import textwrap
+
+import pytest
+
+from derivo import syntax as S
+from derivo.optimize import optimize, simplify
+
+
+def simplified(text):
+    return S.expr_source(simplify(S.parse_expr(text)))
+
+
+# --- simplify -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("before, after", [
+    ("g * 1", "g"),
+    ("1 * g", "g"),
+    ("g * 1.0", "g"),
+    ("g * (1 / y)", "g / y"),
+    ("x ** 1", "x"),
+    ("x / 1", "x"),
+    ("-(-a)", "a"),
+    ("-(-(-a))", "-a"),
+    ("2 - 1", "1"),
+    ("1 - 2", "-1"),
+    ("2 * 3 * x", "6 * x"),
+    ("g * (2 - 1)", "g"),
+    ("g * -1", "-g"),
+    ("-1 * g", "-g"),
+    ("g * -y", "-(g * y)"),
+])
+def test_simplify_rule(before, after):
+    assert simplified(before) == after
+
+
+@pytest.mark.parametrize("expression", ["0 * x", "x * 0", "0.0 * x", "-0.0 * x"])
+def test_multiplication_by_zero_is_not_folded(expression):
+    # 0 * inf is nan and 0 * nan is nan: the generated code must propagate both.
+    assert simplified(expression) == expression
+
+
+@pytest.mark.parametrize("expression", ["x + 0", "x - 0", "x ** 2", "2 ** 3", "x * 2 * 3"])
+def test_other_expressions_are_left_alone(expression):
+    assert simplified(expression) == expression
+
+
+def test_folded_constants_evaluate_to_the_same_value():
+    for text in ("0.1 + 0.2", "1e308 * 10", "-1e308 * 10", "3 - 5"):
+        assert eval(simplified(text)) == eval(text)
+
+
+def test_simplify_applies_inside_calls():
+    assert simplified("math.cos(x * 1) * 1") == "math.cos(x)"
+
+
+# --- optimize -------------------------------------------------------------------------
+
+def function(source):
+    return S.parse_function(textwrap.dedent(source))
+
+
+def optimized(source, mark=None):
+    """Statement lines of ``source`` after optimize; ``mark`` (a line) gets ``effects``."""
+    tree = function(source)
+    if mark is not None:
+        for node in S.walk(tree):
+            if isinstance(node, S.Assign) and S.to_source(node).strip() == mark:
+                node.effects = True
+    return [line.strip() for line in S.to_source(optimize(tree)).splitlines()[1:]]
+
+
+def test_unread_pure_assignment_is_removed():
+    out = optimized("""
+        def f(x):
+            a = x * 2
+            b = x * 3
+            return b
+    """)
+    assert out == ["b = x * 3", "return b"]
+
+
+def test_chain_of_unread_assignments_is_removed():
+    out = optimized("""
+        def f(x):
+            a = x * 2
+            c = a + 1
+            return x
+    """)
+    assert out == ["return x"]
+
+
+def test_assignment_marked_with_effects_is_kept():
+    out = optimized("""
+        def f(x):
+            a = pop()
+            b = x * 3
+            return b
+    """, mark="a = pop()")
+    assert out == ["a = pop()", "b = x * 3", "return b"]
+
+
+def test_expression_statements_are_kept():
+    out = optimized("""
+        def f(x):
+            push(x)
+            return x
+    """)
+    assert out == ["push(x)", "return x"]
+
+
+def test_loop_carried_value_is_kept():
+    out = optimized("""
+        def f(x, r):
+            a = 0.0
+            b = 0.0
+            for i in r:
+                b = a
+                a = x * i
+                c = a * 2
+            return b
+    """)
+    assert "a = x * i" in out and "a = 0.0" in out
+    assert "c = a * 2" not in out
+
+
+def test_while_loop_test_keeps_its_inputs_alive():
+    out = optimized("""
+        def f(x):
+            y = x
+            while y < 10:
+                y = y * 2
+                z = y + 1
+            return x
+    """)
+    assert out == ["y = x", "while y < 10:", "y = y * 2", "return x"]
+
+
+def test_value_read_only_after_break_is_kept():
+    out = optimized("""
+        def f(x, r):
+            y = 0.0
+            for i in r:
+                y = x * i
+                if i > 3:
+                    break
+                y = 0.0
+            return y
+    """)
+    assert "y = x * i" in out
+
+
+def test_value_read_only_after_continue_is_kept():
+    out = optimized("""
+        def f(x, r):
+            acc = 0.0
+            w = 0.0
+            for i in r:
+                acc = acc + w
+                w = x * i
+                if i > 3:
+                    continue
+                w = 0.0
+            return acc
+    """)
+    assert "w = x * i" in out
+
+
+def test_dead_code_inside_a_loop_with_break_is_removed():
+    out = optimized("""
+        def f(x, r):
+            for i in r:
+                dead = x * i
+                if i > 3:
+                    break
+            return x
+    """)
+    assert "dead = x * i" not in out
+    assert "break" in out
+
+
+def test_branches_are_pruned_separately():
+    out = optimized("""
+        def f(x, c):
+            if c:
+                a = x * 2
+                b = x * 3
+            else:
+                a = x * 4
+                b = x * 5
+            return a
+    """)
+    assert "a = x * 2" in out and "a = x * 4" in out
+    assert "b = x * 3" not in out and "b = x * 5" not in out
+
+
+def test_optimize_returns_the_same_function_object():
+    tree = function("""
+        def f(x):
+            return x
+    """)
+    assert optimize(tree) is tree
