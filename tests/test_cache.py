@@ -179,11 +179,6 @@ def test_rebinding_a_global_the_function_reads_gives_a_new_derivative(monkeypatc
     assert derivo.grad(uses_scale)(1.0) == 5.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cache.key_of only looks at the globals named by the differentiated function "
-    "itself, not those of the user functions it calls: after rebinding a global "
-    "that a called helper reads, derivo.grad(caller) returns the stale cached "
-    "derivative (2.0 instead of 5.0) while the caller itself now computes 5 * x"))
 def test_rebinding_a_global_a_called_function_reads_gives_a_new_derivative(monkeypatch):
     assert derivo.grad(calls_scaled_helper)(1.0) == 2.0
     monkeypatch.setattr(sys.modules[__name__], "HELPER_SCALE", 5.0)

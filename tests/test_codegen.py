@@ -136,11 +136,6 @@ def test_module_text_runs():
     assert scope["g"](4.0) == 7.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "module_text puts None into its import list for an object that is neither a "
-    "literal nor importable (a global list, a numpy array, a lambda), then "
-    "'\\n'.join fails with TypeError; derivo.grad(f).save(path) for "
-    "'W = [1.0, 2.0]; def f(x): return W[0] * x' raises that bare TypeError"))
 @pytest.mark.parametrize("value", [[1.0, 2.0], numpy.array([1.0]), lambda x: x],
                          ids=["list", "array", "lambda"])
 def test_module_text_with_an_unimportable_global_names_it(value):

@@ -224,9 +224,10 @@ class _Gen:
                 return "{} > {}".format(call, self.choose(self.THRESHOLDS))
         op = self.choose((">", "<", ">=", "<="))
         left = self.choose(scope.floats) if self.chance() else self.expr(scope, 1)
-        if kind in (0, 1):
+        others = [v for v in scope.floats if v != left]
+        if kind in (0, 1) or not others:
             return "{} {} {}".format(left, op, self.choose(self.THRESHOLDS))
-        right = self.choose([v for v in scope.floats if v != left])
+        right = self.choose(others)
         return "{} {} {}".format(left, op, right)
 
     def bounded(self, scope, target, depth=2):
@@ -494,7 +495,7 @@ def load(source):
         stream.write(source)
     modules = []
     for copy in ("a", "b"):
-        name = "derivo_fuzz_{}_{}{}".format(os.getpid(), number, copy)
+        name = "fuzzmod_{}_{}{}".format(os.getpid(), number, copy)
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module

@@ -100,19 +100,11 @@ def shadows_range(x, n):
     return x
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reverse.Sweep.loop writes 'for _ in range(trips)' with a hard-coded '_', "
-    "clobbering the user's variable '_' that the adjoint reads: "
-    "derivo.grad(underscore)(1.5) returns 0.0 instead of 9.0 (silently wrong)"))
 def test_user_variable_named_underscore():
     assert underscore(1.5) == 13.5  # 1.5 * 3 * 3: the gradient is 9
     assert derivo.grad(underscore)(1.5) == 9.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reverse.Sweep.loop calls 'reversed' and 'range' by name in generated code; "
-    "a user local of that name makes the generated gradient raise "
-    "TypeError: 'float' object is not callable"))
 @pytest.mark.parametrize("func", [shadows_reversed, shadows_range],
                          ids=["reversed", "range"])
 def test_user_variable_shadowing_a_builtin_the_reverse_sweep_calls(func):

@@ -444,11 +444,6 @@ def branch_then_overwrite(x, c):
     return z
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a name first assigned inside a top-level branch is not recorded as assigned, "
-    "so a later top-level 'z = z * x' overwrites z in place instead of making z1 "
-    "(the grammar promises straight code never overwrites); the reverse sweep then "
-    "pushes and pops z at the top level"))
 def test_top_level_reassignment_after_a_branch_gets_a_fresh_name():
     assert "z1 = z * x" in lines(branch_then_overwrite)
 

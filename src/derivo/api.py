@@ -114,11 +114,13 @@ def _derivative(func, wrt, kind):
         compiled = namespace[name]
         compiled.__defaults__ = func.__defaults__
         compiled.__kwdefaults__ = func.__kwdefaults__
-        return compiled, source, module.namespace, module.user_sources
+        return compiled, source, module.namespace, module.user_sources, module
 
-    if key is None:
-        return Derivative(func, kind, names, build())
-    return Derivative(func, kind, names, cache.lookup(key, build))
+    def still_valid(entry):
+        return entry[-1].still_valid()
+
+    entry = build() if key is None else cache.lookup(key, build, still_valid)
+    return Derivative(func, kind, names, entry[:-1])
 
 
 def _transform(kind, func, wrt):

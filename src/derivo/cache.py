@@ -2,7 +2,8 @@
 
 The key holds the function's code object, the identities of the globals and
 closure values it names, and the options; redefining the function (a new code
-object) or rebinding a global it calls gives a new entry.  A lock makes threads
+object) or rebinding a global it calls gives a new entry.  An entry also checks,
+when found, that the functions it called still see the same globals.  A lock makes threads
 that ask for the same derivative at once share one transformation.
 """
 
@@ -30,10 +31,11 @@ def _cell_contents(cell):
         return None
 
 
-def lookup(key, build):
-    """The cached value for ``key``, calling ``build()`` on a miss."""
+def lookup(key, build, valid=lambda value: True):
+    """The cached value for ``key``, calling ``build()`` on a miss or when
+    ``valid(value)`` says the cached value went stale."""
     with _lock:
-        if key in _entries:
+        if key in _entries and valid(_entries[key]):
             _stats["hits"] += 1
             return _entries[key]
         _stats["misses"] += 1

@@ -5,11 +5,15 @@ compiled; it is registered with ``linecache`` so tracebacks and ``inspect``
 show generated lines.
 """
 
+import ast
 import importlib
 import linecache
 import types
 
+import numpy as np
+
 from . import syntax as S
+from .errors import DerivoError
 
 _FILE_COUNTER = [0]
 
@@ -47,22 +51,35 @@ def module_text(source, namespace, header):
                 imports.append("import {}".format(name))
             else:
                 imports.append("import {} as {}".format(obj.__name__, name))
-        elif isinstance(obj, (int, float, str, bool, type(None))) or _literal_tuple(obj):
+        elif _is_literal(obj):
             definitions.append("{} = {!r}".format(name, obj))
+        elif isinstance(obj, np.ndarray):
+            imports.append("import numpy")
+            definitions.append("{} = numpy.array({!r}, dtype=numpy.{})".format(
+                name, obj.tolist(), obj.dtype))
         else:
-            imports.append(_import_line(name, obj))
+            line = _import_line(name, obj)
+            if line is None:
+                raise DerivoError("cannot save the derivative as a module: it uses {!r} "
+                                  "({}), which is neither a literal nor importable".format(
+                                      name, type(obj).__name__))
+            imports.append(line)
     parts = ['"""{}"""'.format(header)]
     if imports:
-        parts.append("\n".join(imports))
+        parts.append("\n".join(sorted(set(imports))))
     if definitions:
         parts.append("\n".join(definitions))
     parts.append(source.rstrip())
     return "\n\n".join(parts) + "\n"
 
 
-def _literal_tuple(obj):
-    return isinstance(obj, tuple) and all(
-        isinstance(x, (int, float, str, bool, type(None))) for x in obj)
+def _is_literal(obj):
+    """Whether ``repr(obj)`` reads back as an equal value."""
+    try:
+        return type(obj) in (int, float, str, bool, type(None), tuple, list, dict) and \
+            ast.literal_eval(repr(obj)) == obj
+    except (ValueError, SyntaxError):
+        return False
 
 
 def _import_line(name, obj):

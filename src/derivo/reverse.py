@@ -11,6 +11,8 @@ assignment (``bz = ...``) rather than ``bz = 0.0`` followed by ``bz += ...``;
 a zero is materialised only where two control paths meet.
 """
 
+import builtins
+
 from . import optimize, runtime
 from . import syntax as S
 from .analyze import analyze
@@ -36,6 +38,11 @@ class Sweep:
             self.push = self.namer.fresh("push")
             self.pop = self.namer.fresh("pop")
         self.last_line = None
+
+    def builtin(self, ident):
+        """The name generated code calls a builtin by (an alias if the user's code
+        gives the name another meaning)."""
+        return self.module.bind(ident, getattr(builtins, ident), avoid=self.parsed.local_names)
 
     def runtime(self, helper):
         """The name generated code calls a :mod:`derivo.runtime` helper by."""
@@ -289,13 +296,14 @@ class Sweep:
         if not body:
             return before
         if isinstance(loop, S.While):
-            header = S.for_("_", S.call("range", S.name(loop.trips)), body)
+            header = S.for_(self.namer.fresh("_"), S.call(self.builtin("range"),
+                                                          S.name(loop.trips)), body)
         else:
             iterable = S.deepcopy(loop.iter)
             if loop.trips:
                 iterable = S.subscript(iterable, S.Slice(lower=None, upper=S.name(loop.trips),
                                                          step=None))
-            header = S.for_(loop.target.id, S.call("reversed", iterable), body)
+            header = S.for_(loop.target.id, S.call(self.builtin("reversed"), iterable), body)
         return before + [S.copy_location(header, loop)]
 
 

@@ -543,10 +543,10 @@ class _Normalizer:
             self.current[ident] = new
             self.assigned.add(new)
             return new
-        name = self.current.get(ident, ident)
-        if self.depth == 0:
-            self.assigned.add(ident)
-        return name
+        # A write inside a branch or loop still means a later top-level write
+        # overwrites a value.
+        self.assigned.add(ident)
+        return self.current.get(ident, ident)
 
     def read(self, node):
         """A copy of ``node`` with names renamed to their current versions and

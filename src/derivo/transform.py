@@ -31,6 +31,11 @@ class Build:
         self.names = Namer()
         self.vjps = {}                # (code object, params) -> generated name
         self.in_progress = []         # functions being transformed (to catch recursion)
+        self.guards = []              # (parsed function, free name, object it meant)
+
+    def still_valid(self):
+        """Whether every free name of every function involved means what it did."""
+        return all(parsed.resolve(ident) is obj for parsed, ident, obj in self.guards)
 
     def add(self, func, wrt, kind, tuple_wrt=False, name=None):
         """Transform ``func`` and append its derivative; return the new function's name."""
@@ -81,6 +86,9 @@ class Build:
         with it, an alias is chosen when ``ident`` is taken.
         """
         bound = self.namespace.get(ident, MISSING)
+        if bound is MISSING and getattr(builtins, ident, MISSING) is obj and \
+                not (avoid and ident in avoid):
+            return ident  # a builtin the module sees anyway
         clash = bound is not MISSING and bound is not obj
         if not clash and not (avoid and ident in avoid):
             self.namespace[ident] = obj
@@ -105,6 +113,7 @@ class Build:
                 obj = parsed.resolve(node.id)
                 if obj is MISSING or _is_builtin(node.id, obj):
                     continue
+                self.guards.append((parsed, node.id, obj))
                 self.bind(node.id, obj)
                 if callable(obj) and getattr(obj, "__code__", None) is not None \
                         and _user_source(obj) is not None:
