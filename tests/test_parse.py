@@ -226,3 +226,18 @@ def test_execd_function_has_no_source():
 
 def test_parse_returns_a_parsed():
     assert isinstance(parse(module_level), Parsed)
+
+
+def make_nested_with_unindented_docstring():
+    def nested(x):
+        """A docstring whose second line starts at column 0.
+Such lines are legal inside a string literal.
+        """
+        return x * x
+    return nested
+
+
+def test_nested_function_with_an_unindented_string_line_parses():
+    parsed = parse(make_nested_with_unindented_docstring())
+    assert parsed.tree.name == "nested"
+    assert parsed.tree.body[-1].col_offset == 8

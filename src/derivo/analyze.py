@@ -25,15 +25,16 @@ from . import syntax as S
 from .errors import NoDerivativeRule, UnsupportedSyntax
 from .parse import MISSING
 
-DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod)
+DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
 
 
 class Node:
     """The plan for one active node of an expression."""
 
     def __init__(self, kind, operands=(), rule=None):
-        self.kind = kind            # 'name' | 'rule' | 'ifexp'
-        self.operands = list(operands)  # rule: [(param, node, template)]; ifexp: [body, orelse]
+        self.kind = kind            # 'name' | 'rule' | 'ifexp' | 'sequence'
+        # rule: [(param, node, template)]; ifexp: [body, orelse]; sequence: elements
+        self.operands = list(operands)
         self.rule = rule
         self.active = []            # indices of operands that receive an adjoint
 
@@ -56,6 +57,7 @@ class Site:
         templates = self.rule.templates
         self.args = [(param, arg, templates[i] if i < len(templates) else None)
                      for i, (param, arg) in enumerate(zip(self.rule.params, positional))]
+        self.args += [(None, arg, None) for arg in positional[len(self.rule.params):]]
         for k in keywords:
             index = self.rule.params.index(k.arg)
             self.args.append((k.arg, k.value, templates[index]
@@ -203,6 +205,13 @@ class Analysis:
             entry = plan.nodes[id(node)] = Node("ifexp", [node.body, node.orelse])
             entry.active = [i for i, a in enumerate(branches) if a]
             plan.reads |= _names(node.test)
+            return True
+        if isinstance(node, (S.Tuple, S.List)):
+            flags = [self._plan(e, plan) for e in node.elts]
+            if not any(flags):
+                return False
+            entry = plan.nodes[id(node)] = Node("sequence", node.elts)
+            entry.active = [i for i, a in enumerate(flags) if a]
             return True
         site = self.site(node)
         if site is None:

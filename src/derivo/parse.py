@@ -97,10 +97,15 @@ def parse(func):
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     indent = _indent_width(text) - _indent_width(dedented)
+    shift = first_line - 1
+    if _indent_width(dedented):
+        # A line at column 0 inside a string stopped dedent: parse the source
+        # as the body of a block instead, keeping its columns.
+        dedented, indent, shift = "if 1:\n" + text, 0, first_line - 2
     tree = _function_tree(dedented, func, filename, first_line)
     for node in S.walk(tree):
         if hasattr(node, "lineno"):
-            node.lineno += first_line - 1
+            node.lineno += shift
             node.col_offset += indent
     tree.decorator_list = []
     closure = {}
@@ -133,8 +138,8 @@ def _function_tree(source, func, filename, first_line):
             raise SourceUnavailable(
                 "cannot parse the source of {!r}: {}".format(func.__qualname__, exc),
                 filename, first_line)
-    defs = [n for n in module.body
-            if isinstance(n, (S.FunctionDef, S.gast.AsyncFunctionDef))]
+    body = module.body[0].body if source.startswith("if 1:\n") else module.body
+    defs = [n for n in body if isinstance(n, (S.FunctionDef, S.gast.AsyncFunctionDef))]
     if func.__name__ != "<lambda>" and defs:
         return defs[0]
     lambdas = [n for n in S.walk(module) if isinstance(n, S.gast.Lambda)

@@ -79,6 +79,9 @@ class Sweep:
                 out.append(S.assign(S.tuple_([S.store(self.adjoint(r)) for r in results],
                                              store_ctx=True), S.name(seed_param)))
             seeds = [seed_param]
+        elif self.arrays:
+            out.append(S.assign(self.adjoint(results[0]),
+                                S.call(self.runtime("scalar_seed"), S.name(results[0]))))
         else:
             out.append(S.assign(self.adjoint(results[0]), S.const(1.0)))
         self.zero -= set(results)
@@ -103,6 +106,8 @@ class Sweep:
     def gradient(self, ident):
         if ident in self.analysis.active and ident not in self.zero:
             return S.name(self.adjoint(ident))
+        if self.arrays:
+            return S.call(self.runtime("zero_gradient"), S.name(ident))
         return S.const(0.0)
 
     # --- primal sweep ------------------------------------------------------------
@@ -348,6 +353,15 @@ class ExpressionAdjoint:
 
             out += sweep.branch(S.deepcopy(node.test), arm(0), arm(1))
             return
+        if entry.kind == "sequence":
+            if len(entry.active) > 1 and not isinstance(adjoint, S.Name):
+                temp = self.sweep.namer.numbered("bt")
+                out.append(S.assign(temp, adjoint))
+                adjoint = S.name(temp)
+            for index in entry.active:
+                element = S.subscript(S.deepcopy(adjoint), S.const(index))
+                self._backprop(entry.operands[index], element, out)
+            return
         rule = entry.rule
         if (len(entry.active) > 1 or rule.style == "vjp") and \
                 not isinstance(adjoint, (S.Name, S.Constant)):
@@ -446,8 +460,13 @@ def _parameter_names(func):
     return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
 
-def reverse(normalized, wrt, module, kind, name, tuple_wrt=False):
-    """The adjoint FunctionDef of ``normalized`` w.r.t. the parameter names ``wrt``."""
-    sweep = Sweep(analyze(normalized, wrt), module, kind, name)
+def reverse(normalized, wrt, module, kind, name, tuple_wrt=False, arrays=False):
+    """The adjoint FunctionDef of ``normalized`` w.r.t. the parameter names ``wrt``.
+
+    With ``arrays``, values may be NumPy arrays: adjoints of broadcasting
+    operations are summed back to their operand's shape, and never updated in
+    place.
+    """
+    sweep = Sweep(analyze(normalized, wrt, arrays), module, kind, name)
     sweep.tuple_wrt = tuple_wrt
     return sweep.function()

@@ -6,6 +6,8 @@ NumPy spelling.
 
 import numpy as np
 
+from .errors import DerivoError
+
 
 def unbroadcast(adjoint, like):
     """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
@@ -18,3 +20,145 @@ def unbroadcast(adjoint, like):
     if axes:
         summed = np.sum(summed, axis=axes, keepdims=True)
     return summed if shape else float(summed)
+
+
+def zero_gradient(like):
+    """The gradient of an argument nothing depends on: zero of its shape."""
+    return np.zeros(np.shape(like)) if isinstance(like, np.ndarray) else 0.0
+
+
+def scalar_seed(result):
+    """1.0, the seed of ``grad``, after checking the result is a scalar."""
+    if np.ndim(result) != 0:
+        raise DerivoError("grad needs a function returning a scalar, got an array of shape "
+                          "{}; use derivo.vjp with a cotangent of that shape".format(
+                              np.shape(result)))
+    return 1.0
+
+
+def expand(adjoint, like, axis, keepdims):
+    """Spread the adjoint of a reduction over ``axis`` back to ``like``'s shape."""
+    shape = np.shape(like)
+    if axis is not None and not keepdims:
+        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+        adjoint = np.expand_dims(adjoint, tuple(a % len(shape) for a in axes))
+    return np.broadcast_to(adjoint, shape)
+
+
+def extremum_vjp(adjoint, ans, like, axis, keepdims):
+    """Adjoint of max/min: shared equally among the elements that attain it."""
+    hits = np.asarray(like) == expand(ans, like, axis, keepdims)
+    counts = np.sum(hits, axis=axis, keepdims=True)
+    return expand(adjoint, like, axis, keepdims) * hits / counts
+
+
+def matmul_vjp_left(adjoint, a, b):
+    """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices)."""
+    if np.ndim(a) == 2 and np.ndim(b) == 2:
+        return adjoint @ b.T
+    if np.ndim(b) == 1:
+        return adjoint * b if np.ndim(a) == 1 else np.multiply.outer(adjoint, b)
+    if np.ndim(a) == 1:
+        return unbroadcast((b @ adjoint[..., None])[..., 0], a)
+    return unbroadcast(adjoint @ np.swapaxes(b, -1, -2), a)
+
+
+def matmul_vjp_right(adjoint, a, b):
+    """Adjoint of ``b`` in ``a @ b``."""
+    if np.ndim(a) == 2 and np.ndim(b) == 2:
+        return a.T @ adjoint
+    if np.ndim(a) == 1:
+        return adjoint * a if np.ndim(b) == 1 else unbroadcast(
+            a[:, None] * adjoint[..., None, :], b)
+    if np.ndim(b) == 1:
+        return unbroadcast((np.swapaxes(a, -1, -2) @ adjoint[..., None])[..., 0], b)
+    return unbroadcast(np.swapaxes(a, -1, -2) @ adjoint, b)
+
+
+def dot_vjp_left(adjoint, a, b):
+    """Adjoint of ``a`` in ``np.dot(a, b)`` (scalars, vectors and matrices)."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(adjoint * b, a)
+    return matmul_vjp_left(adjoint, a, b)
+
+
+def dot_vjp_right(adjoint, a, b):
+    """Adjoint of ``b`` in ``np.dot(a, b)``."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(adjoint * a, b)
+    return matmul_vjp_right(adjoint, a, b)
+
+
+def getitem_vjp(adjoint, like, index):
+    """Adjoint of ``x[index]``: the adjoint scattered into zeros of x's shape."""
+    out = np.zeros(np.shape(like))
+    np.add.at(out, index, adjoint)
+    return out
+
+
+def split_like(adjoint, arrays, axis):
+    """Adjoint of ``np.concatenate(arrays, axis)``: one piece per array."""
+    sizes = [np.shape(a)[axis] for a in arrays]
+    return np.split(adjoint, np.cumsum(sizes)[:-1], axis)
+
+
+def unstack(adjoint, arrays, axis):
+    """Adjoint of ``np.stack(arrays, axis)``."""
+    return [np.take(adjoint, i, axis) for i in range(len(arrays))]
+
+
+def split_stacked(adjoint, arrays, at_least, axis):
+    """Adjoint of ``np.hstack``/``np.vstack``: pieces shaped like the arrays."""
+    widened = [at_least(a) for a in arrays]
+    pieces = split_like(adjoint, widened, axis)
+    return [np.reshape(p, np.shape(a)) for p, a in zip(pieces, arrays)]
+
+
+def hstack_vjp(adjoint, arrays):
+    axis = 0 if all(np.ndim(a) <= 1 for a in arrays) else 1
+    return split_stacked(adjoint, arrays, np.atleast_1d, axis)
+
+
+def vstack_vjp(adjoint, arrays):
+    return split_stacked(adjoint, arrays, np.atleast_2d, 0)
+
+
+def norm_vjp(adjoint, ans, x, ord, axis, keepdims):
+    """Adjoint of the 2-norm (Frobenius for matrices) of ``x``."""
+    if ord not in (None, 2, "fro") or (ord == 2 and np.ndim(x) > 1 and axis is None):
+        raise DerivoError("derivo differentiates np.linalg.norm only for the 2-norm of "
+                          "vectors and the Frobenius norm, not ord={!r}".format(ord))
+    return expand(adjoint / ans, x, axis, keepdims) * x
+
+
+def einsum_vjp(adjoint, subscripts, operands, index):
+    """Adjoint of operand ``index`` of ``np.einsum(subscripts, *operands)``."""
+    inputs, output = _einsum_parts(subscripts, len(operands))
+    target = inputs[index]
+    if len(set(target)) != len(target):
+        raise DerivoError("derivo does not differentiate einsum with an index repeated "
+                          "in one operand ({!r})".format(subscripts))
+    others = [s for i, s in enumerate(inputs) if i != index]
+    present = "".join(c for c in target if c in output + "".join(others))
+    reduced = np.einsum(",".join([output] + others) + "->" + present, adjoint,
+                        *[o for i, o in enumerate(operands) if i != index])
+    # Indices summed away by this operand alone come back by broadcasting.
+    missing = tuple(i for i, c in enumerate(target) if c not in present)
+    if missing:
+        reduced = np.broadcast_to(np.expand_dims(reduced, missing), np.shape(operands[index]))
+    return reduced
+
+
+def _einsum_parts(subscripts, count):
+    subscripts = subscripts.replace(" ", "")
+    if "->" in subscripts:
+        inputs, output = subscripts.split("->")
+    else:
+        inputs = subscripts
+        letters = inputs.replace(",", "")
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    inputs = inputs.split(",")
+    if len(inputs) != count or "." in subscripts:
+        raise DerivoError("derivo differentiates einsum with explicit indices only, "
+                          "got {!r}".format(subscripts))
+    return inputs, output

@@ -11,7 +11,7 @@ import astor
 import gast
 from gast import (  # noqa: F401  (re-exported node classes)
     Add, And, Assign, Attribute, AugAssign, BinOp, BitAnd, BitOr, BitXor, BoolOp,
-    Break, Call, Compare, Constant, Continue, Div, Eq, Expr, FloorDiv, For,
+    Break, Call, Compare, Constant, Continue, Div, Eq, Expr, FloorDiv, For, MatMult,
     FunctionDef, Gt, GtE, If, IfExp, In, Is, IsNot, List, Load, LShift, Lt, LtE,
     Mod, Mult, Name, Not, NotEq, NotIn, Or, Pass, Pow, Return, RShift, Slice,
     Starred, Store, Sub, Subscript, Tuple, UAdd, UnaryOp, USub, While, keyword,

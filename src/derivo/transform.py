@@ -23,7 +23,8 @@ KIND_SUFFIX = {"grad": "grad", "value_and_grad": "value_and_grad", "vjp": "vjp"}
 class Build:
     """One generated module under construction."""
 
-    def __init__(self):
+    def __init__(self, arrays=False):
+        self.arrays = arrays          # values may be NumPy arrays (see reverse.reverse)
         self.functions = []
         self.namespace = {}           # free name -> object, shared by all functions
         self.user_sources = {}        # name -> source of a user function the primal calls
@@ -52,7 +53,8 @@ class Build:
             name = name or self.names.fresh("{}_{}".format(parsed.tree.name, KIND_SUFFIX[kind]))
             self.names.taken.add(name)
             self.bind_free_names(parsed, normalized.tree)
-            self.functions.append(reverse(normalized, wrt, self, kind, name, tuple_wrt))
+            self.functions.append(reverse(normalized, wrt, self, kind, name, tuple_wrt,
+                                          self.arrays))
             return name
         finally:
             self.in_progress.pop()
@@ -121,6 +123,33 @@ class Build:
 
     def source(self):
         return codegen.render(self.functions, self.comments)
+
+
+def uses_numpy(func, seen=None):
+    """Whether ``func``, or a Python function it names, refers to NumPy."""
+    seen = set() if seen is None else seen
+    code = getattr(func, "__code__", None)
+    if code is None or code in seen:
+        return False
+    seen.add(code)
+    cells = [c.cell_contents for c in func.__closure__ or () if _filled(c)]
+    values = [func.__globals__.get(n) for n in code.co_names] + cells
+    for value in values:
+        module = getattr(value, "__name__", "") if inspect.ismodule(value) else \
+            getattr(value, "__module__", None) or ""
+        if module == "numpy" or module.startswith("numpy."):
+            return True
+        if inspect.isfunction(value) and uses_numpy(value, seen):
+            return True
+    return False
+
+
+def _filled(cell):
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
 
 
 def _is_builtin(ident, obj):

@@ -32,7 +32,7 @@ RULES = {}
 NONDIFFERENTIABLE = set()
 OPERATOR_FUNCTIONS = {S.Add: operator.add, S.Sub: operator.sub, S.Mult: operator.mul,
                       S.Div: operator.truediv, S.Pow: operator.pow, S.Mod: operator.mod,
-                      S.USub: operator.neg, S.UAdd: operator.pos}
+                      S.MatMult: operator.matmul, S.USub: operator.neg, S.UAdd: operator.pos}
 
 
 class Template:
@@ -41,6 +41,7 @@ class Template:
     def __init__(self, fn):
         self.fn = fn
         self.params, self.body, self.defaults = _lambda_tree(fn)
+        self.varargs = bool(fn.__code__.co_flags & inspect.CO_VARARGS)
         self.globals = fn.__globals__
         used = {n.id for n in S.walk(self.body) if isinstance(n, S.Name)}
         self.uses = {p for p in self.params if p in used}
@@ -103,6 +104,7 @@ class Rule:
         self.style = style
         self.templates = [None if t is None else Template(t) for t in templates]
         first = next((t for t in self.templates if t is not None), None)
+        self.table = first.fn.__module__ if first else None  # where the rule was written
         lead = 1 if style == "partial" else 2
         self.params = first.params[lead:] if first else []
         self.required = len(self.params) - len(first.defaults) if first else 0
@@ -124,7 +126,8 @@ class Rule:
         return self.style == "partial" and self.arity > 1
 
     def accepts(self, nargs, keywords=()):
-        return (self.required <= nargs <= len(self.params)
+        varargs = any(t is not None and t.varargs for t in self.templates)
+        return (self.required <= nargs and (varargs or nargs <= len(self.params))
                 and all(k in self.params[nargs:] for k in keywords))
 
     def __call__(self, *args):
@@ -242,3 +245,4 @@ def _lambda_tree(fn):
 
 
 from . import builtins  # noqa: E402,F401  (registers the builtins and math table)
+from . import numpy  # noqa: E402,F401  (registers the NumPy table)

@@ -1,0 +1,106 @@
+"""Derivatives of NumPy: elementwise functions as partials, the rest as VJPs.
+
+``defpartials`` entries are elementwise: derivo multiplies the partial by the
+output adjoint and, when arguments broadcast, sums the result back to each
+argument's shape.  ``defvjp`` entries give an argument's adjoint directly, as a
+lambda of ``(g, ans, *args, **options)``.  Helpers with no one-line NumPy
+spelling live in :mod:`derivo.runtime`.
+"""
+
+import numpy as np
+
+from .. import syntax as S
+from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
+                       getitem_vjp, hstack_vjp, matmul_vjp_left, matmul_vjp_right, norm_vjp,
+                       split_like, unbroadcast, unstack, vstack_vjp)
+from . import GETITEM, Method, defpartials, defvjp, nondifferentiable
+
+# --- elementwise --------------------------------------------------------------
+
+defpartials(np.exp, lambda ans, x: ans)
+defpartials(np.expm1, lambda ans, x: ans + 1)
+defpartials(np.log, lambda ans, x: 1 / x)
+defpartials(np.log1p, lambda ans, x: 1 / (1 + x))
+defpartials(np.sqrt, lambda ans, x: 0.5 / ans)
+defpartials(np.square, lambda ans, x: 2 * x)
+defpartials(np.abs, lambda ans, x: np.sign(x))
+defpartials(np.sin, lambda ans, x: np.cos(x))
+defpartials(np.cos, lambda ans, x: -np.sin(x))
+defpartials(np.tan, lambda ans, x: 1 + ans * ans)
+defpartials(np.tanh, lambda ans, x: 1 - ans * ans)
+defpartials(np.sinh, lambda ans, x: np.cosh(x))
+defpartials(np.cosh, lambda ans, x: np.sinh(x))
+defpartials(np.arctan, lambda ans, x: 1 / (1 + x * x))
+defpartials(np.arcsin, lambda ans, x: 1 / np.sqrt(1 - x * x))
+defpartials(np.arccos, lambda ans, x: -1 / np.sqrt(1 - x * x))
+defpartials(np.negative, lambda ans, x: -1)
+defpartials(np.power, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: ans * np.log(x))
+defpartials(np.maximum, lambda ans, x, y: x >= y, lambda ans, x, y: x < y)
+defpartials(np.minimum, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
+defpartials(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: np.exp(y - ans))
+defpartials(np.clip, lambda ans, a, a_min, a_max: (a >= a_min) & (a <= a_max), None, None)
+defvjp(np.where, None,
+       lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
+       lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y))
+
+# --- linear algebra -------------------------------------------------------------
+
+defvjp(S.MatMult, lambda g, ans, a, b: matmul_vjp_left(g, a, b),
+       lambda g, ans, a, b: matmul_vjp_right(g, a, b), label="@")
+defvjp(np.matmul, lambda g, ans, a, b: matmul_vjp_left(g, a, b),
+       lambda g, ans, a, b: matmul_vjp_right(g, a, b))
+defvjp(np.dot, lambda g, ans, a, b: dot_vjp_left(g, a, b),
+       lambda g, ans, a, b: dot_vjp_right(g, a, b))
+defvjp(Method("dot"), lambda g, ans, a, b: dot_vjp_left(g, a, b),
+       lambda g, ans, a, b: dot_vjp_right(g, a, b))
+defvjp(np.inner, lambda g, ans, a, b: g * b, lambda g, ans, a, b: g * a)
+defvjp(np.outer, lambda g, ans, a, b: np.reshape(g @ np.ravel(b), np.shape(a)),
+       lambda g, ans, a, b: np.reshape(np.ravel(a) @ g, np.shape(b)))
+defvjp(np.trace, lambda g, ans, a: g * np.eye(*np.shape(a)))
+defvjp(np.linalg.inv, lambda g, ans, a: -(ans.T @ g @ ans.T))
+defvjp(np.linalg.solve,
+       lambda g, ans, a, b: -np.multiply.outer(np.linalg.solve(a.T, g), ans) if np.ndim(b) == 1 else -(np.linalg.solve(a.T, g) @ ans.T),
+       lambda g, ans, a, b: np.linalg.solve(a.T, g))
+defvjp(np.linalg.norm, lambda g, ans, x, ord=None, axis=None, keepdims=False: norm_vjp(g, ans, x, ord, axis, keepdims))
+defvjp(np.einsum, None, lambda g, ans, subscripts, a: einsum_vjp(g, subscripts, [a], 0))
+defvjp(np.einsum, None, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 0),
+       lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 1))
+
+# --- reductions ------------------------------------------------------------------
+
+for _sum in (np.sum, Method("sum")):
+    defvjp(_sum, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims))
+for _mean in (np.mean, Method("mean")):
+    defvjp(_mean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims) * (np.size(ans) / np.size(a)))
+for _prod in (np.prod, Method("prod")):
+    defvjp(_prod, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g * ans, a, axis, keepdims) / a)
+for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")):
+    defvjp(_extremum, lambda g, ans, a, axis=None, out=None, keepdims=False: extremum_vjp(g, ans, a, axis, keepdims))
+
+# --- shapes --------------------------------------------------------------------------
+
+for _reshape in (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.atleast_1d,
+                 np.atleast_2d, np.copy, np.asarray, np.array):
+    defvjp(_reshape, lambda g, ans, a, *shape: np.reshape(g, np.shape(a)))
+for _method in ("reshape", "ravel", "flatten", "squeeze", "copy"):
+    defvjp(Method(_method), lambda g, ans, a, *shape: np.reshape(g, np.shape(a)))
+defvjp(np.transpose, lambda g, ans, a, axes=None: np.transpose(g) if axes is None else np.transpose(g, np.argsort(axes)))
+defvjp(Method("transpose"), lambda g, ans, a: np.transpose(g))
+defvjp(Method("T"), lambda g, ans, a: np.transpose(g))
+defvjp(np.concatenate, lambda g, ans, arrays, axis=0: split_like(g, arrays, axis))
+defvjp(np.stack, lambda g, ans, arrays, axis=0: unstack(g, arrays, axis))
+defvjp(np.hstack, lambda g, ans, arrays: hstack_vjp(g, arrays))
+defvjp(np.vstack, lambda g, ans, arrays: vstack_vjp(g, arrays))
+
+# --- indexing ----------------------------------------------------------------------
+
+defvjp(GETITEM, lambda g, ans, x, index: getitem_vjp(g, x, index), label="[]")
+
+nondifferentiable(
+    np.shape, np.ndim, np.size, np.zeros, np.ones, np.zeros_like, np.ones_like, np.full,
+    np.full_like, np.empty, np.arange, np.linspace, np.eye, np.identity, np.sign,
+    np.argmax, np.argmin, np.argsort, np.floor, np.ceil, np.round, np.rint, np.isnan,
+    np.isinf, np.isfinite, np.allclose, np.isclose, np.array_equal, np.any, np.all,
+    np.greater, np.less, np.equal, np.count_nonzero,
+    Method("shape"), Method("ndim"), Method("size"), Method("dtype"), Method("argmax"),
+    Method("argmin"), Method("astype"), Method("any"), Method("all"))
