@@ -84,6 +84,14 @@ FEATURES = frozenset({
     "minmax",         # min / max / abs
     "intmix",         # loop counters and n used as numbers in float arithmetic
     "param_assign",   # assignments to the (differentiated) parameters themselves
+    "mod",            # float % (jumps; points near them are rejected)
+    "chain",          # a = b = e
+    "annotated",      # v: float = e
+    "tuple_local",    # p = e1, e2 then a, b = p or p[0], p[1]
+    "temp",           # new locals first assigned inside a branch or loop body
+    "noop",           # pass, assert, bare string constants
+    "accumulate",     # s = 0 before a loop, s += ... inside, s used after
+    "intinit",        # locals that start as ints (0, 1, n) and become floats
 })
 
 #: Generator features derivo gets wrong today, left out of the default run.
@@ -131,6 +139,7 @@ class _Gen:
         self.draw = draw
         self.features = features
         self.budget = 0                # statements left for the current function
+        self.fresh_names = 0
 
     # -- choices ------------------------------------------------------------
 
@@ -163,7 +172,7 @@ class _Gen:
         and defined (denominators and log/sqrt arguments are kept positive)."""
         if depth <= 0:
             return self.atom(scope)
-        kind = self.pick(16)
+        kind = self.pick(18)
         d = depth - 1
         if kind == 0:
             return self.atom(scope)
@@ -188,9 +197,12 @@ class _Gen:
         if kind == 9:
             return "({} ** {})".format(self.expr(scope, d), self.choose(("2", "3")))
         if kind == 10 and self.has("minmax"):
-            func = self.choose(("min", "max", "abs"))
-            if func == "abs":
-                return "abs({})".format(self.expr(scope, d))
+            func = self.choose(("min", "max", "abs", "math.fabs", "min3", "max3"))
+            if func in ("abs", "math.fabs"):
+                return "{}({})".format(func, self.expr(scope, d))
+            if func in ("min3", "max3"):
+                return "{}({}, {}, {})".format(func[:3], self.expr(scope, d), self.atom(scope),
+                                               self.expr(scope, d))
             return "{}({}, {})".format(func, self.expr(scope, d), self.expr(scope, d))
         if kind == 11 and self.has("ifexp"):
             return "({} if {} else {})".format(self.expr(scope, d), self.cond(scope),
@@ -204,6 +216,13 @@ class _Gen:
         if kind == 14:
             return "(2.0 * {} - {} / (2.0 + math.cos({})))".format(
                 self.atom(scope), self.expr(scope, d), self.atom(scope))
+        if kind == 15:  # a differentiated exponent, on a positive base
+            return self.choose(("((1.5 + math.tanh({0})) ** math.sin({1}))",
+                                "(math.sqrt(1.0 + {0} * {0}) ** 3)",
+                                "pow(1.0 + math.exp({1}), math.cos({0}))")).format(
+                self.expr(scope, d), self.atom(scope))
+        if kind == 16 and self.has("mod"):  # jumps at multiples of 0.7 (rejected near them)
+            return "({} % 0.7)".format(self.expr(scope, d))
         return "({} * {})".format(self.atom(scope), self.expr(scope, d))
 
     def cond(self, scope, depth=1):
@@ -314,7 +333,7 @@ class _Gen:
 
     def stmt(self, scope):
         self.budget -= 1
-        kind = self.pick(14)
+        kind = self.pick(20)
         compound = scope.depth < 3 and self.budget > 0
         targets = self.targets(scope)
         if kind == 1 and self.has("aug"):
@@ -358,15 +377,42 @@ class _Gen:
             t = self.choose(targets)
             return ["{} = {} if {} else {}".format(t, self.bounded(scope, t), self.cond(scope),
                                                    self.bounded(scope, t))]
+        if kind == 11 and self.has("chain") and len(targets) >= 2:
+            a, b = self.draw(st.permutations(targets))[:2]
+            return ["{} = {} = {}".format(a, b, self.bounded(scope, a))]
+        if kind == 12 and self.has("annotated"):
+            t = self.choose(targets)
+            return ["{}: float = {}".format(t, self.bounded(scope, t))]
+        if kind == 13 and self.has("tuple_local") and scope.depth == 0 and len(targets) >= 2:
+            # a tuple-valued local, read back by unpacking or indexing
+            p = self.fresh("p")
+            a, b = self.draw(st.permutations(targets))[:2]
+            lines = ["{} = {}, {}".format(p, self.bounded(scope, a), self.bounded(scope, b))]
+            if self.chance():
+                return lines + ["{}, {} = {}".format(a, b, p)]
+            return lines + ["{} = {}[0] * math.cos({}[1])".format(a, p, p)]
+        if kind == 14 and self.has("temp"):
+            # a new local, first assigned here (maybe only in this branch or loop)
+            t = self.fresh("w")
+            line = "{} = {}".format(t, self.bounded(scope, self.choose(scope.floats)))
+            scope.floats.append(t)
+            return [line]
+        if kind == 15 and self.has("noop"):
+            return [self.choose(("pass", "assert {} < 1e6".format(self.choose(scope.floats)),
+                                 '"""a docstring-like constant"""'))]
         return self.simple(scope)
 
+    def fresh(self, prefix):
+        self.fresh_names += 1
+        return "{}{}".format(prefix, self.fresh_names)
+
     def if_stmt(self, scope):
-        inner = scope.inner()
-        lines = ["if {}:".format(self.cond(scope))] + _indent(self.jumpy_block(inner))
+        lines = ["if {}:".format(self.cond(scope))] + _indent(self.jumpy_block(scope.inner()))
         for _ in range(self.pick(3)):
-            lines += ["elif {}:".format(self.cond(scope))] + _indent(self.jumpy_block(inner))
+            lines += ["elif {}:".format(self.cond(scope))] + _indent(
+                self.jumpy_block(scope.inner()))
         if self.chance():
-            lines += ["else:"] + _indent(self.jumpy_block(inner))
+            lines += ["else:"] + _indent(self.jumpy_block(scope.inner()))
         return lines
 
     def jumpy_block(self, scope):
@@ -393,8 +439,18 @@ class _Gen:
     def for_stmt(self, scope):
         index = "ijlm"[min(scope.depth, 3)]
         inner = scope.inner(loop="for", ints=scope.ints + [index])
-        return ["for {} in range({}):".format(index, self.loop_bound(scope))] + \
-            _indent(self.block(inner, 1, 4))
+        header = "for {} in range({}):".format(index, self.loop_bound(scope))
+        body = self.block(inner, 1, 4)
+        if not self.chance("accumulate"):
+            return [header] + _indent(body)
+        # an accumulator started as an int, grown by the loop, used afterwards
+        acc = self.fresh("s")
+        start = self.choose(("0", "1", "0.0"))
+        update = self.choose(("{} += 0.25 * math.tanh({})", "{} *= math.cos({})",
+                              "{} = {} + 0.5 * math.sin({})")).replace("{} + ", acc + " + ")
+        body.insert(self.pick(len(body) + 1), update.format(acc, self.expr(inner, 1)))
+        scope.floats.append(acc)
+        return ["{} = {}".format(acc, start), header] + _indent(body)
 
     def while_stmt(self, scope):
         counter = "kpqr"[min(scope.depth, 3)]
@@ -449,7 +505,10 @@ class _Gen:
         scope = _Scope(params, ints=["n"], helpers=helpers)
         lines = []
         for name in local_names:
-            lines.append("{} = {}".format(name, self.bounded(scope, self.choose(params))))
+            if self.chance("intinit"):  # an int now, a float once updated
+                lines.append("{} = {}".format(name, self.choose(("0", "1", "n", "-2"))))
+            else:
+                lines.append("{} = {}".format(name, self.bounded(scope, self.choose(params))))
             scope.floats.append(name)
         self.budget = 3 + self.pick(12)
         lines += self.block(scope, 1, 8)
@@ -590,12 +649,13 @@ def test_generated_programs_match_finite_differences(data):
 def test_generator_produces_valid_python():
     """The generator itself: every program compiles and runs (no derivo here)."""
 
-    @settings(max_examples=30, deadline=None, derandomize=True, database=None)
+    @settings(max_examples=100, deadline=None, derandomize=True, database=None)
     @given(programs(features=FEATURES))
     def run(program):
         source, nfloat = program
         module, _ = load(source)
-        value = module.f(*[0.3] * nfloat, 3)
-        assert isinstance(value, float)
+        for x, n in ((0.3, 3), (-LIMIT, 4), (LIMIT, 1), (0.0, 2)):
+            value = module.f(*[x] * nfloat, n)
+            assert isinstance(value, (float, int)) and math.isfinite(value), source
 
     run()

@@ -70,8 +70,12 @@ class Plan:
     def __init__(self):
         self.nodes = {}        # id(node) -> Node, active nodes only
         self.needs = {}        # id(node) -> how many templates read its value
+        self.needed = {}       # id(node) -> node, for every node some template reads
         self.requests = {}     # id(node) -> how often the adjoint code asks for its value
-        self.reads = set()     # the primal names the adjoint code reads
+        self.stored = {}       # id(node) -> the name the primal sweep keeps its value in
+        self.result = None     # the target, when the adjoint reads the statement's value
+        self.reads = set()     # primal names the adjoint reads, as they were before
+        self.reads_after = set()  # ... and as the statement left them
 
     def is_active(self, node):
         return id(node) in self.nodes
@@ -171,11 +175,38 @@ class Analysis:
 
     # --- expression plans ----------------------------------------------------
 
-    def plan_expression(self, expr):
+    def plan_expression(self, expr, target=None):
+        """The plan of ``expr``, the value assigned to ``target`` (None for an
+        argument of a user call)."""
         plan = Plan()
+        self._arms = set()
         self._plan(expr, plan)
+        self._store(expr, target, plan)
         self._count_requests(expr, plan, 0)
         return plan
+
+    def _store(self, root, target, plan):
+        """Decide, for each value the adjoint needs, where it comes from.
+
+        The statement's own value is its target, if the expression does not read
+        the target.  With arrays, other intermediate values are kept by the primal
+        sweep in temporaries (recomputing a matrix product costs as much as the
+        product); with scalars they are recomputed from the statement's inputs,
+        which costs less than saving them in a loop.  Values inside a branch of a
+        conditional expression are always recomputed: only one branch runs.
+        """
+        for key, node in plan.needed.items():
+            if target is None:  # an argument of a user call: its call recomputes it
+                plan.reads |= _names(node)
+            elif node is root and target not in _names(root):
+                plan.result = target
+                plan.reads_after.add(target)
+            elif self.arrays and key not in self._arms and \
+                    not isinstance(node, (S.Name, S.Constant)):
+                plan.stored[key] = self.normalized.namer.numbered("t")
+                plan.reads_after.add(plan.stored[key])
+            else:
+                plan.reads |= _names(node)
 
     def _count_requests(self, node, plan, rebuilds):
         """A value is asked for by each template reading it and by each rebuild of
@@ -183,8 +214,8 @@ class Analysis:
         own sub-expressions are built once."""
         requests = plan.needs.get(id(node), 0) + rebuilds
         plan.requests[id(node)] = requests
-        if id(node) not in plan.nodes:
-            return  # inactive sub-expressions are copied whole
+        if id(node) not in plan.nodes or id(node) in plan.stored:
+            return  # inactive sub-expressions are copied whole; stored ones read
         for field in node._fields:
             value = getattr(node, field)
             for child in value if isinstance(value, list) else [value]:
@@ -199,6 +230,7 @@ class Analysis:
                 return True
             return False
         if isinstance(node, S.IfExp):
+            self._arms |= {id(n) for n in S.walk([node.body, node.orelse])}
             branches = [self._plan(node.body, plan), self._plan(node.orelse, plan)]
             if not any(branches):
                 return False
@@ -239,7 +271,7 @@ class Analysis:
 
     def _need(self, node, plan):
         plan.needs[id(node)] = plan.needs.get(id(node), 0) + 1
-        plan.reads |= _names(node)
+        plan.needed[id(node)] = node
 
     def _refuse(self, node, site):
         if site is not None:
@@ -285,6 +317,16 @@ class Analysis:
             return _names(value)
         return self.plans[id(stmt)].reads
 
+    def statement_reads_after(self, stmt):
+        """Names the reverse of a statement reads as the statement left them."""
+        plan = self.plans.get(id(stmt))
+        return plan.reads_after if plan is not None else set()
+
+    def stored(self, stmt):
+        """Temporaries the primal sweep keeps for ``stmt``, in evaluation order."""
+        plan = self.plans.get(id(stmt))
+        return list(plan.stored.values()) if plan is not None else []
+
     def plan_statements(self):
         for stmt in S.walk(self.normalized.tree):
             if not isinstance(stmt, S.Assign):
@@ -297,7 +339,7 @@ class Analysis:
             if callee is not None:
                 self._plan_call(stmt, callee)
             else:
-                self.plans[id(stmt)] = self.plan_expression(stmt.value)
+                self.plans[id(stmt)] = self.plan_expression(stmt.value, target.id)
 
     def _plan_call(self, stmt, callee):
         call = stmt.value
@@ -401,6 +443,7 @@ class Analysis:
             if isinstance(stmt, S.Assign):
                 target = stmt.targets[0]
                 names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
+                names = self.stored(stmt) + names
                 read = read | self.statement_reads(stmt)
                 saved = [n for n in names if n in read]
                 if saved and id(stmt) in self.steps:
@@ -408,7 +451,7 @@ class Analysis:
                 elif saved:
                     self.pushes[id(stmt)] = saved
                     self.init_none |= set(saved) - assigned
-                read = read - set(names)
+                read = (read - set(names)) | self.statement_reads_after(stmt)
                 assigned = assigned | set(names)
             elif isinstance(stmt, S.If):
                 then_read, then_breaks, then_continues = self._flow(stmt.body, read, assigned)

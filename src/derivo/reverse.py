@@ -127,10 +127,31 @@ class Sweep:
                 out.append(S.if_(S.deepcopy(stmt.test), self.primal(stmt.body),
                                  self.primal(stmt.orelse)))
             else:
-                copy = S.deepcopy(stmt)
-                copy.effects = getattr(stmt, "opaque", False)
-                out.append(copy)
+                out += self.primal_assign(stmt)
         return out
+
+    def primal_assign(self, stmt):
+        """The statement as the user wrote it, or, where the adjoint reads
+        intermediate values of it, in steps that keep them (``t1 = x @ w``)."""
+        plan = self.analysis.plans.get(id(stmt))
+        copy = S.deepcopy(stmt)
+        copy.effects = getattr(stmt, "opaque", False)
+        if plan is None or not plan.stored:
+            return [copy]
+        steps = []
+
+        def build(node):
+            if not isinstance(node, S.gast.expr):
+                return S.deepcopy(node)
+            new = S.deepcopy(node) if isinstance(node, (S.Name, S.Constant)) else \
+                type(node)(**{f: _map(build, getattr(node, f)) for f in node._fields})
+            if id(node) in plan.stored:
+                steps.append(S.copy_location(S.assign(plan.stored[id(node)], new), stmt))
+                return S.name(plan.stored[id(node)])
+            return new
+
+        copy.value = build(stmt.value)
+        return steps + [copy]
 
     def is_unused_counter(self, stmt, block, index):
         """``n = 0`` before a loop whose reverse needs no trip count."""
@@ -152,13 +173,21 @@ class Sweep:
     def save(self, ident):
         return S.Expr(value=S.call(self.push, S.name(ident)))
 
-    def restore(self, stmt):
-        """Give back the values ``stmt`` overwrote: undo an integer step, or pop."""
+    def restore(self, stmt, part="all"):
+        """Give back the values ``stmt`` overwrote: undo an integer step, or pop.
+
+        ``part`` is ``"targets"``, ``"temporaries"`` (kept intermediate values,
+        pushed before the targets) or ``"all"``.
+        """
         if id(stmt) in self.analysis.undone:
+            if part == "temporaries":
+                return []
             name, op, step = self.analysis.steps[id(stmt)]
             inverse = S.Sub() if isinstance(op, S.Add) else S.Add()
             return [_effect(S.assign(name, S.binop(S.name(name), inverse, S.const(step))))]
-        names = self.analysis.pushes.get(id(stmt), [])
+        stored = set(self.analysis.stored(stmt))
+        names = [n for n in self.analysis.pushes.get(id(stmt), [])
+                 if part == "all" or (n in stored) == (part == "temporaries")]
         return [_effect(S.assign(n, S.call(self.pop))) for n in reversed(names)]
 
     # --- reverse sweep -----------------------------------------------------------
@@ -171,11 +200,14 @@ class Sweep:
 
     def reverse_statement(self, stmt):
         if isinstance(stmt, S.Assign):
-            code = self.restore(stmt)
             if getattr(stmt.value, "user_function", None) is not None:
-                code += self.reverse_call(stmt)
+                code = self.restore(stmt) + self.reverse_call(stmt)
+            elif _reads_own_target(stmt):
+                # Its adjoint needs the target's old value: restore that first.
+                code = self.restore(stmt, "targets") + self.reverse_assign(stmt) + \
+                    self.restore(stmt, "temporaries")
             else:
-                code += self.reverse_assign(stmt)
+                code = self.reverse_assign(stmt) + self.restore(stmt)
             return self.commented(stmt, code)
         if id(stmt) not in self.analysis.reversed:
             return []
@@ -329,6 +361,7 @@ class ExpressionAdjoint:
 
     def backprop(self, node, adjoint, own=None):
         self.own = own
+        self.root = node
         self._backprop(node, adjoint, self.out)
 
     def _backprop(self, node, adjoint, out):
@@ -404,6 +437,10 @@ class ExpressionAdjoint:
         """An expression for ``node``'s value, binding a temporary if it is reused."""
         if isinstance(node, (S.Name, S.Constant)):
             return S.deepcopy(node)
+        if id(node) in self.plan.stored:
+            return S.name(self.plan.stored[id(node)])
+        if self.plan.result is not None and node is self.root:
+            return S.name(self.plan.result)
         if isinstance(node, (S.Slice, S.Tuple)) and any(
                 isinstance(n, S.Slice) for n in S.walk(node)):
             return _index_value(node)
@@ -430,6 +467,16 @@ class ExpressionAdjoint:
                 setattr(copy, field, [self.value(o, out) if isinstance(o, S.gast.expr)
                                       else S.deepcopy(o) for o in original])
         return copy
+
+
+def _map(function, value):
+    return [function(v) for v in value] if isinstance(value, list) else function(value)
+
+
+def _reads_own_target(stmt):
+    target = stmt.targets[0]
+    names = {t.id for t in S.walk(target) if isinstance(t, S.Name)}
+    return bool(names & {n.id for n in S.walk(stmt.value) if isinstance(n, S.Name)})
 
 
 def _same_operands(operands):
