@@ -50,9 +50,9 @@ def shaped_grad(x, y):
         bt = bresult * (1.0 if t >= 0.06 else 0.0)
         t2 = 2.0 + y * y
         ba = bresult * (1.0 if a <= t2 else 0.0)
-        bt1 = bresult * (0.0 if a <= t2 else 1.0)
-        by = bt1 * y
-        by += bt1 * y
+        bt3 = bresult * (0.0 if a <= t2 else 1.0)
+        by = bt3 * y
+        by += bt3 * y
         for _ in range(n1):
             # line 29: t *= 0.5
             bt = bt * 0.5
@@ -67,13 +67,13 @@ def shaped_grad(x, y):
             cond3 = pop()
         # line 22: a = a * y if y > 0.0 else a - y              # conditional expression
         a = pop()
-        bt2 = ba
+        bt4 = ba
         if y > 0.0:
-            ba = bt2 * y
-            by += bt2 * a
+            ba = bt4 * y
+            by += bt4 * a
         else:
-            ba = bt2
-            by += -bt2
+            ba = bt4
+            by += -bt4
         if cond2:
             # line 17: a = x * x
             bx += ba * x

@@ -20,12 +20,16 @@ saving
     needs (trip counts, branch tests) the same way.
 """
 
+import numpy as np
+
 from . import rules
 from . import syntax as S
 from .errors import NoDerivativeRule, UnsupportedSyntax
 from .parse import MISSING
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
+SCALAR_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
+                     np.linalg.norm, np.trace)
 
 
 class Node:
@@ -37,6 +41,7 @@ class Node:
         self.operands = list(operands)
         self.rule = rule
         self.active = []            # indices of operands that receive an adjoint
+        self.reduce = set()         # ... whose adjoint may need summing to their shape
 
 
 class Site:
@@ -173,6 +178,52 @@ class Analysis:
                     changed = True
         self.active = varied & useful
 
+    def compute_scalars(self):
+        """Names that surely hold a scalar (with arrays around, a broadcast against
+        a scalar needs no reduction)."""
+        assignments = [s for s in S.walk(self.normalized.tree) if isinstance(s, S.Assign)]
+        loops = [s for s in S.walk(self.normalized.tree) if isinstance(s, S.For)]
+        candidates = {s.targets[0].id for s in assignments if isinstance(s.targets[0], S.Name)}
+        candidates |= {loop.target.id for loop in loops if _is_range(loop.iter, self.parsed)}
+        candidates -= set(tree_params(self.normalized.tree))
+        candidates -= {t.id for s in assignments if isinstance(s.targets[0], S.Tuple)
+                       for t in s.targets[0].elts}
+        candidates -= {loop.target.id for loop in loops if not _is_range(loop.iter, self.parsed)}
+        self.scalars = set(candidates)
+        changed = True
+        while changed:  # drop names with a non-scalar assignment until none is left
+            changed = False
+            for stmt in assignments:
+                name = stmt.targets[0]
+                if isinstance(name, S.Name) and name.id in self.scalars \
+                        and not self.is_scalar(stmt.value):
+                    self.scalars.discard(name.id)
+                    changed = True
+
+    def is_scalar(self, node):
+        if isinstance(node, S.Constant):
+            return isinstance(node.value, (int, float))
+        if isinstance(node, S.Name):
+            return node.id in self.scalars
+        if isinstance(node, S.BinOp):
+            return self.is_scalar(node.left) and self.is_scalar(node.right)
+        if isinstance(node, S.UnaryOp):
+            return self.is_scalar(node.operand)
+        if isinstance(node, S.Subscript):  # x.shape[0]
+            return isinstance(node.value, S.Attribute) and node.value.attr == "shape"
+        if isinstance(node, S.Attribute):
+            return node.attr in ("size", "ndim")
+        if isinstance(node, S.Call):
+            callee = self.parsed.callee_key(node)
+            if getattr(callee, "__module__", None) == "math" or callee in (len, float, int):
+                return True
+            reduction = callee in SCALAR_REDUCTIONS or callee in rules.RULES and any(
+                callee == rules.Method(m) for m in ("sum", "mean", "max", "min", "prod"))
+            if isinstance(callee, rules.Method):
+                return reduction and not node.args and not node.keywords
+            return reduction and len(node.args) == 1 and not node.keywords
+        return False
+
     # --- expression plans ----------------------------------------------------
 
     def plan_expression(self, expr, target=None):
@@ -265,7 +316,9 @@ class Analysis:
             for param, arg, _ in site.args:
                 if param in template.uses:
                     self._need(arg, plan)
-            if site.rule.broadcasts and self.arrays:
+            if site.rule.broadcasts and self.arrays and not all(
+                    self.is_scalar(arg) for i, (_, arg, _) in enumerate(site.args) if i != index):
+                entry.reduce.add(index)
                 self._need(site.args[index][1], plan)  # its shape, to reduce to
         return True
 
@@ -492,6 +545,11 @@ def _is_int(node):
     return isinstance(node, S.Constant) and type(node.value) is int
 
 
+def _is_range(iterable, parsed):
+    return isinstance(iterable, S.Call) and isinstance(iterable.func, S.Name) and \
+        parsed.resolve(iterable.func.id) is range
+
+
 def _hashable(key):
     try:
         hash(key)
@@ -522,6 +580,7 @@ def analyze(normalized, wrt, arrays=False):
     """Run all analyses of ``normalized`` for differentiation w.r.t. ``wrt`` names."""
     analysis = Analysis(normalized, wrt, arrays)
     analysis.compute_activity()
+    analysis.compute_scalars()
     analysis.plan_statements()
     analysis.compute_saving()
     return analysis

@@ -39,6 +39,11 @@ class Sweep:
             self.pop = self.namer.fresh("pop")
         self.last_line = None
 
+    def adjoint_temporary(self, value_name=None):
+        """A name for an intermediate adjoint: ``bt3`` for the value kept in
+        ``t3``, else the adjoint of a fresh temporary name."""
+        return self.adjoint(value_name or self.namer.numbered("t"))
+
     def builtin(self, ident):
         """The name generated code calls a builtin by (an alias if the user's code
         gives the name another meaning)."""
@@ -240,7 +245,7 @@ class Sweep:
                 target in {n.id for n in S.walk(stmt.value) if isinstance(n, S.Name)}:
             # The target's own share depends on the branch taken, so it cannot be
             # summed after the fact: start its adjoint afresh from a copy instead.
-            copy = self.namer.numbered("bt")
+            copy = self.adjoint_temporary()
             out.append(S.assign(copy, seed))
             self.zero.add(target)
             expression.backprop(stmt.value, S.name(copy))
@@ -388,7 +393,7 @@ class ExpressionAdjoint:
             return
         if entry.kind == "sequence":
             if len(entry.active) > 1 and not isinstance(adjoint, S.Name):
-                temp = self.sweep.namer.numbered("bt")
+                temp = self.sweep.adjoint_temporary(self.plan.stored.get(id(node)))
                 out.append(S.assign(temp, adjoint))
                 adjoint = S.name(temp)
             for index in entry.active:
@@ -398,7 +403,7 @@ class ExpressionAdjoint:
         rule = entry.rule
         if (len(entry.active) > 1 or rule.style == "vjp") and \
                 not isinstance(adjoint, (S.Name, S.Constant)):
-            temp = self.sweep.namer.numbered("bt")
+            temp = self.sweep.adjoint_temporary(self.plan.stored.get(id(node)))
             out.append(S.assign(temp, adjoint))
             adjoint = S.name(temp)
         for index in entry.active:
@@ -414,7 +419,7 @@ class ExpressionAdjoint:
             if rule.style == "partial":
                 expression = S.binop(S.deepcopy(adjoint), S.Mult(), expression)
             contribution = optimize.simplify(expression)
-            if rule.broadcasts and self.sweep.arrays and not _same_operands(entry.operands):
+            if index in entry.reduce and not _same_operands(entry.operands):
                 contribution = S.call(self.sweep.runtime("unbroadcast"), contribution,
                                       self.value(operand, out))
             self._backprop(operand, contribution, out)

@@ -10,7 +10,9 @@ appear (the fence below rejects what cannot be normalised):
             | NAME '=' CALL | (NAME, ...) '=' CALL            -- CALL: any call that is not
                                                               --   to a primitive (a user
                                                               --   function, an unknown one),
-                                                              --   on its own line
+                                                              --   on its own line; a user
+                                                              --   function's arguments are
+                                                              --   names or constants
             | 'if' NAME ':' block 'else' ':' block            -- test hoisted to a fresh name
             | 'for' NAME 'in' expr ':' block                  -- no else
             | 'while' expr ':' block                          -- no else
@@ -606,6 +608,13 @@ class _Normalizer:
                 target = normalizer.parsed.callee_key(call)
                 if _is_user_function(target):
                     call.user_function = target
+                    # Arguments become names, so the reverse sweep can pass the
+                    # same values to the function's VJP without computing them again.
+                    call.args = [a if isinstance(a, (S.Name, S.Constant)) else hoisted(a)
+                                 for a in call.args]
+                    for kw in call.keywords:
+                        if not isinstance(kw.value, (S.Name, S.Constant)):
+                            kw.value = hoisted(kw.value)
                 elif rules.is_primitive(target):
                     return call
                 return call if call is value and top else hoisted(call)
