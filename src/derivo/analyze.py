@@ -159,9 +159,9 @@ class Analysis:
         def flows(stmt):
             if isinstance(stmt, S.For):
                 return [stmt.target.id], self.differentiable_names(stmt.iter)
-            targets = stmt.targets[0]
-            names = [t.id for t in targets.elts] if isinstance(targets, S.Tuple) else [targets.id]
-            return names, self.differentiable_names(stmt.value)
+            names = assigned_names(stmt)
+            sources = self.differentiable_names(stmt.value)
+            return names, sources | set(names) if is_item_write(stmt) else sources
 
         edges = [flows(s) for s in assignments]
         varied = set(self.wrt)
@@ -253,7 +253,8 @@ class Analysis:
                 plan.result = target
                 plan.reads_after.add(target)
             elif self.arrays and key not in self._arms and \
-                    not isinstance(node, (S.Name, S.Constant)):
+                    not isinstance(node, (S.Name, S.Constant)) and \
+                    (key in plan.nodes or isinstance(node, (S.Call, S.Subscript))):
                 plan.stored[key] = self.normalized.namer.numbered("t")
                 plan.reads_after.add(plan.stored[key])
             else:
@@ -362,10 +363,10 @@ class Analysis:
         if not isinstance(stmt, S.Assign):
             return set()
         value = stmt.value
-        targets = stmt.targets[0]
-        names = [t.id for t in targets.elts] if isinstance(targets, S.Tuple) else [targets.id]
-        if not set(names) & self.active:
+        if not set(assigned_names(stmt)) & self.active:
             return set()
+        if is_item_write(stmt):
+            return _names(stmt.targets[0].slice) | _names(value)
         if getattr(value, "user_function", None) is not None:
             return _names(value)
         return self.plans[id(stmt)].reads
@@ -385,8 +386,7 @@ class Analysis:
             if not isinstance(stmt, S.Assign):
                 continue
             target = stmt.targets[0]
-            names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
-            if not set(names) & self.active:
+            if is_item_write(stmt) or not set(assigned_names(stmt)) & self.active:
                 continue
             callee = getattr(stmt.value, "user_function", None)
             if callee is not None:
@@ -451,7 +451,7 @@ class Analysis:
                 continue
             target, value = stmt.targets[0], stmt.value
             if not isinstance(target, S.Name):
-                others |= {t.id for t in S.walk(target) if isinstance(t, S.Name)}
+                others |= set(assigned_names(stmt))
             elif _is_int(value):
                 continue
             elif (isinstance(value, S.BinOp) and isinstance(value.op, (S.Add, S.Sub))
@@ -466,11 +466,8 @@ class Analysis:
 
     def _has_reverse(self, compound, needed):
         for stmt in S.walk(compound.body + getattr(compound, "orelse", [])):
-            if isinstance(stmt, S.Assign):
-                target = stmt.targets[0]
-                names = {t.id for t in target.elts} if isinstance(target, S.Tuple) else {target.id}
-                if names & (self.active | needed):
-                    return True
+            if isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & (self.active | needed):
+                return True
         return False
 
     def _exit_reads(self, stmt):
@@ -494,9 +491,7 @@ class Analysis:
         breaks, continues = set(), set()
         for stmt in block:
             if isinstance(stmt, S.Assign):
-                target = stmt.targets[0]
-                names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
-                names = self.stored(stmt) + names
+                names = self.stored(stmt) + assigned_names(stmt)
                 read = read | self.statement_reads(stmt)
                 saved = [n for n in names if n in read]
                 if saved and id(stmt) in self.steps:
@@ -543,6 +538,20 @@ class Analysis:
 
 def _is_int(node):
     return isinstance(node, S.Constant) and type(node.value) is int
+
+
+def assigned_names(stmt):
+    """The names an assignment binds, or the array it writes into."""
+    target = stmt.targets[0]
+    if isinstance(target, S.Tuple):
+        return [t.id for t in target.elts]
+    if isinstance(target, S.Subscript):
+        return [target.value.id]
+    return [target.id]
+
+
+def is_item_write(stmt):
+    return isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Subscript)
 
 
 def _is_range(iterable, parsed):

@@ -15,7 +15,7 @@ import builtins
 
 from . import optimize, runtime
 from . import syntax as S
-from .analyze import analyze
+from .analyze import Node, Plan, analyze, is_item_write
 
 
 class Sweep:
@@ -70,6 +70,7 @@ class Sweep:
                     S.assign(self.pop, S.attribute(self.stack, "pop"))]
         for ident in sorted(self.analysis.init_none):
             out.append(S.assign(ident, S.const(None)))
+        out += [self.own(ident) for ident in getattr(tree, "owned", [])]
         out += self.primal(body)
         out.append(self.module.comments.statement("reverse sweep"))
         results = self.normalized.results
@@ -127,13 +128,19 @@ class Sweep:
                 continue
             if self.is_unused_counter(stmt, block, index):
                 continue
-            out += [self.save(n) for n in saved]
+            out += [self.save(n, stmt) for n in saved]
             if isinstance(stmt, S.If):
                 out.append(S.if_(S.deepcopy(stmt.test), self.primal(stmt.body),
                                  self.primal(stmt.orelse)))
             else:
                 out += self.primal_assign(stmt)
+            if getattr(stmt, "owns", False):
+                out.append(self.own(stmt.targets[0].id))
         return out
+
+    def own(self, ident):
+        """``x = owned(x)``: a copy derivo may write into (see ssa._mark_owned)."""
+        return _effect(S.assign(ident, S.call(self.runtime("owned"), S.name(ident))))
 
     def primal_assign(self, stmt):
         """The statement as the user wrote it, or, where the adjoint reads
@@ -175,7 +182,14 @@ class Sweep:
             return S.copy_location(S.while_(S.deepcopy(loop.test), body), loop)
         return S.copy_location(S.for_(loop.target.id, S.deepcopy(loop.iter), body), loop)
 
-    def save(self, ident):
+    def save(self, ident, stmt=None):
+        """``push(x)`` before ``stmt`` overwrites x; a copy of the part an
+        in-place write ``x[i] = v`` overwrites."""
+        if stmt is not None and is_item_write(stmt):
+            item = stmt.targets[0]
+            part = S.gast.Subscript(value=S.name(ident), slice=S.deepcopy(item.slice),
+                                    ctx=S.Load())
+            return S.Expr(value=S.call(self.push, S.call(self.runtime("copy_of"), part)))
         return S.Expr(value=S.call(self.push, S.name(ident)))
 
     def restore(self, stmt, part="all"):
@@ -193,6 +207,11 @@ class Sweep:
         stored = set(self.analysis.stored(stmt))
         names = [n for n in self.analysis.pushes.get(id(stmt), [])
                  if part == "all" or (n in stored) == (part == "temporaries")]
+        if is_item_write(stmt):
+            item = stmt.targets[0]
+            return [_effect(S.assign(S.gast.Subscript(
+                value=S.name(n), slice=S.deepcopy(item.slice), ctx=S.Store()),
+                S.call(self.pop))) for n in names]
         return [_effect(S.assign(n, S.call(self.pop))) for n in reversed(names)]
 
     # --- reverse sweep -----------------------------------------------------------
@@ -205,7 +224,9 @@ class Sweep:
 
     def reverse_statement(self, stmt):
         if isinstance(stmt, S.Assign):
-            if getattr(stmt.value, "user_function", None) is not None:
+            if is_item_write(stmt):
+                code = self.reverse_item_write(stmt) + self.restore(stmt)
+            elif getattr(stmt.value, "user_function", None) is not None:
                 code = self.restore(stmt) + self.reverse_call(stmt)
             elif _reads_own_target(stmt):
                 # Its adjoint needs the target's old value: restore that first.
@@ -252,6 +273,24 @@ class Sweep:
             return out
         expression.backprop(stmt.value, seed, own=target)
         self.finish_target(target, expression.own_contributions, out)
+        return out
+
+    def reverse_item_write(self, stmt):
+        """``x[i] = v``: v receives the adjoint of the part written, which the
+        write cut off from x's old value."""
+        item = stmt.targets[0]
+        array = item.value.id
+        if array not in self.analysis.active or array in self.zero:
+            return []
+        part = S.call(self.runtime("part"), S.name(self.adjoint(array)),
+                      _index_value(item.slice))
+        out = []
+        value = stmt.value
+        if isinstance(value, S.Name) and value.id in self.analysis.active:
+            contribution = S.call(self.runtime("unbroadcast"), part, S.deepcopy(value))
+            ExpressionAdjoint(self, _name_plan(value), out).contribute(value.id, contribution, out)
+        out.append(S.assign(self.adjoint(array), S.call(
+            self.runtime("zeroed"), S.name(self.adjoint(array)), _index_value(item.slice))))
         return out
 
     def finish_target(self, target, own, out):
@@ -472,6 +511,13 @@ class ExpressionAdjoint:
                 setattr(copy, field, [self.value(o, out) if isinstance(o, S.gast.expr)
                                       else S.deepcopy(o) for o in original])
         return copy
+
+
+def _name_plan(name):
+    """The plan of an expression that is just an active name."""
+    plan = Plan()
+    plan.nodes[id(name)] = Node("name")
+    return plan
 
 
 def _map(function, value):

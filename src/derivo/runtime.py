@@ -162,3 +162,29 @@ def _einsum_parts(subscripts, count):
         raise DerivoError("derivo differentiates einsum with explicit indices only, "
                           "got {!r}".format(subscripts))
     return inputs, output
+
+
+def owned(array):
+    """A copy of an array the generated code is about to write into."""
+    return array.copy() if isinstance(array, np.ndarray) else (
+        list(array) if isinstance(array, list) else array)
+
+
+def copy_of(part):
+    """The values an in-place write is about to overwrite."""
+    return np.copy(part)
+
+
+def part(adjoint, index):
+    """``adjoint[index]``, where a zero adjoint may be a plain ``0.0``."""
+    return adjoint[index] if np.ndim(adjoint) else adjoint
+
+
+def zeroed(adjoint, index):
+    """A copy of ``adjoint`` with ``adjoint[index]`` set to zero: the part of an
+    array an in-place write replaced no longer affects the result."""
+    if not np.ndim(adjoint):
+        return adjoint
+    adjoint = np.array(adjoint, dtype=float)
+    adjoint[index] = 0.0
+    return adjoint

@@ -7,6 +7,7 @@ appear (the fence below rejects what cannot be normalised):
     block  := stmt* [jump]
     jump   := 'break' | 'continue' | 'raise' ...             -- last in its block only
     stmt   := NAME '=' expr                                   -- one target
+            | NAME '[' expr ']' '=' ATOM                      -- an in-place write
             | NAME '=' CALL | (NAME, ...) '=' CALL            -- CALL: any call that is not
                                                               --   to a primitive (a user
                                                               --   function, an unknown one),
@@ -36,8 +37,11 @@ Further invariants:
 - code after a branch that always jumps lives in the other branch, so a jump is
   always the last statement of its block;
 - ``return`` in a loop sets the result, a ``returned`` flag and breaks out;
-- every assignment carries ``opaque``: whether it calls a non-primitive.
+- every assignment carries ``opaque``: whether it calls a non-primitive;
+- arrays written in place are copies derivo owns (``tree.owned``, ``stmt.owns``).
 """
+
+import numpy as np
 
 from . import rules
 from . import syntax as S
@@ -111,7 +115,9 @@ def normalize(parsed):
     namer = Namer(names_in(tree) | set(parsed.globals) | set(parsed.closure))
     _ReturnLowering(parsed, namer).run(tree)
     *body, final = tree.body
-    tree.body = _Normalizer(parsed, namer).function_body(tree, _restructure(body), final)
+    normalizer = _Normalizer(parsed, namer)
+    tree.body = normalizer.function_body(tree, _restructure(body), final)
+    _mark_owned(tree, normalizer.written, parsed)
     _mark_opaque(tree, parsed)
     returned = tree.body[-1].value
     results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
@@ -288,6 +294,7 @@ class _Normalizer:
         self.depth = 0          # 0 in the function's top-level block
         self.assigned = set()   # names holding a value at the top level so far
         self.tuples = {}        # name of a tuple split at the top level -> element names
+        self.written = set()    # names of arrays written in place (x[i] = v)
 
     def function_body(self, tree, body, final_return):
         args = tree.args
@@ -355,12 +362,18 @@ class _Normalizer:
         return self.assign_to(stmt.target, stmt.value, stmt)
 
     def stmt_AugAssign(self, stmt):
-        if not isinstance(stmt.target, S.Name):
+        target = stmt.target
+        if isinstance(target, S.Subscript) and isinstance(target.value, S.Name):
+            current = S.gast.Subscript(value=S.name(target.value.id),
+                                       slice=S.deepcopy(target.slice), ctx=S.Load())
+        elif isinstance(target, S.Name):
+            current = S.name(target.id)
+        else:
             raise self.parsed.error(UnsupportedSyntax, stmt, "cannot differentiate augmented "
-                                    "assignment to {!r}".format(S.expr_source(stmt.target)),
+                                    "assignment to {!r}".format(S.expr_source(target)),
                                     "augmented assignment")
-        value = S.binop(S.name(stmt.target.id), stmt.op, stmt.value)
-        return self.assign_to(stmt.target, S.copy_location(value, stmt), stmt)
+        value = S.binop(current, stmt.op, stmt.value)
+        return self.assign_to(target, S.copy_location(value, stmt), stmt)
 
     def stmt_Assign(self, stmt):
         first, *others = stmt.targets
@@ -379,8 +392,25 @@ class _Normalizer:
             return hoisted + [S.assign(self.write(target.id), value)]
         if isinstance(target, (S.Tuple, S.List)):
             return self.unpack(target, value, origin)
+        if isinstance(target, S.Subscript) and isinstance(target.value, S.Name):
+            return self.write_item(target, value, origin, reread)
         raise self.parsed.error(UnsupportedSyntax, target, "cannot differentiate assignment "
                                 "to {!r}".format(S.expr_source(target)), "assignment")
+
+    def write_item(self, target, value, origin, reread):
+        """``x[i] = value``: an in-place write, with the value and the index each
+        computed on lines of their own (the reverse sweep reads both)."""
+        value = self.read(value) if reread else value
+        out, value = self.hoist_calls(value, origin, top=False)
+        if not isinstance(value, (S.Name, S.Constant)):
+            temp = self.namer.numbered("t")
+            out.append(S.copy_location(S.assign(temp, value), origin))
+            value = S.name(temp)
+        moved, index = self.hoist_calls(self.read(target.slice), origin, top=False)
+        array = self.current.get(target.value.id, target.value.id)
+        self.written.add(array)
+        item = S.gast.Subscript(value=S.name(array), slice=index, ctx=S.Store())
+        return out + moved + [S.assign(item, value)]
 
     def unpack(self, target, value, origin):
         """Split ``a, (b, c) = value`` into single assignments."""
@@ -681,6 +711,30 @@ def _opaque(tree, parsed):
     """Whether ``tree`` calls something other than a primitive."""
     return any(isinstance(n, S.Call) and not rules.is_primitive(parsed.callee_key(n))
                for n in S.walk(tree))
+
+
+_ALLOCATORS = (np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
+               np.empty_like, np.full_like, np.array, np.copy, np.eye, np.identity,
+               np.arange, np.linspace)
+
+
+def _mark_owned(tree, written, parsed):
+    """Mark where an array written in place must first be copied.
+
+    derivo never writes into an array the caller passed in, nor into one that
+    another name may share: a parameter written in place is copied on entry
+    (``tree.owned``), and so is a written array after each assignment that may
+    return a view or the same object (``stmt.owns``).
+    """
+    params = {a.id for a in tree.args.args + tree.args.kwonlyargs}
+    tree.owned = sorted(written & params)
+    for stmt in S.walk(tree):
+        if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) \
+                and stmt.targets[0].id in written:
+            value = stmt.value
+            fresh = isinstance(value, (S.BinOp, S.UnaryOp, S.Constant)) or (
+                isinstance(value, S.Call) and parsed.callee_key(value) in _ALLOCATORS)
+            stmt.owns = not fresh
 
 
 def _mark_opaque(tree, parsed):
