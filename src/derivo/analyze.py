@@ -26,6 +26,7 @@ from . import rules
 from . import syntax as S
 from .errors import NoDerivativeRule, UnsupportedSyntax
 from .parse import MISSING
+from .ssa import is_append
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
 SCALAR_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
@@ -154,11 +155,14 @@ class Analysis:
 
     def compute_activity(self):
         assignments = [s for s in S.walk(self.normalized.tree)
-                       if isinstance(s, (S.Assign, S.For))]
+                       if isinstance(s, (S.Assign, S.For)) or is_append(s)]
 
         def flows(stmt):
             if isinstance(stmt, S.For):
                 return [stmt.target.id], self.differentiable_names(stmt.iter)
+            if is_append(stmt):
+                items = stmt.value.func.value.id
+                return [items], self.differentiable_names(stmt.value.args[0]) | {items}
             names = assigned_names(stmt)
             sources = self.differentiable_names(stmt.value)
             return names, sources | set(names) if is_item_write(stmt) else sources
@@ -177,6 +181,15 @@ class Analysis:
                     useful |= sources
                     changed = True
         self.active = varied & useful
+
+    def compute_lists(self):
+        """Names holding Python lists: their adjoints are lists too, added
+        element by element."""
+        self.lists = {s.value.func.value.id for s in S.walk(self.normalized.tree)
+                      if is_append(s)}
+        self.lists |= {s.targets[0].id for s in S.walk(self.normalized.tree)
+                       if isinstance(s, S.Assign) and isinstance(s.targets[0], S.Name)
+                       and isinstance(s.value, S.List)}
 
     def compute_scalars(self):
         """Names that surely hold a scalar (with arrays around, a broadcast against
@@ -466,7 +479,8 @@ class Analysis:
 
     def _has_reverse(self, compound, needed):
         for stmt in S.walk(compound.body + getattr(compound, "orelse", [])):
-            if isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & (self.active | needed):
+            if (isinstance(stmt, S.Assign) or is_append(stmt)) and \
+                    set(assigned_names(stmt)) & (self.active | needed):
                 return True
         return False
 
@@ -516,6 +530,12 @@ class Analysis:
                 return None, breaks | read, continues
             elif isinstance(stmt, S.Continue):
                 return None, breaks, continues | read
+            elif is_append(stmt):
+                # Undone by xs.pop() in the reverse sweep when xs is read before.
+                items = stmt.value.func.value.id
+                if items in read:
+                    self.undone.add(id(stmt))
+                read = read - {items}
             elif isinstance(stmt, S.gast.Raise):
                 return None, breaks, continues
         return read, breaks, continues
@@ -541,7 +561,9 @@ def _is_int(node):
 
 
 def assigned_names(stmt):
-    """The names an assignment binds, or the array it writes into."""
+    """The names an assignment binds, or the array or list it writes into."""
+    if is_append(stmt):
+        return [stmt.value.func.value.id]
     target = stmt.targets[0]
     if isinstance(target, S.Tuple):
         return [t.id for t in target.elts]
@@ -590,6 +612,7 @@ def analyze(normalized, wrt, arrays=False):
     analysis = Analysis(normalized, wrt, arrays)
     analysis.compute_activity()
     analysis.compute_scalars()
+    analysis.compute_lists()
     analysis.plan_statements()
     analysis.compute_saving()
     return analysis

@@ -71,9 +71,37 @@ class _Simplify(S.NodeTransformer):
         return node
 
 
+def _literal(node):
+    """Whether ``node`` is a constant or a tuple of constants."""
+    if isinstance(node, S.Constant):
+        return True
+    return isinstance(node, S.Tuple) and all(_literal(e) for e in node.elts)
+
+
+class _FoldTests(S.NodeTransformer):
+    """``(1, 0) is None`` and ``a if True else b``, left by options bound to
+    literals in rule templates."""
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (S.Is, S.IsNot)) and \
+                _literal(node.left) and _literal(node.comparators[0]):
+            right = node.comparators[0]
+            same = isinstance(node.left, S.Constant) and isinstance(right, S.Constant) \
+                and node.left.value is right.value
+            return S.const(same if isinstance(node.ops[0], S.Is) else not same)
+        return node
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.test, S.Constant):
+            return node.body if node.test.value else node.orelse
+        return node
+
+
 def simplify(expression):
     """``expression`` with exact algebraic identities applied."""
-    return _Simplify().visit(expression)
+    return _Simplify().visit(_FoldTests().visit(expression))
 
 
 def optimize(function):

@@ -16,6 +16,7 @@ import builtins
 from . import optimize, runtime
 from . import syntax as S
 from .analyze import Node, Plan, analyze, is_item_write
+from .ssa import is_append
 
 
 class Sweep:
@@ -235,6 +236,8 @@ class Sweep:
             else:
                 code = self.reverse_assign(stmt) + self.restore(stmt)
             return self.commented(stmt, code)
+        if is_append(stmt):
+            return self.commented(stmt, self.reverse_append(stmt))
         if id(stmt) not in self.analysis.reversed:
             return []
         if isinstance(stmt, S.If):
@@ -291,6 +294,23 @@ class Sweep:
             ExpressionAdjoint(self, _name_plan(value), out).contribute(value.id, contribution, out)
         out.append(S.assign(self.adjoint(array), S.call(
             self.runtime("zeroed"), S.name(self.adjoint(array)), _index_value(item.slice))))
+        return out
+
+    def reverse_append(self, stmt):
+        """``xs.append(item)``: item receives the last of xs's adjoints; xs is
+        given back its old length when an earlier adjoint reads it."""
+        items, item = stmt.value.func.value.id, stmt.value.args[0]
+        out = []
+        if items in self.analysis.active and items not in self.zero:
+            adjoint = self.adjoint(items)
+            last = self.adjoint_temporary()
+            out.append(S.assign(S.tuple_([S.store(adjoint), S.store(last)], store_ctx=True),
+                                S.call(self.runtime("pop_adjoint"), S.name(adjoint))))
+            if isinstance(item, S.Name) and item.id in self.analysis.active:
+                ExpressionAdjoint(self, _name_plan(item), out).contribute(
+                    item.id, S.name(last), out)
+        if id(stmt) in self.analysis.undone:
+            out.append(_effect(S.Expr(value=S.call(S.attribute(items, "pop")))))
         return out
 
     def finish_target(self, target, own, out):
@@ -470,6 +490,10 @@ class ExpressionAdjoint:
         elif ident in sweep.zero:
             out.append(S.assign(sweep.adjoint(ident), adjoint))
             sweep.zero.discard(ident)
+        elif ident in sweep.analysis.lists:
+            name = sweep.adjoint(ident)
+            out.append(S.assign(name, S.call(sweep.runtime("add_adjoints"), S.name(name),
+                                             adjoint)))
         elif sweep.arrays:
             # Not ``+=``: an adjoint array may be shared with another adjoint.
             name = sweep.adjoint(ident)

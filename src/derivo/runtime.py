@@ -90,7 +90,17 @@ def dot_vjp_right(adjoint, a, b):
 
 
 def getitem_vjp(adjoint, like, index):
-    """Adjoint of ``x[index]``: the adjoint scattered into zeros of x's shape."""
+    """Adjoint of ``x[index]``: the adjoint scattered into zeros of x's shape
+    (a list of adjoints when x is a list)."""
+    if isinstance(like, list):
+        out = [0.0] * len(like)
+        positions = range(len(like))[index]
+        if isinstance(positions, int):
+            out[positions] = adjoint
+        else:
+            for position, value in zip(positions, adjoint):
+                out[position] = value
+        return out
     out = np.zeros(np.shape(like))
     np.add.at(out, index, adjoint)
     return out
@@ -188,3 +198,23 @@ def zeroed(adjoint, index):
     adjoint = np.array(adjoint, dtype=float)
     adjoint[index] = 0.0
     return adjoint
+
+
+def pop_adjoint(adjoints):
+    """``(rest, last)``: the adjoint of the item an ``append`` added is the last
+    of the list's adjoints.  A zero adjoint (``0.0``) stays zero."""
+    if isinstance(adjoints, np.ndarray):
+        adjoints = list(adjoints)
+    if isinstance(adjoints, list):
+        last = adjoints.pop()
+        return adjoints, last
+    return adjoints, adjoints
+
+
+def add_adjoints(first, second):
+    """The sum of two adjoints of one list, element by element."""
+    if not isinstance(first, list):
+        return second if np.ndim(first) == 0 and first == 0 else list(second)
+    if not isinstance(second, list):
+        return first
+    return [a + b for a, b in zip(first, second)]

@@ -17,6 +17,7 @@ appear (the fence below rejects what cannot be normalised):
             | 'if' NAME ':' block 'else' ':' block            -- test hoisted to a fresh name
             | 'for' NAME 'in' expr ':' block                  -- no else
             | 'while' expr ':' block                          -- no else
+            | NAME '.append(' ATOM ')'                         -- growing a list
             | expr                                            -- kept for its side effect
             | 'assert' ...
     expr   := nested arithmetic, comparisons, boolean operators, calls to
@@ -336,9 +337,20 @@ class _Normalizer:
         return []
 
     def stmt_Expr(self, stmt):
-        if isinstance(stmt.value, S.Constant):
+        value = stmt.value
+        if isinstance(value, S.Constant):
             return []  # docstrings and bare constants
-        return [S.Expr(value=self.read(stmt.value))]
+        if _is_append(value):
+            # xs.append(item): the item on a line of its own, as for a write.
+            out, item = self.hoist_calls(self.read(value.args[0]), stmt, top=False)
+            if not isinstance(item, (S.Name, S.Constant)):
+                temp = self.namer.numbered("t")
+                out.append(S.copy_location(S.assign(temp, item), stmt))
+                item = S.name(temp)
+            items = self.current.get(value.func.value.id, value.func.value.id)
+            self.written.add(items)
+            return out + [S.Expr(value=S.call(S.attribute(items, "append"), item))]
+        return [S.Expr(value=self.read(value))]
 
     def stmt_Assert(self, stmt):
         stmt.test = self.read(stmt.test)
@@ -713,7 +725,7 @@ def _opaque(tree, parsed):
                for n in S.walk(tree))
 
 
-_ALLOCATORS = (np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
+_ALLOCATORS = (list, np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
                np.empty_like, np.full_like, np.array, np.copy, np.eye, np.identity,
                np.arange, np.linspace)
 
@@ -732,9 +744,20 @@ def _mark_owned(tree, written, parsed):
         if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) \
                 and stmt.targets[0].id in written:
             value = stmt.value
-            fresh = isinstance(value, (S.BinOp, S.UnaryOp, S.Constant)) or (
+            fresh = isinstance(value, (S.BinOp, S.UnaryOp, S.Constant, S.List)) or (
                 isinstance(value, S.Call) and parsed.callee_key(value) in _ALLOCATORS)
             stmt.owns = not fresh
+
+
+def _is_append(value):
+    return (isinstance(value, S.Call) and isinstance(value.func, S.Attribute)
+            and value.func.attr == "append" and isinstance(value.func.value, S.Name)
+            and len(value.args) == 1 and not value.keywords)
+
+
+def is_append(stmt):
+    """Whether ``stmt`` is ``xs.append(item)`` on a list ``xs``."""
+    return isinstance(stmt, S.Expr) and _is_append(stmt.value)
 
 
 def _mark_opaque(tree, parsed):

@@ -1,8 +1,9 @@
-"""The pipeline, end to end: parse -> ssa -> analyze -> reverse -> optimize ->
-codegen -> compile, for a function and every user function it calls.
+"""The pipeline, end to end: parse -> ssa -> analyze -> reverse (or forward) ->
+optimize -> codegen -> compile, for a function and every user function it calls.
 
 A :class:`Build` collects one generated module: the requested derivative plus
-one VJP function per (called user function, differentiated parameters).
+one VJP function (JVP function, in forward mode) per (called user function,
+differentiated parameters).
 """
 
 import builtins
@@ -12,12 +13,13 @@ import textwrap
 from . import codegen
 from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
+from .forward import forward
 from .names import Namer
 from .parse import MISSING, parse
 from .reverse import reverse
 from .ssa import normalize
 
-KIND_SUFFIX = {"grad": "grad", "value_and_grad": "value_and_grad", "vjp": "vjp"}
+KIND_SUFFIX = {"grad": "grad", "value_and_grad": "value_and_grad", "vjp": "vjp", "jvp": "jvp"}
 
 
 class Build:
@@ -31,6 +33,7 @@ class Build:
         self.comments = S.Comments()
         self.names = Namer()
         self.vjps = {}                # (code object, params) -> generated name
+        self.jvps = {}                # the same, for forward mode
         self.in_progress = []         # functions being transformed (to catch recursion)
         self.guards = []              # (parsed function, free name, object it meant)
 
@@ -53,8 +56,11 @@ class Build:
             name = name or self.names.fresh("{}_{}".format(parsed.tree.name, KIND_SUFFIX[kind]))
             self.names.taken.add(name)
             self.bind_free_names(parsed, normalized.tree)
-            self.functions.append(reverse(normalized, wrt, self, kind, name, tuple_wrt,
-                                          self.arrays))
+            if kind == "jvp":
+                self.functions.append(forward(normalized, wrt, self, name, self.arrays))
+            else:
+                self.functions.append(reverse(normalized, wrt, self, kind, name, tuple_wrt,
+                                              self.arrays))
             return name
         finally:
             self.in_progress.pop()
@@ -74,11 +80,26 @@ class Build:
         self.add(callee, list(params), "vjp", tuple_wrt=len(params) > 1, name=name)
         return name
 
+    def jvp_function(self, callee, params, caller, call):
+        """The name of the JVP of user function ``callee`` w.r.t. ``params``."""
+        key = (callee.__code__, params)
+        if key in self.jvps:
+            return self.jvps[key]
+        if callee in self.in_progress:
+            raise UnsupportedSyntax(
+                "cannot differentiate recursive call to {!r}: rewrite the recursion as a "
+                "loop".format(callee.__name__), caller.filename, call.lineno,
+                call.col_offset, "recursion")
+        name = self.names.fresh(callee.__name__ + "_jvp")
+        self.jvps[key] = name
+        self.add(callee, list(params), "jvp", name=name)
+        return name
+
     def template_names(self, template, local_names):
         """How generated code names each free name of a rule template (``math``),
         avoiding ``local_names`` of the function the template is pasted into."""
-        return {ident: self.bind(ident, template.globals.get(ident, MISSING),
-                                 avoid=local_names)
+        return {ident: self.bind(ident, template.globals.get(
+                    ident, getattr(builtins, ident, MISSING)), avoid=local_names)
                 for ident in template.free_names}
 
     def bind(self, ident, obj, avoid=None):

@@ -27,7 +27,8 @@ UNARY = {S.USub: "-", S.UAdd: "+"}
 POINTS = [(0.73, 0.31), (1.73, 1.31)]
 
 CASES = sorted(((primitive, arity) for primitive, by_arity in rules.RULES.items()
-                for arity, rule in by_arity.items() if rule.table == "derivo.rules.builtins"),
+                for arity, rule in by_arity.items()
+                if rule.table == "derivo.rules.builtins" and rule.style == "partial"),
                key=lambda case: (rules.RULES[case[0]][case[1]].label,
                                                           case[1]))
 

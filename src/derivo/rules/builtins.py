@@ -1,13 +1,14 @@
 """Partial derivatives of Python's operators, builtins and the math module.
 
 One entry per primitive: ``defpartials(f, d f/d arg0, d f/d arg1, ...)``, each a
-lambda of ``(ans, *args)`` where ``ans = f(*args)``.
+lambda of ``(ans, *args)`` where ``ans = f(*args)``; ``sum`` of a sequence, not
+elementwise, gives its VJP instead (``defvjp``).
 """
 
 import math
 
 from .. import syntax as S
-from . import defpartials, nondifferentiable
+from . import defpartials, defvjp, nondifferentiable
 
 
 # --- operators (keyed by their syntax node class) ---------------------------
@@ -29,6 +30,7 @@ defpartials(pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: ans * mat
 # Ties go to the first argument, as Python's min and max return the first.
 defpartials(max, lambda ans, x, y: 1.0 if x >= y else 0.0, lambda ans, x, y: 0.0 if x >= y else 1.0)
 defpartials(min, lambda ans, x, y: 1.0 if x <= y else 0.0, lambda ans, x, y: 0.0 if x <= y else 1.0)
+defvjp(sum, lambda g, ans, iterable, start=0: [g] * len(iterable), lambda g, ans, iterable, start=0: g)
 nondifferentiable(int, round, bool, len, range, isinstance, divmod, print)
 
 # --- math -------------------------------------------------------------------

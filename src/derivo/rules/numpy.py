@@ -79,11 +79,18 @@ for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")
 
 # --- shapes --------------------------------------------------------------------------
 
-for _reshape in (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.atleast_1d,
-                 np.atleast_2d, np.copy, np.asarray, np.array):
-    defvjp(_reshape, lambda g, ans, a, *shape: np.reshape(g, np.shape(a)))
-for _method in ("reshape", "ravel", "flatten", "squeeze", "copy"):
-    defvjp(Method(_method), lambda g, ans, a, *shape: np.reshape(g, np.shape(a)))
+# Functions that only rearrange (or copy) their argument: the adjoint is the
+# output's adjoint in the argument's shape.
+defvjp(np.reshape, lambda g, ans, a, shape=None, order="C": np.reshape(g, np.shape(a)))
+defvjp(np.ravel, lambda g, ans, a, order="C": np.reshape(g, np.shape(a)))
+defvjp(np.squeeze, lambda g, ans, a, axis=None: np.reshape(g, np.shape(a)))
+defvjp(np.expand_dims, lambda g, ans, a, axis: np.reshape(g, np.shape(a)))
+for _copy in (np.atleast_1d, np.atleast_2d, np.copy, np.asarray, np.array):
+    defvjp(_copy, lambda g, ans, a, dtype=None: np.reshape(g, np.shape(a)))
+defvjp(Method("reshape"), lambda g, ans, a, *shape: np.reshape(g, np.shape(a)))
+for _method in ("ravel", "flatten", "copy"):
+    defvjp(Method(_method), lambda g, ans, a, order="C": np.reshape(g, np.shape(a)))
+defvjp(Method("squeeze"), lambda g, ans, a, axis=None: np.reshape(g, np.shape(a)))
 defvjp(np.transpose, lambda g, ans, a, axes=None: np.transpose(g) if axes is None else np.transpose(g, np.argsort(axes)))
 defvjp(Method("transpose"), lambda g, ans, a: np.transpose(g))
 defvjp(Method("T"), lambda g, ans, a: np.transpose(g))

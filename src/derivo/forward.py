@@ -1,0 +1,508 @@
+"""Stage 4 (forward mode): write the tangent of a function in statement form.
+
+The generated function runs the user's statements as they are, each active
+assignment ``y = expr`` next to its tangent ``dy = ...``: the sum, over the
+operands of each operation, of the operand's tangent times the rule's partial
+derivative.  The tangent goes *before* the assignment when it reads the old
+value of ``y`` (``s = s * c`` needs the old ``s``: ``ds = ds * c + s * dc``
+first), otherwise after it, so it may read ``y`` as the operation's result.
+
+Forward mode needs no stack: branches, loops, ``break``, ``continue`` and the
+early returns (already structural after ``ssa``) are copied as they are, so
+its memory does not grow with the number of loop trips.
+
+Tangents are symbolic zeros until a differentiated value reaches them: no
+``dy = 0.0`` is written for a value that does not depend on the inputs, and a
+zero is materialised only where control paths meet (after a branch, at a loop
+head) and one of them has a tangent.
+"""
+
+import builtins
+
+import numpy as np
+
+from . import optimize, runtime
+from . import syntax as S
+from .analyze import Analysis
+from .errors import NoDerivativeRule
+from .rules import GETITEM, Template
+
+#: the tangent of an elementwise operation whose operands broadcast, when every
+#: term is an operand's tangent as it is (``x + b``): it takes the result's shape
+_BROADCAST = Template(lambda t, ans: np.broadcast_to(t, np.shape(ans)))
+
+
+class Tangents:
+    """Emits one function's statements interleaved with their tangents."""
+
+    def __init__(self, analysis, module, name):
+        self.analysis = analysis
+        self.arrays = analysis.arrays
+        self.parsed = analysis.parsed
+        self.normalized = analysis.normalized
+        self.namer = analysis.normalized.namer
+        self.module = module        # the generated module, for helper functions and names
+        self.name = name
+        self.tangents = {}
+        self.zero = set()           # active names whose tangent is a symbolic zero here
+        self.defined = set()        # names surely holding a value here
+        self.loops = []             # per enclosing loop: the zeros at its head, its jumps
+        self.last_line = None
+
+    def tangent(self, ident):
+        """The name of ``ident``'s tangent: ``dz`` for ``z``."""
+        if ident not in self.tangents:
+            self.tangents[ident] = self.namer.fresh("d" + ident)
+        return self.tangents[ident]
+
+    def builtin(self, ident):
+        return self.module.bind(ident, getattr(builtins, ident), avoid=self.parsed.local_names)
+
+    def runtime(self, helper):
+        return self.module.bind(helper, getattr(runtime, helper), avoid=self.parsed.local_names)
+
+    def zero_like(self, value):
+        """A zero tangent for ``value`` (an expression, evaluated only if needed)."""
+        if self.arrays and value is not None:
+            return S.call(self.runtime("zero_gradient"), value)
+        return S.const(0.0)
+
+    # --- the whole function -------------------------------------------------------
+
+    def function(self):
+        tree = self.normalized.tree
+        body, final = tree.body[:-1], tree.body[-1]
+        args = tree.args
+        params = [a.id for a in args.args]
+        wrt = self.analysis.wrt
+        seeds = [self.tangent(w) for w in wrt]
+        self.zero = set(self.analysis.active) - set(wrt)
+        self.defined = set(params) | {a.id for a in args.kwonlyargs}
+        out = self.block(body)
+        if self.zero is None:  # the body always raises
+            self.zero = set()
+        results = self.normalized.results
+        tangents = [self.result_tangent(r) for r in results]
+        tangent = tangents[0] if len(results) == 1 else S.tuple_(tangents)
+        out.append(S.return_(S.tuple_([S.deepcopy(final.value), tangent])))
+        function = S.function(
+            self.name, seeds + params, out, defaults=S.deepcopy(args.defaults),
+            kwonly=[a.id for a in args.kwonlyargs], kw_defaults=S.deepcopy(args.kw_defaults))
+        return optimize.optimize(function)
+
+    def result_tangent(self, ident):
+        if ident in self.analysis.active and ident not in self.zero:
+            return S.name(self.tangent(ident))
+        return self.zero_like(S.name(ident))
+
+    # --- statements ----------------------------------------------------------------
+
+    def block(self, stmts):
+        """The code of ``stmts``; leaves ``self.zero`` as None if it never falls through."""
+        out = []
+        for index, stmt in enumerate(stmts):
+            if self.is_trip_counter(stmt, stmts, index):
+                continue
+            out += self.statement(stmt)
+            if self.zero is None:
+                break
+        return out
+
+    def statement(self, stmt):
+        if isinstance(stmt, S.Assign):
+            if getattr(stmt.value, "user_function", None) is not None:
+                code = self.call(stmt)
+            else:
+                code = self.assign(stmt)
+            self.defined |= _stored(stmt.targets[0])
+            return code
+        if isinstance(stmt, S.If):
+            return self.branch(stmt)
+        if isinstance(stmt, (S.For, S.While)):
+            return self.loop(stmt)
+        if isinstance(stmt, (S.Break, S.Continue)):
+            jumps = self.loops[-1][1 if isinstance(stmt, S.Break) else 2]
+            jump = S.copy_location(type(stmt)(), stmt)
+            jumps.append((jump, self.zero))
+            self.zero = None
+            return [jump]
+        if isinstance(stmt, S.gast.Raise):
+            self.zero = None
+        copy = S.deepcopy(stmt)
+        copy.effects = True
+        return [copy]
+
+    def is_trip_counter(self, stmt, block, index):
+        """``n = 0`` before a loop, or ``n = n + 1`` first in it: trip counts are
+        for the reverse sweep; forward mode has none."""
+        if not isinstance(stmt, S.Assign) or not isinstance(stmt.targets[0], S.Name):
+            return False
+        following = block[index + 1] if index + 1 < len(block) else None
+        return isinstance(following, (S.For, S.While)) and \
+            stmt.targets[0].id == following.trips
+
+    def assign(self, stmt):
+        target = stmt.targets[0].id
+        copy = S.deepcopy(stmt)
+        copy.effects = getattr(stmt, "opaque", False)
+        plan = self.analysis.plans.get(id(stmt))
+        if target not in self.analysis.active or plan is None:
+            return [copy]
+        after = target not in _names(stmt.value)
+        expression = ExpressionTangent(self, plan, stmt.value, target, after)
+        tangent = expression.tangent(stmt.value)
+        if tangent is None:
+            self.zero.add(target)
+            return [copy]
+        copy.value = expression.primal()
+        # Before the assignment only if it reads the value the assignment replaces.
+        after = after or target not in _names(tangent)
+        tangent = S.assign(self.tangent(target), tangent)
+        self.zero.discard(target)
+        code = expression.out + ([copy, tangent] if after else [tangent, copy])
+        return self.commented(stmt, code)
+
+    def commented(self, stmt, code):
+        """Point back at the user's line where derivo rewrote it (``s *= c``
+        became ``s = s * c``), once per line."""
+        line = getattr(stmt, "lineno", None)
+        text = self.parsed.source_line(line)
+        if line is None or line == self.last_line or not text:
+            return code
+        self.last_line = line
+        primal = [S.expr_source(s.value) for s in code if isinstance(s, S.Assign)
+                  and _stored(s.targets[0]) & _stored(stmt.targets[0])]
+        if any(text == "{} = {}".format(S.expr_source(stmt.targets[0]), p) for p in primal):
+            return code
+        return [self.module.comments.statement("line {}: {}".format(line, text))] + code
+
+    def call(self, stmt):
+        """``t = helper(x, n)`` becomes ``t, dt = helper_jvp(dx, x, n)``."""
+        copy = S.deepcopy(stmt)
+        copy.effects = True
+        target = stmt.targets[0]
+        names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
+        active = [n for n in names if n in self.analysis.active]
+        if not active:
+            return [copy]
+        call = stmt.value
+        _, callee, active_params = next(c for c in self.analysis.calls if c[0] is stmt)
+        by_param = dict(zip(_parameter_names(callee), call.args))
+        by_param.update({k.arg: k.value for k in call.keywords})
+        seeds = [(p, self.name_tangent(by_param[p])) for p in active_params]
+        seeds = [(p, t) for p, t in seeds if t is not None]
+        if not seeds:
+            self.zero |= set(active)
+            return [copy]
+        helper = self.module.jvp_function(callee, tuple(p for p, _ in seeds), self.parsed, call)
+        tangents = [S.store(self.tangent(n)) for n in names]
+        tangent_target = tangents[0] if isinstance(target, S.Name) else \
+            S.tuple_(tangents, store_ctx=True)
+        copy.targets = [S.tuple_([S.deepcopy(target), tangent_target], store_ctx=True)]
+        copy.value = S.call(helper, *[t for _, t in seeds], *S.deepcopy(call.args),
+                            keywords=S.deepcopy(call.keywords))
+        self.zero -= set(active)
+        return self.commented(stmt, [copy])
+
+    def name_tangent(self, node):
+        """The tangent of a name or constant, or None for a symbolic zero."""
+        if isinstance(node, S.Name) and node.id in self.analysis.active \
+                and node.id not in self.zero:
+            return S.name(self.tangent(node.id))
+        return None
+
+    # --- control flow ----------------------------------------------------------
+
+    def materialize(self, names):
+        return [S.assign(self.tangent(n), self.zero_like(
+            S.name(n) if n in self.defined else None)) for n in sorted(names)]
+
+    def branch(self, stmt):
+        """An ``if``, with the symbolic zeros of both arms merged after it."""
+        start, defined = set(self.zero), set(self.defined)
+        then_code = self.block(stmt.body)
+        then_zero, then_defined = self.zero, self.defined
+        self.zero, self.defined = set(start), set(defined)
+        else_code = self.block(stmt.orelse)
+        else_zero, else_defined = self.zero, self.defined
+        arms = [(code, zero, known) for code, zero, known in (
+            (then_code, then_zero, then_defined), (else_code, else_zero, else_defined))
+            if zero is not None]
+        if not arms:
+            self.zero, self.defined = None, defined
+        else:
+            self.zero = set.intersection(*[zero for _, zero, _ in arms])
+            for code, zero, known in arms:
+                self.defined = known
+                code += self.materialize(zero - self.zero)
+            self.defined = set.intersection(*[known for _, _, known in arms])
+        return [S.copy_location(S.if_(S.deepcopy(stmt.test), then_code, else_code), stmt)]
+
+    def loop(self, loop):
+        """A loop, copied; tangents it may make nonzero are materialised first,
+        so the loop head sees the same zeros on every trip."""
+        assigned = _assigned(loop.body) & self.analysis.active
+        target = loop.target.id if isinstance(loop, S.For) else None
+        iterable = None
+        if target in self.analysis.active:
+            iterable = self.name_tangent(loop.iter)
+            assigned.add(target)
+        before = self.materialize(self.zero & assigned)
+        head = self.zero - assigned
+        defined = set(self.defined)
+        self.zero = set(head)
+        if target:
+            self.defined.add(target)
+            if target in self.analysis.active and iterable is None:
+                self.zero.add(target)  # it runs over values that carry no tangent
+        self.loops.append((head, [], []))
+        body = loop.body[1:] if loop.trips else loop.body
+        code = self.block(body)
+        _, breaks, continues = self.loops.pop()
+        if self.zero is not None:
+            code += self.materialize(self.zero - head)
+        for jump, zero in breaks + continues:
+            _insert_before(code, jump, self.materialize(zero - head))
+        self.zero, self.defined = set(head), defined
+        if isinstance(loop, S.While):
+            header = S.while_(S.deepcopy(loop.test), code)
+        elif iterable is not None:
+            pair = S.tuple_([S.store(target), S.store(self.tangent(target))], store_ctx=True)
+            header = S.for_(pair, S.call(self.builtin("zip"), S.deepcopy(loop.iter), iterable),
+                            code)
+        else:
+            header = S.for_(target, S.deepcopy(loop.iter), code)
+        return before + [S.copy_location(header, loop)]
+
+
+class ExpressionTangent:
+    """The tangent of one expression of one statement.
+
+    Values the partial derivatives read are the statement's own sub-expressions;
+    one read twice is computed once, into a temporary that the statement itself
+    then reads as well.
+    """
+
+    def __init__(self, sweep, plan, root, target, after):
+        self.sweep = sweep
+        self.plan = plan
+        self.root = root
+        self.target = target
+        self.after = after      # the tangent follows the assignment: root's value is target
+        self.out = []           # temporaries, computed before the statement and its tangent
+        self.values = {}
+        self.arms = 0           # inside a conditional arm: no temporaries (it may not run)
+
+    def primal(self):
+        """The statement's value, reading the temporaries the tangent bound."""
+        if id(self.root) in self.values:
+            return S.name(self.values[id(self.root)])
+        return self.rebuilt(self.root)
+
+    def tangent(self, node):
+        """``node``'s tangent as an expression, or None for a symbolic zero."""
+        entry = self.plan.nodes.get(id(node))
+        if entry is None:
+            return None
+        sweep = self.sweep
+        if entry.kind == "name":
+            return sweep.name_tangent(node)
+        if entry.kind == "ifexp":
+            self.arms += 1
+            arms = [self.tangent(arm) for arm in entry.operands]
+            zeros = [self.zero(arm) if t is None else t for arm, t in zip(entry.operands, arms)]
+            self.arms -= 1
+            if all(t is None for t in arms):
+                return None
+            return S.gast.IfExp(test=self.value(node.test), body=zeros[0], orelse=zeros[1])
+        if entry.kind == "sequence":
+            elements = [self.tangent(e) for e in entry.operands]
+            if all(t is None for t in elements):
+                return None
+            elements = [self.zero(e) if t is None else t
+                        for e, t in zip(entry.operands, elements)]
+            return type(node)(elts=elements, ctx=S.Load())
+        return self.rule_tangent(node, entry)
+
+    def zero(self, node):
+        """A zero tangent shaped like ``node``'s value."""
+        return self.sweep.zero_like(self.value(node) if self.sweep.arrays else None)
+
+    def rule_tangent(self, node, entry):
+        rule = entry.rule
+        terms, broadcast = [], bool(entry.reduce)
+        for index in entry.active:
+            _, operand, template = entry.operands[index]
+            tangent = self.tangent(operand)
+            if tangent is None:
+                continue
+            if rule.style == "partial":
+                partial = self.instantiate(template, node, entry, {})
+                if index == 1 and rule.primitive is S.Mult:
+                    term = S.binop(partial, S.Mult(), tangent)  # x * dy, as one writes it
+                else:
+                    term = S.binop(tangent, S.Mult(), partial)
+                broadcast = broadcast and (index in entry.reduce and not _names(partial)) \
+                    and not _same_operands(entry.operands)
+            else:
+                jvp = _jvp_template(rule, index)
+                if jvp is None:
+                    raise self.sweep.parsed.error(
+                        NoDerivativeRule, node, "cannot differentiate {!r} in forward mode: its "
+                        "rule gives only a vector-Jacobian product (register a tangent rule "
+                        "with derivo.defjvp)".format(rule.label), rule.label)
+                term = self.instantiate(jvp, node, entry, {"t": tangent})
+                broadcast = False
+            terms.append(optimize.simplify(term))
+        if not terms:
+            return None
+        total = terms[0]
+        for term in terms[1:]:
+            positive = _negated(term)
+            if positive is not None:
+                total = S.binop(total, S.Sub(), positive)
+            else:
+                total = S.binop(total, S.Add(), term)
+        if broadcast and self.sweep.arrays:
+            total = self.instantiate(_BROADCAST, node, entry, {"t": total})
+        return total
+
+    def instantiate(self, template, node, entry, bindings):
+        bindings = dict(bindings)
+        if "ans" in template.uses:
+            bindings["ans"] = self.value(node)
+        for param, argument, _ in entry.operands:
+            if param in template.uses and param not in bindings:
+                bindings[param] = self.value(argument)
+        sweep = self.sweep
+        return template.instantiate(bindings, sweep.module.template_names(
+            template, sweep.parsed.local_names))
+
+    def value(self, node):
+        """An expression for ``node``'s value, binding a temporary if it is reused."""
+        if isinstance(node, (S.Name, S.Constant)):
+            return S.deepcopy(node)
+        if node is self.root and self.after:
+            return S.name(self.target)
+        if isinstance(node, (S.Slice, S.Tuple)) and any(
+                isinstance(n, S.Slice) for n in S.walk(node)):
+            return _index_value(node)
+        if id(node) in self.values:
+            return S.name(self.values[id(node)])
+        expression = self.rebuilt(node)
+        stored = self.plan.stored.get(id(node))
+        if not self.arms and (stored or node is self.root or
+                              self.plan.requests.get(id(node), 0) > 1):
+            # The root's value, read before the statement: the statement reads it too.
+            temp = stored or self.sweep.namer.numbered("t")
+            self.out.append(S.assign(temp, expression))
+            self.values[id(node)] = temp
+            return S.name(temp)
+        return expression
+
+    def rebuilt(self, node):
+        """``node`` with its sub-expressions replaced by their (shared) values."""
+        if id(node) not in self.plan.nodes:
+            return S.deepcopy(node)
+        copy = S.deepcopy(node)
+        for field in node._fields:
+            original = getattr(node, field)
+            arm = int(isinstance(node, S.IfExp) and field != "test")
+            self.arms += arm
+            if isinstance(original, S.gast.expr):
+                setattr(copy, field, self.value(original))
+            elif isinstance(original, list):
+                setattr(copy, field, [self.value(o) if isinstance(o, S.gast.expr)
+                                      else S.deepcopy(o) for o in original])
+            self.arms -= arm
+        return copy
+
+
+def _jvp_template(rule, index):
+    jvps = getattr(rule, "jvps", None) or []
+    if index < len(jvps) and jvps[index] is not None:
+        return jvps[index]
+    if rule.primitive == GETITEM and index == 0:
+        return _GETITEM
+    return None
+
+
+_GETITEM = Template(lambda t, ans, x, index: t[index])
+
+
+def _negated(term):
+    """``a`` if ``term`` is ``-a`` (or ``-a * b``, ``-a / b``), else None: then
+    ``s + term`` reads ``s - a``, which is the same number."""
+    if isinstance(term, S.UnaryOp) and isinstance(term.op, S.USub):
+        return term.operand
+    if isinstance(term, S.BinOp) and isinstance(term.op, (S.Mult, S.Div)):
+        left = _negated(term.left)
+        if left is not None:
+            return S.binop(left, term.op, term.right)
+    return None
+
+
+def _names(node):
+    return {n.id for n in S.walk(node) if isinstance(n, S.Name)}
+
+
+def _stored(target):
+    return {n.id for n in S.walk(target) if isinstance(n, S.Name)}
+
+
+def _assigned(block):
+    return {n.id for n in S.walk(block) if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)}
+
+
+def _same_operands(operands):
+    names = {o.id if isinstance(o, S.Name) else id(o) for _, o, _ in operands}
+    return len(names) == 1
+
+
+def _index_value(node):
+    """An index as a value: ``1:n`` becomes ``slice(1, n, None)``."""
+    if isinstance(node, S.Slice):
+        parts = [S.deepcopy(p) if p is not None else S.const(None)
+                 for p in (node.lower, node.upper, node.step)]
+        return S.call("slice", *parts)
+    if isinstance(node, S.Tuple):
+        return S.tuple_([_index_value(e) for e in node.elts])
+    return S.deepcopy(node)
+
+
+def _insert_before(block, node, stmts):
+    """Insert ``stmts`` before ``node`` wherever it sits in the nested ``block``."""
+    if not stmts:
+        return
+    for index, stmt in enumerate(block):
+        if stmt is node:
+            block[index:index] = stmts
+            return
+        if isinstance(stmt, S.If):
+            _insert_before(stmt.body, node, stmts)
+            _insert_before(stmt.orelse, node, stmts)
+
+
+def _parameter_names(func):
+    code = func.__code__
+    return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+
+
+def analyze_forward(normalized, wrt, arrays=False):
+    """Activity and expression plans: what forward mode needs of ``analyze``
+    (no saving analysis: nothing is saved)."""
+    analysis = Analysis(normalized, wrt, arrays)
+    analysis.compute_activity()
+    analysis.compute_scalars()
+    analysis.plan_statements()
+    return analysis
+
+
+def forward(normalized, wrt, module, name, arrays=False):
+    """The tangent FunctionDef of ``normalized`` w.r.t. the parameter names ``wrt``.
+
+    It takes one tangent per ``wrt`` parameter, then the function's own
+    parameters, and returns ``(value, tangent)``; with several results both
+    are tuples.
+    """
+    return Tangents(analyze_forward(normalized, wrt, arrays), module, name).function()
