@@ -730,13 +730,18 @@ _ALLOCATORS = (list, np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.one
                np.arange, np.linspace)
 
 
+_VIEWS = (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.transpose, np.swapaxes,
+          np.atleast_1d, np.atleast_2d, np.atleast_3d, np.asarray, np.broadcast_to)
+
+
 def _mark_owned(tree, written, parsed):
     """Mark where an array written in place must first be copied.
 
     derivo never writes into an array the caller passed in, nor into one that
     another name may share: a parameter written in place is copied on entry
-    (``tree.owned``), and so is a written array after each assignment that may
-    return a view or the same object (``stmt.owns``).
+    (``tree.owned``), and so is a written array after an assignment from a call
+    that may return shared memory (``stmt.owns``).  Writing into an array that
+    is, by its assignment, a name for another array or a view is refused.
     """
     params = {a.id for a in tree.args.args + tree.args.kwonlyargs}
     tree.owned = sorted(written & params)
@@ -744,8 +749,20 @@ def _mark_owned(tree, written, parsed):
         if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) \
                 and stmt.targets[0].id in written:
             value = stmt.value
-            fresh = isinstance(value, (S.BinOp, S.UnaryOp, S.Constant, S.List)) or (
-                isinstance(value, S.Call) and parsed.callee_key(value) in _ALLOCATORS)
+            callee = parsed.callee_key(value) if isinstance(value, S.Call) else None
+            if isinstance(value, (S.Name, S.Attribute, S.Subscript)) or \
+                    isinstance(callee, rules.Method) and callee.name != "copy" or \
+                    callee in _VIEWS:
+                # In Python both names would see the write; derivo, which must not
+                # write into memory it does not own, cannot honour that.
+                raise parsed.error(UnsupportedSyntax, stmt, "cannot differentiate writing "
+                                   "into {!r}: it may share memory with another array "
+                                   "(assigned {!r}); write into a copy, e.g. "
+                                   "{} = ... .copy()".format(
+                                       stmt.targets[0].id, S.expr_source(value),
+                                       stmt.targets[0].id), "aliased write")
+            fresh = isinstance(value, (S.BinOp, S.UnaryOp, S.Constant, S.List)) or \
+                callee in _ALLOCATORS or callee == rules.Method("copy")
             stmt.owns = not fresh
 
 
