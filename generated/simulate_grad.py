@@ -2,20 +2,6 @@
 
 import math
 
-def accel(theta, omega, damping):
-    return -math.sin(theta) - damping * omega
-
-
-def accel_vjp(bresult, theta, omega, damping):
-    # reverse sweep
-    # line 14: return -math.sin(theta) - damping * omega
-    btheta = -bresult * math.cos(theta)
-    bt1 = -bresult
-    bdamping = bt1 * omega
-    bomega = bt1 * damping
-    return btheta, bomega, bdamping
-
-
 def simulate_grad(damping, theta0, steps=1000, dt=0.01):
     stack = []
     push = stack.append
@@ -23,7 +9,7 @@ def simulate_grad(damping, theta0, steps=1000, dt=0.01):
     theta = theta0
     omega = 0.0
     for _ in range(steps):
-        t1 = accel(theta, omega, damping)
+        t1 = -math.sin(theta) - damping * omega
         push(omega)
         omega = omega + dt * t1
         push(theta)
@@ -43,10 +29,10 @@ def simulate_grad(damping, theta0, steps=1000, dt=0.01):
         # line 21: omega += dt * accel(theta, omega, damping)
         omega = pop()
         bt1 = bomega * dt
-        btheta1, bomega1, bdamping1 = accel_vjp(bt1, theta, omega, damping)
-        btheta += btheta1
-        bomega += bomega1
-        bdamping += bdamping1
+        btheta += -bt1 * math.cos(theta)
+        bt2 = -bt1
+        bdamping += bt2 * omega
+        bomega += bt2 * damping
     # line 18: theta = theta0
     btheta0 = btheta
     return bdamping, btheta0

@@ -62,4 +62,11 @@ EXAMPLE_ARGUMENTS = {
     "f_grad": (2.0, 5.0),
     "shaped_grad": (0.7, 0.4),
     "simulate_grad": (0.3, 1.0, 200),
+    # The NumPy examples at one-element sizes: the test compares results with ==, which
+    # for arrays of more than one element raises "truth value ... is ambiguous".
+    "loss_grad": importlib.import_module("examples.mlp").problem(1, 1, 1, batch=1),
+    "logistic_grad": importlib.import_module("examples.logistic").binary_problem(n=1, d=1),
+    "softmax_grad": importlib.import_module("examples.logistic").multiclass_problem(n=1, d=1, k=1),
+    "rnn_grad": (*importlib.import_module("examples.rnn").initial(1, 1, 1),
+                 *next(importlib.import_module("examples.rnn").sequences(1, steps=3, n_in=1))),
 }

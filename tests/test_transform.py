@@ -15,6 +15,9 @@ from derivo.transform import Build
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
 
 def helper(a, b):
+    # A branch keeps it a call (straight-line helpers are inlined, see test_inline).
+    if b > 10.0:
+        return a
     return a * math.sin(b)
 
 

@@ -1,4 +1,4 @@
-"""The public API: grad, value_and_grad, vjp, forward, jvp, jacobian, source, and
+"""The public API: grad, value_and_grad, vjp, tangent, jvp, jacobian, source, and
 the Derivative object."""
 
 import functools
@@ -196,18 +196,18 @@ def vjp(func, *args, **kwargs):
     return out, vjp_fn
 
 
-def forward(func=None, *, wrt=0):
+def tangent(func=None, *, wrt=0):
     """The forward-mode derivative (Jacobian-vector product) of ``func`` w.r.t. ``wrt``.
 
     The result is a :class:`Derivative` called with one tangent per ``wrt``
     parameter first, then ``func``'s own arguments, returning
     ``(func(*args), tangent)``::
 
-        df = derivo.forward(f, wrt=("x", "y"))
+        df = derivo.tangent(f, wrt=("x", "y"))
         value, tangent = df(dx, dy, x, y)     # tangent = df/dx * dx + df/dy * dy
 
     Its ``.source`` is the generated tangent code (no stack: the primal
-    statements with their tangents interleaved).  Works as ``@forward`` too.
+    statements with their tangents interleaved).  Works as ``@tangent`` too.
     """
     return _transform("jvp", func, wrt)
 
@@ -372,7 +372,7 @@ def source(derivative):
     """The generated source of a :class:`Derivative` (same as ``.source``)."""
     if not isinstance(derivative, Derivative):
         raise DerivoError("derivo.source takes a derivative made by derivo.grad, "
-                          "value_and_grad, vjp or forward, got {!r}".format(derivative))
+                          "value_and_grad, vjp or tangent, got {!r}".format(derivative))
     return derivative.source
 
 

@@ -1,7 +1,10 @@
 """The command line: print or save the derivative source of a function in a file.
 
     derivo FILE FUNCTION [--wrt NAME_OR_POSITION ...] [--kind grad|value_and_grad]
-           [-o OUT.py] [--force]
+           [--mode reverse|forward] [-o OUT.py] [--force]
+
+``--mode forward`` writes the Jacobian-vector product (``derivo.tangent``):
+tangents first, then the function's arguments; it returns (value, tangent).
 
 Errors are one line on stderr (``file:line:col: message``) and exit status 2.
 """
@@ -47,7 +50,11 @@ def main(argv=None):
     parser.add_argument("function", help="the function's name in that file")
     parser.add_argument("--wrt", nargs="+", metavar="ARG",
                         help="parameters to differentiate by name or position (default: 0)")
-    parser.add_argument("--kind", choices=["grad", "value_and_grad"], default="grad")
+    parser.add_argument("--kind", choices=["grad", "value_and_grad"],
+                        help="what reverse mode returns (default: grad)")
+    parser.add_argument("--mode", choices=["reverse", "forward"], default="reverse",
+                        help="reverse mode (a gradient) or forward mode (a Jacobian-vector "
+                        "product taking one tangent per --wrt parameter first)")
     parser.add_argument("-o", "--output", help="write a standalone module here instead of "
                         "printing the source")
     parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
@@ -58,7 +65,11 @@ def main(argv=None):
         if func is None or not callable(func):
             raise DerivoError("{}: no function named {!r}".format(args.file, args.function))
         func = getattr(func, "__wrapped__", func)
-        derivative = api._transform(args.kind, func, _wrt(args.wrt))
+        if args.mode == "forward" and args.kind is not None:
+            raise DerivoError("--kind is for reverse mode; forward mode always returns "
+                              "(value, tangent)")
+        kind = "jvp" if args.mode == "forward" else args.kind or "grad"
+        derivative = api._transform(kind, func, _wrt(args.wrt))
         if args.output is None:
             sys.stdout.write(derivative.module_source())
             return 0

@@ -25,7 +25,7 @@ from . import optimize, runtime
 from . import syntax as S
 from .analyze import Analysis
 from .errors import NoDerivativeRule
-from .rules import GETITEM, Template
+from .rules import Template
 
 #: the tangent of an elementwise operation whose operands broadcast, when every
 #: term is an operand's tangent as it is (``x + b``): it takes the result's shape
@@ -297,7 +297,7 @@ class ExpressionTangent:
         """The statement's value, reading the temporaries the tangent bound."""
         if id(self.root) in self.values:
             return S.name(self.values[id(self.root)])
-        return self.rebuilt(self.root)
+        return self.rebuilt(self.root, primal=True)
 
     def tangent(self, node):
         """``node``'s tangent as an expression, or None for a symbolic zero."""
@@ -350,7 +350,7 @@ class ExpressionTangent:
                     raise self.sweep.parsed.error(
                         NoDerivativeRule, node, "cannot differentiate {!r} in forward mode: its "
                         "rule gives only a vector-Jacobian product (register a tangent rule "
-                        "with derivo.defjvp)".format(rule.label), rule.label)
+                        "with derivo.rules.defjvp)".format(rule.label), rule.label)
                 term = self.instantiate(jvp, node, entry, {"t": tangent})
                 broadcast = False
             terms.append(optimize.simplify(term))
@@ -374,12 +374,21 @@ class ExpressionTangent:
         for param, argument, _ in entry.operands:
             if param in template.uses and param not in bindings:
                 bindings[param] = self.value(argument)
+        # An option the user did not pass is not passed on either: the template's
+        # ``np.sum(t, axis=axis)`` reads ``np.sum(t)`` when the call gave no axis.
+        unset = {p: "__derivo_unset_{}__".format(p) for p in template.defaults
+                 if p not in bindings}
+        bindings.update({p: S.name(marker) for p, marker in unset.items()})
         sweep = self.sweep
-        return template.instantiate(bindings, sweep.module.template_names(
+        expression = template.instantiate(bindings, sweep.module.template_names(
             template, sweep.parsed.local_names))
+        return _drop_unset(expression, {marker: template.defaults[p]
+                                        for p, marker in unset.items()})
 
-    def value(self, node):
-        """An expression for ``node``'s value, binding a temporary if it is reused."""
+    def value(self, node, primal=False):
+        """An expression for ``node``'s value.  A value the tangent reads is
+        bound to a temporary (which the statement then reads too) when it is read
+        twice, or is an array operation: the statement computes it anyway."""
         if isinstance(node, (S.Name, S.Constant)):
             return S.deepcopy(node)
         if node is self.root and self.after:
@@ -389,18 +398,20 @@ class ExpressionTangent:
             return _index_value(node)
         if id(node) in self.values:
             return S.name(self.values[id(node)])
-        expression = self.rebuilt(node)
+        expression = self.rebuilt(node, primal)
+        if primal or self.arms:
+            return expression
         stored = self.plan.stored.get(id(node))
-        if not self.arms and (stored or node is self.root or
-                              self.plan.requests.get(id(node), 0) > 1):
-            # The root's value, read before the statement: the statement reads it too.
+        if stored or node is self.root or self.plan.requests.get(id(node), 0) > 1 or (
+                self.sweep.arrays and not isinstance(node, (S.Subscript, S.Attribute))
+                and not self.sweep.analysis.is_scalar(node)):
             temp = stored or self.sweep.namer.numbered("t")
             self.out.append(S.assign(temp, expression))
             self.values[id(node)] = temp
             return S.name(temp)
         return expression
 
-    def rebuilt(self, node):
+    def rebuilt(self, node, primal=False):
         """``node`` with its sub-expressions replaced by their (shared) values."""
         if id(node) not in self.plan.nodes:
             return S.deepcopy(node)
@@ -410,24 +421,35 @@ class ExpressionTangent:
             arm = int(isinstance(node, S.IfExp) and field != "test")
             self.arms += arm
             if isinstance(original, S.gast.expr):
-                setattr(copy, field, self.value(original))
+                setattr(copy, field, self.value(original, primal))
             elif isinstance(original, list):
-                setattr(copy, field, [self.value(o) if isinstance(o, S.gast.expr)
+                setattr(copy, field, [self.value(o, primal) if isinstance(o, S.gast.expr)
                                       else S.deepcopy(o) for o in original])
             self.arms -= arm
         return copy
 
 
+def _drop_unset(expression, defaults):
+    """Leave out keywords whose value is an unset option's marker; elsewhere
+    the marker stands for the option's default."""
+    class Drop(S.NodeTransformer):
+        def visit_Call(self, call):
+            call.keywords = [k for k in call.keywords if not (
+                isinstance(k.value, S.Name) and k.value.id in defaults)]
+            return self.generic_visit(call)
+
+        def visit_Name(self, name):
+            if name.id in defaults:
+                return S.deepcopy(defaults[name.id])
+            return name
+
+    return Drop().visit(expression)
+
+
 def _jvp_template(rule, index):
-    jvps = getattr(rule, "jvps", None) or []
-    if index < len(jvps) and jvps[index] is not None:
-        return jvps[index]
-    if rule.primitive == GETITEM and index == 0:
-        return _GETITEM
+    if index < len(rule.jvps):
+        return rule.jvps[index]
     return None
-
-
-_GETITEM = Template(lambda t, ans, x, index: t[index])
 
 
 def _negated(term):

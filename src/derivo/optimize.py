@@ -159,15 +159,19 @@ class _DeadCode:
         if isinstance(stmt, S.Continue):
             return set(self.loops[-1][0])
         if isinstance(stmt, S.If):
-            return (self.block(stmt.body, live) | self.block(stmt.orelse, live)
-                    | _reads(stmt.test))
+            inside = self.block(stmt.body, live) | self.block(stmt.orelse, live)
+            if self.remove and not stmt.body and not stmt.orelse and \
+                    isinstance(stmt.test, S.Name):
+                return None  # both branches emptied: nothing left to choose
+            return inside | _reads(stmt.test)
         if isinstance(stmt, (S.For, S.While)):
             return self.loop(stmt, live)
         return live | _reads(stmt)
 
     def loop(self, loop, after):
         header = _reads(loop.iter) if isinstance(loop, S.For) else _reads(loop.test)
-        target = {loop.target.id} if isinstance(loop, S.For) else set()
+        target = {n.id for n in S.walk(loop.target) if isinstance(n, S.Name)} \
+            if isinstance(loop, S.For) else set()
         head = set(after) | header
         remove, self.remove = self.remove, False
         while True:

@@ -44,9 +44,11 @@ def deepcopy(node):
     if not isinstance(node, gast.AST):
         return node
     new = type(node)(**{f: deepcopy(getattr(node, f)) for f in node._fields})
-    for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
-        if hasattr(node, attr):
-            setattr(new, attr, getattr(node, attr))
+    # Positions, and the annotations derivo's stages attach (``user_function``,
+    # ``trips``, ...), travel with the copy.
+    for attr, value in vars(node).items():
+        if attr not in node._fields:
+            setattr(new, attr, value)
     return new
 
 

@@ -16,6 +16,7 @@ from .errors import DerivoError, UnsupportedSyntax
 from .forward import forward
 from .names import Namer
 from .parse import MISSING, parse
+from .inline import inline_calls
 from .reverse import reverse
 from .ssa import normalize
 
@@ -52,7 +53,7 @@ class Build:
                 parsed.tree.col_offset, "recursion")
         self.in_progress.append(func)
         try:
-            normalized = normalize(parsed)
+            normalized = inline_calls(normalize(parsed), self.normalize_callee)
             name = name or self.names.fresh("{}_{}".format(parsed.tree.name, KIND_SUFFIX[kind]))
             self.names.taken.add(name)
             self.bind_free_names(parsed, normalized.tree)
@@ -62,6 +63,16 @@ class Build:
                 self.functions.append(reverse(normalized, wrt, self, kind, name, tuple_wrt,
                                               self.arrays))
             return name
+        finally:
+            self.in_progress.pop()
+
+    def normalize_callee(self, func):
+        """The statement form of a function called by one being transformed."""
+        if func in self.in_progress:
+            raise UnsupportedSyntax("recursive call", construct="recursion")
+        self.in_progress.append(func)
+        try:
+            return normalize(parse(func))
         finally:
             self.in_progress.pop()
 

@@ -95,13 +95,17 @@ class Rule:
     derivative, multiplied by the output adjoint; elementwise, so with several
     array arguments the result is reduced to each argument's shape) or
     ``"vjp"`` (templates of ``(g, ans, *args, **options)`` giving the
-    argument's adjoint contribution directly).
+    argument's adjoint contribution directly).  A ``"vjp"`` rule differentiates
+    in forward mode through its ``jvps``: templates of ``(t, ans, *args,
+    **options)`` giving the output tangent's share of an argument whose
+    tangent is ``t`` (see :func:`defjvp`).
     """
 
     def __init__(self, primitive, templates, label, style):
         self.primitive = primitive
         self.label = label
         self.style = style
+        self.jvps = []
         self.templates = [None if t is None else Template(t) for t in templates]
         first = next((t for t in self.templates if t is not None), None)
         self.table = first.fn.__module__ if first else None  # where the rule was written
@@ -178,6 +182,27 @@ def defvjp(primitive, *vjps, label=None):
     return _register(Rule(primitive, vjps, label or label_of(primitive), "vjp"))
 
 
+def defjvp(primitive, *jvps):
+    """Give the ``"vjp"`` rule of ``primitive`` its Jacobian-vector products, for
+    forward mode: one lambda of ``(t, ans, *args, **options)`` per positional
+    argument (None for one not differentiated), where ``t`` is the argument's
+    tangent and the result its share of the output's tangent.  Arguments and
+    options are bound by name, so a lambda names only those it reads; the rule
+    with as many positional arguments gets them (``np.einsum`` has two)."""
+    templates = [None if j is None else Template(j) for j in jvps]
+    used = set().union(*[t.uses for t in templates if t is not None]) - {"t", "ans"}
+    rules = [rule for rule in RULES.get(primitive, {}).values()
+             if rule.style == "vjp" and len(rule.templates) == len(templates)
+             and used <= set(rule.params)]
+    if not rules:
+        raise DerivoError("defjvp({}): no vector-Jacobian rule of it takes {} positional "
+                          "argument(s) named as the tangent rules read them ({})".format(
+                              label_of(primitive), len(templates), ", ".join(sorted(used))))
+    for rule in rules:
+        rule.jvps = templates
+    return rules[0]
+
+
 def nondifferentiable(*primitives):
     """Declare functions whose results carry no derivative (counts, tests, rounding)."""
     NONDIFFERENTIABLE.update(primitives)
@@ -246,3 +271,4 @@ def _lambda_tree(fn):
 
 from . import builtins  # noqa: E402,F401  (registers the builtins and math table)
 from . import numpy  # noqa: E402,F401  (registers the NumPy table)
+from . import numpy_jvp  # noqa: E402,F401  (its tangent rules, for forward mode)

@@ -1,0 +1,65 @@
+"""Forward-mode rules of NumPy's non-elementwise primitives.
+
+The elementwise ones need nothing here: forward mode multiplies their partials
+by the tangents.  Each ``defvjp`` entry of ``numpy.py`` gets its
+Jacobian-vector products: ``defjvp(f, jvp for arg0, jvp for arg1, ...)``, each
+a lambda of ``(t, ans, *args, **options)`` where ``t`` is that argument's
+tangent.  Most are linear in the argument, so the JVP is the primitive applied
+to the tangent.
+"""
+
+import numpy as np
+
+from .. import syntax as S
+from ..runtime import expand
+from . import GETITEM, Method, defjvp
+
+defjvp(np.where, None, lambda t, ans, condition, x, y: np.where(condition, t, 0.0),
+       lambda t, ans, condition, x, y: np.where(condition, 0.0, t))
+
+# --- linear algebra -------------------------------------------------------------
+
+defjvp(S.MatMult, lambda t, ans, a, b: t @ b, lambda t, ans, a, b: a @ t)
+defjvp(np.matmul, lambda t, ans, a, b: np.matmul(t, b), lambda t, ans, a, b: np.matmul(a, t))
+defjvp(np.dot, lambda t, ans, a, b: np.dot(t, b), lambda t, ans, a, b: np.dot(a, t))
+defjvp(Method("dot"), lambda t, ans, a, b: np.dot(t, b), lambda t, ans, a, b: np.dot(a, t))
+defjvp(np.inner, lambda t, ans, a, b: np.inner(t, b), lambda t, ans, a, b: np.inner(a, t))
+defjvp(np.outer, lambda t, ans, a, b: np.outer(t, b), lambda t, ans, a, b: np.outer(a, t))
+defjvp(np.trace, lambda t, ans, a: np.trace(t))
+defjvp(np.linalg.inv, lambda t, ans, a: -(ans @ t @ ans))
+defjvp(np.linalg.solve, lambda t, ans, a, b: -np.linalg.solve(a, t @ ans),
+       lambda t, ans, a, b: np.linalg.solve(a, t))
+defjvp(np.linalg.norm, lambda t, ans, x, ord=None, axis=None, keepdims=False: np.sum(x * t, axis=axis, keepdims=keepdims) / ans)
+defjvp(np.einsum, None, lambda t, ans, subscripts, a: np.einsum(subscripts, t))
+defjvp(np.einsum, None, lambda t, ans, subscripts, a, b: np.einsum(subscripts, t, b),
+       lambda t, ans, subscripts, a, b: np.einsum(subscripts, a, t))
+
+# --- reductions ------------------------------------------------------------------
+
+for _sum in (np.sum, Method("sum")):
+    defjvp(_sum, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.sum(t, axis=axis, keepdims=keepdims))
+for _mean in (np.mean, Method("mean")):
+    defjvp(_mean, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.mean(t, axis=axis, keepdims=keepdims))
+for _prod in (np.prod, Method("prod")):
+    defjvp(_prod, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.sum(t * expand(ans, a, axis, keepdims) / a, axis=axis, keepdims=keepdims))
+for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")):
+    defjvp(_extremum, lambda t, ans, a, axis=None, out=None, keepdims=False: np.sum(t * (a == expand(ans, a, axis, keepdims)), axis=axis, keepdims=keepdims) / np.sum(a == expand(ans, a, axis, keepdims), axis=axis, keepdims=keepdims))
+
+# --- shapes --------------------------------------------------------------------------
+
+for _reshape in (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.atleast_1d,
+                 np.atleast_2d, np.copy, np.asarray, np.array):
+    defjvp(_reshape, lambda t, ans, a, *shape: np.reshape(t, np.shape(ans)))
+for _method in ("reshape", "ravel", "flatten", "squeeze", "copy"):
+    defjvp(Method(_method), lambda t, ans, a, *shape: np.reshape(t, np.shape(ans)))
+defjvp(np.transpose, lambda t, ans, a, axes=None: np.transpose(t, axes))
+defjvp(Method("transpose"), lambda t, ans, a: np.transpose(t))
+defjvp(Method("T"), lambda t, ans, a: np.transpose(t))
+defjvp(np.concatenate, lambda t, ans, arrays, axis=0: np.concatenate(t, axis))
+defjvp(np.stack, lambda t, ans, arrays, axis=0: np.stack(t, axis))
+defjvp(np.hstack, lambda t, ans, arrays: np.hstack(t))
+defjvp(np.vstack, lambda t, ans, arrays: np.vstack(t))
+
+# --- indexing ----------------------------------------------------------------------
+
+defjvp(GETITEM, lambda t, ans, x, index: t[index])
