@@ -7,48 +7,35 @@ from derivo.runtime import scalar_seed
 from derivo.runtime import unbroadcast
 import numpy as np
 
-def softplus(z):
-    return np.log1p(np.exp(z))
-
-
-def softplus_vjp(bresult, z):
-    t1 = np.exp(z)
-    # reverse sweep
-    # line 22: return np.log1p(np.exp(z))
-    bz = bresult / (1 + t1) * t1
-    return bz
-
-
 def loss_grad(A1, b1, A2, b2, X, Y):
     t2 = A1.T
     t3 = X @ t2
     t1 = t3 + b1
-    s1 = softplus(t1)
-    t4 = A2.T
-    t5 = s1 @ t4
-    s2 = t5 + b2
+    t4 = np.exp(t1)
+    s1 = np.log1p(t4)
+    t5 = A2.T
+    t6 = s1 @ t5
+    s2 = t6 + b2
     r = s2 - Y
-    t6 = r * r
-    t7 = X.shape[0]
-    result = 0.5 * np.sum(t6) / t7
+    t7 = r * r
+    t8 = X.shape[0]
+    result = 0.5 * np.sum(t7) / t8
     # reverse sweep
     bresult = scalar_seed(result)
     # line 29: return 0.5 * np.sum(r * r) / X.shape[0]
-    bt8 = bresult / t7 * 0.5
-    bt6 = expand(bt8, t6, None, False)
-    br = bt6 * r
-    br = br + bt6 * r
+    bt9 = bresult / t8 * 0.5
+    bt7 = expand(bt9, t7, None, False)
+    br = bt7 * r * 2
     # line 28: r = s2 - Y
     bs2 = unbroadcast(br, s2)
     # line 27: s2 = s1 @ A2.T + b2
-    bt5 = unbroadcast(bs2, t5)
-    bs1 = matmul_vjp_left(bt5, s1, t4)
-    bt4 = matmul_vjp_right(bt5, s1, t4)
-    bA2 = np.transpose(bt4)
+    bt6 = unbroadcast(bs2, t6)
+    bs1 = matmul_vjp_left(bt6, s1, t5)
+    bt5 = matmul_vjp_right(bt6, s1, t5)
+    bA2 = np.transpose(bt5)
     bb2 = unbroadcast(bs2, b2)
     # line 26: s1 = softplus(X @ A1.T + b1)
-    bz1 = softplus_vjp(bs1, t1)
-    bt1 = bz1
+    bt1 = bs1 / (1 + t4) * t4
     bt3 = unbroadcast(bt1, t3)
     bt2 = matmul_vjp_right(bt3, X, t2)
     bA1 = np.transpose(bt2)

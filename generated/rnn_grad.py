@@ -41,8 +41,7 @@ def rnn_loss_grad(W, U, b, V, c, h0, xs, target):
     # line 23: return 0.5 * np.sum(r * r)
     bt8 = bresult * 0.5
     bt2 = expand(bt8, t2, None, False)
-    br = bt2 * r
-    br = br + bt2 * r
+    br = bt2 * r * 2
     # line 22: r = y - target
     by = unbroadcast(br, y)
     # line 21: y = V @ h + c

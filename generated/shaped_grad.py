@@ -51,8 +51,7 @@ def shaped_grad(x, y):
         t2 = 2.0 + y * y
         ba = bresult * (1.0 if a <= t2 else 0.0)
         bt3 = bresult * (0.0 if a <= t2 else 1.0)
-        by = bt3 * y
-        by += bt3 * y
+        by = bt3 * y * 2
         for _ in range(n1):
             # line 29: t *= 0.5
             bt = bt * 0.5
@@ -76,8 +75,7 @@ def shaped_grad(x, y):
             by += -bt4
         if cond2:
             # line 17: a = x * x
-            bx += ba * x
-            bx += ba * x
+            bx += ba * x * 2
         elif cond1:
             # line 19: a = 2.0 * x - 1.0
             bx += ba * 2.0

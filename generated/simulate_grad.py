@@ -17,8 +17,7 @@ def simulate_grad(damping, theta0, steps=1000, dt=0.01):
     # reverse sweep
     bresult = 1.0
     # line 23: return theta * theta + 0.1 * omega * omega
-    btheta = bresult * theta
-    btheta += bresult * theta
+    btheta = bresult * theta * 2
     bomega = bresult * omega * 0.1
     bomega += bresult * (0.1 * omega)
     bdamping = 0.0

@@ -8,45 +8,31 @@ from derivo.runtime import scalar_seed
 from derivo.runtime import unbroadcast
 import numpy as np
 
-def logsumexp(Z):
-    m = np.max(Z, axis=1, keepdims=True)
-    return m[:, 0] + np.log(np.sum(np.exp(Z - m), axis=1))
-
-
-def logsumexp_vjp(bresult, Z):
-    m = np.max(Z, axis=1, keepdims=True)
-    t3 = m[:, 0]
-    t1 = np.exp(Z - m)
-    t2 = np.sum(t1, axis=1)
-    t4 = np.log(t2)
-    # reverse sweep
-    # line 28: return m[:, 0] + np.log(np.sum(np.exp(Z - m), axis=1))
-    bt3 = unbroadcast(bresult, t3)
-    bm = getitem_vjp(bt3, m, (slice(None, None, None), 0))
-    bt2 = unbroadcast(bresult, t4) / t2
-    bt5 = expand(bt2, t1, 1, False) * t1
-    bZ = unbroadcast(bt5, Z)
-    bm = bm + unbroadcast(-bt5, m)
-    # line 27: m = np.max(Z, axis=1, keepdims=True)
-    bZ = bZ + extremum_vjp(bm, m, Z, 1, True)
-    return bZ
-
-
 def softmax_cross_entropy_value_and_grad(W, b, X, labels):
     t2 = X @ W
     Z = t2 + b
     picked = Z[np.arange(X.shape[0]), labels]
-    t1 = logsumexp(Z)
-    t3 = t1 - picked
-    result = np.mean(t3)
+    m = np.max(Z, axis=1, keepdims=True)
+    t5 = m[:, 0]
+    t3 = np.exp(Z - m)
+    t4 = np.sum(t3, axis=1)
+    t6 = np.log(t4)
+    t1 = t5 + t6
+    t7 = t1 - picked
+    result = np.mean(t7)
     # reverse sweep
     bresult = scalar_seed(result)
     # line 34: return np.mean(logsumexp(Z) - picked)
-    bt3 = expand(bresult, t3, None, False) * (np.size(result) / np.size(t3))
-    bt1 = unbroadcast(bt3, t1)
-    bpicked = unbroadcast(-bt3, picked)
-    bZ1 = logsumexp_vjp(bt1, Z)
-    bZ = bZ1
+    bt7 = expand(bresult, t7, None, False) * (np.size(result) / np.size(t7))
+    bt1 = unbroadcast(bt7, t1)
+    bpicked = unbroadcast(-bt7, picked)
+    bt5 = unbroadcast(bt1, t5)
+    bm = getitem_vjp(bt5, m, (slice(None, None, None), 0))
+    bt4 = unbroadcast(bt1, t6) / t4
+    bt8 = expand(bt4, t3, 1, False) * t3
+    bZ = unbroadcast(bt8, Z)
+    bm = bm + unbroadcast(-bt8, m)
+    bZ = bZ + extremum_vjp(bm, m, Z, 1, True)
     # line 33: picked = Z[np.arange(X.shape[0]), labels]
     bZ = bZ + getitem_vjp(bpicked, Z, (np.arange(X.shape[0]), labels))
     # line 32: Z = X @ W + b

@@ -74,7 +74,9 @@ FEATURES = frozenset({
     "nested",         # loops inside loops
     "break",          # break under a data-dependent condition
     "continue",       # continue under a data-dependent condition
-    "return",         # early return inside branches and loops
+    "return_branch",  # early return inside if/elif/else outside loops
+    "return_loop",    # early return inside loops
+    "return_name",    # the final return is a bare local (``return v0``)
     "unpack",         # a, b = e1, e2 ; swaps ; rotations
     "helper",         # calls to generated module-level helpers
     "helper_kw",      # helpers with a default, called with a keyword
@@ -380,7 +382,7 @@ class _Gen:
             jump = self.choose([j for j in ("break", "continue") if self.has(j)])
             body = self.block(scope.inner(), 0, 1) if self.chance() else []
             return ["if {}:".format(self.cond(scope))] + _indent(body + [jump])
-        if kind == 9 and self.has("return") and scope.returns and compound:
+        if kind == 9 and self.may_return(scope) and compound:
             body = self.block(scope.inner(), 0, 1) if self.chance() else []
             return ["if {}:".format(self.cond(scope))] + _indent(body + [self.ret(scope)])
         if kind == 10 and self.has("ifexp"):
@@ -433,9 +435,14 @@ class _Gen:
             body.append("break")
         elif ending == 2 and scope.loop and self.has("continue"):
             body.append("continue")
-        elif ending == 3 and self.has("return") and scope.returns:
+        elif ending == 3 and self.may_return(scope):
             body.append(self.ret(scope))
         return body
+
+    def may_return(self, scope):
+        if not scope.returns:
+            return False
+        return self.has("return_loop") if scope.loop else self.has("return_branch")
 
     def ret(self, scope):
         depth = 2 if "n" in scope.ints else 1  # smaller expressions in helpers
@@ -458,7 +465,10 @@ class _Gen:
         start = self.choose(("0", "1", "0.0"))
         update = self.choose(("{} += 0.25 * math.tanh({})", "{} *= math.cos({})",
                               "{} = {} + 0.5 * math.sin({})")).replace("{} + ", acc + " + ")
-        body.insert(self.pick(len(body) + 1), update.format(acc, self.expr(inner, 1)))
+        # between two statements of the loop body, not inside a nested block
+        slots = [i for i, line in enumerate(body + [""])
+                 if not line.startswith((" ", "elif", "else"))]
+        body.insert(self.choose(slots), update.format(acc, self.expr(inner, 1)))
         scope.floats.append(acc)
         return ["{} = {}".format(acc, start), header] + _indent(body)
 
@@ -522,8 +532,12 @@ class _Gen:
             scope.floats.append(name)
         self.budget = 3 + self.pick(12)
         lines += self.block(scope, 1, 8)
-        terms = ["{} * {}".format(self.choose(("0.5", "1.5", "-1", "2")), v) for v in local_names]
-        lines.append("return {} + {}".format(" + ".join(terms), self.expr(scope, 1)))
+        if self.chance("return_name"):
+            lines.append("return {}".format(self.choose(local_names)))
+        else:
+            terms = ["{} * {}".format(self.choose(("0.5", "1.5", "-1", "2")), v)
+                     for v in local_names]
+            lines.append("return {} + {}".format(" + ".join(terms), self.expr(scope, 1)))
         text += ["", "def f({}, n):".format(", ".join(params))] + _indent(lines)
         return "\n".join(text) + "\n"
 
@@ -540,12 +554,22 @@ def programs(draw, features=ENABLED):
     # interactions are not drowned out by everything at once
     chosen = frozenset(f for f in sorted(features) if draw(st.booleans()) or f in (
         "if", "for"))
-    return _Gen(draw, chosen).program(nfloat), nfloat
+    source = "# features: {}\n".format(" ".join(sorted(chosen))) + _Gen(draw, chosen).program(nfloat)
+    return source, nfloat
+
+
+# Each coordinate is a multiple of 1e-3 plus its own offset, so no coordinate is
+# exactly 0, a threshold or another coordinate: at x0 == x1 == 0.0 a branch like
+# ``x0 + x0 >= x0`` can be taken at the point and on neither side of it, where no
+# derivative exists and no finite difference can see one.
+OFFSETS = (1.37e-4, 2.71e-4, 4.19e-4)
 
 
 def points(nfloat):
-    coordinate = st.floats(-LIMIT, LIMIT, allow_nan=False, allow_subnormal=False)
-    return st.tuples(*[coordinate] * nfloat, st.integers(1, 4))
+    limit = int(LIMIT * 1000)
+    coordinates = [st.integers(-limit, limit).map(lambda k, o=offset: k / 1000 + o)
+                   for offset in OFFSETS[:nfloat]]
+    return st.tuples(*coordinates, st.integers(1, 4))
 
 
 # ---------------------------------------------------------------------------

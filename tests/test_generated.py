@@ -59,9 +59,11 @@ def test_golden_file_runs_standalone(example, name, derivative):
 
 EXAMPLE_ARGUMENTS = {
     "besselj_grad": (2, 1.0),
+    "besselj_jvp": (1.0, 2, 1.0),  # the tangent of z first
     "f_grad": (2.0, 5.0),
     "shaped_grad": (0.7, 0.4),
     "simulate_grad": (0.3, 1.0, 200),
+    "simulate_jvp": (0.6, -0.8, 0.3, 1.0, 200),
     # The NumPy examples at one-element sizes: the test compares results with ==, which
     # for arrays of more than one element raises "truth value ... is ambiguous".
     "loss_grad": importlib.import_module("examples.mlp").problem(1, 1, 1, batch=1),

@@ -125,6 +125,8 @@ PROGRAM = textwrap.dedent('''
     import math
 
     def helper(a, b):
+        if b > 10.0:
+            return a
         return a * math.sin(b) + b
 
     def f(x, y, n):

@@ -9,11 +9,12 @@ __version__ = "0.1.0"
 
 from .errors import DerivoError, NoDerivativeRule, SourceUnavailable, UnsupportedSyntax  # noqa: E402
 from .rules import defpartials, nondifferentiable  # noqa: E402
-from .api import (Derivative, cache_info, grad, jacobian, jvp, source, tangent,  # noqa: E402
-                  value_and_grad, vjp)
+from .api import (Derivative, cache_info, grad, hessian, hvp, jacobian, jvp,  # noqa: E402
+                  source, tangent, value_and_grad, vjp)
 
 __all__ = [
-    "grad", "value_and_grad", "vjp", "tangent", "jvp", "jacobian", "source", "cache_info",
+    "grad", "value_and_grad", "vjp", "tangent", "jvp", "jacobian", "hessian", "hvp",
+    "source", "cache_info",
     "Derivative",
     "defpartials", "nondifferentiable",
     "DerivoError", "UnsupportedSyntax", "NoDerivativeRule", "SourceUnavailable",

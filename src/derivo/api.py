@@ -150,6 +150,15 @@ def _generate(func, kind, names, tuple_wrt, arrays):
 
 
 def _derivative(func, wrt, kind):
+    generated = isinstance(func, Derivative) or getattr(
+        getattr(func, "__code__", None), "co_filename", "").startswith("<derivo generated")
+    if generated and kind != "jvp":
+        raise DerivoError(
+            "cannot take the {} of {!r}: derivo does not yet write the adjoint of code it "
+            "generated; differentiate it in forward mode instead (derivo.tangent, jvp, "
+            "hessian, hvp)".format(kind.replace("_", " "), func))
+    if isinstance(func, Derivative):
+        func = func._function  # derivo reads its generated code like any other function
     if not callable(func) or not hasattr(func, "__code__"):
         parse(func)  # raises the error that explains what is missing
         raise DerivoError("derivo differentiates Python functions, got {!r}".format(func))
@@ -306,6 +315,62 @@ def jacobian(func, wrt=0, mode="auto"):
     jacobian_fn.mode = mode
     jacobian_fn.last_mode = None
     return jacobian_fn
+
+
+def hessian(func, wrt=0):
+    """A function computing the Hessian of the scalar ``func`` w.r.t. ``wrt``.
+
+    Forward over reverse: the tangent code of ``derivo.grad(func, wrt)``, one
+    pass per input component.  For a float ``wrt`` the result is a float; for
+    a 1-D array of n floats an (n, n) array; for a tuple ``wrt`` a tuple of
+    tuples of blocks, ``H[i][j] = d2 f / d wrt_i d wrt_j``.
+    """
+    names = resolve_wrt(func, wrt)
+    many = isinstance(wrt, (tuple, list))
+    gradient = _derivative(func, names, "grad") if not many else \
+        Derivative(func, "grad", names, True)
+
+    @functools.wraps(func)
+    def hessian_fn(*args, **kwargs):
+        bound = inspect.signature(func).bind(*args, **kwargs)
+        bound.apply_defaults()
+        inputs = [bound.arguments[n] for n in names]
+        tangent = _derivative(gradient, names, "jvp")
+        columns = [[] for _ in inputs]   # columns[k]: one tangent per component of input k
+        for k, value in enumerate(inputs):
+            for j in range(np.size(value)):
+                seeds = [_basis(v, j) if i == k else _zero_tangent(v)
+                         for i, v in enumerate(inputs)]
+                _, dgradient = tangent(*seeds, *bound.args, **bound.kwargs)
+                columns[k].append(dgradient if many else (dgradient,))
+        blocks = [[_hessian_block(columns[k], i, inputs[i], inputs[k])
+                   for k in range(len(inputs))] for i in range(len(inputs))]
+        if many:
+            return tuple(tuple(row) for row in blocks)
+        return blocks[0][0]
+
+    return hessian_fn
+
+
+def _hessian_block(columns, i, row_input, column_input):
+    """d (gradient i) / d (input k), from one tangent per component of input k."""
+    parts = [np.asarray(c[i], dtype=float) for c in columns]
+    block = np.stack(parts, axis=-1) if parts else np.zeros(np.shape(row_input) + (0,))
+    return _shaped(block, np.shape(row_input), np.shape(column_input))
+
+
+def hvp(func, primals, tangents):
+    """The Hessian-vector product of the scalar ``func`` at ``primals`` along
+    ``tangents``, forward over reverse: one component per primal, like the
+    cotangents of :func:`vjp` (None for primals that are not floats)."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    differentiable = tuple(i for i, p in enumerate(primals) if _differentiable(p))
+    if not differentiable:
+        return tuple(None for _ in primals)
+    gradient = Derivative(func, "grad", resolve_wrt(func, differentiable), True)
+    _, product = jvp(gradient, primals, tangents)
+    product = iter(product)
+    return tuple(next(product) if i in differentiable else None for i in range(len(primals)))
 
 
 def _output_size(out):

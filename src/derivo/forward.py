@@ -23,9 +23,10 @@ import numpy as np
 
 from . import optimize, runtime
 from . import syntax as S
-from .analyze import Analysis
-from .errors import NoDerivativeRule
+from .analyze import Analysis, assigned_names, is_item_write
+from .errors import NoDerivativeRule, UnsupportedSyntax
 from .rules import Template
+from .ssa import is_append
 
 #: the tangent of an elementwise operation whose operands broadcast, when every
 #: term is an operand's tangent as it is (``x + b``): it takes the result's shape
@@ -67,6 +68,22 @@ class Tangents:
             return S.call(self.runtime("zero_gradient"), value)
         return S.const(0.0)
 
+    def zero_of(self, ident):
+        """A zero tangent for the variable ``ident``, one that can be written into
+        if ``ident`` is (a list's tangent is a list)."""
+        if ident not in self.defined:
+            return S.const(0.0)
+        if ident in self.analysis.lists or (ident in self.written and not self.arrays):
+            return S.binop(S.gast.List(elts=[S.const(0.0)], ctx=S.Load()), S.Mult(),
+                           S.call(self.builtin("len"), S.name(ident)))
+        return self.zero_like(S.name(ident))
+
+    def owned(self, ident):
+        """``x = owned(x)``: a copy generated code may write into."""
+        stmt = S.assign(ident, S.call(self.runtime("owned"), S.name(ident)))
+        stmt.effects = True
+        return stmt
+
     # --- the whole function -------------------------------------------------------
 
     def function(self):
@@ -78,7 +95,16 @@ class Tangents:
         seeds = [self.tangent(w) for w in wrt]
         self.zero = set(self.analysis.active) - set(wrt)
         self.defined = set(params) | {a.id for a in args.kwonlyargs}
-        out = self.block(body)
+        self.written = {stmt.targets[0].value.id for stmt in S.walk(tree)
+                        if is_item_write(stmt)}
+        self.stacks = self.find_stacks(tree)
+        # Arrays the function writes into in place are copies, and so are their tangents.
+        out = []
+        for ident in getattr(tree, "owned", []):
+            out.append(self.owned(ident))
+            if ident in self.analysis.active and ident in wrt:
+                out.append(self.owned(self.tangent(ident)))
+        out += self.block(body)
         if self.zero is None:  # the body always raises
             self.zero = set()
         results = self.normalized.results
@@ -90,10 +116,57 @@ class Tangents:
             kwonly=[a.id for a in args.kwonlyargs], kw_defaults=S.deepcopy(args.kw_defaults))
         return optimize.optimize(function)
 
+    def find_stacks(self, tree):
+        """``push = stack.append`` and ``pop = stack.pop`` (how reverse-mode code
+        saves values) -> {alias: (stack, 'append' | 'pop')}, for the stacks some
+        differentiated value goes through.  Their pushes push tangents too, and
+        their pops pop them, so that ``grad`` code has a tangent (a Hessian)."""
+        aliases = {}
+        for stmt in S.walk(tree):
+            if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
+                    isinstance(stmt.value, S.Attribute) and \
+                    stmt.value.attr in ("append", "pop") and \
+                    isinstance(stmt.value.value, S.Name):
+                aliases[stmt.targets[0].id] = (stmt.value.value.id, stmt.value.attr)
+        active = self.analysis.active
+        carried = set()
+        for stmt in S.walk(tree):
+            alias = _stack_use(stmt, aliases)
+            if alias is not None:
+                names = [a.id for a in stmt.value.args if isinstance(a, S.Name)] \
+                    if isinstance(stmt, S.Expr) else [stmt.targets[0].id]
+                if set(names) & active:
+                    carried.add(aliases[alias][0])
+        return {alias: use for alias, use in aliases.items() if use[0] in carried}
+
+    def stack_operation(self, stmt):
+        """``push(x)``: ``push(x)`` then ``push(dx)``; ``x = pop()``: ``dx = pop()``
+        then ``x = pop()`` (the tangent was pushed last)."""
+        copy = S.deepcopy(stmt)
+        copy.effects = True
+        alias = _stack_use(stmt, self.stacks)
+        if isinstance(stmt, S.Expr):
+            (item,) = stmt.value.args
+            if not isinstance(item, (S.Name, S.Constant)):
+                raise self.parsed.error(
+                    UnsupportedSyntax, stmt, "cannot differentiate {!r} in forward mode: "
+                    "only names can be pushed on a list that carries tangents".format(
+                        S.expr_source(stmt.value)), "push")
+            tangent = self.name_tangent(item) or self.zero_like(S.deepcopy(item))
+            return [copy, _effect(S.Expr(value=S.call(alias, tangent)))]
+        target = stmt.targets[0].id
+        if target not in self.analysis.active:
+            raise self.parsed.error(
+                UnsupportedSyntax, stmt, "cannot differentiate {!r} in forward mode: a "
+                "differentiated value may come off this list into a name derivo does not "
+                "differentiate".format(S.expr_source(stmt)), "pop")
+        self.zero.discard(target)
+        return [_effect(S.assign(self.tangent(target), S.call(alias))), copy]
+
     def result_tangent(self, ident):
         if ident in self.analysis.active and ident not in self.zero:
             return S.name(self.tangent(ident))
-        return self.zero_like(S.name(ident))
+        return self.zero_of(ident)
 
     # --- statements ----------------------------------------------------------------
 
@@ -109,13 +182,21 @@ class Tangents:
         return out
 
     def statement(self, stmt):
+        if _stack_use(stmt, self.stacks) is not None:
+            return self.stack_operation(stmt)
         if isinstance(stmt, S.Assign):
+            if is_item_write(stmt):
+                return self.item_write(stmt)
             if getattr(stmt.value, "user_function", None) is not None:
                 code = self.call(stmt)
             else:
                 code = self.assign(stmt)
             self.defined |= _stored(stmt.targets[0])
+            if getattr(stmt, "owns", False):
+                code.append(self.owned(stmt.targets[0].id))
             return code
+        if is_append(stmt):
+            return self.append(stmt)
         if isinstance(stmt, S.If):
             return self.branch(stmt)
         if isinstance(stmt, (S.For, S.While)):
@@ -151,10 +232,19 @@ class Tangents:
         after = target not in _names(stmt.value)
         expression = ExpressionTangent(self, plan, stmt.value, target, after)
         tangent = expression.tangent(stmt.value)
+        if tangent is None and target in self.analysis.lists and isinstance(stmt.value, S.List):
+            # A list that grows or is written gets a tangent list from the start.
+            tangent = S.gast.List(elts=[expression.zero(e) for e in stmt.value.elts],
+                                  ctx=S.Load())
         if tangent is None:
             self.zero.add(target)
             return [copy]
+        if target in self.written:
+            tangent = S.call(self.runtime("owned"), tangent)
         copy.value = expression.primal()
+        if isinstance(tangent, S.Name) and tangent.id == self.tangent(target):
+            self.zero.discard(target)
+            return self.commented(stmt, expression.out + [copy])  # y = y + c: dy stays
         # Before the assignment only if it reads the value the assignment replaces.
         after = after or target not in _names(tangent)
         tangent = S.assign(self.tangent(target), tangent)
@@ -170,9 +260,7 @@ class Tangents:
         if line is None or line == self.last_line or not text:
             return code
         self.last_line = line
-        primal = [S.expr_source(s.value) for s in code if isinstance(s, S.Assign)
-                  and _stored(s.targets[0]) & _stored(stmt.targets[0])]
-        if any(text == "{} = {}".format(S.expr_source(stmt.targets[0]), p) for p in primal):
+        if " ".join(S.to_source(stmt).split()) == text:
             return code
         return [self.module.comments.statement("line {}: {}".format(line, text))] + code
 
@@ -202,7 +290,38 @@ class Tangents:
         copy.value = S.call(helper, *[t for _, t in seeds], *S.deepcopy(call.args),
                             keywords=S.deepcopy(call.keywords))
         self.zero -= set(active)
-        return self.commented(stmt, [copy])
+        owned = [self.owned(self.tangent(n)) for n in active if n in self.written]
+        return self.commented(stmt, [copy] + owned)
+
+    def append(self, stmt):
+        """``xs.append(v)``, and ``dxs.append(dv)`` if xs has a tangent."""
+        copy = S.deepcopy(stmt)
+        copy.effects = True
+        items, item = stmt.value.func.value.id, stmt.value.args[0]
+        if items not in self.analysis.active:
+            return [copy]
+        before = self.materialize([items]) if items in self.zero else []
+        self.zero.discard(items)
+        tangent = self.name_tangent(item) or self.zero_like(S.deepcopy(item))
+        grow = S.Expr(value=S.call(S.attribute(self.tangent(items), "append"), tangent))
+        return self.commented(stmt, before + [copy, grow])
+
+    def item_write(self, stmt):
+        """``x[i] = v``: ``dx[i] = dv`` first (the index may read x)."""
+        copy = S.deepcopy(stmt)
+        copy.effects = True
+        item, value = stmt.targets[0], stmt.value
+        array = item.value.id
+        if array not in self.analysis.active:
+            return [copy]
+        before = self.materialize([array]) if array in self.zero else []
+        self.zero.discard(array)
+        tangent = self.name_tangent(value) or self.zero_like(None)
+        part = S.gast.Subscript(value=S.name(self.tangent(array)), slice=S.deepcopy(item.slice),
+                                ctx=S.Store())
+        write = S.assign(part, tangent)
+        write.effects = True
+        return self.commented(stmt, before + [write, copy])
 
     def name_tangent(self, node):
         """The tangent of a name or constant, or None for a symbolic zero."""
@@ -214,8 +333,7 @@ class Tangents:
     # --- control flow ----------------------------------------------------------
 
     def materialize(self, names):
-        return [S.assign(self.tangent(n), self.zero_like(
-            S.name(n) if n in self.defined else None)) for n in sorted(names)]
+        return [S.assign(self.tangent(n), self.zero_of(n)) for n in sorted(names)]
 
     def branch(self, stmt):
         """An ``if``, with the symbolic zeros of both arms merged after it."""
@@ -241,7 +359,7 @@ class Tangents:
     def loop(self, loop):
         """A loop, copied; tangents it may make nonzero are materialised first,
         so the loop head sees the same zeros on every trip."""
-        assigned = _assigned(loop.body) & self.analysis.active
+        assigned = _assigned(loop.body) & self.analysis.active  # writes in place included
         target = loop.target.id if isinstance(loop, S.For) else None
         iterable = None
         if target in self.analysis.active:
@@ -429,6 +547,28 @@ class ExpressionTangent:
         return copy
 
 
+def _stack_use(stmt, aliases):
+    """The alias ``stmt`` pushes with (``push(x)``) or pops with (``x = pop()``)."""
+    if isinstance(stmt, S.Expr):
+        call = stmt.value
+        kind = "append"
+    elif isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name):
+        call = stmt.value
+        kind = "pop"
+    else:
+        return None
+    if isinstance(call, S.Call) and isinstance(call.func, S.Name) and \
+            aliases.get(call.func.id, (None, None))[1] == kind and \
+            len(call.args) == (kind == "append") and not call.keywords:
+        return call.func.id
+    return None
+
+
+def _effect(stmt):
+    stmt.effects = True
+    return stmt
+
+
 def _drop_unset(expression, defaults):
     """Leave out keywords whose value is an unset option's marker; elsewhere
     the marker stands for the option's default."""
@@ -473,7 +613,14 @@ def _stored(target):
 
 
 def _assigned(block):
-    return {n.id for n in S.walk(block) if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)}
+    """Names a block assigns, writes into (``x[i] = v``) or appends to."""
+    names = set()
+    for node in S.walk(block):
+        if isinstance(node, S.Name) and isinstance(node.ctx, S.Store):
+            names.add(node.id)
+        elif is_item_write(node) or is_append(node):
+            names |= set(assigned_names(node))
+    return names
 
 
 def _same_operands(operands):
@@ -516,6 +663,7 @@ def analyze_forward(normalized, wrt, arrays=False):
     analysis = Analysis(normalized, wrt, arrays)
     analysis.compute_activity()
     analysis.compute_scalars()
+    analysis.compute_lists()
     analysis.plan_statements()
     return analysis
 

@@ -127,7 +127,8 @@ def _same_globals(function, caller, bindings):
     """Whether each free name of the callee means the same in the caller."""
     local = _locals(function)
     caller_locals = caller.parsed.local_names | {
-        n.id for n in S.walk(caller.tree) if isinstance(n, S.Name)}
+        n.id for n in S.walk(caller.tree) if isinstance(n, S.Name)
+        and isinstance(n.ctx, S.Store)}
     for node in S.walk(function.tree.body):
         if isinstance(node, S.Name) and node.id not in local:
             if node.id in caller_locals or \

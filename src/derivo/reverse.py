@@ -465,6 +465,7 @@ class ExpressionAdjoint:
             temp = self.sweep.adjoint_temporary(self.plan.stored.get(id(node)))
             out.append(S.assign(temp, adjoint))
             adjoint = S.name(temp)
+        contributions = []
         for index in entry.active:
             _, operand, template = entry.operands[index]
             bindings = {"g": adjoint}
@@ -481,6 +482,8 @@ class ExpressionAdjoint:
             if index in entry.reduce and not _same_operands(entry.operands):
                 contribution = S.call(self.sweep.runtime("unbroadcast"), contribution,
                                       self.value(operand, out))
+            contributions.append((operand, contribution))
+        for operand, contribution in _merged(contributions):
             self._backprop(operand, contribution, out)
 
     def contribute(self, ident, adjoint, out):
@@ -552,6 +555,20 @@ def _reads_own_target(stmt):
     target = stmt.targets[0]
     names = {t.id for t in S.walk(target) if isinstance(t, S.Name)}
     return bool(names & {n.id for n in S.walk(stmt.value) if isinstance(n, S.Name)})
+
+
+def _merged(contributions):
+    """Equal contributions to one name, as from ``x * x``, become one doubled."""
+    merged = []
+    for operand, contribution in contributions:
+        twin = next((i for i, (o, c) in enumerate(merged) if isinstance(operand, S.Name)
+                     and isinstance(o, S.Name) and o.id == operand.id
+                     and S.expr_source(c) == S.expr_source(contribution)), None)
+        if twin is None:
+            merged.append((operand, contribution))
+        else:
+            merged[twin] = (operand, S.binop(contribution, S.Mult(), S.const(2)))
+    return merged
 
 
 def _same_operands(operands):

@@ -11,15 +11,36 @@ from .errors import DerivoError
 
 def unbroadcast(adjoint, like):
     """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
-    shape = np.shape(like)
-    if np.shape(adjoint) == shape:
+    shape = _shape(like)
+    if _shape(adjoint) == shape:
         return adjoint
-    extra = np.ndim(adjoint) - len(shape)
-    summed = np.sum(adjoint, axis=tuple(range(extra))) if extra > 0 else adjoint
-    axes = tuple(i for i, n in enumerate(shape) if n == 1 and np.shape(summed)[i] != 1)
-    if axes:
-        summed = np.sum(summed, axis=axes, keepdims=True)
-    return summed if shape else float(summed)
+    adjoint = np.asarray(adjoint)
+    extra = adjoint.ndim - len(shape)
+    if extra == 1:  # a bias added to a batch: the common case
+        adjoint = adjoint.sum(axis=0)
+    elif extra > 0:
+        adjoint = adjoint.sum(axis=tuple(range(extra)))
+    if 1 in shape:
+        axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
+        if axes:
+            adjoint = adjoint.sum(axis=axes, keepdims=True)
+    return adjoint if shape else float(adjoint)
+
+
+def _shape(value):
+    # The attribute, not np.shape: these helpers run once per operation, and on
+    # small arrays a function call costs as much as the arithmetic.
+    try:
+        return value.shape
+    except AttributeError:
+        return np.shape(value)
+
+
+def _ndim(value):
+    try:
+        return value.ndim
+    except AttributeError:
+        return np.ndim(value)
 
 
 def zero_gradient(like):
@@ -29,7 +50,7 @@ def zero_gradient(like):
 
 def scalar_seed(result):
     """1.0, the seed of ``grad``, after checking the result is a scalar."""
-    if np.ndim(result) != 0:
+    if _ndim(result) != 0:
         raise DerivoError("grad needs a function returning a scalar, got an array of shape "
                           "{}; use derivo.vjp with a cotangent of that shape".format(
                               np.shape(result)))
@@ -38,8 +59,10 @@ def scalar_seed(result):
 
 def expand(adjoint, like, axis, keepdims):
     """Spread the adjoint of a reduction over ``axis`` back to ``like``'s shape."""
-    shape = np.shape(like)
-    if axis is not None and not keepdims:
+    shape = _shape(like)
+    if axis is None:
+        return np.full(shape, adjoint)  # much cheaper than broadcast_to on small arrays
+    if not keepdims:
         axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
         adjoint = np.expand_dims(adjoint, tuple(a % len(shape) for a in axes))
     return np.broadcast_to(adjoint, shape)
@@ -54,23 +77,25 @@ def extremum_vjp(adjoint, ans, like, axis, keepdims):
 
 def matmul_vjp_left(adjoint, a, b):
     """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices)."""
-    if np.ndim(a) == 2 and np.ndim(b) == 2:
+    a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim == 2 and b_ndim == 2:
         return adjoint @ b.T
-    if np.ndim(b) == 1:
-        return adjoint * b if np.ndim(a) == 1 else np.multiply.outer(adjoint, b)
-    if np.ndim(a) == 1:
+    if b_ndim == 1:
+        return adjoint * b if a_ndim == 1 else np.multiply.outer(adjoint, b)
+    if a_ndim == 1:
         return unbroadcast((b @ adjoint[..., None])[..., 0], a)
     return unbroadcast(adjoint @ np.swapaxes(b, -1, -2), a)
 
 
 def matmul_vjp_right(adjoint, a, b):
     """Adjoint of ``b`` in ``a @ b``."""
-    if np.ndim(a) == 2 and np.ndim(b) == 2:
+    a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim == 2 and b_ndim == 2:
         return a.T @ adjoint
-    if np.ndim(a) == 1:
-        return adjoint * a if np.ndim(b) == 1 else unbroadcast(
+    if a_ndim == 1:
+        return adjoint * a if b_ndim == 1 else unbroadcast(
             a[:, None] * adjoint[..., None, :], b)
-    if np.ndim(b) == 1:
+    if b_ndim == 1:
         return unbroadcast((np.swapaxes(a, -1, -2) @ adjoint[..., None])[..., 0], b)
     return unbroadcast(np.swapaxes(a, -1, -2) @ adjoint, b)
 

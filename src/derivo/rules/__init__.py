@@ -271,4 +271,4 @@ def _lambda_tree(fn):
 
 from . import builtins  # noqa: E402,F401  (registers the builtins and math table)
 from . import numpy  # noqa: E402,F401  (registers the NumPy table)
-from . import numpy_jvp  # noqa: E402,F401  (its tangent rules, for forward mode)
+from . import tangents  # noqa: E402,F401  (forward-mode rules of the VJP entries)

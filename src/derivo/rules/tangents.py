@@ -1,11 +1,11 @@
-"""Forward-mode rules of NumPy's non-elementwise primitives.
+"""Forward-mode rules of the primitives whose rules are written as VJPs.
 
-The elementwise ones need nothing here: forward mode multiplies their partials
-by the tangents.  Each ``defvjp`` entry of ``numpy.py`` gets its
-Jacobian-vector products: ``defjvp(f, jvp for arg0, jvp for arg1, ...)``, each
-a lambda of ``(t, ans, *args, **options)`` where ``t`` is that argument's
-tangent.  Most are linear in the argument, so the JVP is the primitive applied
-to the tangent.
+Rules written as partials need nothing here: forward mode multiplies each
+partial by its argument's tangent.  Each ``defvjp`` entry of the other tables
+gets its Jacobian-vector products: ``defjvp(f, jvp for arg0, jvp for arg1,
+...)``, each a lambda of ``(t, ans, *args, **options)`` where ``t`` is that
+argument's tangent.  Most primitives here are linear in the argument, so the
+JVP is the primitive applied to the tangent.
 """
 
 import numpy as np
@@ -13,6 +13,12 @@ import numpy as np
 from .. import syntax as S
 from ..runtime import expand
 from . import GETITEM, Method, defjvp
+
+# --- builtins --------------------------------------------------------------------
+
+defjvp(sum, lambda t, ans, iterable, start=0: sum(t), lambda t, ans, iterable, start=0: t)
+
+# --- NumPy ------------------------------------------------------------------------
 
 defjvp(np.where, None, lambda t, ans, condition, x, y: np.where(condition, t, 0.0),
        lambda t, ans, condition, x, y: np.where(condition, 0.0, t))
