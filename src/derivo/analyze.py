@@ -13,7 +13,10 @@ expression plans
     *variables* are ever saved, never temporaries.
 saving
     The reverse sweep runs with every variable holding the value it had when the
-    statement being reversed ran.  Integer steps (``k += 1``) are undone instead.  An assignment therefore saves the value it
+    statement being reversed ran.  Integer steps (``k += 1``) are undone instead,
+    and with ``loops="reversible"`` so is every update in a loop (``s *= c``
+    becomes ``s /= c`` in the reverse sweep): no stack, exact only up to
+    rounding.  An assignment therefore saves the value it
     overwrites (pushes it on the stack) exactly when some earlier statement's
     adjoint reads that value: a forward data-flow of "read by an adjoint since
     last written" decides it.  Loops and branches record what their reverse
@@ -88,7 +91,7 @@ class Plan:
 
 
 class Analysis:
-    def __init__(self, normalized, wrt, arrays=False):
+    def __init__(self, normalized, wrt, arrays=False, loops="stack"):
         self.normalized = normalized
         self.arrays = arrays   # values may be arrays: reduce broadcast adjoints
         self.parsed = normalized.parsed
@@ -97,8 +100,9 @@ class Analysis:
         self.pushes = {}       # id(statement) -> names it saves before overwriting
         self.reversed = set()  # id(compound statement) whose reverse does something
         self.init_none = set()  # names saved before any assignment on some path
-        self.steps = {}        # id(k = k + c) -> (k, op, c), k provably an integer
-        self.undone = set()    # ids of such steps the reverse sweep undoes
+        self.loops = loops     # "stack", or "reversible": loops undo instead of saving
+        self.inverses = {}     # id(x = x + e) -> (x, x - e): how the reverse undoes it
+        self.undone = set()    # ids of statements the reverse sweep undoes, not pops
         self.calls = []        # (call statement, user function, active parameter names)
 
     # --- activity ----------------------------------------------------------
@@ -446,15 +450,16 @@ class Analysis:
             needed = grown
         self.pushes = {}
         self.init_none = set()
-        self.steps = self._integer_steps(tree)
+        self.inverses = self._integer_steps(tree)
         self.undone = set()
+        self._depth = 0
         self._flow(tree.body, set(), set(tree_params(tree)))
 
     def _integer_steps(self, tree):
         """Statements ``k = k + c`` where k only ever holds integers.
 
         Their reverse undoes them (``k = k - c``, exact for integers) instead of
-        saving k: loop counters cost no stack.  Returns {id(stmt): (name, op, c)}.
+        saving k: loop counters cost no stack.  Returns {id(stmt): (k, inverse)}.
         """
         steps, others = {}, set()
         for stmt in S.walk(tree):
@@ -470,12 +475,29 @@ class Analysis:
             elif (isinstance(value, S.BinOp) and isinstance(value.op, (S.Add, S.Sub))
                   and isinstance(value.left, S.Name) and value.left.id == target.id
                   and _is_int(value.right)):
-                steps[id(stmt)] = (target.id, value.op, value.right.value)
+                steps[id(stmt)] = (target.id, _inverse(stmt))
             else:
                 others.add(target.id)
         params = set(tree_params(tree))
         return {key: step for key, step in steps.items()
                 if step[0] not in others and step[0] not in params}
+
+    def _undo(self, stmt, saved):
+        """How the reverse sweep gives back what ``stmt`` overwrote, when it need
+        not pop: an integer step, anything in a reversible loop, or None."""
+        if id(stmt) in self.inverses:
+            return self.inverses[id(stmt)]
+        if self.loops != "reversible" or not self._depth:
+            return None
+        inverse = _inverse(stmt) if saved == assigned_names(stmt)[:1] else None
+        if inverse is None:
+            line = getattr(stmt, "lineno", None)
+            raise self.parsed.error(
+                UnsupportedSyntax, stmt, "loops='reversible' cannot undo line {} ({!r}, "
+                "which overwrites {}): only x += e, x -= e, x *= e and x /= e with e not "
+                "reading x can be undone; use loops='stack'".format(
+                    line, self.parsed.source_line(line), ", ".join(saved)), "reversible loop")
+        return saved[0], inverse
 
     def _has_reverse(self, compound, needed):
         for stmt in S.walk(compound.body + getattr(compound, "orelse", [])):
@@ -508,7 +530,9 @@ class Analysis:
                 names = self.stored(stmt) + assigned_names(stmt)
                 read = read | self.statement_reads(stmt)
                 saved = [n for n in names if n in read]
-                if saved and id(stmt) in self.steps:
+                undo = self._undo(stmt, saved) if saved else None
+                if undo is not None:
+                    self.inverses[id(stmt)] = undo
                     self.undone.add(id(stmt))
                 elif saved:
                     self.pushes[id(stmt)] = saved
@@ -547,13 +571,38 @@ class Analysis:
         # The reverse loop assigns the target itself, so reads of it inside the
         # body never reach outside the loop.
         head = set(read)
+        self._depth += 1
         while True:
             end, breaks, continues = self._flow(loop.body, head - target, assigned | target)
             back = ((end or set()) | continues) - target
             if back <= head:
                 break
             head |= back
+        self._depth -= 1
         return head | (breaks - target) | self._exit_reads(loop)
+
+
+_INVERSE_OPS = {S.Add: S.Sub, S.Sub: S.Add, S.Mult: S.Div, S.Div: S.Mult}
+
+
+def _inverse(stmt):
+    """For ``x = x + e`` (``-``, ``*``, ``/``; ``e + x``, ``e * x`` too) with e
+    not reading x: the expression giving x back, ``x - e``; else None."""
+    target, value = stmt.targets[0], stmt.value
+    if not isinstance(target, S.Name) or not isinstance(value, S.BinOp) or \
+            type(value.op) not in _INVERSE_OPS:
+        return None
+    x = target.id
+    if isinstance(value.left, S.Name) and value.left.id == x:
+        other = value.right
+    elif isinstance(value.op, (S.Add, S.Mult)) and isinstance(value.right, S.Name) \
+            and value.right.id == x:
+        other = value.left
+    else:
+        return None
+    if x in _names(other):
+        return None
+    return S.binop(S.name(x), _INVERSE_OPS[type(value.op)](), S.deepcopy(other))
 
 
 def _is_int(node):
@@ -607,9 +656,9 @@ def _parameters(func):
     return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
 
-def analyze(normalized, wrt, arrays=False):
+def analyze(normalized, wrt, arrays=False, loops="stack"):
     """Run all analyses of ``normalized`` for differentiation w.r.t. ``wrt`` names."""
-    analysis = Analysis(normalized, wrt, arrays)
+    analysis = Analysis(normalized, wrt, arrays, loops)
     analysis.compute_activity()
     analysis.compute_scalars()
     analysis.compute_lists()

@@ -202,9 +202,8 @@ class Sweep:
         if id(stmt) in self.analysis.undone:
             if part == "temporaries":
                 return []
-            name, op, step = self.analysis.steps[id(stmt)]
-            inverse = S.Sub() if isinstance(op, S.Add) else S.Add()
-            return [_effect(S.assign(name, S.binop(S.name(name), inverse, S.const(step))))]
+            name, inverse = self.analysis.inverses[id(stmt)]
+            return [_effect(S.assign(name, S.deepcopy(inverse)))]
         stored = set(self.analysis.stored(stmt))
         names = [n for n in self.analysis.pushes.get(id(stmt), [])
                  if part == "all" or (n in stored) == (part == "temporaries")]
@@ -599,13 +598,15 @@ def _parameter_names(func):
     return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
 
-def reverse(normalized, wrt, module, kind, name, tuple_wrt=False, arrays=False):
+def reverse(normalized, wrt, module, kind, name, tuple_wrt=False, arrays=False,
+            loops="stack"):
     """The adjoint FunctionDef of ``normalized`` w.r.t. the parameter names ``wrt``.
 
     With ``arrays``, values may be NumPy arrays: adjoints of broadcasting
     operations are summed back to their operand's shape, and never updated in
-    place.
+    place.  ``loops="reversible"`` undoes loop updates instead of saving them
+    (see ``analyze``).
     """
-    sweep = Sweep(analyze(normalized, wrt, arrays), module, kind, name)
+    sweep = Sweep(analyze(normalized, wrt, arrays, loops), module, kind, name)
     sweep.tuple_wrt = tuple_wrt
     return sweep.function()
