@@ -534,10 +534,13 @@ class Analysis:
                 if undo is not None:
                     self.inverses[id(stmt)] = undo
                     self.undone.add(id(stmt))
+                    read = read | (_names(undo[1]) - {undo[0]})  # the undo reads these
                 elif saved:
                     self.pushes[id(stmt)] = saved
                     self.init_none |= set(saved) - assigned
                 read = (read - set(names)) | self.statement_reads_after(stmt)
+                if undo is not None:
+                    read.add(undo[0])  # the undo starts from the value this left
                 assigned = assigned | set(names)
             elif isinstance(stmt, S.If):
                 then_read, then_breaks, then_continues = self._flow(stmt.body, read, assigned)
@@ -558,8 +561,9 @@ class Analysis:
                 # Undone by xs.pop() in the reverse sweep when xs is read before.
                 items = stmt.value.func.value.id
                 if items in read:
-                    self.undone.add(id(stmt))
-                read = read - {items}
+                    self.undone.add(id(stmt))  # xs.pop() needs xs as this left it
+                else:
+                    read = read - {items}
             elif isinstance(stmt, S.gast.Raise):
                 return None, breaks, continues
         return read, breaks, continues

@@ -38,13 +38,14 @@ class Derivative:
     it is then called with arrays, derivo generates (once) array code for it.
     """
 
-    def __init__(self, func, kind, wrt, tuple_wrt):
+    def __init__(self, func, kind, wrt, tuple_wrt, loops="stack"):
         self.__wrapped__ = func
         self.kind = kind
         self.wrt = wrt
         self._tuple_wrt = tuple_wrt
         self._arrays = uses_numpy(func)
-        self._generated = _generate(func, kind, wrt, tuple_wrt, self._arrays)
+        self._loops = loops
+        self._generated = _generate(func, kind, wrt, tuple_wrt, self._arrays, loops)
         self._function = self._generated.function
         self._array_function = None if not self._arrays else self._function
         self.source = self._generated.source
@@ -64,7 +65,7 @@ class Derivative:
     def _for_arrays(self):
         if self._array_function is None:
             self._array_function = _generate(self.__wrapped__, self.kind, self.wrt,
-                                             self._tuple_wrt, True).function
+                                             self._tuple_wrt, True, self._loops).function
         return self._array_function
 
     def __repr__(self):
@@ -132,11 +133,11 @@ def resolve_wrt(func, wrt):
     return tuple(resolved)
 
 
-def _generate(func, kind, names, tuple_wrt, arrays):
+def _generate(func, kind, names, tuple_wrt, arrays, loops="stack"):
     """Transform and compile ``func`` (or find it in the cache)."""
 
     def build():
-        module = Build(arrays)
+        module = Build(arrays, loops)
         name = module.add(func, list(names), kind, tuple_wrt)
         source = module.source()
         namespace = codegen.compile_module(source, module.namespace, name)
@@ -145,11 +146,11 @@ def _generate(func, kind, names, tuple_wrt, arrays):
         compiled.__kwdefaults__ = func.__kwdefaults__
         return Generated(compiled, source, module.namespace, module.user_sources, module)
 
-    key = cache.key_of(func, kind, names, tuple_wrt, arrays)
+    key = cache.key_of(func, kind, names, tuple_wrt, arrays, loops)
     return cache.lookup(key, build, lambda generated: generated.build.still_valid())
 
 
-def _derivative(func, wrt, kind):
+def _derivative(func, wrt, kind, loops="stack"):
     generated = isinstance(func, Derivative) or getattr(
         getattr(func, "__code__", None), "co_filename", "").startswith("<derivo generated")
     if generated and kind != "jvp":
@@ -163,27 +164,39 @@ def _derivative(func, wrt, kind):
         parse(func)  # raises the error that explains what is missing
         raise DerivoError("derivo differentiates Python functions, got {!r}".format(func))
     names = resolve_wrt(func, wrt)
-    return Derivative(func, kind, names, isinstance(wrt, (tuple, list)))
+    if loops not in LOOP_STRATEGIES:
+        raise DerivoError("loops={!r}: choose one of {}".format(
+            loops, ", ".join(map(repr, LOOP_STRATEGIES))))
+    return Derivative(func, kind, names, isinstance(wrt, (tuple, list)), loops)
 
 
-def _transform(kind, func, wrt):
+LOOP_STRATEGIES = ("stack", "reversible")
+
+
+def _transform(kind, func, wrt, loops="stack"):
     if func is None:
-        return lambda f: _derivative(f, wrt, kind)
-    return _derivative(func, wrt, kind)
+        return lambda f: _derivative(f, wrt, kind, loops)
+    return _derivative(func, wrt, kind, loops)
 
 
-def grad(func=None, *, wrt=0):
+def grad(func=None, *, wrt=0, loops="stack"):
     """The gradient of ``func`` with respect to ``wrt``.
 
     ``wrt`` is a parameter position or name, or a tuple of them (then the
     result is a tuple).  Works as ``grad(f)``, ``@grad`` and ``@grad(wrt=...)``.
+
+    ``loops`` chooses how the reverse sweep gets back the values a loop
+    overwrote: ``"stack"`` saves them as the loop runs (memory grows with the
+    trip count); ``"reversible"`` undoes each update instead (``s *= c``
+    becomes ``s /= c``): constant memory, exact up to rounding, and refused
+    with the offending line when an update cannot be undone.
     """
-    return _transform("grad", func, wrt)
+    return _transform("grad", func, wrt, loops)
 
 
-def value_and_grad(func=None, *, wrt=0):
+def value_and_grad(func=None, *, wrt=0, loops="stack"):
     """Like :func:`grad`, returning ``(func(*args), gradient)``."""
-    return _transform("value_and_grad", func, wrt)
+    return _transform("value_and_grad", func, wrt, loops)
 
 
 def vjp(func, *args, **kwargs):
@@ -192,7 +205,9 @@ def vjp(func, *args, **kwargs):
     """
     differentiable = tuple(i for i, a in enumerate(args) if isinstance(a, float) or (
         isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.inexact)))
-    out = func(*args, **kwargs)
+    # On copies: a function that writes into its arguments must not move the point
+    # the cotangents are computed at (the generated code copies what it writes).
+    out = func(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args], **kwargs)
     if not differentiable:
         return out, lambda cotangent: tuple(None for _ in args)
     derivative = _derivative(func, differentiable, "vjp")

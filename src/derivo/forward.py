@@ -129,14 +129,32 @@ class Tangents:
                     isinstance(stmt.value.value, S.Name):
                 aliases[stmt.targets[0].id] = (stmt.value.value.id, stmt.value.attr)
         active = self.analysis.active
-        carried = set()
+        pushed, popped = {}, {}
         for stmt in S.walk(tree):
             alias = _stack_use(stmt, aliases)
             if alias is not None:
-                names = [a.id for a in stmt.value.args if isinstance(a, S.Name)] \
-                    if isinstance(stmt, S.Expr) else [stmt.targets[0].id]
-                if set(names) & active:
-                    carried.add(aliases[alias][0])
+                stack = aliases[alias][0]
+                if isinstance(stmt, S.Expr):
+                    pushed.setdefault(stack, set()).update(
+                        a.id if isinstance(a, S.Name) else None for a in stmt.value.args)
+                else:
+                    popped.setdefault(stack, set()).add(stmt.targets[0].id)
+        carried = {}
+        for stack in set(pushed) | set(popped):
+            names = pushed.get(stack, set()) | popped.get(stack, set())
+            if not names & active:
+                continue
+            # Each push of x is undone by an ``x = pop()``, as in reverse-mode code: then
+            # a tangent goes on the stack exactly when its value's name has one.
+            if pushed.get(stack) != popped.get(stack):
+                stmt = next(s for s in S.walk(tree) if _stack_use(s, aliases) is not None
+                            and aliases[_stack_use(s, aliases)][0] == stack)
+                raise self.parsed.error(
+                    UnsupportedSyntax, stmt, "cannot differentiate the list {!r} in forward "
+                    "mode: differentiated values go through it, and only lists where each "
+                    "'push(x)' is undone by an 'x = pop()' are supported".format(stack),
+                    "list")
+            carried[stack] = names
         return {alias: use for alias, use in aliases.items() if use[0] in carried}
 
     def stack_operation(self, stmt):
@@ -147,19 +165,13 @@ class Tangents:
         alias = _stack_use(stmt, self.stacks)
         if isinstance(stmt, S.Expr):
             (item,) = stmt.value.args
-            if not isinstance(item, (S.Name, S.Constant)):
-                raise self.parsed.error(
-                    UnsupportedSyntax, stmt, "cannot differentiate {!r} in forward mode: "
-                    "only names can be pushed on a list that carries tangents".format(
-                        S.expr_source(stmt.value)), "push")
-            tangent = self.name_tangent(item) or self.zero_like(S.deepcopy(item))
+            if not isinstance(item, S.Name) or item.id not in self.analysis.active:
+                return [copy]
+            tangent = self.name_tangent(item) or self.zero_of(item.id)
             return [copy, _effect(S.Expr(value=S.call(alias, tangent)))]
         target = stmt.targets[0].id
         if target not in self.analysis.active:
-            raise self.parsed.error(
-                UnsupportedSyntax, stmt, "cannot differentiate {!r} in forward mode: a "
-                "differentiated value may come off this list into a name derivo does not "
-                "differentiate".format(S.expr_source(stmt)), "pop")
+            return [copy]
         self.zero.discard(target)
         return [_effect(S.assign(self.tangent(target), S.call(alias))), copy]
 

@@ -26,8 +26,9 @@ KIND_SUFFIX = {"grad": "grad", "value_and_grad": "value_and_grad", "vjp": "vjp",
 class Build:
     """One generated module under construction."""
 
-    def __init__(self, arrays=False):
+    def __init__(self, arrays=False, loops="stack"):
         self.arrays = arrays          # values may be NumPy arrays (see reverse.reverse)
+        self.loops = loops            # how reverse mode undoes loops (see analyze)
         self.functions = []
         self.namespace = {}           # free name -> object, shared by all functions
         self.user_sources = {}        # name -> source of a user function the primal calls
@@ -61,7 +62,7 @@ class Build:
                 self.functions.append(forward(normalized, wrt, self, name, self.arrays))
             else:
                 self.functions.append(reverse(normalized, wrt, self, kind, name, tuple_wrt,
-                                              self.arrays))
+                                              self.arrays, self.loops))
             return name
         finally:
             self.in_progress.pop()

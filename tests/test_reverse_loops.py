@@ -1,0 +1,82 @@
+"""How loops are reversed: ``loops="stack"`` (default) and ``loops="reversible"``."""
+
+import math
+import tracemalloc
+
+import pytest
+
+import derivo
+from examples.bessel import besselj
+from examples.pendulum import simulate
+
+
+def geometric(x, n):
+    s = 1.0
+    total = 0.0
+    for _ in range(n):
+        s *= x
+        s /= 1.5
+        total += s
+        total -= 0.25 * x
+    return total
+
+
+@pytest.mark.parametrize("v", [0, 1, 2, 3])
+@pytest.mark.parametrize("z", [0.5, 1.0, 3.0, 10.0])
+def test_reversible_bessel_matches_the_stack(v, z):
+    stack = derivo.grad(besselj, wrt="z")(v, z)
+    reversible = derivo.grad(besselj, wrt="z", loops="reversible")(v, z)
+    assert reversible == pytest.approx(stack, rel=1e-10, abs=1e-14)
+
+
+def test_reversible_loop_uses_no_stack():
+    source = derivo.grad(besselj, wrt="z", loops="reversible").source
+    assert "push" not in source and "pop" not in source
+    assert "s = s / (-1 / k / (k + v) * t1)" in source  # s *= c, undone
+
+
+@pytest.mark.parametrize("x,n", [(0.7, 5), (1.3, 12), (0.9, 0)])
+def test_reversible_counted_loop(x, n):
+    stack = derivo.grad(geometric)(x, n)
+    reversible = derivo.grad(geometric, loops="reversible")(x, n)
+    assert reversible == pytest.approx(stack, rel=1e-10)
+    h = 1e-6
+    assert stack == pytest.approx((geometric(x + h, n) - geometric(x - h, n)) / (2 * h),
+                                  rel=1e-6)
+
+
+def test_reversible_memory_does_not_grow_with_the_trip_count():
+    gradient = derivo.grad(geometric, loops="reversible")
+    peaks = []
+    for n in (100, 20000):
+        tracemalloc.start()
+        gradient(0.999, n)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    stack = derivo.grad(geometric)
+    tracemalloc.start()
+    stack(0.999, 20000)
+    stack_peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peaks[1] < peaks[0] + 10000
+    assert stack_peak > 20 * 20000  # the stack does grow: a float per step at least
+
+
+def test_an_update_that_cannot_be_undone_is_refused_with_its_line():
+    with pytest.raises(derivo.UnsupportedSyntax) as info:
+        derivo.grad(simulate, wrt=("damping", "theta0"), loops="reversible")
+    message = str(info.value)
+    assert "loops='reversible' cannot undo line" in message
+    assert "use loops='stack'" in message
+
+
+def test_unknown_strategy_is_refused():
+    with pytest.raises(derivo.DerivoError, match="loops='tape'"):
+        derivo.grad(besselj, wrt="z", loops="tape")
+
+
+def test_strategies_are_separate_cache_entries():
+    stack = derivo.grad(besselj, wrt="z")
+    reversible = derivo.grad(besselj, wrt="z", loops="reversible")
+    assert stack.source != reversible.source
+    assert math.isclose(stack(2, 1.0), reversible(2, 1.0), rel_tol=1e-12)
