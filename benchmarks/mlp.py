@@ -165,7 +165,7 @@ def main():
             else:
                 print(f"  {name:16s} {'n/a':>10s} {'n/a':>10s} {'n/a':>9s}")
         for name, ms in notes.items():
-            print(f"  {name:16s} {ms * 1e3:10.0f} us (trace + compile + first call, once)")
+            print(f"  {name:16s} {ms:10.1f} ms (trace + compile + first call, once)")
         derivo_t, hand_t = times["derivo"][0], times["hand"][0]
         ratios = [("derivo/forward", derivo_t / fwd), ("hand/forward", hand_t / fwd),
                   ("derivo/hand", derivo_t / hand_t)]

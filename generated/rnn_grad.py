@@ -4,6 +4,7 @@ from derivo.runtime import expand
 from derivo.runtime import matmul_vjp_left
 from derivo.runtime import matmul_vjp_right
 from derivo.runtime import scalar_seed
+from derivo.runtime import shaped_like
 from derivo.runtime import unbroadcast
 import numpy as np
 
@@ -70,4 +71,5 @@ def rnn_loss_grad(W, U, b, V, c, h0, xs, target):
         t3 = pop()
     # line 18: h = h0
     bh0 = bh
-    return bW, bU, bb, bV, bc, bh0
+    return shaped_like(bW, W), shaped_like(bU, U), shaped_like(bb, b
+        ), bV, bc, bh0

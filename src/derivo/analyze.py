@@ -66,7 +66,12 @@ class Site:
         templates = self.rule.templates
         self.args = [(param, arg, templates[i] if i < len(templates) else None)
                      for i, (param, arg) in enumerate(zip(self.rule.params, positional))]
-        self.args += [(None, arg, None) for arg in positional[len(self.rule.params):]]
+        extras = positional[len(self.rule.params):]
+        vararg = next((t.varargs for t in templates if t is not None and t.varargs), None)
+        if vararg:  # x.transpose(1, 0, 2): the template sees axes == (1, 0, 2)
+            self.args.append((vararg, S.tuple_(extras), None))
+        else:
+            self.args += [(None, arg, None) for arg in extras]
         for k in keywords:
             index = self.rule.params.index(k.arg)
             self.args.append((k.arg, k.value, templates[index]
@@ -400,8 +405,22 @@ class Analysis:
 
     def plan_statements(self):
         for stmt in S.walk(self.normalized.tree):
+            if isinstance(stmt, S.For) and self.differentiable_names(stmt.iter) & \
+                    self.active and stmt.target.id in self.active:
+                raise self.parsed.error(
+                    UnsupportedSyntax, stmt, "cannot differentiate a loop over a "
+                    "differentiated array or list ({!r}): loop over range(len(...)) and "
+                    "index it".format(S.expr_source(stmt.iter)), "for over a value")
             if not isinstance(stmt, S.Assign):
                 continue
+            if self.arrays and getattr(stmt, "aliased_update", None) and \
+                    set(assigned_names(stmt)) & self.active:
+                name = stmt.value.left.id
+                raise self.parsed.error(
+                    UnsupportedSyntax, stmt, "cannot differentiate {0!r} updated in place: "
+                    "it is another name for {1!r}, which NumPy would update too; write "
+                    "{0} = {0} + ... on a copy ({0} = {1}.copy())".format(
+                        name, stmt.aliased_update), "aliased update")
             target = stmt.targets[0]
             if is_item_write(stmt) or not set(assigned_names(stmt)) & self.active:
                 continue

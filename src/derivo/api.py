@@ -297,7 +297,8 @@ def jacobian(func, wrt=0, mode="auto"):
     chapter: with dense Jacobians both cost about the same per pass, so it
     picks forward mode when M >= D (a tall or square Jacobian, and forward
     mode keeps no tape) and reverse mode when M < D (a wide one, a gradient in
-    the extreme).  To know M it evaluates ``func`` once, unless D == 1.
+    the extreme).  To know M it evaluates ``func`` once, unless D == 1.  The
+    returned function's ``last_mode`` attribute says which mode its last call used.
     """
     if mode not in ("auto", "forward", "reverse"):
         raise DerivoError("jacobian mode must be 'auto', 'forward' or 'reverse', got "

@@ -9,7 +9,11 @@ first), otherwise after it, so it may read ``y`` as the operation's result.
 
 Forward mode needs no stack: branches, loops, ``break``, ``continue`` and the
 early returns (already structural after ``ssa``) are copied as they are, so
-its memory does not grow with the number of loop trips.
+its memory does not grow with the number of loop trips.  A call to a user
+function becomes a call to that function's own tangent code, tangents first:
+``t, dt = helper_jvp(dx, x, n)``.  Lists grow and arrays are written with their
+tangents (``dxs.append(dv)``, ``dx[i] = dv``), and the stack of reverse-mode code
+carries tangents too, so derivo's own gradients have tangents (Hessians).
 
 Tangents are symbolic zeros until a differentiated value reaches them: no
 ``dy = 0.0`` is written for a value that does not depend on the inputs, and a
@@ -47,7 +51,8 @@ class Tangents:
         self.tangents = {}
         self.zero = set()           # active names whose tangent is a symbolic zero here
         self.defined = set()        # names surely holding a value here
-        self.loops = []             # per enclosing loop: the zeros at its head, its jumps
+        self.loops = []             # per enclosing loop: its (breaks, continues), each
+                                    # with the zeros where it jumps
         self.last_line = None
 
     def tangent(self, ident):
@@ -214,7 +219,7 @@ class Tangents:
         if isinstance(stmt, (S.For, S.While)):
             return self.loop(stmt)
         if isinstance(stmt, (S.Break, S.Continue)):
-            jumps = self.loops[-1][1 if isinstance(stmt, S.Break) else 2]
+            jumps = self.loops[-1][0 if isinstance(stmt, S.Break) else 1]
             jump = S.copy_location(type(stmt)(), stmt)
             jumps.append((jump, self.zero))
             self.zero = None
@@ -226,8 +231,8 @@ class Tangents:
         return [copy]
 
     def is_trip_counter(self, stmt, block, index):
-        """``n = 0`` before a loop, or ``n = n + 1`` first in it: trip counts are
-        for the reverse sweep; forward mode has none."""
+        """``n = 0`` before a loop that counts its trips: the count is for the
+        reverse sweep (the loop drops its ``n = n + 1``)."""
         if not isinstance(stmt, S.Assign) or not isinstance(stmt.targets[0], S.Name):
             return False
         following = block[index + 1] if index + 1 < len(block) else None
@@ -385,10 +390,10 @@ class Tangents:
             self.defined.add(target)
             if target in self.analysis.active and iterable is None:
                 self.zero.add(target)  # it runs over values that carry no tangent
-        self.loops.append((head, [], []))
-        body = loop.body[1:] if loop.trips else loop.body
+        self.loops.append(([], []))
+        body = loop.body[1:] if loop.trips else loop.body  # without its trip counter
         code = self.block(body)
-        _, breaks, continues = self.loops.pop()
+        breaks, continues = self.loops.pop()
         if self.zero is not None:
             code += self.materialize(self.zero - head)
         for jump, zero in breaks + continues:
@@ -475,7 +480,7 @@ class ExpressionTangent:
                 broadcast = broadcast and (index in entry.reduce and not _names(partial)) \
                     and not _same_operands(entry.operands)
             else:
-                jvp = _jvp_template(rule, index)
+                jvp = rule.jvps[index] if index < len(rule.jvps) else None
                 if jvp is None:
                     raise self.sweep.parsed.error(
                         NoDerivativeRule, node, "cannot differentiate {!r} in forward mode: its "
@@ -596,12 +601,6 @@ def _drop_unset(expression, defaults):
             return name
 
     return Drop().visit(expression)
-
-
-def _jvp_template(rule, index):
-    if index < len(rule.jvps):
-        return rule.jvps[index]
-    return None
 
 
 def _negated(term):

@@ -33,6 +33,7 @@ class Sweep:
         self.name = name
         self.adjoints = {}
         self.zero = set()           # active names whose adjoint is a symbolic zero
+        self.materialized = set()   # ... made a real 0.0 where control paths meet
         self.uses_stack = bool(analysis.pushes)
         if self.uses_stack:
             self.stack = self.namer.fresh("stack")
@@ -112,6 +113,10 @@ class Sweep:
 
     def gradient(self, ident):
         if ident in self.analysis.active and ident not in self.zero:
+            if self.arrays and ident in self.materialized:
+                # Only a zero reached it on some path (a loop that never ran).
+                return S.call(self.runtime("shaped_like"), S.name(self.adjoint(ident)),
+                              S.name(ident))
             return S.name(self.adjoint(ident))
         if self.arrays:
             return S.call(self.runtime("zero_gradient"), S.name(ident))
@@ -357,6 +362,7 @@ class Sweep:
     # --- control flow ----------------------------------------------------------
 
     def materialize(self, names):
+        self.materialized |= set(names)
         return [S.assign(self.adjoint(n), S.const(0.0)) for n in sorted(names)]
 
     def branch(self, test, then_fn, else_fn):

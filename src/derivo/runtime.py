@@ -4,6 +4,8 @@ Each is small, has no state, and exists because the operation has no one-line
 NumPy spelling.
 """
 
+import math
+
 import numpy as np
 
 from .errors import DerivoError
@@ -104,6 +106,7 @@ def dot_vjp_left(adjoint, a, b):
     """Adjoint of ``a`` in ``np.dot(a, b)`` (scalars, vectors and matrices)."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(adjoint * b, a)
+    _dot_supported(a, b)
     return matmul_vjp_left(adjoint, a, b)
 
 
@@ -111,7 +114,87 @@ def dot_vjp_right(adjoint, a, b):
     """Adjoint of ``b`` in ``np.dot(a, b)``."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(adjoint * a, b)
+    _dot_supported(a, b)
     return matmul_vjp_right(adjoint, a, b)
+
+
+def _dot_supported(a, b):
+    # Beyond two dimensions np.dot pairs every row of a with every stack of b,
+    # unlike matmul: refuse rather than return matmul's adjoint.
+    if np.ndim(a) >= 2 and np.ndim(b) > 2:
+        raise DerivoError("derivo differentiates np.dot of vectors and matrices only, got "
+                          "shapes {} and {}; use np.matmul or np.einsum".format(
+                              np.shape(a), np.shape(b)))
+
+
+def inner_vjp_left(adjoint, a, b):
+    """Adjoint of ``a`` in ``np.inner(a, b)``: sums over the last axes."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(adjoint * b, a)
+    a_rest, b_rest = np.ndim(a) - 1, np.ndim(b) - 1
+    return np.tensordot(adjoint, b, axes=(list(range(a_rest, a_rest + b_rest)),
+                                          list(range(b_rest))))
+
+
+def inner_vjp_right(adjoint, a, b):
+    """Adjoint of ``b`` in ``np.inner(a, b)``."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(adjoint * a, b)
+    a_rest = np.ndim(a) - 1
+    summed = np.tensordot(a, adjoint, axes=(list(range(a_rest)), list(range(a_rest))))
+    return np.moveaxis(summed, 0, -1)
+
+
+def prod_vjp(adjoint, ans, like, axis, keepdims):
+    """Adjoint of ``np.prod``: the product of the other elements, computed
+    without dividing (a zero element must not turn the gradient into nan)."""
+    a = np.asarray(like, dtype=float)
+    if not np.any(a == 0):
+        return expand(adjoint * ans, a, axis, keepdims) / a
+    axes = tuple(range(a.ndim)) if axis is None else (
+        (axis,) if np.ndim(axis) == 0 else tuple(axis))
+    axes = tuple(x % a.ndim for x in axes)
+    kept = [i for i in range(a.ndim) if i not in axes]
+    moved = np.transpose(a, kept + list(axes))
+    flat = moved.reshape(moved.shape[:len(kept)] + (-1,))
+    ones = np.ones(flat.shape[:-1] + (1,))
+    before = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    others = (before * after).reshape(moved.shape)
+    others = np.transpose(others, np.argsort(kept + list(axes)))
+    return expand(adjoint, a, axis, keepdims) * others
+
+
+def transpose_vjp(adjoint, axes):
+    """Adjoint of ``x.transpose(*axes)`` or ``np.transpose(x, axes)``."""
+    if len(axes) == 1 and np.ndim(axes[0]) == 1:
+        axes = tuple(axes[0])
+    if not axes or axes == (None,):
+        return np.transpose(adjoint)
+    return np.transpose(adjoint, np.argsort(axes))
+
+
+def swap_last(matrix):
+    """The transpose of a matrix, or of each matrix of a stack."""
+    return np.swapaxes(matrix, -1, -2)
+
+
+def copysign_one(x):
+    """The sign of ``x`` as abs() sees it (zero counts as positive), for a
+    float or an array."""
+    return math.copysign(1.0, x) if type(x) is float else np.copysign(1.0, x)
+
+
+def log(x):
+    """The natural logarithm of a float or an array."""
+    return math.log(x) if type(x) is float else np.log(x)
+
+
+def shaped_like(adjoint, like):
+    """A gradient in the shape of its argument (a loop that never ran leaves 0.0)."""
+    if _shape(adjoint) == _shape(like):
+        return adjoint
+    return np.broadcast_to(adjoint, _shape(like)).copy()
 
 
 def getitem_vjp(adjoint, like, index):
@@ -160,7 +243,8 @@ def vstack_vjp(adjoint, arrays):
 
 def norm_vjp(adjoint, ans, x, ord, axis, keepdims):
     """Adjoint of the 2-norm (Frobenius for matrices) of ``x``."""
-    if ord not in (None, 2, "fro") or (ord == 2 and np.ndim(x) > 1 and axis is None):
+    matrix = (np.ndim(x) > 1 and axis is None) or np.ndim(axis) == 1
+    if ord not in (None, 2, "fro") or (ord == 2 and matrix) or (ord == "fro" and not matrix):
         raise DerivoError("derivo differentiates np.linalg.norm only for the 2-norm of "
                           "vectors and the Frobenius norm, not ord={!r}".format(ord))
     return expand(adjoint / ans, x, axis, keepdims) * x
@@ -238,6 +322,7 @@ def pop_adjoint(adjoints):
 
 def add_adjoints(first, second):
     """The sum of two adjoints of one list, element by element."""
+    first, second = [list(a) if isinstance(a, np.ndarray) else a for a in (first, second)]
     if not isinstance(first, list):
         return second if np.ndim(first) == 0 and first == 0 else list(second)
     if not isinstance(second, list):

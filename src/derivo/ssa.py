@@ -120,6 +120,7 @@ def normalize(parsed):
     tree.body = normalizer.function_body(tree, _restructure(body), final)
     _mark_owned(tree, normalizer.written, parsed)
     _mark_opaque(tree, parsed)
+    _mark_aliased_updates(tree)
     returned = tree.body[-1].value
     results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
     return Normalized(parsed, tree, results, namer)
@@ -385,7 +386,10 @@ class _Normalizer:
                                     "assignment to {!r}".format(S.expr_source(target)),
                                     "augmented assignment")
         value = S.binop(current, stmt.op, stmt.value)
-        return self.assign_to(target, S.copy_location(value, stmt), stmt)
+        out = self.assign_to(target, S.copy_location(value, stmt), stmt)
+        if isinstance(target, S.Name):
+            out[-1].augmented = True  # in place for an array: see _mark_aliased_updates
+        return out
 
     def stmt_Assign(self, stmt):
         first, *others = stmt.targets
@@ -775,6 +779,29 @@ def _is_append(value):
 def is_append(stmt):
     """Whether ``stmt`` is ``xs.append(item)`` on a list ``xs``."""
     return isinstance(stmt, S.Expr) and _is_append(stmt.value)
+
+
+def _mark_aliased_updates(tree):
+    """Mark ``y += e`` where y was assigned another name (``y = x``) that the
+    code reads later: for a NumPy array the update changes x too, which the
+    statement form (``y = y + e``) does not, so array code must refuse it
+    (``stmt.aliased_update`` names x)."""
+    sources = {}
+    for stmt in S.walk(tree):
+        if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
+                isinstance(stmt.value, (S.Name, S.Attribute, S.Subscript)):
+            base = stmt.value
+            while isinstance(base, (S.Attribute, S.Subscript)):
+                base = base.value
+            if isinstance(base, S.Name):
+                sources.setdefault(stmt.targets[0].id, base.id)
+    loads = [(n.lineno, n.id) for n in S.walk(tree) if isinstance(n, S.Name)
+             and isinstance(n.ctx, S.Load) and hasattr(n, "lineno")]
+    for stmt in S.walk(tree):
+        if getattr(stmt, "augmented", False):
+            source = sources.get(stmt.value.left.id)  # y1 = y + e: y is the one updated
+            if source and any(line > stmt.lineno and name == source for line, name in loads):
+                stmt.aliased_update = source
 
 
 def _mark_opaque(tree, parsed):

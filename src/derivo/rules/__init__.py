@@ -41,11 +41,14 @@ class Template:
     def __init__(self, fn):
         self.fn = fn
         self.params, self.body, self.defaults = _lambda_tree(fn)
-        self.varargs = bool(fn.__code__.co_flags & inspect.CO_VARARGS)
+        code = fn.__code__
+        self.varargs = code.co_varnames[code.co_argcount + code.co_kwonlyargcount] \
+            if code.co_flags & inspect.CO_VARARGS else None
         self.globals = fn.__globals__
         used = {n.id for n in S.walk(self.body) if isinstance(n, S.Name)}
-        self.uses = {p for p in self.params if p in used}
-        self.free_names = sorted(used - set(self.params))
+        placeholders = set(self.params) | {self.varargs}
+        self.uses = used & placeholders
+        self.free_names = sorted(used - placeholders)
 
     def instantiate(self, bindings, rename_free=None):
         """The body with each parameter replaced by a copy of ``bindings[param]``
@@ -131,7 +134,9 @@ class Rule:
 
     def accepts(self, nargs, keywords=()):
         varargs = any(t is not None and t.varargs for t in self.templates)
-        return (self.required <= nargs and (varargs or nargs <= len(self.params))
+        given = set(self.params[:nargs]) | set(keywords)
+        return (all(p in given for p in self.params[:self.required])
+                and (varargs or nargs <= len(self.params))
                 and all(k in self.params[nargs:] for k in keywords))
 
     def __call__(self, *args):
@@ -160,7 +165,7 @@ def label_of(primitive):
     qualname = getattr(primitive, "__qualname__", None) or getattr(primitive, "__name__", None) \
         or repr(primitive)
     if module.startswith("numpy"):
-        module = "np"
+        module = "np" + {"numpy.linalg": ".linalg"}.get(module, "")
     return qualname if module in ("builtins", "") else module + "." + qualname
 
 
@@ -190,7 +195,8 @@ def defjvp(primitive, *jvps):
     options are bound by name, so a lambda names only those it reads; the rule
     with as many positional arguments gets them (``np.einsum`` has two)."""
     templates = [None if j is None else Template(j) for j in jvps]
-    used = set().union(*[t.uses for t in templates if t is not None]) - {"t", "ans"}
+    used = set().union(*[t.uses for t in templates if t is not None]) - {"t", "ans"} - {
+        t.varargs for t in templates if t is not None}
     rules = [rule for rule in RULES.get(primitive, {}).values()
              if rule.style == "vjp" and len(rule.templates) == len(templates)
              and used <= set(rule.params)]

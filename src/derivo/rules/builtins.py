@@ -8,6 +8,7 @@ elementwise, gives its VJP instead (``defvjp``).
 import math
 
 from .. import syntax as S
+from ..runtime import copysign_one, log
 from . import defpartials, defvjp, nondifferentiable
 
 
@@ -17,16 +18,16 @@ defpartials(S.Add, lambda ans, x, y: 1, lambda ans, x, y: 1, label="+")
 defpartials(S.Sub, lambda ans, x, y: 1, lambda ans, x, y: -1, label="-")
 defpartials(S.Mult, lambda ans, x, y: y, lambda ans, x, y: x, label="*")
 defpartials(S.Div, lambda ans, x, y: 1 / y, lambda ans, x, y: -ans / y, label="/")
-defpartials(S.Pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: ans * math.log(x), label="**")
+defpartials(S.Pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: ans * log(x), label="**")
 defpartials(S.Mod, lambda ans, x, y: 1, lambda ans, x, y: -((x - ans) / y), label="%")
 defpartials(S.USub, lambda ans, x: -1, label="unary -")
 defpartials(S.UAdd, lambda ans, x: 1, label="unary +")
 
 # --- builtins ---------------------------------------------------------------
 
-defpartials(abs, lambda ans, x: math.copysign(1.0, x))
+defpartials(abs, lambda ans, x: copysign_one(x))
 defpartials(float, lambda ans, x: 1)
-defpartials(pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: ans * math.log(x))
+defpartials(pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: ans * log(x))
 # Ties go to the first argument, as Python's min and max return the first.
 defpartials(max, lambda ans, x, y: 1.0 if x >= y else 0.0, lambda ans, x, y: 0.0 if x >= y else 1.0)
 defpartials(min, lambda ans, x, y: 1.0 if x <= y else 0.0, lambda ans, x, y: 0.0 if x <= y else 1.0)

@@ -11,8 +11,9 @@ import numpy as np
 
 from .. import syntax as S
 from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
-                       getitem_vjp, hstack_vjp, matmul_vjp_left, matmul_vjp_right, norm_vjp,
-                       split_like, unbroadcast, unstack, vstack_vjp)
+                       getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right,
+                       matmul_vjp_left, matmul_vjp_right, norm_vjp, prod_vjp, split_like,
+                       swap_last, transpose_vjp, unbroadcast, unstack, vstack_vjp)
 from . import GETITEM, Method, defpartials, defvjp, nondifferentiable
 
 # --- elementwise --------------------------------------------------------------
@@ -53,14 +54,15 @@ defvjp(np.dot, lambda g, ans, a, b: dot_vjp_left(g, a, b),
        lambda g, ans, a, b: dot_vjp_right(g, a, b))
 defvjp(Method("dot"), lambda g, ans, a, b: dot_vjp_left(g, a, b),
        lambda g, ans, a, b: dot_vjp_right(g, a, b))
-defvjp(np.inner, lambda g, ans, a, b: g * b, lambda g, ans, a, b: g * a)
+defvjp(np.inner, lambda g, ans, a, b: inner_vjp_left(g, a, b),
+       lambda g, ans, a, b: inner_vjp_right(g, a, b))
 defvjp(np.outer, lambda g, ans, a, b: np.reshape(g @ np.ravel(b), np.shape(a)),
        lambda g, ans, a, b: np.reshape(np.ravel(a) @ g, np.shape(b)))
 defvjp(np.trace, lambda g, ans, a: g * np.eye(*np.shape(a)))
-defvjp(np.linalg.inv, lambda g, ans, a: -(ans.T @ g @ ans.T))
+defvjp(np.linalg.inv, lambda g, ans, a: -(swap_last(ans) @ g @ swap_last(ans)))
 defvjp(np.linalg.solve,
-       lambda g, ans, a, b: -np.multiply.outer(np.linalg.solve(a.T, g), ans) if np.ndim(b) == 1 else -(np.linalg.solve(a.T, g) @ ans.T),
-       lambda g, ans, a, b: np.linalg.solve(a.T, g))
+       lambda g, ans, a, b: -np.multiply.outer(np.linalg.solve(swap_last(a), g), ans) if np.ndim(b) == 1 else -(np.linalg.solve(swap_last(a), g) @ swap_last(ans)),
+       lambda g, ans, a, b: np.linalg.solve(swap_last(a), g))
 defvjp(np.linalg.norm, lambda g, ans, x, ord=None, axis=None, keepdims=False: norm_vjp(g, ans, x, ord, axis, keepdims))
 defvjp(np.einsum, None, lambda g, ans, subscripts, a: einsum_vjp(g, subscripts, [a], 0))
 defvjp(np.einsum, None, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 0),
@@ -73,7 +75,7 @@ for _sum in (np.sum, Method("sum")):
 for _mean in (np.mean, Method("mean")):
     defvjp(_mean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims) * (np.size(ans) / np.size(a)))
 for _prod in (np.prod, Method("prod")):
-    defvjp(_prod, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g * ans, a, axis, keepdims) / a)
+    defvjp(_prod, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: prod_vjp(g, ans, a, axis, keepdims))
 for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")):
     defvjp(_extremum, lambda g, ans, a, axis=None, out=None, keepdims=False: extremum_vjp(g, ans, a, axis, keepdims))
 
@@ -91,8 +93,8 @@ defvjp(Method("reshape"), lambda g, ans, a, *shape: np.reshape(g, np.shape(a)))
 for _method in ("ravel", "flatten", "copy"):
     defvjp(Method(_method), lambda g, ans, a, order="C": np.reshape(g, np.shape(a)))
 defvjp(Method("squeeze"), lambda g, ans, a, axis=None: np.reshape(g, np.shape(a)))
-defvjp(np.transpose, lambda g, ans, a, axes=None: np.transpose(g) if axes is None else np.transpose(g, np.argsort(axes)))
-defvjp(Method("transpose"), lambda g, ans, a: np.transpose(g))
+defvjp(np.transpose, lambda g, ans, a, axes=None: transpose_vjp(g, (axes,)))
+defvjp(Method("transpose"), lambda g, ans, a, *axes: transpose_vjp(g, axes))
 defvjp(Method("T"), lambda g, ans, a: np.transpose(g))
 defvjp(np.concatenate, lambda g, ans, arrays, axis=0: split_like(g, arrays, axis))
 defvjp(np.stack, lambda g, ans, arrays, axis=0: unstack(g, arrays, axis))

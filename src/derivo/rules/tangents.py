@@ -11,7 +11,7 @@ JVP is the primitive applied to the tangent.
 import numpy as np
 
 from .. import syntax as S
-from ..runtime import expand
+from ..runtime import expand, prod_vjp
 from . import GETITEM, Method, defjvp
 
 # --- builtins --------------------------------------------------------------------
@@ -47,7 +47,7 @@ for _sum in (np.sum, Method("sum")):
 for _mean in (np.mean, Method("mean")):
     defjvp(_mean, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.mean(t, axis=axis, keepdims=keepdims))
 for _prod in (np.prod, Method("prod")):
-    defjvp(_prod, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.sum(t * expand(ans, a, axis, keepdims) / a, axis=axis, keepdims=keepdims))
+    defjvp(_prod, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.sum(t * prod_vjp(np.ones(np.shape(ans)), ans, a, axis, keepdims), axis=axis, keepdims=keepdims))
 for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")):
     defjvp(_extremum, lambda t, ans, a, axis=None, out=None, keepdims=False: np.sum(t * (a == expand(ans, a, axis, keepdims)), axis=axis, keepdims=keepdims) / np.sum(a == expand(ans, a, axis, keepdims), axis=axis, keepdims=keepdims))
 
@@ -59,7 +59,7 @@ for _reshape in (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.atleast_1d
 for _method in ("reshape", "ravel", "flatten", "squeeze", "copy"):
     defjvp(Method(_method), lambda t, ans, a, *shape: np.reshape(t, np.shape(ans)))
 defjvp(np.transpose, lambda t, ans, a, axes=None: np.transpose(t, axes))
-defjvp(Method("transpose"), lambda t, ans, a: np.transpose(t))
+defjvp(Method("transpose"), lambda t, ans, a, *axes: np.asarray(t).transpose(*axes))
 defjvp(Method("T"), lambda t, ans, a: np.transpose(t))
 defjvp(np.concatenate, lambda t, ans, arrays, axis=0: np.concatenate(t, axis))
 defjvp(np.stack, lambda t, ans, arrays, axis=0: np.stack(t, axis))

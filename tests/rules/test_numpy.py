@@ -1,0 +1,535 @@
+"""Every rule of the NumPy table, checked through the whole pipeline with arrays.
+
+The parametrisation walks ``derivo.rules.RULES`` and takes every rule written in
+``derivo.rules.numpy``; each rule is looked up in ``PROBES`` below, which holds
+one or more *probe expressions* calling the primitive (``np.NAME(...)`` for
+functions, ``x0.NAME(...)`` for methods, ``@``, ``.T``, ``x0[...]``) and the
+float64 arguments it is called with.  A rule added to the table without a probe
+shows up here as a failing case (and ``test_every_numpy_rule_has_a_probe`` says
+which), so no rule can skip these tests.
+
+For every probe, a real module is written with
+
+    def probe(x0, x1, ...):  return EXPR
+    def loss(x0, x1, ...):   return np.sum((EXPR) * W)
+
+(``W`` a fixed random array of the output's shape, so the output adjoint is not
+all ones) and two checks run through derivo's generated code:
+
+- derivo's gradient of ``loss`` matches central finite differences (h=1e-6),
+  element by element, and each gradient has its argument's shape;
+- the dot-product test ``<JVP(v), u> == <v, VJP(u)>``: the VJP is
+  ``derivo.vjp(probe, ...)`` with a random cotangent ``u`` of the output's shape,
+  the JVP is a central finite-difference directional derivative of ``probe``
+  along a random direction ``v`` (nothing on that side comes from derivo).
+
+Probes that expose a bug in derivo are marked ``xfail(strict=True)`` with the
+bug in the reason, so the mark has to go when the bug is fixed.
+"""
+
+import importlib.util
+import math
+import warnings
+import zlib
+
+import numpy as np
+import pytest
+
+import derivo
+from derivo import rules
+from derivo import syntax as S
+from derivo.rules import GETITEM, Method
+
+TABLE = "derivo.rules.numpy"
+H = 1e-6
+RTOL = 1e-6
+
+# Constants the probes may use (index arrays, masks, conditions, clip bounds).
+PRELUDE = """\
+import numpy as np
+
+IDX = np.array([0, 2, 2, 1])
+MASK = np.array([[True, False, True, True],
+                 [False, False, True, False],
+                 [True, True, False, True]])
+COND = np.array([[True, False, True, False],
+                 [False, True, True, False],
+                 [True, True, False, False]])
+LO = np.array([-0.9, -0.3, 0.0, 0.3])
+"""
+CLIP_POINTS = (-0.9, -0.5, -0.3, 0.0, 0.3, 0.7)
+
+
+# --- argument makers: each takes a numpy Generator ----------------------------------
+
+def _shaped(draw, shape):
+    value = draw(shape)
+    return float(value) if shape == () else value
+
+
+def normal(*shape):
+    return lambda rng: _shaped(lambda s: rng.normal(size=s), shape)
+
+
+def positive(*shape):
+    return lambda rng: _shaped(lambda s: rng.uniform(0.5, 2.0, size=s), shape)
+
+
+def unit(*shape):
+    """Inside (-1, 1), for arcsin/arccos/tan."""
+    return lambda rng: _shaped(lambda s: rng.uniform(-0.8, 0.8, size=s), shape)
+
+
+def nonzero(*shape):
+    """Normal draws pushed at least 0.2 away from 0 (abs, prod, where x0 > 0)."""
+    def make(rng):
+        x = rng.normal(size=shape)
+        x = x + 0.2 * np.where(x >= 0, 1.0, -1.0)
+        return float(x) if shape == () else x
+    return make
+
+
+def avoiding(*shape, points=CLIP_POINTS):
+    """Uniform on (-1.2, 1.2) but at least 0.05 away from every clip bound."""
+    def make(rng):
+        x = rng.uniform(-1.2, 1.2, size=shape)
+        for p in points:
+            near = np.abs(x - p) < 0.05
+            x = np.where(near, p + 0.05 * np.where(x >= p, 1.0, -1.0) + 0.01 * (x - p), x)
+        return float(x) if shape == () else x
+    return make
+
+
+def invertible(*shape):
+    """Square matrices (or stacks of them) well away from singular."""
+    def make(rng):
+        n = shape[-1]
+        return rng.normal(size=shape) * 0.5 + 2.0 * np.eye(n)
+    return make
+
+
+# --- the probes ------------------------------------------------------------------------
+
+class Probe:
+    def __init__(self, primitive, expr, args, arity=None, xfail=None):
+        by_arity = rules.RULES.get(primitive, {})
+        if arity is None:
+            arity = next(iter(by_arity)) if len(by_arity) == 1 else None
+        self.key = (primitive, arity)
+        self.expr = expr
+        self.args = args
+        self.xfail = xfail
+
+    def arguments(self):
+        rng = np.random.default_rng(zlib.crc32(self.expr.encode()))
+        return [make(rng) for make in self.args]
+
+    @property
+    def id(self):
+        shapes = ",".join("float" if isinstance(a, float) else "x".join(map(str, np.shape(a))) or "()"
+                          for a in self.arguments())
+        return "{} [{}]".format(self.expr, shapes)
+
+
+PROBES = {}
+
+
+def probe(primitive, expr, *args, arity=None, xfail=None):
+    p = Probe(primitive, expr, args, arity, xfail)
+    PROBES.setdefault(p.key, []).append(p)
+
+
+# Elementwise unary functions: a matrix, a vector and a Python float.
+UNARY = [(np.exp, normal), (np.expm1, normal), (np.log, positive), (np.log1p, positive),
+         (np.sqrt, positive), (np.square, normal), (np.abs, nonzero), (np.sin, normal),
+         (np.cos, normal), (np.tan, unit), (np.tanh, normal), (np.sinh, normal),
+         (np.cosh, normal), (np.arctan, normal), (np.arcsin, unit), (np.arccos, unit),
+         (np.negative, normal)]
+for _f, _domain in UNARY:
+    _name = "abs" if _f is np.abs else _f.__name__
+    for _shape in ((3, 4), (5,), ()):
+        probe(_f, "np.{}(x0)".format(_name), _domain(*_shape))
+
+# Elementwise binary functions: shapes that broadcast, and scalars on either side.
+BROADCAST_PAIRS = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3), (3,)), ((), (3, 4)),
+                   ((3, 4), ()), ((4,), (3, 1))]
+for _f, _first, _second in ((np.power, positive, normal), (np.maximum, normal, normal),
+                            (np.minimum, normal, normal), (np.logaddexp, normal, normal)):
+    for _a, _b in BROADCAST_PAIRS:
+        probe(_f, "np.{}(x0, x1)".format(_f.__name__), _first(*_a), _second(*_b))
+probe(np.power, "np.power(x0, 3)", normal(3, 4))
+probe(np.power, "np.power(x0, 0.5)", positive(3, 4))
+probe(np.power, "np.power(2.0, x0)", normal(3, 4))
+probe(np.maximum, "np.maximum(x0, 0.0)", nonzero(3, 4))
+probe(np.minimum, "np.minimum(x0, 0.0)", nonzero(3, 4))
+
+probe(np.clip, "np.clip(x0, -0.5, 0.7)", avoiding(3, 4))
+probe(np.clip, "np.clip(x0, a_min=-0.5, a_max=0.7)", avoiding(5))
+probe(np.clip, "np.clip(x0, LO, 0.7)", avoiding(3, 4))
+probe(np.clip, "np.clip(x0, LO, 0.7)", avoiding(3, 1))
+probe(np.clip, "np.clip(x0, -0.5, 0.7)", avoiding())
+
+probe(np.where, "np.where(x0 > 0.0, x0, x1)", nonzero(3, 4), normal(3, 4))
+probe(np.where, "np.where(COND, x0, x1)", normal(3, 1), normal(4))
+probe(np.where, "np.where(COND, x0, x1)", normal(), normal(3, 4))
+probe(np.where, "np.where(COND, x0, 0.0)", normal(3, 4))
+probe(np.where, "np.where(COND, 1.0, x0)", normal(4))
+probe(np.where, "np.where(x0 > x1, x0 - x1, 0.0)", normal(3, 4), normal(4))
+
+# Products: vector.vector, matrix.vector, vector.matrix, matrix.matrix, stacks.
+PRODUCT_SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4))]
+STACKED_SHAPES = [((2, 2, 3), (3, 4)), ((2, 2, 3), (2, 3, 4)), ((3,), (2, 3, 4)),
+                  ((2, 2, 3), (3,)), ((2, 1, 2, 3), (3, 3, 4))]
+for _a, _b in PRODUCT_SHAPES + STACKED_SHAPES:
+    probe(S.MatMult, "x0 @ x1", normal(*_a), normal(*_b))
+    probe(np.matmul, "np.matmul(x0, x1)", normal(*_a), normal(*_b))
+for _a, _b in PRODUCT_SHAPES + [((), (2, 3)), ((2, 3), ()), ((2, 2, 3), (3,)),
+                                ((2, 2, 3), (3, 4))]:
+    probe(np.dot, "np.dot(x0, x1)", normal(*_a), normal(*_b))
+for _a, _b in PRODUCT_SHAPES:
+    probe(Method("dot"), "x0.dot(x1)", normal(*_a), normal(*_b))
+probe(Method("dot"), "x0.T.dot(x1)", normal(3, 2), normal(3, 4))
+
+probe(np.inner, "np.inner(x0, x1)", normal(3), normal(3))
+probe(np.inner, "np.inner(x0, x1)", normal(2, 3), normal(4, 3))
+probe(np.inner, "np.inner(x0, x1)", normal(2, 3), normal(3))
+probe(np.outer, "np.outer(x0, x1)", normal(3), normal(4))
+probe(np.outer, "np.outer(x0, x1)", normal(2, 2), normal(3))
+
+probe(np.trace, "np.trace(x0)", normal(3, 3))
+probe(np.trace, "np.trace(x0)", normal(3, 4))
+probe(np.linalg.inv, "np.linalg.inv(x0)", invertible(3, 3))
+probe(np.linalg.inv, "np.linalg.inv(x0)", invertible(2, 3, 3))
+probe(np.linalg.solve, "np.linalg.solve(x0, x1)", invertible(3, 3), normal(3))
+probe(np.linalg.solve, "np.linalg.solve(x0, x1)", invertible(3, 3), normal(3, 2))
+
+probe(np.linalg.norm, "np.linalg.norm(x0)", normal(5))
+probe(np.linalg.norm, "np.linalg.norm(x0)", normal(3, 4))
+probe(np.linalg.norm, "np.linalg.norm(x0, axis=1)", normal(3, 4))
+probe(np.linalg.norm, "np.linalg.norm(x0, axis=0, keepdims=True)", normal(3, 4))
+probe(np.linalg.norm, "np.linalg.norm(x0, axis=-1, keepdims=False)", normal(2, 3, 4))
+probe(np.linalg.norm, "np.linalg.norm(x0, ord=2)", normal(5))
+probe(np.linalg.norm, "np.linalg.norm(x0, 2)", normal(5))
+probe(np.linalg.norm, "np.linalg.norm(x0, ord='fro')", normal(3, 4))
+probe(np.linalg.norm, "np.linalg.norm(x0, axis=(0, 1))", normal(3, 4))
+
+for _subscripts, _shapes in (("ij,jk->ik", ((2, 3), (3, 4))), ("ij,ij->", ((2, 3), (2, 3))),
+                             ("i,j->ij", ((3,), (4,))), ("ij,jk", ((2, 3), (3, 4))),
+                             ("ij,j->i", ((2, 3), (3,))), ("bij,bjk->bik", ((2, 2, 3), (2, 3, 4))),
+                             ("i,i->", ((4,), (4,))), ("ij,kj->ikj", ((2, 3), (4, 3)))):
+    probe(np.einsum, "np.einsum({!r}, x0, x1)".format(_subscripts),
+          *(normal(*s) for s in _shapes), arity=3)
+for _subscripts, _shape in (("ij->j", (3, 4)), ("ij->", (3, 4)), ("ij->ji", (3, 4)),
+                            ("ijk->ki", (2, 3, 4))):
+    probe(np.einsum, "np.einsum({!r}, x0)".format(_subscripts), normal(*_shape), arity=2)
+
+probe(S.MatMult, "x0 @ x0", normal(3, 3))
+probe(np.dot, "np.dot(x0, x0)", normal(4))
+probe(np.einsum, "np.einsum('ij,ij->', x0, x0)", normal(2, 3), arity=3)
+probe(np.einsum, "np.einsum('ij,ij->i', x0, x0)", normal(2, 3), arity=3)
+
+
+def with_zero(*shape):
+    """Normal draws with one exact zero (the product's gradient is still finite)."""
+    def make(rng):
+        x = nonzero(*shape)(rng)
+        x.flat[1] = 0.0
+        return x
+    return make
+
+
+# Reductions: axis None/0/1/-1 (and a tuple on a 3-d array), keepdims True/False.
+REDUCTION_AXES = [[], ["axis=0"], ["axis=1"], ["axis=-1"], ["axis=None"]]
+
+
+def reductions(primitive, head, domain):
+    """``head`` is ``np.sum(x0`` or ``x0.sum(``: the probes add the keywords."""
+    def spell(keywords):
+        lead = ", " if head.endswith("x0") and keywords else ""
+        return head + lead + ", ".join(keywords) + ")"
+
+    for axis in REDUCTION_AXES:
+        for keepdims in ([], ["keepdims=True"], ["keepdims=False"]):
+            probe(primitive, spell(axis + keepdims), domain(3, 4))
+    probe(primitive, spell(["axis=(0, 2)"]), domain(2, 3, 4))
+    probe(primitive, spell(["axis=(0, 2)", "keepdims=True"]), domain(2, 3, 4))
+    probe(primitive, spell([]), domain(5))
+
+
+for _f in (np.sum, np.mean, np.prod, np.max, np.amax, np.min, np.amin):
+    reductions(_f, "np." + _f.__name__ + "(x0", nonzero if _f is np.prod else normal)
+    # the axis given positionally
+    probe(_f, "np.{}(x0, 1)".format(_f.__name__), nonzero(3, 4))
+for _name in ("sum", "mean", "prod", "max", "min"):
+    reductions(Method(_name), "x0." + _name + "(", nonzero if _name == "prod" else normal)
+    probe(Method(_name), "x0.{}(0)".format(_name), nonzero(3, 4))
+
+probe(np.prod, "np.prod(x0)", with_zero(4))
+probe(np.prod, "np.prod(x0, axis=1)", with_zero(2, 3))
+
+# Shapes.
+probe(np.reshape, "np.reshape(x0, (4, 3))", normal(3, 4))
+probe(np.reshape, "np.reshape(x0, -1)", normal(3, 4))
+probe(np.reshape, "np.reshape(x0, (2, -1, 2))", normal(3, 4))
+probe(np.ravel, "np.ravel(x0)", normal(3, 4))
+probe(np.squeeze, "np.squeeze(x0)", normal(3, 1, 4))
+probe(np.squeeze, "np.squeeze(x0, 1)", normal(3, 1, 1))
+probe(np.squeeze, "np.squeeze(x0, axis=1)", normal(3, 1, 1))
+probe(np.expand_dims, "np.expand_dims(x0, 0)", normal(3, 4))
+probe(np.expand_dims, "np.expand_dims(x0, -1)", normal(3, 4))
+probe(np.expand_dims, "np.expand_dims(x0, axis=1)", normal(3, 4))
+probe(np.atleast_1d, "np.atleast_1d(x0)", normal())
+probe(np.atleast_1d, "np.atleast_1d(x0)", normal(3))
+probe(np.atleast_2d, "np.atleast_2d(x0)", normal(3))
+probe(np.copy, "np.copy(x0)", normal(3, 4))
+probe(np.asarray, "np.asarray(x0)", normal(3, 4))
+probe(np.array, "np.array(x0)", normal(3, 4))
+probe(np.array, "np.array([x0, x1])", normal(3), normal(3))
+probe(np.array, "np.array([x0, 2.0 * x0])", normal(2, 3))
+probe(Method("reshape"), "x0.reshape(4, 3)", normal(3, 4))
+probe(Method("reshape"), "x0.reshape((2, 6))", normal(3, 4))
+probe(Method("reshape"), "x0.reshape(-1)", normal(3, 4))
+probe(Method("reshape"), "x0.reshape(3, 1)", normal(3))
+probe(Method("ravel"), "x0.ravel()", normal(3, 4))
+probe(Method("flatten"), "x0.flatten()", normal(3, 4))
+probe(Method("squeeze"), "x0.squeeze()", normal(3, 1, 4))
+probe(Method("copy"), "x0.copy()", normal(3, 4))
+probe(np.transpose, "np.transpose(x0)", normal(3, 4))
+probe(np.transpose, "np.transpose(x0)", normal(2, 3, 4))
+probe(np.transpose, "np.transpose(x0, (1, 0, 2))", normal(2, 3, 4))
+probe(np.transpose, "np.transpose(x0, axes=(2, 0, 1))", normal(2, 3, 4))
+probe(Method("transpose"), "x0.transpose()", normal(3, 4))
+probe(Method("transpose"), "x0.transpose()", normal(2, 3, 4))
+probe(Method("transpose"), "x0.transpose(1, 0, 2)", normal(2, 3, 4))
+probe(Method("transpose"), "x0.transpose((1, 0, 2))", normal(2, 3, 4))
+probe(Method("T"), "x0.T", normal(3, 4))
+probe(Method("T"), "x0.T", normal(2, 3, 4))
+probe(Method("T"), "x0.T", normal(3))
+probe(np.concatenate, "np.concatenate([x0, x1])", normal(2, 3), normal(1, 3))
+probe(np.concatenate, "np.concatenate((x0, x1), axis=1)", normal(2, 3), normal(2, 2))
+probe(np.concatenate, "np.concatenate([x0, x1, x0], axis=-1)", normal(2, 3), normal(2, 1))
+probe(np.concatenate, "np.concatenate([x0, x1], 0)", normal(3), normal(2))
+probe(np.stack, "np.stack([x0, x1])", normal(2, 3), normal(2, 3))
+probe(np.stack, "np.stack((x0, x1), axis=1)", normal(2, 3), normal(2, 3))
+probe(np.stack, "np.stack([x0, x1, x0], axis=-1)", normal(2, 3), normal(2, 3))
+probe(np.hstack, "np.hstack([x0, x1])", normal(3), normal(2))
+probe(np.hstack, "np.hstack((x0, x1, x0))", normal(2, 3), normal(2, 1))
+probe(np.vstack, "np.vstack([x0, x1])", normal(3), normal(3))
+probe(np.vstack, "np.vstack((x0, x1))", normal(2, 3), normal(1, 3))
+probe(np.vstack, "np.vstack([x0, x1])", normal(3), normal(2, 3))
+
+# Indexing reads.
+for _expr, _shape in (("x0[1]", (3, 4)), ("x0[-1]", (3, 4)), ("x0[1:3]", (5,)),
+                      ("x0[::-2]", (5,)), ("x0[1:, 2]", (3, 4)), ("x0[:, -1]", (3, 4)),
+                      ("x0[-2, -3]", (3, 4)), ("x0[IDX]", (3, 4)), ("x0[IDX]", (5,)),
+                      ("x0[[0, 2, 2]]", (5,)), ("x0[IDX, 1]", (3, 4)), ("x0[MASK]", (3, 4)),
+                      ("x0[x0 > 0.0]", (3, 4)), ("x0[None, 1:]", (5,)), ("x0[..., 0]", (2, 3, 4)),
+                      ("x0[1][2]", (3, 4)), ("x0[1:2, IDX]", (3, 4))):
+    probe(GETITEM, _expr, nonzero(*_shape))
+
+
+# Python's operators on arrays (rules of the builtins table; not generated from it,
+# but the array behaviour of + - * / ** is what the NumPy table builds on).
+OPERATOR_PROBES = []
+for _op in ("+", "-", "*", "/"):
+    for _a, _b in BROADCAST_PAIRS:
+        OPERATOR_PROBES.append(Probe(None, "x0 {} x1".format(_op),
+                                     (normal(*_a), (nonzero if _op == "/" else normal)(*_b))))
+for _a, _b in BROADCAST_PAIRS:
+    OPERATOR_PROBES.append(Probe(
+        None, "x0 ** x1", (positive(*_a), normal(*_b))))
+OPERATOR_PROBES += [Probe(None, "x0 ** 2", (normal(3, 4),)),
+                    Probe(None, "-x0", (normal(3, 4),)),
+                    Probe(None, "+x0", (normal(3, 4),)),
+                    Probe(None, "abs(x0)", (nonzero(3, 4),))]
+
+
+def rule_of(key):
+    primitive, arity = key
+    return rules.RULES[primitive][arity]
+
+
+def numpy_rules():
+    """(primitive, arity) of every rule written in the NumPy table."""
+    keys = [(primitive, arity) for primitive, by_arity in rules.RULES.items()
+            for arity, rule in by_arity.items() if rule.table == TABLE]
+    return sorted(keys, key=lambda k: (rule_of(k).label, k[1]))
+
+
+def cases():
+    for key in numpy_rules():
+        label = "{}/{}".format(rule_of(key).label, key[1])
+        found = PROBES.get(key)
+        if not found:
+            yield pytest.param(key, None, id=label + " NO PROBE")
+            continue
+        for p in found:
+            marks = [pytest.mark.xfail(strict=True, reason=p.xfail)] if p.xfail else []
+            yield pytest.param(key, p, id="{}: {}".format(label, p.id), marks=marks)
+
+
+def operator_cases():
+    for p in OPERATOR_PROBES:
+        marks = [pytest.mark.xfail(strict=True, reason=p.xfail)] if p.xfail else []
+        yield pytest.param(p, id=p.id, marks=marks)
+
+
+def load(tmp_path, p, arguments):
+    """A real module holding ``probe`` and ``loss`` for the probe expression."""
+    params = ", ".join("x{}".format(i) for i in range(len(arguments)))
+    source = "{}\n\ndef probe({p}):\n    return {e}\n\n\ndef loss({p}):\n" \
+             "    return np.sum(({e}) * W)\n".format(PRELUDE, p=params, e=p.expr)
+    path = tmp_path / "numpy_probe.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("numpy_probe_{}".format(id(path)), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.probe(*arguments)
+    module.W = random_like(np.random.default_rng(7), out)
+    return module
+
+
+def random_like(rng, value):
+    if np.ndim(value) == 0:
+        return float(rng.normal())
+    return rng.normal(size=np.shape(value))
+
+
+def shifted(arguments, index, delta):
+    moved = list(arguments)
+    moved[index] = moved[index] + delta
+    return moved
+
+
+def numeric_gradient(f, arguments, index):
+    """Central differences of the scalar f with respect to every element of one argument."""
+    x = arguments[index]
+    if isinstance(x, float):
+        return (f(*shifted(arguments, index, H)) - f(*shifted(arguments, index, -H))) / (2 * H)
+    gradient = np.zeros(x.shape)
+    for position in np.ndindex(x.shape):
+        step = np.zeros(x.shape)
+        step[position] = H
+        gradient[position] = (f(*shifted(arguments, index, step))
+                              - f(*shifted(arguments, index, -step))) / (2 * H)
+    return gradient
+
+
+def check_probe(p, tmp_path):
+    arguments = p.arguments()
+    module = load(tmp_path, p, arguments)
+    wrt = tuple(range(len(arguments)))
+    gradient = derivo.grad(module.loss, wrt=wrt)(*arguments)
+    assert isinstance(gradient, tuple) and len(gradient) == len(arguments)
+    for index, (got, x) in enumerate(zip(gradient, arguments)):
+        expected = numeric_gradient(module.loss, arguments, index)
+        assert np.shape(got) == np.shape(x), "gradient {} has shape {}, argument {}".format(
+            index, np.shape(got), np.shape(x))
+        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=1e-8,
+                                   err_msg="gradient of x{}".format(index))
+
+
+def check_dot_product(p, tmp_path):
+    arguments = p.arguments()
+    module = load(tmp_path, p, arguments)
+    rng = np.random.default_rng(zlib.crc32(p.expr.encode()))
+    out, vjp_fn = derivo.vjp(module.probe, *arguments)
+    u = random_like(rng, out)
+    v = [random_like(rng, x) for x in arguments]
+    cotangents = vjp_fn(u)
+    assert len(cotangents) == len(arguments)
+    for ct, x in zip(cotangents, arguments):
+        assert np.shape(ct) == np.shape(x)
+    # JVP(v): a central finite-difference directional derivative of probe along v.
+    up = [x + H * d for x, d in zip(arguments, v)]
+    down = [x - H * d for x, d in zip(arguments, v)]
+    jvp = (np.asarray(module.probe(*up)) - np.asarray(module.probe(*down))) / (2 * H)
+    left = float(np.sum(jvp * u))
+    right = float(sum(np.sum(d * ct) for d, ct in zip(v, cotangents)))
+    assert left == pytest.approx(right, rel=RTOL, abs=1e-8)
+
+
+# --- the tests -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("key,p", list(cases()))
+def test_rule_matches_finite_differences(key, p, tmp_path):
+    assert p is not None, "no probe in tests/rules/test_numpy.py for " + rule_of(key).label
+    check_probe(p, tmp_path)
+
+
+@pytest.mark.parametrize("key,p", list(cases()))
+def test_rule_dot_product(key, p, tmp_path):
+    assert p is not None, "no probe in tests/rules/test_numpy.py for " + rule_of(key).label
+    check_dot_product(p, tmp_path)
+
+
+@pytest.mark.parametrize("p", list(operator_cases()))
+def test_operator_on_arrays_matches_finite_differences(p, tmp_path):
+    check_probe(p, tmp_path)
+
+
+@pytest.mark.parametrize("p", list(operator_cases()))
+def test_operator_on_arrays_dot_product(p, tmp_path):
+    check_dot_product(p, tmp_path)
+
+
+def test_every_numpy_rule_has_a_probe():
+    missing = [rule_of(key).label + "/" + str(key[1])
+               for key in numpy_rules() if key not in PROBES]
+    assert not missing, "rules with no probe: " + ", ".join(missing)
+    stale = [p.expr for key, found in PROBES.items() for p in found
+             if key[0] not in rules.RULES or key[1] not in rules.RULES[key[0]]
+             or rule_of(key).table != TABLE]
+    assert not stale, "probes for rules not in the NumPy table: " + ", ".join(stale)
+
+
+def test_table_covers_the_issue_list():
+    required = [np.exp, np.log, np.log1p, np.expm1, np.sqrt, np.square, np.abs, np.sign,
+                np.sin, np.cos, np.tan, np.tanh, np.sinh, np.cosh, np.arctan, np.arcsin,
+                np.arccos, np.power, np.maximum, np.minimum, np.clip, np.where, np.logaddexp,
+                np.dot, np.matmul, np.outer, np.inner, np.sum, np.mean, np.prod, np.max,
+                np.min, np.linalg.norm, np.linalg.solve, np.linalg.inv, np.trace, np.einsum,
+                np.reshape, np.transpose, np.expand_dims, np.squeeze, np.concatenate,
+                np.stack, np.hstack, np.vstack, np.shape, np.zeros, np.ones, np.zeros_like,
+                np.ones_like, np.full, np.arange, np.linspace]
+    missing = [f.__name__ for f in required if not rules.is_primitive(f)]
+    assert not missing
+    for key in (S.MatMult, GETITEM, Method("T"), Method("sum"), Method("reshape"),
+                Method("dot")):
+        assert key in rules.RULES
+    for f in (np.sign, np.zeros, np.arange, np.argmax, np.floor):
+        assert rules.is_nondifferentiable(f)
+
+
+@pytest.mark.parametrize("expr", ["np.einsum('ii->i', x0)", "np.linalg.norm(x0, ord=1)",
+                                  "np.einsum('...i,i->...', x0, x0[0])",
+                                  # the spectral norm, not the Frobenius norm
+                                  "np.linalg.norm(x0, ord=2, axis=(0, 1))",
+                                  # np.dot pairs a's rows with b's stacks, unlike matmul
+                                  "np.dot(x0, np.stack([x0, x0]))"])
+def test_refused_forms_raise_derivo_error(expr, tmp_path):
+    """Forms the table does not differentiate say so instead of returning a number."""
+    arguments = [np.random.default_rng(1).normal(size=(3, 3))]
+    p = Probe(None, expr, (lambda rng: arguments[0],))
+    module = load(tmp_path, p, arguments)
+    with pytest.raises(derivo.DerivoError):
+        derivo.grad(module.loss)(*arguments)
+
+
+def test_generated_code_compiles_without_warnings(tmp_path):
+    """A template's ``axes is None`` with literal axes is folded, not compiled
+    (``(1, 0, 2) is None`` makes Python emit a SyntaxWarning)."""
+    arguments = [np.random.default_rng(2).normal(size=(2, 3, 4))]
+    p = Probe(None, "np.transpose(x0, (1, 0, 2))", (lambda rng: arguments[0],))
+    module = load(tmp_path, p, arguments)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        derivative = derivo.grad(module.loss)
+    assert not [str(w.message) for w in caught]
+    assert "is None" not in derivative.source
+
+
+def test_probe_points_are_deterministic():
+    p = PROBES[(np.exp, 1)][0]
+    np.testing.assert_array_equal(p.arguments()[0], p.arguments()[0])
+    assert math.isfinite(float(np.sum(p.arguments()[0])))
