@@ -11,10 +11,11 @@ from .errors import DerivoError, NoDerivativeRule, SourceUnavailable, Unsupporte
 from .rules import defpartials, nondifferentiable  # noqa: E402
 from .api import (Derivative, cache_info, grad, hessian, hvp, jacobian, jvp,  # noqa: E402
                   source, tangent, value_and_grad, vjp)
+from .check import check_grad, forward_gradient  # noqa: E402
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "tangent", "jvp", "jacobian", "hessian", "hvp",
-    "source", "cache_info",
+    "source", "cache_info", "check_grad", "forward_gradient",
     "Derivative",
     "defpartials", "nondifferentiable",
     "DerivoError", "UnsupportedSyntax", "NoDerivativeRule", "SourceUnavailable",

@@ -6,15 +6,25 @@
 ``--mode forward`` writes the Jacobian-vector product (``derivo.tangent``):
 tangents first, then the function's arguments; it returns (value, tangent).
 
+    derivo check FILE FUNCTION --args VALUE ... [--wrt ...]
+
+compares derivo's gradient at the given arguments (Python literals) with
+central finite differences and prints the worst error; exit status 1 if they
+disagree.
+
 Errors are one line on stderr (``file:line:col: message``) and exit status 2.
 """
 
 import argparse
+import ast
 import importlib.util
 import os
 import sys
 
+import numpy as np
+
 from . import api
+from .check import check_grad
 from .errors import DerivoError
 
 USAGE_ERROR = 2
@@ -43,7 +53,51 @@ def _wrt(values):
     return parsed[0] if len(parsed) == 1 else parsed
 
 
+def check(argv):
+    parser = argparse.ArgumentParser(
+        prog="derivo check", description="Compare derivo's gradient with finite differences.")
+    parser.add_argument("file")
+    parser.add_argument("function")
+    parser.add_argument("--args", nargs="+", required=True, metavar="VALUE",
+                        help="the arguments, as Python literals (2, 1.0, [0.5, 1.5])")
+    parser.add_argument("--wrt", nargs="+", metavar="ARG")
+    args = parser.parse_args(argv)
+    try:
+        func = _function(args.file, args.function)
+        values = []
+        for text in args.args:
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                raise DerivoError("--args: {!r} is not a Python literal".format(text))
+            values.append(np.array(value, dtype=float) if isinstance(value, list) else value)
+        wrt = _wrt(args.wrt)
+        result = check_grad(func, *values, wrt=wrt if isinstance(wrt, tuple) else (wrt,))
+    except DerivoError as exc:
+        print("derivo: error: {}".format(exc), file=sys.stderr)
+        return USAGE_ERROR
+    print("derivo:             {}".format(_show(result.derivo)))
+    print("finite differences: {}".format(_show(result.numeric)))
+    print(result)
+    return 0 if result.ok else 1
+
+
+def _show(values):
+    return ", ".join(np.array2string(np.asarray(v), precision=10) for v in values)
+
+
+def _function(path, name):
+    module = _load_module(path)
+    func = getattr(module, name, None)
+    if func is None or not callable(func):
+        raise DerivoError("{}: no function named {!r}".format(path, name))
+    return getattr(func, "__wrapped__", func)
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["check"]:
+        return check(argv[1:])
     parser = argparse.ArgumentParser(
         prog="derivo", description="Print or save the derivative source of a Python function.")
     parser.add_argument("file", help="the .py file defining the function")
@@ -60,11 +114,7 @@ def main(argv=None):
     parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
     args = parser.parse_args(argv)
     try:
-        module = _load_module(args.file)
-        func = getattr(module, args.function, None)
-        if func is None or not callable(func):
-            raise DerivoError("{}: no function named {!r}".format(args.file, args.function))
-        func = getattr(func, "__wrapped__", func)
+        func = _function(args.file, args.function)
         if args.mode == "forward" and args.kind is not None:
             raise DerivoError("--kind is for reverse mode; forward mode always returns "
                               "(value, tangent)")
