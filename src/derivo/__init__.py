@@ -8,7 +8,7 @@ compiles and caches it, and lets you print or save that source.
 __version__ = "0.1.0"
 
 from .errors import DerivoError, NoDerivativeRule, SourceUnavailable, UnsupportedSyntax  # noqa: E402
-from .rules import defpartials, nondifferentiable  # noqa: E402
+from .rules import defjvp, defpartials, defvjp, nondifferentiable  # noqa: E402
 from .api import (Derivative, cache_info, grad, hessian, hvp, jacobian, jvp,  # noqa: E402
                   source, tangent, value_and_grad, vjp)
 from .check import check_grad, forward_gradient  # noqa: E402
@@ -17,6 +17,6 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "tangent", "jvp", "jacobian", "hessian", "hvp",
     "source", "cache_info", "check_grad", "forward_gradient",
     "Derivative",
-    "defpartials", "nondifferentiable",
+    "defpartials", "defvjp", "defjvp", "nondifferentiable",
     "DerivoError", "UnsupportedSyntax", "NoDerivativeRule", "SourceUnavailable",
 ]

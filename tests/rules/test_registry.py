@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+
 import pytest
 
 import derivo
@@ -52,3 +54,23 @@ def test_partial_values_evaluate_the_templates():
     y, x = 0.4, 0.9
     assert rule.partial_values(y, x) == pytest.approx([x / (x * x + y * y),
                                                        -y / (x * x + y * y)])
+
+
+def rowsum(x):
+    return np.sum(x, axis=1)
+
+
+def uses_rowsum(x):
+    return (rowsum(x * x) ** 2).sum()
+
+
+def test_user_vjp_rule_for_an_array_function():
+    derivo.defvjp(rowsum, lambda g, ans, x: np.broadcast_to(g[:, None], x.shape))
+    try:
+        x = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+        gradient = derivo.grad(uses_rowsum)(x)
+        expected = 4 * np.sum(x * x, axis=1)[:, None] * x
+        np.testing.assert_allclose(gradient, expected, rtol=1e-12)
+        assert "rowsum_vjp" not in derivo.grad(uses_rowsum).source
+    finally:
+        del rules.RULES[rowsum]
