@@ -14,7 +14,8 @@ import pytest
 from derivo import syntax as S
 from derivo.errors import UnsupportedSyntax
 from derivo.parse import Parsed, parse
-from derivo.ssa import CONSTRUCT_NAMES, REFUSED, normalize
+from derivo.fence import CONSTRUCT_NAMES, REFUSED
+from derivo.ssa import normalize
 
 
 def norm(func):

@@ -28,7 +28,6 @@ import numpy as np
 from . import rules
 from . import syntax as S
 from .errors import NoDerivativeRule, UnsupportedSyntax
-from .parse import MISSING
 from .ssa import is_append
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)

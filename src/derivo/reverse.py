@@ -22,8 +22,9 @@ from .ssa import is_append
 class Sweep:
     """Emits the primal and reverse sweeps of one function."""
 
-    def __init__(self, analysis, module, kind, name):
+    def __init__(self, analysis, module, kind, name, tuple_wrt=False):
         self.arrays = analysis.arrays
+        self.tuple_wrt = tuple_wrt  # return a tuple of gradients even for one
         self.analysis = analysis
         self.parsed = analysis.parsed
         self.normalized = analysis.normalized
@@ -108,8 +109,6 @@ class Sweep:
         if self.kind == "value_and_grad":
             return S.tuple_([S.deepcopy(final.value), grads])
         return grads
-
-    tuple_wrt = False
 
     def gradient(self, ident):
         if ident in self.analysis.active and ident not in self.zero:
@@ -613,6 +612,5 @@ def reverse(normalized, wrt, module, kind, name, tuple_wrt=False, arrays=False,
     place.  ``loops="reversible"`` undoes loop updates instead of saving them
     (see ``analyze``).
     """
-    sweep = Sweep(analyze(normalized, wrt, arrays, loops), module, kind, name)
-    sweep.tuple_wrt = tuple_wrt
+    sweep = Sweep(analyze(normalized, wrt, arrays, loops), module, kind, name, tuple_wrt)
     return sweep.function()

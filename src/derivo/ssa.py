@@ -47,49 +47,8 @@ import numpy as np
 from . import rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
+from .fence import check_supported
 from .names import Namer, names_in
-from .parse import MISSING
-
-# The fence: statements and expressions outside derivo's subset, and why.
-REFUSED = {
-    S.gast.Yield: "generators are not supported",
-    S.gast.YieldFrom: "generators are not supported",
-    S.gast.Await: "async code is not supported",
-    S.gast.AsyncFunctionDef: "async functions are not supported",
-    S.gast.AsyncFor: "async loops are not supported",
-    S.gast.AsyncWith: "async code is not supported",
-    S.gast.Global: "assigning module globals would make the derivative depend on hidden state",
-    S.gast.Nonlocal: "assigning enclosing variables would make the derivative depend on hidden state",
-    S.gast.Try: "exception handling is not supported",
-    S.gast.With: "'with' blocks are not supported",
-    S.gast.Lambda: "lambdas inside a differentiated function are not supported; "
-                   "define the function at module level",
-    S.gast.FunctionDef: "nested functions are not supported; define the function at "
-                        "module level",
-    S.gast.ClassDef: "class definitions are not supported",
-    S.gast.Delete: "'del' is not supported",
-    S.gast.Import: "imports inside a differentiated function are not supported",
-    S.gast.ImportFrom: "imports inside a differentiated function are not supported",
-    S.gast.NamedExpr: "assignment expressions (:=) are not supported",
-    S.gast.ListComp: "comprehensions are not supported; write a for loop",
-    S.gast.SetComp: "comprehensions are not supported; write a for loop",
-    S.gast.DictComp: "comprehensions are not supported; write a for loop",
-    S.gast.GeneratorExp: "generator expressions are not supported; write a for loop",
-    S.gast.Match: "'match' is not supported",
-}
-REFUSED_CALLS = {"exec", "eval", "globals", "locals", "vars", "setattr", "delattr"}
-
-CONSTRUCT_NAMES = {
-    S.gast.Yield: "yield", S.gast.YieldFrom: "yield from", S.gast.Await: "await",
-    S.gast.AsyncFunctionDef: "async def", S.gast.AsyncFor: "async for",
-    S.gast.AsyncWith: "async with", S.gast.Global: "global", S.gast.Nonlocal: "nonlocal",
-    S.gast.Try: "try", S.gast.With: "with", S.gast.Lambda: "lambda",
-    S.gast.FunctionDef: "def", S.gast.ClassDef: "class", S.gast.Delete: "del",
-    S.gast.Import: "import", S.gast.ImportFrom: "import", S.gast.NamedExpr: ":=",
-    S.gast.ListComp: "list comprehension", S.gast.SetComp: "set comprehension",
-    S.gast.DictComp: "dict comprehension", S.gast.GeneratorExp: "generator expression",
-    S.gast.Match: "match",
-}
 
 JUMPS = (S.Break, S.Continue, S.gast.Raise, S.Return)
 
@@ -112,7 +71,7 @@ class Normalized:
 def normalize(parsed):
     """Normalise ``parsed`` (a :class:`derivo.parse.Parsed`) into statement form."""
     tree = S.deepcopy(parsed.tree)
-    _fence(parsed, tree)
+    check_supported(parsed, tree)
     namer = Namer(names_in(tree) | set(parsed.globals) | set(parsed.closure))
     _ReturnLowering(parsed, namer).run(tree)
     *body, final = tree.body
@@ -124,38 +83,6 @@ def normalize(parsed):
     returned = tree.body[-1].value
     results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
     return Normalized(parsed, tree, results, namer)
-
-
-def _fence(parsed, tree):
-    for node in S.walk(tree):
-        if node is tree:
-            if isinstance(tree, S.gast.AsyncFunctionDef):
-                raise parsed.error(UnsupportedSyntax, tree, "cannot differentiate 'async def': "
-                                   "async functions are not supported", "async def")
-            if tree.args.vararg or tree.args.kwarg:
-                raise parsed.error(UnsupportedSyntax, tree,
-                                   "cannot differentiate '*args'/'**kwargs' parameters: "
-                                   "name each parameter", "*args")
-            continue
-        kind = type(node)
-        if kind in REFUSED:
-            construct = CONSTRUCT_NAMES[kind]
-            raise parsed.error(UnsupportedSyntax, node, "cannot differentiate {!r}: {}"
-                               .format(construct, REFUSED[kind]), construct)
-        if isinstance(node, (S.For, S.While)) and node.orelse:
-            loop = "for" if isinstance(node, S.For) else "while"
-            raise parsed.error(UnsupportedSyntax, node,
-                               "cannot differentiate '{}...else': move the else block "
-                               "after the loop with a flag".format(loop), loop + "-else")
-        if isinstance(node, S.Call) and isinstance(node.func, S.Name) \
-                and node.func.id in REFUSED_CALLS:
-            raise parsed.error(UnsupportedSyntax, node,
-                               "cannot differentiate '{}': code built at run time cannot "
-                               "be transformed".format(node.func.id), node.func.id)
-        if isinstance(node, S.Starred):
-            raise parsed.error(UnsupportedSyntax, node,
-                               "cannot differentiate '*' unpacking: pass arguments one by one",
-                               "*")
 
 
 # --- returns ------------------------------------------------------------------
