@@ -16,12 +16,11 @@ def besselj_grad(v, z, atol=1e-08):
         push(s)
         s = s * (-1 / k / (k + v) * t1)
     # reverse sweep
-    bout = 1.0
     bs = 0.0
     bt1 = 0.0
     for _ in range(n1):
         # line 21: out += s
-        bs += bout
+        bs += 1.0
         # line 20: s *= (-1) / k / (k + v) * (z / 2) ** 2
         s = pop()
         t2 = -1 / k / (k + v)
@@ -32,7 +31,7 @@ def besselj_grad(v, z, atol=1e-08):
     # line 20: s *= (-1) / k / (k + v) * (z / 2) ** 2
     bz = bt1 * (2 * (z / 2)) / 2
     # line 17: out = s
-    bs += bout
+    bs += 1.0
     # line 16: s = (z / 2) ** v / math.factorial(v)
     bz += bs / math.factorial(v) * (v * (z / 2) ** (v - 1)) / 2
     return bz

@@ -39,18 +39,17 @@ def shaped_grad(x, y):
             if cond4:
                 break
     # reverse sweep
-    bresult = 1.0
     if cond5:
         # line 15: return y * math.exp(x)
         t1 = math.exp(x)
-        by = bresult * t1
-        bx = bresult * y * t1
+        by = t1
+        bx = y * t1
     else:
         # line 32: return max(t, 0.06) + min(a, 2.0 + y * y)    # min / max
-        bt = bresult * (1.0 if t >= 0.06 else 0.0)
+        bt = 1.0 if t >= 0.06 else 0.0
         t2 = 2.0 + y * y
-        ba = bresult * (1.0 if a <= t2 else 0.0)
-        bt3 = bresult * (0.0 if a <= t2 else 1.0)
+        ba = 1.0 if a <= t2 else 0.0
+        bt3 = 0.0 if a <= t2 else 1.0
         by = bt3 * y * 2
         for _ in range(n1):
             # line 29: t *= 0.5
@@ -72,7 +71,7 @@ def shaped_grad(x, y):
             by += bt4 * a
         else:
             ba = bt4
-            by += -bt4
+            by -= bt4
         if cond2:
             # line 17: a = x * x
             bx += ba * x * 2

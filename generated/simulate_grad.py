@@ -15,11 +15,10 @@ def simulate_grad(damping, theta0, steps=1000, dt=0.01):
         push(theta)
         theta = theta + dt * omega
     # reverse sweep
-    bresult = 1.0
     # line 23: return theta * theta + 0.1 * omega * omega
-    btheta = bresult * theta * 2
-    bomega = bresult * omega * 0.1
-    bomega += bresult * (0.1 * omega)
+    btheta = theta * 2
+    bomega = omega * 0.1
+    bomega += 0.1 * omega
     bdamping = 0.0
     for _ in reversed(range(steps)):
         # line 22: theta += dt * omega

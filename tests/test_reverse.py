@@ -1512,3 +1512,21 @@ def conditional_self_update(x, y):
 @pytest.mark.parametrize("args", [(0.7, 0.4), (0.7, -0.4), (-0.6, 0.3), (-0.6, -2.0)])
 def test_conditional_expression_updating_its_own_target(args):
     assert_grad_matches(conditional_self_update, *args, wrt=(0, 1))
+
+
+def list_items(xs):
+    return xs[0] * xs[1] + xs[0]
+
+
+def list_loop(xs):
+    s = 0.0
+    for i in range(len(xs)):
+        s = s + xs[i] * xs[i]
+    return s
+
+
+def test_gradient_with_respect_to_a_list_is_a_list():
+    # Two contributions to one list's adjoint add element by element (a list
+    # adjoint must never be concatenated).
+    assert derivo.grad(list_items)([1.5, 2.0]) == [3.0, 1.5]
+    assert derivo.grad(list_loop)([1.5, 2.0, 3.0]) == [3.0, 4.0, 6.0]

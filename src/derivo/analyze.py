@@ -191,13 +191,17 @@ class Analysis:
         self.active = varied & useful
 
     def compute_lists(self):
-        """Names holding Python lists: their adjoints are lists too, added
-        element by element."""
-        self.lists = {s.value.func.value.id for s in S.walk(self.normalized.tree)
-                      if is_append(s)}
-        self.lists |= {s.targets[0].id for s in S.walk(self.normalized.tree)
+        """Names holding Python lists (appended to, or assigned a list), and
+        containers: those and every indexed name, which may be a list too.  The
+        adjoint of a container may be a list of adjoints, added element by element."""
+        tree = self.normalized.tree
+        self.lists = {s.value.func.value.id for s in S.walk(tree) if is_append(s)}
+        self.lists |= {s.targets[0].id for s in S.walk(tree)
                        if isinstance(s, S.Assign) and isinstance(s.targets[0], S.Name)
                        and isinstance(s.value, S.List)}
+        self.containers = self.lists | {n.value.id for n in S.walk(tree)
+                                        if isinstance(n, S.Subscript)
+                                        and isinstance(n.value, S.Name)}
 
     def compute_scalars(self):
         """Names that surely hold a scalar (with arrays around, a broadcast against

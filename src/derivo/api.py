@@ -20,6 +20,9 @@ KIND_LABELS = {"grad": "Gradient", "value_and_grad": "Value and gradient",
                "vjp": "Vector-Jacobian product", "jvp": "Jacobian-vector product"}
 
 
+_NDARRAY = np.ndarray
+
+
 class Generated(NamedTuple):
     """One compiled derivative and what produced it."""
 
@@ -48,6 +51,7 @@ class Derivative:
         self._generated = _generate(func, kind, wrt, tuple_wrt, self._arrays, loops)
         self._function = self._generated.function
         self._array_function = None if not self._arrays else self._function
+        self._scalar_only = not self._arrays
         self.source = self._generated.source
         self.__name__ = self._function.__name__
         self.__doc__ = "{} of {} with respect to {}.".format(
@@ -56,9 +60,9 @@ class Derivative:
                                  updated=())
 
     def __call__(self, *args, **kwargs):
-        if not self._arrays:
+        if self._scalar_only:  # scalar code called with an array switches to array code
             for arg in args:
-                if type(arg) is np.ndarray:
+                if type(arg) is _NDARRAY:
                     return self._for_arrays()(*args, **kwargs)
         return self._function(*args, **kwargs)
 

@@ -105,13 +105,58 @@ def simplify(expression):
 
 
 def optimize(function):
-    """Remove assignments whose value nothing reads, unless marked ``effects``
-    (a pop, or a call derivo cannot see into)."""
+    """Fold seeds, then remove assignments whose value nothing reads, unless
+    marked ``effects`` (a pop, or a call derivo cannot see into)."""
+    _fold_seeds(function)
+    for node in S.walk(function):
+        # bx += -e reads better as bx -= e
+        if isinstance(node, S.AugAssign) and isinstance(node.op, S.Add) and \
+                isinstance(node.value, S.UnaryOp) and isinstance(node.value.op, S.USub):
+            node.op, node.value = S.Sub(), node.value.operand
     dead = _DeadCode()
     dead.block(function.body, set())
     dead.remove = True
     dead.block(function.body, set())
     return function
+
+
+def _fold_seeds(function):
+    """Replace a seed (``bout = 1.0``, marked ``seed``) that is never reassigned
+    by its value, simplifying where it lands: ``bx = bout / x`` becomes
+    ``bx = 1.0 / x``, ``bx += -bout * math.cos(x)`` becomes ``bx += -math.cos(x)``."""
+    stores = {}
+    for node in S.walk(function):
+        if isinstance(node, S.Name) and not isinstance(node.ctx, S.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    seeds = {s.targets[0].id: s.value for s in S.walk(function)
+             if getattr(s, "seed", False) and stores.get(s.targets[0].id) == 1}
+    if not seeds:
+        return
+
+    class Fold(S.NodeTransformer):
+        def visit_Name(self, node):
+            if isinstance(node.ctx, S.Load) and node.id in seeds:
+                self.folded = True
+                return S.deepcopy(seeds[node.id])
+            return node
+
+    for statements in _blocks(function):
+        for index, stmt in enumerate(statements):
+            if isinstance(stmt, (S.Assign, S.AugAssign)):
+                fold = Fold()
+                fold.folded = False
+                fold.visit(stmt.value)
+                if fold.folded:
+                    stmt.value = simplify(fold.visit(stmt.value))
+
+
+def _blocks(tree):
+    """Every statement list in a function, nested ones included."""
+    for node in S.walk(tree):
+        for field in ("body", "orelse"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                yield block
 
 
 def _reads(node):

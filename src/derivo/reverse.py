@@ -92,7 +92,9 @@ class Sweep:
             out.append(S.assign(self.adjoint(results[0]),
                                 S.call(self.runtime("scalar_seed"), S.name(results[0]))))
         else:
-            out.append(S.assign(self.adjoint(results[0]), S.const(1.0)))
+            seed = S.assign(self.adjoint(results[0]), S.const(1.0))
+            seed.seed = True  # optimize folds it where it is never updated
+            out.append(seed)
         self.zero -= set(results)
         reverse = self.reverse_block(body)
         out += reverse
@@ -497,7 +499,7 @@ class ExpressionAdjoint:
         elif ident in sweep.zero:
             out.append(S.assign(sweep.adjoint(ident), adjoint))
             sweep.zero.discard(ident)
-        elif ident in sweep.analysis.lists:
+        elif ident in sweep.analysis.containers:
             name = sweep.adjoint(ident)
             out.append(S.assign(name, S.call(sweep.runtime("add_adjoints"), S.name(name),
                                              adjoint)))

@@ -321,10 +321,14 @@ def pop_adjoint(adjoints):
 
 
 def add_adjoints(first, second):
-    """The sum of two adjoints of one list, element by element."""
+    """The sum of two adjoints of one value: lists of adjoints (for a list)
+    add element by element, a zero (``0.0``) adds nothing."""
+    if not isinstance(first, list) and not isinstance(second, list):
+        return first + second
     first, second = [list(a) if isinstance(a, np.ndarray) else a for a in (first, second)]
     if not isinstance(first, list):
-        return second if np.ndim(first) == 0 and first == 0 else list(second)
+        return list(second) if np.ndim(first) == 0 and first == 0 else \
+            [first + b for b in second]
     if not isinstance(second, list):
-        return first
+        return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
     return [a + b for a, b in zip(first, second)]

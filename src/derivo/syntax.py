@@ -33,6 +33,11 @@ def parse_function(source):
     return gast.parse(source).body[0]
 
 
+def from_ast(node):
+    """The gast tree of a standard-library ``ast`` tree."""
+    return gast.ast_to_gast(node)
+
+
 def parse_expr(text):
     return gast.parse(text, mode="eval").body
 

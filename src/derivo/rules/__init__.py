@@ -253,14 +253,18 @@ def _lambda_tree(fn):
                           .format(fn.__qualname__))
     filename = code.co_filename
     if filename not in _MODULE_TREES:
+        # Parse each table once and index its lambdas by line: importing derivo
+        # reads a few hundred rule lambdas.
         source = "".join(linecache.getlines(filename)) or inspect.getsource(
             inspect.getmodule(fn))
-        _MODULE_TREES[filename] = S.gast.parse(source)
+        by_line = {}
+        for node in ast.walk(ast.parse(source)):  # the C parser; gast only for the winner
+            if isinstance(node, ast.Lambda):
+                by_line.setdefault(node.lineno, []).append(node)
+        _MODULE_TREES[filename] = by_line
     params = list(code.co_varnames[:code.co_argcount])
-    candidates = [
-        node for node in S.walk(_MODULE_TREES[filename])
-        if isinstance(node, S.gast.Lambda) and node.lineno == code.co_firstlineno
-        and [a.id for a in node.args.args] == params]
+    candidates = [node for node in _MODULE_TREES[filename].get(code.co_firstlineno, [])
+                  if [a.arg for a in node.args.args] == params]
     if len(candidates) > 1 and hasattr(code, "co_positions"):
         column = min(col for line, _, col, _ in code.co_positions()
                      if line == code.co_firstlineno and col)
@@ -270,9 +274,10 @@ def _lambda_tree(fn):
         raise DerivoError("{}:{}: cannot find the source of this derivative template; "
                           "put each lambda on its own line".format(
                               filename, code.co_firstlineno))
-    args = candidates[0].args
-    defaults = dict(zip(params[len(params) - len(args.defaults):], args.defaults))
-    return params, candidates[0].body, defaults
+    lambda_ = S.from_ast(candidates[0])
+    defaults = dict(zip(params[len(params) - len(lambda_.args.defaults):],
+                        lambda_.args.defaults))
+    return params, lambda_.body, defaults
 
 
 from . import builtins  # noqa: E402,F401  (registers the builtins and math table)
