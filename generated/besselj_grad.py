@@ -9,16 +9,15 @@ def besselj_grad(v, z, atol=1e-08):
     k = 0
     s = (z / 2) ** v / math.factorial(v)
     t1 = (z / 2) ** 2
-    n1 = 0
+    k0 = k
     while abs(s) > atol:
-        n1 = n1 + 1
         k = k + 1
         push(s)
         s = s * (-1 / k / (k + v) * t1)
     # reverse sweep
     bs = 0.0
     bt1 = 0.0
-    for _ in range(n1):
+    while k != k0:
         # line 21: out += s
         bs += 1.0
         # line 20: s *= (-1) / k / (k + v) * (z / 2) ** 2

@@ -80,3 +80,40 @@ def test_strategies_are_separate_cache_entries():
     reversible = derivo.grad(besselj, wrt="z", loops="reversible")
     assert stack.source != reversible.source
     assert math.isclose(stack(2, 1.0), reversible(2, 1.0), rel_tol=1e-12)
+
+
+def halving_with_break(x, tol):
+    s = x * x
+    k = 0
+    while s > tol:  # s tends to 0.2 x: the break ends it when tol is below that
+        k += 1
+        if k > 6:
+            break
+        s = s * 0.5 + 0.1 * x
+    return s * k
+
+
+def halving_step_after_break(x, tol):
+    s = x * x
+    k = 0
+    while s > tol and k < 8:
+        if s > 100.0:
+            break
+        k += 1
+        s = s * 0.5 + 0.1 * x
+    return s * k
+
+
+@pytest.mark.parametrize("f", [halving_with_break, halving_step_after_break])
+@pytest.mark.parametrize("x", [0.3, 2.5, 11.0])
+def test_loop_counted_by_an_integer_step(f, x):
+    h = 1e-6
+    expected = (f(x + h, 0.05) - f(x - h, 0.05)) / (2 * h)
+    assert derivo.grad(f)(x, 0.05) == pytest.approx(expected, rel=1e-6, abs=1e-9)
+
+
+def test_an_integer_step_before_any_jump_replaces_the_trip_counter():
+    counted = derivo.grad(halving_with_break).source
+    assert "while k != k0:" in counted and "n1" not in counted
+    # A break before the step may end an iteration that never counted: keep a counter.
+    assert "for _ in range(n1):" in derivo.grad(halving_step_after_break).source

@@ -107,6 +107,7 @@ class Analysis:
         self.loops = loops     # "stack", or "reversible": loops undo instead of saving
         self.inverses = {}     # id(x = x + e) -> (x, x - e): how the reverse undoes it
         self.undone = set()    # ids of statements the reverse sweep undoes, not pops
+        self.counted = {}      # id(while loop) -> the integer step counting its trips
         self.calls = []        # (call statement, user function, active parameter names)
 
     # --- activity ----------------------------------------------------------
@@ -458,6 +459,8 @@ class Analysis:
 
     def compute_saving(self):
         tree = self.normalized.tree
+        self.inverses = self._integer_steps(tree)
+        self.counted = self._counted_loops(tree)
         needed = set()
         for stmt in S.walk(tree):
             needed |= self.statement_reads(stmt)
@@ -472,7 +475,6 @@ class Analysis:
             needed = grown
         self.pushes = {}
         self.init_none = set()
-        self.inverses = self._integer_steps(tree)
         self.undone = set()
         self._depth = 0
         self._flow(tree.body, set(), set(tree_params(tree)))
@@ -504,6 +506,28 @@ class Analysis:
         return {key: step for key, step in steps.items()
                 if step[0] not in others and step[0] not in params}
 
+    def _counted_loops(self, tree):
+        """Top-level ``while`` loops whose iterations an integer step counts:
+        ``k += 1`` runs once in every iteration (before any jump) and nowhere
+        else in the loop.  Their reverse runs ``while k != k0`` (k0: k before
+        the loop), undoing the step, instead of keeping a trip counter.
+        Returns {id(loop): step statement}."""
+        counted = {}
+        for loop in tree.body:
+            if not isinstance(loop, S.While) or not loop.trips:
+                continue
+            for index, stmt in enumerate(loop.body[1:], start=1):
+                if id(stmt) in self.inverses:
+                    name = self.inverses[id(stmt)][0]
+                    jumps = any(isinstance(n, (S.Break, S.Continue, S.gast.Raise))
+                                for n in S.walk(loop.body[1:index]))
+                    writes = [n for n in S.walk(loop.body) if isinstance(n, S.Name)
+                              and isinstance(n.ctx, S.Store) and n.id == name]
+                    if not jumps and len(writes) == 1:
+                        counted[id(loop)] = stmt
+                    break
+        return counted
+
     def _undo(self, stmt, saved):
         """How the reverse sweep gives back what ``stmt`` overwrote, when it need
         not pop: an integer step, anything in a reversible loop, or None."""
@@ -534,6 +558,8 @@ class Analysis:
             return set()
         if isinstance(stmt, S.If):
             return _names(stmt.test)
+        if id(stmt) in self.counted:
+            return {self.inverses[id(self.counted[id(stmt)])][0]}
         reads = {stmt.trips} if stmt.trips else set()
         if isinstance(stmt, S.For):
             reads |= _names(stmt.iter)
@@ -552,7 +578,8 @@ class Analysis:
                 names = self.stored(stmt) + assigned_names(stmt)
                 read = read | self.statement_reads(stmt)
                 saved = [n for n in names if n in read]
-                undo = self._undo(stmt, saved) if saved else None
+                counting = any(step is stmt for step in self.counted.values())
+                undo = self._undo(stmt, saved) if saved or counting else None
                 if undo is not None:
                     self.inverses[id(stmt)] = undo
                     self.undone.add(id(stmt))

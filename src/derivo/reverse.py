@@ -35,6 +35,7 @@ class Sweep:
         self.adjoints = {}
         self.zero = set()           # active names whose adjoint is a symbolic zero
         self.materialized = set()   # ... made a real 0.0 where control paths meet
+        self.starts = {}            # id(counted loop) -> name of its counter at entry
         self.uses_stack = bool(analysis.pushes)
         if self.uses_stack:
             self.stack = self.namer.fresh("stack")
@@ -131,6 +132,9 @@ class Sweep:
             saved = self.analysis.pushes.get(id(stmt), [])
             if isinstance(stmt, (S.For, S.While)):
                 out += [self.save(n) for n in saved]
+                if id(stmt) in self.analysis.counted and id(stmt) in self.analysis.reversed:
+                    name, start = self.loop_start(stmt)
+                    out.append(S.assign(start, S.name(name)))
                 out.append(self.primal_loop(stmt))
                 continue
             if self.is_unused_counter(stmt, block, index):
@@ -176,13 +180,24 @@ class Sweep:
         """``n = 0`` before a loop whose reverse needs no trip count."""
         following = block[index + 1] if index + 1 < len(block) else None
         return (isinstance(following, (S.For, S.While)) and following.trips
-                and id(following) not in self.analysis.reversed
+                and not self.needs_trip_counter(following)
                 and isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)
                 and stmt.targets[0].id == following.trips)
 
+    def needs_trip_counter(self, loop):
+        return id(loop) in self.analysis.reversed and id(loop) not in self.analysis.counted
+
+    def loop_start(self, loop):
+        """For a loop its integer step counts: (k, the name of k before the loop)."""
+        step = self.analysis.counted[id(loop)]
+        name = self.analysis.inverses[id(step)][0]
+        if id(loop) not in self.starts:
+            self.starts[id(loop)] = self.namer.fresh(name + "0")
+        return name, self.starts[id(loop)]
+
     def primal_loop(self, loop):
         body = loop.body
-        if loop.trips and id(loop) not in self.analysis.reversed:
+        if loop.trips and not self.needs_trip_counter(loop):
             body = body[1:]  # the trip counter's increment
         body = self.primal(body)
         if isinstance(loop, S.While):
@@ -402,7 +417,11 @@ class Sweep:
         self.zero = set(head)
         if not body:
             return before
-        if isinstance(loop, S.While):
+        if isinstance(loop, S.While) and id(loop) in self.analysis.counted:
+            name, start = self.loop_start(loop)
+            test = S.Compare(left=S.name(name), ops=[S.NotEq()], comparators=[S.name(start)])
+            header = S.while_(test, body)
+        elif isinstance(loop, S.While):
             header = S.for_(self.namer.fresh("_"), S.call(self.builtin("range"),
                                                           S.name(loop.trips)), body)
         else:
