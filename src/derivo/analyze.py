@@ -662,6 +662,23 @@ def _is_int(node):
     return isinstance(node, S.Constant) and type(node.value) is int
 
 
+def same_operands(operands):
+    """Whether a rule's operands are all one name (``x * x``): nothing to reduce."""
+    names = {o.id if isinstance(o, S.Name) else id(o) for _, o, _ in operands}
+    return len(names) == 1
+
+
+def index_value(node):
+    """An index as a value: ``1:n`` becomes ``slice(1, n, None)``."""
+    if isinstance(node, S.Slice):
+        parts = [S.deepcopy(p) if p is not None else S.const(None)
+                 for p in (node.lower, node.upper, node.step)]
+        return S.call("slice", *parts)
+    if isinstance(node, S.Tuple):
+        return S.tuple_([index_value(e) for e in node.elts])
+    return S.deepcopy(node)
+
+
 def assigned_names(stmt):
     """The names an assignment binds, or the array or list it writes into."""
     if is_append(stmt):

@@ -27,7 +27,8 @@ import numpy as np
 
 from . import optimize, runtime
 from . import syntax as S
-from .analyze import Analysis, assigned_names, is_item_write
+from .analyze import (Analysis, assigned_names, index_value, is_item_write,
+                      same_operands)
 from .errors import NoDerivativeRule, UnsupportedSyntax
 from .rules import Template
 from .ssa import is_append
@@ -478,7 +479,7 @@ class ExpressionTangent:
                 else:
                     term = S.binop(tangent, S.Mult(), partial)
                 broadcast = broadcast and (index in entry.reduce and not _names(partial)) \
-                    and not _same_operands(entry.operands)
+                    and not same_operands(entry.operands)
             else:
                 jvp = rule.jvps[index] if index < len(rule.jvps) else None
                 if jvp is None:
@@ -530,7 +531,7 @@ class ExpressionTangent:
             return S.name(self.target)
         if isinstance(node, (S.Slice, S.Tuple)) and any(
                 isinstance(n, S.Slice) for n in S.walk(node)):
-            return _index_value(node)
+            return index_value(node)
         if id(node) in self.values:
             return S.name(self.values[id(node)])
         expression = self.rebuilt(node, primal)
@@ -632,22 +633,6 @@ def _assigned(block):
         elif is_item_write(node) or is_append(node):
             names |= set(assigned_names(node))
     return names
-
-
-def _same_operands(operands):
-    names = {o.id if isinstance(o, S.Name) else id(o) for _, o, _ in operands}
-    return len(names) == 1
-
-
-def _index_value(node):
-    """An index as a value: ``1:n`` becomes ``slice(1, n, None)``."""
-    if isinstance(node, S.Slice):
-        parts = [S.deepcopy(p) if p is not None else S.const(None)
-                 for p in (node.lower, node.upper, node.step)]
-        return S.call("slice", *parts)
-    if isinstance(node, S.Tuple):
-        return S.tuple_([_index_value(e) for e in node.elts])
-    return S.deepcopy(node)
 
 
 def _insert_before(block, node, stmts):

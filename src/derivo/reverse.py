@@ -15,7 +15,7 @@ import builtins
 
 from . import optimize, runtime
 from . import syntax as S
-from .analyze import Node, Plan, analyze, is_item_write
+from .analyze import Node, Plan, analyze, index_value, is_item_write, same_operands
 from .ssa import is_append
 
 
@@ -306,14 +306,14 @@ class Sweep:
         if array not in self.analysis.active or array in self.zero:
             return []
         part = S.call(self.runtime("part"), S.name(self.adjoint(array)),
-                      _index_value(item.slice))
+                      index_value(item.slice))
         out = []
         value = stmt.value
         if isinstance(value, S.Name) and value.id in self.analysis.active:
             contribution = S.call(self.runtime("unbroadcast"), part, S.deepcopy(value))
             ExpressionAdjoint(self, _name_plan(value), out).contribute(value.id, contribution, out)
         out.append(S.assign(self.adjoint(array), S.call(
-            self.runtime("zeroed"), S.name(self.adjoint(array)), _index_value(item.slice))))
+            self.runtime("zeroed"), S.name(self.adjoint(array)), index_value(item.slice))))
         return out
 
     def reverse_append(self, stmt):
@@ -504,7 +504,7 @@ class ExpressionAdjoint:
             if rule.style == "partial":
                 expression = S.binop(S.deepcopy(adjoint), S.Mult(), expression)
             contribution = optimize.simplify(expression)
-            if index in entry.reduce and not _same_operands(entry.operands):
+            if index in entry.reduce and not same_operands(entry.operands):
                 contribution = S.call(self.sweep.runtime("unbroadcast"), contribution,
                                       self.value(operand, out))
             contributions.append((operand, contribution))
@@ -539,7 +539,7 @@ class ExpressionAdjoint:
             return S.name(self.plan.result)
         if isinstance(node, (S.Slice, S.Tuple)) and any(
                 isinstance(n, S.Slice) for n in S.walk(node)):
-            return _index_value(node)
+            return index_value(node)
         if id(node) in self.values:
             return S.name(self.values[id(node)])
         expression = self.rebuilt(node, out)
@@ -594,23 +594,6 @@ def _merged(contributions):
         else:
             merged[twin] = (operand, S.binop(contribution, S.Mult(), S.const(2)))
     return merged
-
-
-def _same_operands(operands):
-    """Whether all operands are the same name (``x * x``): nothing to reduce."""
-    names = {o.id if isinstance(o, S.Name) else id(o) for _, o, _ in operands}
-    return len(names) == 1
-
-
-def _index_value(node):
-    """An index as a value: ``1:n`` becomes ``slice(1, n, None)``."""
-    if isinstance(node, S.Slice):
-        parts = [S.deepcopy(p) if p is not None else S.const(None)
-                 for p in (node.lower, node.upper, node.step)]
-        return S.call("slice", *parts)
-    if isinstance(node, S.Tuple):
-        return S.tuple_([_index_value(e) for e in node.elts])
-    return S.deepcopy(node)
 
 
 def _effect(stmt):

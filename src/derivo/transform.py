@@ -79,32 +79,25 @@ class Build:
 
     def vjp_function(self, callee, params, caller, call):
         """The name of the VJP of user function ``callee`` w.r.t. ``params``."""
-        key = (callee.__code__, params)
-        if key in self.vjps:
-            return self.vjps[key]
-        if callee in self.in_progress:
-            raise UnsupportedSyntax(
-                "cannot differentiate recursive call to {!r}: rewrite the recursion as a "
-                "loop".format(callee.__name__), caller.filename, call.lineno,
-                call.col_offset, "recursion")
-        name = self.names.fresh(callee.__name__ + "_vjp")
-        self.vjps[key] = name
-        self.add(callee, list(params), "vjp", tuple_wrt=len(params) > 1, name=name)
-        return name
+        return self._helper(callee, params, caller, call, "vjp", self.vjps)
 
     def jvp_function(self, callee, params, caller, call):
         """The name of the JVP of user function ``callee`` w.r.t. ``params``."""
+        return self._helper(callee, params, caller, call, "jvp", self.jvps)
+
+    def _helper(self, callee, params, caller, call, kind, made):
+        """Transform ``callee`` once per (kind, params) for the functions calling it."""
         key = (callee.__code__, params)
-        if key in self.jvps:
-            return self.jvps[key]
+        if key in made:
+            return made[key]
         if callee in self.in_progress:
             raise UnsupportedSyntax(
                 "cannot differentiate recursive call to {!r}: rewrite the recursion as a "
                 "loop".format(callee.__name__), caller.filename, call.lineno,
                 call.col_offset, "recursion")
-        name = self.names.fresh(callee.__name__ + "_jvp")
-        self.jvps[key] = name
-        self.add(callee, list(params), "jvp", name=name)
+        name = made[key] = self.names.fresh("{}_{}".format(callee.__name__, kind))
+        self.add(callee, list(params), kind, tuple_wrt=kind == "vjp" and len(params) > 1,
+                 name=name)
         return name
 
     def template_names(self, template, local_names):
