@@ -656,7 +656,7 @@ class _Gen:
     # -- functions ----------------------------------------------------------
 
     def helper(self, name, earlier):
-        nparams = 1 + self.pick(2) if self.has("helper") else 1
+        nparams = 1 + self.pick(2)
         has_default = nparams == 2 and self.chance("helper_kw")
         returns_tuple = self.chance("helper_tuple")
         params = ["a", "b=0.5" if has_default else "b"][:nparams]
@@ -712,8 +712,8 @@ def programs(draw, features=ENABLED):
     # interactions are not drowned out by everything at once
     chosen = frozenset(f for f in sorted(features) if draw(st.booleans()) or f in (
         "if", "for"))
-    source = "# features: {}\n".format(" ".join(sorted(chosen))) + _Gen(draw, chosen).program(nfloat)
-    return source, nfloat
+    program = _Gen(draw, chosen).program(nfloat)
+    return "# features: {}\n{}".format(" ".join(sorted(chosen)), program), nfloat
 
 
 # Each coordinate is a multiple of 1e-3 plus its own offset, so no coordinate is
