@@ -135,7 +135,7 @@ KNOWN_BUGS = {
     #         return x
     # at (0.5, 1): f = 1.5; derivo's value is 0.5 and its gradient 1.0 (not 3.0).
     # The same with the inner ``if`` replaced by ``for i in range(n):``.
-    "return_nested": "a return nested two if-bodies deep outside loops is lost",
+    "return_nested": "a return nested in a branch (if, elif or loop inside it) is lost",
     # value_and_grad returns the result variable AFTER the reverse sweep has
     # restored the values it overwrote, so the value is a stale one:
     #     def f(x, n):
@@ -787,7 +787,7 @@ def close(actual, expected, rtol=1e-5, atol=1e-7):
 
 
 def check_program(source, nfloat, args):
-    """Run the three checks on one program at one point (raises AssertionError)."""
+    """Run the four checks on one program at one point (raises AssertionError)."""
     module, copy = load(source)
     f = module.f
     wrt = tuple(range(nfloat))

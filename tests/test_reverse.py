@@ -1530,3 +1530,94 @@ def test_gradient_with_respect_to_a_list_is_a_list():
     # adjoint must never be concatenated).
     assert derivo.grad(list_items)([1.5, 2.0]) == [3.0, 1.5]
     assert derivo.grad(list_loop)([1.5, 2.0, 3.0]) == [3.0, 4.0, 6.0]
+
+
+# --- programs the fuzzer (tests/test_fuzz.py) found derivo getting wrong --------
+
+
+def fuzz_tuple_of_a_reassigned_local(x, n):
+    v = x
+    v = 3.0 * x
+    p = v, x
+    return p[0]
+
+
+def fuzz_value_restored_by_the_reverse_sweep(x, n):
+    v = 1.0
+    for i in range(n):
+        v = x * v
+    return v
+
+
+def fuzz_return_in_a_loop(x, n):
+    for i in range(n):
+        if x > 1.0:
+            return math.exp(x)
+    return 3.0 * x
+
+
+def fuzz_branches_of_one_line_each(x, n):
+    a = x
+    b = n
+    if x > 0.2:
+        b = b + a
+    else:
+        b = b + b
+    return a + b
+
+
+def fuzz_continue_then_break(x, n):
+    y = x
+    for i in range(2):
+        if i == 0:
+            y = 2.0 * y
+            continue
+        break
+    return y
+
+
+def fuzz_break_then_continue(x, y, n):
+    for i in range(3):
+        if i == 1:
+            break
+        y = 2.0 * x
+        continue
+    return y * y
+
+
+@pytest.mark.parametrize("f,args,wrt", [
+    (fuzz_tuple_of_a_reassigned_local, (0.5, 1), (0,)),
+    (fuzz_value_restored_by_the_reverse_sweep, (0.9, 3), (0,)),
+    (fuzz_return_in_a_loop, (0.2, 1), (0,)),
+    (fuzz_return_in_a_loop, (1.3, 2), (0,)),
+    (fuzz_branches_of_one_line_each, (0.5, 1), (0,)),
+    (fuzz_continue_then_break, (0.3, 3), (0,)),
+    (fuzz_break_then_continue, (0.037, 0.5, 3), (0, 1)),
+], ids=lambda p: getattr(p, "__name__", ""))
+def test_fuzzer_findings(f, args, wrt):
+    value, _ = derivo.value_and_grad(f, wrt=wrt)(*args)
+    assert value == f(*args)
+    assert_grad_matches(f, *args, wrt=wrt)
+
+
+def fuzz_return_nested_in_a_branch(x, n):
+    if n < 2:
+        if n >= 1:
+            return 3.0 * x
+    return x
+
+
+def fuzz_break_nested_in_an_elif(x, n):
+    for i in range(3):
+        if x > 5.0:
+            x = x * 2.0
+        elif x > 0:
+            break
+        x = x * x
+    return x
+
+
+@pytest.mark.parametrize("f", [fuzz_return_nested_in_a_branch, fuzz_break_nested_in_an_elif])
+def test_a_jump_in_a_branch_that_can_fall_through_into_more_code_is_refused(f):
+    with pytest.raises(derivo.UnsupportedSyntax, match="put that code in an else branch"):
+        derivo.grad(f)(0.5, 1)

@@ -594,8 +594,11 @@ class Analysis:
             elif isinstance(stmt, S.If):
                 then_read, then_breaks, then_continues = self._flow(stmt.body, read, assigned)
                 else_read, else_breaks, else_continues = self._flow(stmt.orelse, read, assigned)
-                breaks |= then_breaks | else_breaks
-                continues |= then_continues | else_continues
+                # The reverse of the if reads its test wherever control left it.
+                # (Conservatively on both jump edges: an extra read costs a push.)
+                exit_reads = self._exit_reads(stmt)
+                breaks |= then_breaks | else_breaks | exit_reads
+                continues |= then_continues | else_continues | exit_reads
                 if then_read is None and else_read is None:
                     return None, breaks, continues
                 read = (then_read or set()) | (else_read or set()) | self._exit_reads(stmt)

@@ -24,8 +24,9 @@ def render(functions, comments):
         for node in S.walk(function):
             for field in ("body", "orelse"):
                 block = getattr(node, field, None)
-                if isinstance(block, list) and field == "body" and not block:
-                    block.append(S.Pass())
+                if isinstance(block, list) and block and all(map(S.is_comment, block)) \
+                        or field == "body" and block == []:
+                    block.append(S.Pass())  # a block of comments alone is no block
     return "\n\n".join(S.to_source(f, comments).rstrip() + "\n" for f in functions)
 
 

@@ -76,6 +76,13 @@ class Sweep:
             out.append(S.assign(ident, S.const(None)))
         out += [self.own(ident) for ident in getattr(tree, "owned", [])]
         out += self.primal(body)
+        self.value = S.deepcopy(final.value)
+        restored = {n for names in self.analysis.pushes.values() for n in names} | {
+            name for name, _ in self.analysis.inverses.values()}
+        if self.kind == "value_and_grad" and restored & set(self.normalized.results):
+            # The reverse sweep restores the result's old value: keep it first.
+            self.value = S.name(self.namer.fresh("value"))
+            out.append(S.assign(self.value.id, S.deepcopy(final.value)))
         out.append(self.module.comments.statement("reverse sweep"))
         results = self.normalized.results
         params = [a.id for a in tree.args.args]
@@ -110,7 +117,7 @@ class Sweep:
         grads = [self.gradient(w) for w in self.analysis.wrt]
         grads = grads[0] if len(grads) == 1 and not self.tuple_wrt else S.tuple_(grads)
         if self.kind == "value_and_grad":
-            return S.tuple_([S.deepcopy(final.value), grads])
+            return S.tuple_([self.value, grads])
         return grads
 
     def gradient(self, ident):

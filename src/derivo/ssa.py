@@ -76,7 +76,9 @@ def normalize(parsed):
     _ReturnLowering(parsed, namer).run(tree)
     *body, final = tree.body
     normalizer = _Normalizer(parsed, namer)
-    tree.body = normalizer.function_body(tree, _restructure(body), final)
+    body = _restructure(body)
+    _refuse_partial_jumps(body, parsed)
+    tree.body = normalizer.function_body(tree, body, final)
     _mark_owned(tree, normalizer.written, parsed)
     _mark_opaque(tree, parsed)
     _mark_aliased_updates(tree)
@@ -187,6 +189,38 @@ def _terminates(block):
     if isinstance(last, JUMPS):
         return True
     return isinstance(last, S.If) and _terminates(last.body) and _terminates(last.orelse)
+
+
+def _jumps_in(block):
+    """The jumps of a block that leave it (a break inside a nested loop does not)."""
+    for stmt in block:
+        if isinstance(stmt, (S.Break, S.Continue, S.Return)):
+            yield stmt
+        elif isinstance(stmt, S.If):
+            yield from _jumps_in(stmt.body)
+            yield from _jumps_in(stmt.orelse)
+
+
+def _refuse_partial_jumps(block, parsed, tail=False):
+    """Refuse a jump in a branch that can also fall through (``if a: if b: break``)
+    when code follows that branch: the reverse sweep could not tell whether it
+    ran.  ``tail``: nothing follows ``block`` (the end of a loop body)."""
+    for index, stmt in enumerate(block):
+        last = tail and index == len(block) - 1
+        if isinstance(stmt, (S.For, S.While)):
+            _refuse_partial_jumps(stmt.body, parsed, tail=True)
+        if not isinstance(stmt, S.If):
+            continue
+        for branch in (stmt.body, stmt.orelse):
+            jump = next(_jumps_in(branch), None)
+            if jump is not None and not _terminates(branch) and not last:
+                construct = {S.Break: "break", S.Continue: "continue"}.get(
+                    type(jump), "return")
+                raise parsed.error(
+                    UnsupportedSyntax, jump, "cannot differentiate this {!r}: it sits in a "
+                    "nested if whose branch can also run on into the code that follows; "
+                    "put that code in an else branch".format(construct), construct)
+            _refuse_partial_jumps(branch, parsed, last)
 
 
 def _restructure(block):
@@ -329,7 +363,7 @@ class _Normalizer:
     def assign_to(self, target, value, origin, reread=True):
         if isinstance(target, S.Name):
             if isinstance(value, S.Tuple) and self.depth == 0:
-                return self.split_tuple(target.id, value, origin)
+                return self.split_tuple(target.id, value, origin, reread)
             value = self.read(value) if reread else value
             hoisted, value = self.hoist_calls(value, origin, top=True)
             return hoisted + [S.assign(self.write(target.id), value)]
@@ -404,13 +438,13 @@ class _Normalizer:
             pairs += sub_pairs
         return pairs
 
-    def split_tuple(self, name, value, origin):
+    def split_tuple(self, name, value, origin, reread=True):
         """``t = (x, y)`` at the top level: one name per element, so that
         ``t[0]`` and ``a, b = t`` read plain names the adjoint can reach."""
         out, elements = [], []
         for index, elt in enumerate(value.elts):
             element = self.namer.fresh("{}_{}".format(name, index))
-            out += self.assign_to(S.store(element), elt, origin, reread=False)
+            out += self.assign_to(S.store(element), elt, origin, reread=reread)
             elements.append(element)
         written = self.write(name)
         self.tuples[written] = elements
