@@ -7,34 +7,16 @@ not grow with the number of loop trips. One forward pass gives one directional d
 
     python examples/forward_mode.py
 """
-import math
+import os
+import sys
 
 import derivo
 
-
-def besselj(v, z, atol=1e-8):
-    k = 0
-    s = (z / 2) ** v / math.factorial(v)
-    out = s
-    while abs(s) > atol:
-        k += 1
-        s *= (-1) / k / (k + v) * (z / 2) ** 2
-        out += s
-    return out
-
-
-def accel(theta, omega, damping):
-    return -math.sin(theta) - damping * omega
-
-
-def simulate(damping, theta0, steps=1000, dt=0.01):
-    theta = theta0
-    omega = 0.0
-    for _ in range(steps):
-        omega += dt * accel(theta, omega, damping)
-        theta += dt * omega
-    return theta * theta + 0.1 * omega * omega
-
+# The functions of examples/bessel.py and examples/pendulum.py, differentiated here
+# in forward mode instead.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from examples.bessel import besselj  # noqa: E402
+from examples.pendulum import simulate  # noqa: E402
 
 # Called with the tangent(s) first, then the function's arguments: (value, tangent).
 besselj_jvp = derivo.tangent(besselj, wrt="z")
