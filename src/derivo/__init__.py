@@ -1,7 +1,8 @@
 """derivo: source-to-source automatic differentiation for Python.
 
 ``derivo.grad(f)`` reads ``f``'s source, writes a new Python function that
-computes its gradient (reverse mode, loops reversed with an explicit stack),
+computes its gradient (reverse mode; loops reversed with an explicit stack,
+undone when they are reversible, or checkpointed),
 compiles and caches it, and lets you print or save that source.
 """
 
@@ -12,10 +13,11 @@ from .rules import defjvp, defpartials, defvjp, nondifferentiable  # noqa: E402
 from .api import (Derivative, cache_info, grad, hessian, hvp, jacobian, jvp,  # noqa: E402
                   source, tangent, value_and_grad, vjp)
 from .check import check_grad, forward_gradient  # noqa: E402
+from .checkpoints import checkpointed  # noqa: E402
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "tangent", "jvp", "jacobian", "hessian", "hvp",
-    "source", "cache_info", "check_grad", "forward_gradient",
+    "source", "cache_info", "check_grad", "forward_gradient", "checkpointed",
     "Derivative",
     "defpartials", "defvjp", "defjvp", "nondifferentiable",
     "DerivoError", "UnsupportedSyntax", "NoDerivativeRule", "SourceUnavailable",

@@ -28,6 +28,8 @@ import numpy as np
 from . import rules
 from . import syntax as S
 from .errors import NoDerivativeRule, UnsupportedSyntax
+from .outline import Loop
+from .parse import parameter_names
 from .ssa import is_append
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
@@ -393,7 +395,10 @@ class Analysis:
             return set()
         if is_item_write(stmt):
             return _names(stmt.targets[0].slice) | _names(value)
-        if getattr(value, "user_function", None) is not None:
+        callee = getattr(value, "user_function", None)
+        if isinstance(callee, Loop):
+            return set()  # the loop's tape keeps what its reverse reads
+        if callee is not None:
             return _names(value)
         return self.plans[id(stmt)].reads
 
@@ -436,7 +441,7 @@ class Analysis:
 
     def _plan_call(self, stmt, callee):
         call = stmt.value
-        params = _parameters(callee)
+        params = parameter_names(callee)
         active = []
         for index, arg in enumerate(call.args):
             if index >= len(params):
@@ -723,10 +728,6 @@ def tree_params(tree):
     args = tree.args
     return [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
 
-
-def _parameters(func):
-    code = func.__code__
-    return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
 
 def analyze(normalized, wrt, arrays=False, loops="stack"):

@@ -13,6 +13,7 @@ import numpy as np
 from . import __version__, cache, codegen
 from .errors import DerivoError
 from .parse import parse
+from .checkpoints import SCHEDULES
 from .transform import Build, uses_numpy
 
 
@@ -41,7 +42,7 @@ class Derivative:
     it is then called with arrays, derivo generates (once) array code for it.
     """
 
-    def __init__(self, func, kind, wrt, tuple_wrt, loops="stack"):
+    def __init__(self, func, kind, wrt, tuple_wrt, loops=("stack", None, "revolve")):
         self.__wrapped__ = func
         self.kind = kind
         self.wrt = wrt
@@ -137,11 +138,12 @@ def resolve_wrt(func, wrt):
     return tuple(resolved)
 
 
-def _generate(func, kind, names, tuple_wrt, arrays, loops="stack"):
-    """Transform and compile ``func`` (or find it in the cache)."""
+def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revolve")):
+    """Transform and compile ``func`` (or find it in the cache); ``loops`` is
+    (strategy, checkpoints, schedule)."""
 
     def build():
-        module = Build(arrays, loops)
+        module = Build(arrays, *loops)
         name = module.add(func, list(names), kind, tuple_wrt)
         source = module.source()
         namespace = codegen.compile_module(source, module.namespace, name)
@@ -154,7 +156,7 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops="stack"):
     return cache.lookup(key, build, lambda generated: generated.build.still_valid())
 
 
-def _derivative(func, wrt, kind, loops="stack"):
+def _derivative(func, wrt, kind, loops=("stack", None, "revolve")):
     generated = isinstance(func, Derivative) or getattr(
         getattr(func, "__code__", None), "co_filename", "").startswith("<derivo generated")
     if generated and kind != "jvp":
@@ -168,22 +170,34 @@ def _derivative(func, wrt, kind, loops="stack"):
         parse(func)  # raises the error that explains what is missing
         raise DerivoError("derivo differentiates Python functions, got {!r}".format(func))
     names = resolve_wrt(func, wrt)
-    if loops not in LOOP_STRATEGIES:
-        raise DerivoError("loops={!r}: choose one of {}".format(
-            loops, ", ".join(map(repr, LOOP_STRATEGIES))))
     return Derivative(func, kind, names, isinstance(wrt, (tuple, list)), loops)
 
 
-LOOP_STRATEGIES = ("stack", "reversible")
+LOOP_STRATEGIES = ("stack", "checkpoint", "reversible")
 
 
-def _transform(kind, func, wrt, loops="stack"):
+def _loop_options(loops, checkpoints, schedule):
+    if loops not in LOOP_STRATEGIES:
+        raise DerivoError("loops={!r}: choose one of {}".format(
+            loops, ", ".join(map(repr, LOOP_STRATEGIES))))
+    if checkpoints is not None and (isinstance(checkpoints, bool) or not isinstance(
+            checkpoints, int) or checkpoints < 1):
+        raise DerivoError("checkpoints={!r}: give the number of loop states to keep, a "
+                          "positive integer".format(checkpoints))
+    if schedule not in SCHEDULES:
+        raise DerivoError("schedule={!r}: choose one of {}".format(
+            schedule, ", ".join(map(repr, SCHEDULES))))
+    return loops, checkpoints, schedule
+
+
+def _transform(kind, func, wrt, loops="stack", checkpoints=None, schedule="revolve"):
+    options = _loop_options(loops, checkpoints, schedule)
     if func is None:
-        return lambda f: _derivative(f, wrt, kind, loops)
-    return _derivative(func, wrt, kind, loops)
+        return lambda f: _derivative(f, wrt, kind, options)
+    return _derivative(func, wrt, kind, options)
 
 
-def grad(func=None, *, wrt=0, loops="stack"):
+def grad(func=None, *, wrt=0, loops="stack", checkpoints=None, schedule="revolve"):
     """The gradient of ``func`` with respect to ``wrt``.
 
     ``wrt`` is a parameter position or name, or a tuple of them (then the
@@ -193,14 +207,19 @@ def grad(func=None, *, wrt=0, loops="stack"):
     overwrote: ``"stack"`` saves them as the loop runs (memory grows with the
     trip count); ``"reversible"`` undoes each update instead (``s *= c``
     becomes ``s /= c``): constant memory, exact up to rounding, and refused
-    with the offending line when an update cannot be undone.
+    with the offending line when an update cannot be undone; ``"checkpoint"``
+    keeps at most ``checkpoints`` states of each outermost loop and recomputes
+    the others (see :mod:`derivo.checkpoints`): the optimal binomial schedule
+    for ``for`` loops (``schedule="halving"`` for recursive halving), an online
+    one for ``while`` loops.  ``for x in derivo.checkpointed(...)`` checkpoints
+    one loop whatever ``loops`` says.
     """
-    return _transform("grad", func, wrt, loops)
+    return _transform("grad", func, wrt, loops, checkpoints, schedule)
 
 
-def value_and_grad(func=None, *, wrt=0, loops="stack"):
+def value_and_grad(func=None, *, wrt=0, loops="stack", checkpoints=None, schedule="revolve"):
     """Like :func:`grad`, returning ``(func(*args), gradient)``."""
-    return _transform("value_and_grad", func, wrt, loops)
+    return _transform("value_and_grad", func, wrt, loops, checkpoints, schedule)
 
 
 def vjp(func, *args, **kwargs):

@@ -109,6 +109,13 @@ def main(argv=None):
     parser.add_argument("--mode", choices=["reverse", "forward"], default="reverse",
                         help="reverse mode (a gradient) or forward mode (a Jacobian-vector "
                         "product taking one tangent per --wrt parameter first)")
+    parser.add_argument("--loops", choices=("stack", "checkpoint", "reversible"),
+                        default="stack", help="how reverse mode gets back what loops "
+                        "overwrote (see derivo.grad)")
+    parser.add_argument("--checkpoints", type=int, help="with --loops checkpoint: loop "
+                        "states to keep")
+    parser.add_argument("--schedule", choices=("revolve", "halving"), default="revolve",
+                        help="with --loops checkpoint: the schedule of counted loops")
     parser.add_argument("-o", "--output", help="write a standalone module here instead of "
                         "printing the source")
     parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
@@ -119,7 +126,9 @@ def main(argv=None):
             raise DerivoError("--kind is for reverse mode; forward mode always returns "
                               "(value, tangent)")
         kind = "jvp" if args.mode == "forward" else args.kind or "grad"
-        derivative = api._transform(kind, func, _wrt(args.wrt))
+        derivative = api._transform(kind, func, _wrt(args.wrt), args.loops, args.checkpoints,
+                                    args.schedule) if kind != "jvp" else \
+            api._transform(kind, func, _wrt(args.wrt))
         if args.output is None:
             sys.stdout.write(derivative.module_source())
             return 0

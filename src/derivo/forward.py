@@ -30,6 +30,7 @@ from . import syntax as S
 from .analyze import (Analysis, assigned_names, index_value, is_item_write,
                       same_operands)
 from .errors import NoDerivativeRule, UnsupportedSyntax
+from .parse import parameter_names
 from .rules import Template
 from .ssa import is_append
 
@@ -293,7 +294,7 @@ class Tangents:
             return [copy]
         call = stmt.value
         _, callee, active_params = next(c for c in self.analysis.calls if c[0] is stmt)
-        by_param = dict(zip(_parameter_names(callee), call.args))
+        by_param = dict(zip(parameter_names(callee), call.args))
         by_param.update({k.arg: k.value for k in call.keywords})
         seeds = [(p, self.name_tangent(by_param[p])) for p in active_params]
         seeds = [(p, t) for p, t in seeds if t is not None]
@@ -647,10 +648,6 @@ def _insert_before(block, node, stmts):
             _insert_before(stmt.body, node, stmts)
             _insert_before(stmt.orelse, node, stmts)
 
-
-def _parameter_names(func):
-    code = func.__code__
-    return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
 
 def analyze_forward(normalized, wrt, arrays=False):

@@ -12,6 +12,7 @@ comments and derivo's errors point at the caller's line.
 """
 
 from . import syntax as S
+from .outline import Loop
 from .errors import DerivoError
 
 MAX_DEPTH = 4  # a deeper chain of straight-line helpers is left as calls
@@ -44,7 +45,8 @@ def _inline_block(block, caller, normalize_function, depth):
 
 def _inline(stmt, caller, normalize_function, depth):
     callee = getattr(getattr(stmt, "value", None), "user_function", None)
-    if callee is None or not isinstance(stmt, S.Assign) or depth >= MAX_DEPTH:
+    if callee is None or isinstance(callee, Loop) or not isinstance(stmt, S.Assign) \
+            or depth >= MAX_DEPTH:
         return None
     try:
         function = normalize_function(callee)

@@ -77,8 +77,39 @@ class Parsed:
         return self.lines[index].strip() if 0 <= index < len(self.lines) else ""
 
 
+class Outlined:
+    """A function derivo wrote from part of a user's function (a loop body or test).
+
+    It stands in for a Python function wherever the pipeline takes one: it
+    parses to a tree whose positions are those of the user's file.
+    """
+
+    def __init__(self, parsed, tree):
+        self.__name__ = self.__qualname__ = tree.name
+        self.tree = tree
+        self.params = [a.id for a in tree.args.args]
+        self._parsed = parsed
+
+    def parse(self):
+        """A fresh :class:`Parsed` (later stages rewrite the tree they get)."""
+        return Parsed(
+            self, S.deepcopy(self.tree), self._parsed.filename, self._parsed.lines,
+            self._parsed.first_line, self._parsed.globals, self._parsed.closure)
+
+
+def parameter_names(func):
+    """The names of a function's parameters, in order (keyword-only ones last)."""
+    params = getattr(func, "params", None)  # an Outlined function, or an outline.Loop
+    if params is not None:
+        return list(params)
+    code = func.__code__
+    return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+
+
 def parse(func):
     """Parse ``func`` (a plain Python function) into a :class:`Parsed`."""
+    if isinstance(func, Outlined):
+        return func.parse()
     func = inspect.unwrap(func)
     name = getattr(func, "__qualname__", repr(func))
     code = getattr(func, "__code__", None)

@@ -13,9 +13,12 @@ a zero is materialised only where two control paths meet.
 
 import builtins
 
-from . import optimize, runtime
+from . import checkpoints, optimize, runtime
 from . import syntax as S
 from .analyze import Node, Plan, analyze, index_value, is_item_write, same_operands
+from .errors import UnsupportedSyntax
+from .outline import ITERATIONS, Loop
+from .parse import parameter_names
 from .ssa import is_append
 
 
@@ -36,7 +39,8 @@ class Sweep:
         self.zero = set()           # active names whose adjoint is a symbolic zero
         self.materialized = set()   # ... made a real 0.0 where control paths meet
         self.starts = {}            # id(counted loop) -> name of its counter at entry
-        self.uses_stack = bool(analysis.pushes)
+        self.uses_stack = bool(analysis.pushes) or any(
+            isinstance(callee, Loop) for _, callee, _ in analysis.calls)
         if self.uses_stack:
             self.stack = self.namer.fresh("stack")
             self.push = self.namer.fresh("push")
@@ -163,6 +167,8 @@ class Sweep:
     def primal_assign(self, stmt):
         """The statement as the user wrote it, or, where the adjoint reads
         intermediate values of it, in steps that keep them (``t1 = x @ w``)."""
+        if isinstance(getattr(getattr(stmt, "value", None), "user_function", None), Loop):
+            return [self.primal_checkpointed(stmt)]
         plan = self.analysis.plans.get(id(stmt))
         copy = S.deepcopy(stmt)
         copy.effects = getattr(stmt, "opaque", False)
@@ -182,6 +188,30 @@ class Sweep:
 
         copy.value = build(stmt.value)
         return steps + [copy]
+
+    def primal_checkpointed(self, stmt):
+        """An outlined loop (see outline) run by :mod:`derivo.checkpoints`, which
+        pushes its tape when the reverse sweep will pop it."""
+        loop, call = stmt.value.user_function, stmt.value
+        taped = any(c[0] is stmt for c in self.analysis.calls)
+        push = S.name(self.push) if taped else S.const(None)
+        args = list(call.args)
+        iterations = [args.pop(0)] if loop.kind == "for" else []
+        state, invariants = args[:len(loop.state)], args[len(loop.state):]
+        functions = [self.module.outlined_function(f) for f in (loop.test, loop.step) if f]
+        keywords = [S.gast.keyword(arg="slots", value=S.const(loop.slots))] \
+            if loop.slots is not None else []
+        if loop.kind == "for" and loop.schedule != "revolve":
+            keywords.append(S.gast.keyword(arg="schedule", value=S.const(loop.schedule)))
+        runner = self.checkpoints("checkpointed_" + loop.kind)
+        value = S.call(runner, push, *map(S.name, functions), *S.deepcopy(iterations),
+                       S.tuple_(S.deepcopy(state)), S.tuple_(S.deepcopy(invariants)),
+                       keywords=keywords)
+        return S.copy_location(_effect(S.assign(S.deepcopy(stmt.targets[0]), value)), stmt)
+
+    def checkpoints(self, helper):
+        return self.module.bind(helper, getattr(checkpoints, helper),
+                                avoid=self.parsed.local_names)
 
     def is_unused_counter(self, stmt, block, index):
         """``n = 0`` before a loop whose reverse needs no trip count."""
@@ -254,6 +284,9 @@ class Sweep:
         if isinstance(stmt, S.Assign):
             if is_item_write(stmt):
                 code = self.reverse_item_write(stmt) + self.restore(stmt)
+            elif isinstance(getattr(stmt.value, "user_function", None), Loop):
+                # The loop's tape, pushed as it ran, is above what it overwrote.
+                code = self.reverse_checkpointed(stmt) + self.restore(stmt)
             elif getattr(stmt.value, "user_function", None) is not None:
                 code = self.restore(stmt) + self.reverse_call(stmt)
             elif _reads_own_target(stmt):
@@ -374,12 +407,51 @@ class Sweep:
         out.append(_effect(S.assign(result_target, S.call(
             helper, seed, *S.deepcopy(call.args), keywords=S.deepcopy(call.keywords)))))
         self.zero |= set(active)
-        by_param = dict(zip(_parameter_names(callee), call.args))
+        by_param = dict(zip(parameter_names(callee), call.args))
         by_param.update({k.arg: k.value for k in call.keywords})
         for param, result in zip(active_params, results):
             arg = by_param[param]
             expression = ExpressionAdjoint(self, self.analysis.plans[id(arg)], out)
             expression.backprop(arg, S.name(result))
+        return out
+
+    def reverse_checkpointed(self, stmt):
+        """Pop an outlined loop's tape and run the step's VJP backwards over its
+        trips; the loop's inputs receive what comes out."""
+        loop, call, target = stmt.value.user_function, stmt.value, stmt.targets[0]
+        names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
+        entry = next((c for c in self.analysis.calls if c[0] is stmt), None)
+        if entry is None:
+            return []
+        active = [n for n in names if n in self.analysis.active]
+        tape = S.call(self.pop)
+        if all(n in self.zero for n in active):
+            return [_effect(S.Expr(value=tape))]
+        active_params = entry[2]
+        if ITERATIONS in active_params:
+            raise self.parsed.error(
+                UnsupportedSyntax, loop.node, "cannot checkpoint a loop over differentiated "
+                "values ({!r}): loop over range(len(...)) and index them".format(
+                    S.expr_source(call.args[0])), "checkpointed loop")
+        # Every state variable is differentiated: a trip may carry a derivative
+        # through one that neither the loop's input nor its output has.
+        wrt = loop.state + [p for p in loop.invariants if p in active_params]
+        helper = self.module.step_vjp(loop, tuple(wrt))
+        seeds = [S.name(self.adjoint(n)) if n in active and n not in self.zero
+                 else S.const(0.0) for n in names]
+        results = [self.namer.numbered("b" + p) for p in wrt]
+        result_target = S.store(results[0]) if len(results) == 1 else S.tuple_(
+            [S.store(r) for r in results], store_ctx=True)
+        out = [_effect(S.assign(result_target, S.call(
+            S.attribute(tape, "reverse"), S.name(helper),
+            seeds[0] if len(seeds) == 1 else S.tuple_(seeds))))]
+        self.zero |= set(active)
+        by_param = dict(zip(parameter_names(loop), call.args))
+        for param, result in zip(wrt, results):
+            if param in active_params:
+                arg = by_param[param]
+                expression = ExpressionAdjoint(self, self.analysis.plans[id(arg)], out)
+                expression.backprop(arg, S.name(result))
         return out
 
     # --- control flow ----------------------------------------------------------
@@ -608,10 +680,6 @@ def _effect(stmt):
     stmt.effects = True
     return stmt
 
-
-def _parameter_names(func):
-    code = func.__code__
-    return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
 
 def reverse(normalized, wrt, module, kind, name, tuple_wrt=False, arrays=False,

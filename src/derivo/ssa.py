@@ -611,6 +611,8 @@ class _Normalizer:
 
         class Hoist(S.NodeTransformer):
             def visit_Call(self, call):
+                if getattr(call, "user_function", None) is not None:
+                    return call  # an outlined loop (see outline): its reverse needs no arguments
                 self.generic_visit(call)
                 target = normalizer.parsed.callee_key(call)
                 if _is_user_function(target):

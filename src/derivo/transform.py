@@ -1,5 +1,6 @@
-"""The pipeline, end to end: parse -> ssa -> analyze -> reverse (or forward) ->
-optimize -> codegen -> compile, for a function and every user function it calls.
+"""The pipeline, end to end: parse -> outline (reverse mode) -> ssa -> inline ->
+analyze -> reverse (or forward) -> optimize -> codegen -> compile, for a
+function and every user function it calls.
 
 A :class:`Build` collects one generated module: the requested derivative plus
 one VJP function (JVP function, in forward mode) per (called user function,
@@ -15,8 +16,9 @@ from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
 from .forward import forward
 from .names import Namer
-from .parse import MISSING, parse
+from .parse import MISSING, Outlined, parse
 from .inline import inline_calls
+from .outline import outline_loops
 from .reverse import reverse
 from .ssa import normalize
 
@@ -26,15 +28,18 @@ KIND_SUFFIX = {"grad": "grad", "value_and_grad": "value_and_grad", "vjp": "vjp",
 class Build:
     """One generated module under construction."""
 
-    def __init__(self, arrays=False, loops="stack"):
+    def __init__(self, arrays=False, loops="stack", checkpoints=None, schedule="revolve"):
         self.arrays = arrays          # values may be NumPy arrays (see reverse.reverse)
-        self.loops = loops            # how reverse mode undoes loops (see analyze)
+        self.loops = loops            # how reverse mode undoes loops (see analyze, outline)
+        self.checkpoints = checkpoints  # states a checkpointed loop keeps (None: default)
+        self.schedule = schedule      # ... and how it recomputes the others
         self.functions = []
         self.namespace = {}           # free name -> object, shared by all functions
         self.user_sources = {}        # name -> source of a user function the primal calls
         self.comments = S.Comments()
         self.names = Namer()
         self.vjps = {}                # (code object, params) -> generated name
+        self.outlined = set()         # names of outlined functions already emitted
         self.jvps = {}                # the same, for forward mode
         self.in_progress = []         # functions being transformed (to catch recursion)
         self.guards = []              # (parsed function, free name, object it meant)
@@ -46,6 +51,9 @@ class Build:
     def add(self, func, wrt, kind, tuple_wrt=False, name=None):
         """Transform ``func`` and append its derivative; return the new function's name."""
         parsed = parse(func)
+        if kind != "jvp" and not isinstance(func, Outlined):
+            parsed = outline_loops(parsed, self.loops, self.checkpoints, self.schedule,
+                                   self.names)
         if func in self.in_progress:
             raise UnsupportedSyntax(
                 "cannot differentiate recursive function {!r}: derivo transforms each "
@@ -84,6 +92,25 @@ class Build:
     def jvp_function(self, callee, params, caller, call):
         """The name of the JVP of user function ``callee`` w.r.t. ``params``."""
         return self._helper(callee, params, caller, call, "jvp", self.jvps)
+
+    def step_vjp(self, loop, params):
+        """The name of the VJP of a checkpointed loop's step w.r.t. ``params``;
+        it returns a tuple, whatever their number."""
+        key = (loop.step, params)
+        if key not in self.vjps:
+            self.vjps[key] = self.names.fresh(loop.step.__name__ + "_vjp")
+            self.add(loop.step, list(params), "vjp", tuple_wrt=True, name=self.vjps[key])
+        return self.vjps[key]
+
+    def outlined_function(self, outlined):
+        """Emit an outlined function (a checkpointed loop's step or test) as
+        the user wrote it; return its name."""
+        if outlined.__name__ not in self.outlined:
+            self.outlined.add(outlined.__name__)
+            parsed = outlined.parse()
+            self.bind_free_names(parsed, parsed.tree)
+            self.functions.append(parsed.tree)
+        return outlined.__name__
 
     def _helper(self, callee, params, caller, call, kind, made):
         """Transform ``callee`` once per (kind, params) for the functions calling it."""

@@ -1,0 +1,270 @@
+"""Stage 1b, reverse mode: a checkpointed loop becomes one call of its body.
+
+With ``loops="checkpoint"`` every outermost loop, and under any strategy a
+loop over ``derivo.checkpointed(...)``, is *outlined*::
+
+    for _ in range(steps):              x, v = <loop>(range(steps), x, v, stiffness, dt)
+        x += dt * v             ->
+        v -= dt * stiffness * x         def energy_after_step(_, x, v, stiffness, dt):
+                                            x += dt * v
+                                            v -= dt * stiffness * x
+                                            return x, v
+
+The loop's *state* is what it assigns (or writes into) and something reads
+before the loop assigns it again: the next trip, or code after the loop.  Its
+*invariants* are the other local names it reads.  The call's callee is a
+:class:`Loop`; ``reverse`` runs it through :mod:`derivo.checkpoints`, which
+calls the step function once per trip and the step's VJP (an ordinary derived
+function) once per trip backwards.
+
+A checkpointed loop must run all its trips from its state alone, so it may
+not ``break``, ``continue`` or ``return``, and every state variable needs a
+value before the loop.
+"""
+
+from . import syntax as S
+from .checkpoints import SCHEDULES, checkpointed
+from .errors import UnsupportedSyntax
+from .parse import Outlined, Parsed
+
+ITERATIONS = "(iterations)"  # the parameter of a for loop's call that takes its iterable
+
+
+class Loop:
+    """The callee of the call that replaces a checkpointed loop."""
+
+    def __init__(self, node, step, test, state, invariants, slots, schedule):
+        self.node = node              # the user's loop, for messages
+        self.kind = "for" if isinstance(node, S.For) else "while"
+        self.step = step              # Outlined: one trip, returning the state
+        self.test = test              # Outlined: a while loop's test, else None
+        self.state = state
+        self.invariants = invariants
+        self.slots = slots            # None: the runtime's default
+        self.schedule = schedule      # 'revolve' or 'halving' (for loops)
+        self.params = ([ITERATIONS] if self.kind == "for" else []) + state + invariants
+        self.__name__ = step.__name__
+
+
+def outline_loops(parsed, loops, slots, schedule, names):
+    """``parsed`` with its checkpointed loops outlined (a new tree), naming the
+    step functions with ``names``; ``parsed`` itself when there are none."""
+    tree = S.deepcopy(parsed.tree)
+    found = []
+    _find(parsed, tree.body, loops == "checkpoint", slots, schedule, found, nested=False)
+    if not found:
+        return parsed
+    for loop, block, slots_, schedule_ in found:
+        replacement = _outline(parsed, tree, loop, slots_, schedule_, names)
+        if replacement is not None:
+            block[block.index(loop)] = replacement
+    return Parsed(parsed.func, tree, parsed.filename, parsed.lines, parsed.first_line,
+                  parsed.globals, parsed.closure)
+
+
+def _find(parsed, block, every, slots, schedule, found, nested):
+    """Collect (loop, block holding it, slots, schedule) for each loop to outline."""
+    for stmt in block:
+        if isinstance(stmt, (S.For, S.While)):
+            marker = _marker(parsed, stmt)
+            if marker is not None:
+                found.append((stmt, block) + marker)
+                continue
+            if every and not nested:
+                found.append((stmt, block, slots, schedule))
+                continue
+            _find(parsed, stmt.body, every, slots, schedule, found, True)
+        elif isinstance(stmt, S.If):
+            _find(parsed, stmt.body, every, slots, schedule, found, nested)
+            _find(parsed, stmt.orelse, every, slots, schedule, found, nested)
+
+
+def _marker(parsed, loop):
+    """(slots, schedule) of ``for x in derivo.checkpointed(...)``, which then
+    loops over the marker's first argument; None for any other loop."""
+    call = loop.iter if isinstance(loop, S.For) else None
+    if not isinstance(call, S.Call) or parsed.resolve_callee(call) is not checkpointed:
+        return None
+    if len(call.args) != 1:
+        raise parsed.error(UnsupportedSyntax, call, "derivo.checkpointed takes one iterable "
+                           "and keyword options (checkpoints=..., schedule=...)",
+                           "checkpointed")
+    options = {"checkpoints": None, "schedule": "revolve"}
+    for keyword in call.keywords:
+        if keyword.arg not in options or not isinstance(keyword.value, S.Constant):
+            raise parsed.error(UnsupportedSyntax, keyword.value, "derivo.checkpointed takes "
+                               "constant checkpoints=... and schedule=... options",
+                               "checkpointed")
+        options[keyword.arg] = keyword.value.value
+    if options["schedule"] not in SCHEDULES:
+        raise parsed.error(UnsupportedSyntax, call, "schedule={!r}: choose one of {}".format(
+            options["schedule"], ", ".join(map(repr, SCHEDULES))), "checkpointed")
+    loop.iter = call.args[0]
+    return options["checkpoints"], options["schedule"]
+
+
+def _outline(parsed, tree, loop, slots, schedule, names):
+    """The call replacing ``loop``, or None for a loop nothing after it reads."""
+    _refuse_jumps(parsed, loop)
+    if isinstance(loop, S.For) and not isinstance(loop.target, S.Name):
+        raise _error(parsed, loop.target, "needs one loop variable, not {!r}".format(
+            S.expr_source(loop.target)))
+    target = [loop.target.id] if isinstance(loop, S.For) else []
+    header = [loop.test] if isinstance(loop, S.While) else []
+    inside = {id(n) for n in S.walk(loop)}
+    read_outside = {n.id for n in S.walk(tree) if isinstance(n, S.Name)
+                    and isinstance(n.ctx, S.Load) and id(n) not in inside}
+    for ident in target:
+        if ident in read_outside:
+            raise _error(parsed, loop.target, "leaves its loop variable {!r} behind, and "
+                         "code after the loop reads it; copy it into another name inside "
+                         "the loop".format(ident))
+    assigned = _assigned(loop.body)
+    exposed = _exposed(header, set(target)) | _exposed(loop.body, set(target))
+    state = [n for n in assigned if n in exposed or n in read_outside]
+    if not state:
+        return None
+    defined = _defined_before(tree.body, loop, {a.id for a in tree.args.args +
+                                                tree.args.kwonlyargs})
+    for ident in state:
+        if ident not in defined:
+            raise _error(parsed, loop, "carries {!r} from trip to trip or out of the loop, "
+                         "but {!r} may have no value before the loop; assign it "
+                         "first".format(ident, ident))
+    local = parsed.local_names
+    invariants = [n for n in _loads(header + loop.body)
+                  if n in local and n not in assigned and n not in target]
+    base = names.fresh(parsed.tree.name + "_step")
+    body = S.deepcopy(loop.body) + [_located(S.return_(_names_value(state)), loop)]
+    step = Outlined(parsed, _located(S.function(base, target + state + invariants, body), loop))
+    test = None
+    if isinstance(loop, S.While):
+        test_name = names.fresh(parsed.tree.name + "_test")
+        test = Outlined(parsed, _located(S.function(
+            test_name, state + invariants, [_located(S.return_(S.deepcopy(loop.test)), loop)]),
+            loop))
+    callee = Loop(loop, step, test, state, invariants, slots, schedule)
+    iterations = [S.deepcopy(loop.iter)] if isinstance(loop, S.For) else []
+    call = S.call(base + "_loop", *iterations, *[S.name(n) for n in state + invariants])
+    call.user_function = callee
+    targets = S.store(state[0]) if len(state) == 1 else S.tuple_(
+        [S.store(n) for n in state], store_ctx=True)
+    return _located(S.assign(targets, call), loop)
+
+
+def _error(parsed, node, message):
+    return parsed.error(UnsupportedSyntax, node, "cannot checkpoint this loop: it " + message,
+                        "checkpointed loop")
+
+
+def _refuse_jumps(parsed, loop):
+    """A checkpointed loop runs every trip: no break or continue of its own, no return."""
+    def visit(block, own_level):
+        for stmt in block:
+            if isinstance(stmt, S.Return):
+                raise _error(parsed, stmt, "returns from inside; set a flag and return "
+                             "after the loop")
+            if own_level and isinstance(stmt, (S.Break, S.Continue)):
+                word = "break" if isinstance(stmt, S.Break) else "continue"
+                raise _error(parsed, stmt, "has a {!r}, so its trips depend on more than "
+                             "its state; use an if around the rest of the body".format(word))
+            for field in ("body", "orelse"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list):
+                    visit(inner, own_level and not isinstance(stmt, (S.For, S.While)))
+    visit(loop.body, True)
+
+
+def _located(node, origin):
+    for inner in S.walk(node):
+        if getattr(inner, "lineno", None) is None and hasattr(inner, "_attributes") \
+                and "lineno" in inner._attributes:
+            S.copy_location(inner, origin)
+    return node
+
+
+def _names_value(names):
+    return S.name(names[0]) if len(names) == 1 else S.tuple_([S.name(n) for n in names])
+
+
+def _loads(nodes):
+    """Names read by ``nodes``, in order of first appearance."""
+    seen = {}
+    for node in nodes:
+        for inner in S.walk(node):
+            if isinstance(inner, S.Name) and isinstance(inner.ctx, S.Load):
+                seen.setdefault(inner.id, None)
+    return list(seen)
+
+
+def _assigned(block):
+    """Names ``block`` assigns or writes into (``x[i] = v``, ``xs.append(v)``),
+    in order of first appearance."""
+    seen = {}
+    for stmt in block:
+        for node in S.walk(stmt):
+            if isinstance(node, S.Name) and isinstance(node.ctx, S.Store):
+                seen.setdefault(node.id, None)
+            elif isinstance(node, S.Subscript) and isinstance(node.ctx, S.Store):
+                base = node.value
+                while isinstance(base, S.Subscript):
+                    base = base.value
+                if isinstance(base, S.Name):
+                    seen.setdefault(base.id, None)
+            elif isinstance(node, S.Call) and isinstance(node.func, S.Attribute) \
+                    and isinstance(node.func.value, S.Name) \
+                    and node.func.attr in ("append", "extend", "pop", "insert"):
+                seen.setdefault(node.func.value.id, None)
+    return list(seen)
+
+
+def _stored(stmt):
+    return {n.id for n in S.walk(stmt) if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)}
+
+
+def _exposed(block, defined):
+    """Names ``block`` may read before assigning them, given the ``defined``
+    ones; ``defined`` grows by what the block surely assigns."""
+    reads = set()
+    for stmt in block:
+        if isinstance(stmt, S.If):
+            reads |= set(_loads([stmt.test])) - defined
+            then_defined, else_defined = set(defined), set(defined)
+            reads |= _exposed(stmt.body, then_defined) | _exposed(stmt.orelse, else_defined)
+            defined |= then_defined & else_defined
+        elif isinstance(stmt, (S.For, S.While)):
+            head = stmt.iter if isinstance(stmt, S.For) else stmt.test
+            reads |= set(_loads([head])) - defined
+            inner = set(defined) | (_stored(stmt.target) if isinstance(stmt, S.For) else set())
+            reads |= _exposed(stmt.body, inner)
+        else:
+            # An augmented assignment reads its target, and x[i] = v reads x.
+            loads = set(_loads([stmt]))
+            if isinstance(stmt, S.AugAssign) and isinstance(stmt.target, S.Name):
+                loads.add(stmt.target.id)
+            reads |= loads - defined
+            defined |= _stored(stmt)
+    return reads
+
+
+def _defined_before(block, loop, defined):
+    """Names surely assigned when ``loop`` starts (None if it is not in ``block``)."""
+    defined = set(defined)
+    for stmt in block:
+        if stmt is loop:
+            return defined
+        if any(node is loop for node in S.walk(stmt)):
+            start = defined | (_stored(stmt.target) if isinstance(stmt, S.For) else set())
+            for inner in (stmt.body, stmt.orelse):
+                found = _defined_before(inner, loop, start)
+                if found is not None:
+                    return found
+            return None
+        if isinstance(stmt, S.If):
+            then_defined, else_defined = set(defined), set(defined)
+            _exposed(stmt.body, then_defined)
+            _exposed(stmt.orelse, else_defined)
+            defined |= then_defined & else_defined
+        elif not isinstance(stmt, (S.For, S.While)):
+            defined |= _stored(stmt)
+    return None
