@@ -205,15 +205,15 @@ class Tape:
 
     # --- reverse --------------------------------------------------------------
 
-    def reverse(self, vjp, seeds):
+    def reverse(self, vjp, seeds, invariants=0):
         """The adjoints of the loop's inputs from those of its outputs (``seeds``).
 
         ``vjp(seed, *step arguments)`` is the step's VJP: it returns a tuple, the
-        adjoints of the state variables, then those of the invariants it
-        differentiates.  So does this method (a bare value for just one), with
-        the invariants' adjoints summed over the trips.
+        adjoints of the state variables, then those of the ``invariants``
+        invariants it differentiates.  So does this method (a bare value for
+        just one), with the invariants' adjoints summed over the trips.
         """
-        self.vjp, self.totals = vjp, ()
+        self.vjp, self.totals = vjp, (0.0,) * invariants
         self.seeds = (seeds,) if self.single else seeds
         if self.steps:
             self.adjoint_step(self.steps - 1, self.last)
@@ -260,6 +260,5 @@ class Tape:
         count = len(self.seeds)
         self.seeds = result[:count]
         invariants = result[count:]
-        self.totals = tuple(a + b for a, b in zip(self.totals, invariants)) \
-            if self.totals else tuple(invariants)
+        self.totals = tuple(a + b for a, b in zip(self.totals, invariants))
 

@@ -442,9 +442,12 @@ class Sweep:
         results = [self.namer.numbered("b" + p) for p in wrt]
         result_target = S.store(results[0]) if len(results) == 1 else S.tuple_(
             [S.store(r) for r in results], store_ctx=True)
+        differentiated = len(wrt) - len(loop.state)
+        keywords = [S.gast.keyword(arg="invariants", value=S.const(differentiated))] \
+            if differentiated else []
         out = [_effect(S.assign(result_target, S.call(
             S.attribute(tape, "reverse"), S.name(helper),
-            seeds[0] if len(seeds) == 1 else S.tuple_(seeds))))]
+            seeds[0] if len(seeds) == 1 else S.tuple_(seeds), keywords=keywords)))]
         self.zero |= set(active)
         by_param = dict(zip(parameter_names(loop), call.args))
         for param, result in zip(wrt, results):

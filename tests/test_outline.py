@@ -1,0 +1,186 @@
+"""Stage 1b: which loops are outlined, and what their state and invariants are."""
+
+import math
+
+import pytest
+
+import derivo
+from derivo import syntax as S
+from derivo.errors import UnsupportedSyntax
+from derivo.names import Namer
+from derivo.outline import Loop, outline_loops
+from derivo.parse import parse
+
+
+def outlined(func, loops="checkpoint"):
+    """The Loop callees of ``func``'s outlined loops, in order."""
+    parsed = outline_loops(parse(func), loops, None, "revolve", Namer())
+    return [n.user_function for n in S.walk(parsed.tree) if isinstance(n, S.Call)
+            and isinstance(getattr(n, "user_function", None), Loop)]
+
+
+def oscillator(k, x, steps, dt):
+    v = 0.0
+    for _ in range(steps):
+        x += dt * v
+        v -= dt * k * x
+    return x + v
+
+
+def test_state_is_what_the_loop_carries_and_invariants_what_it_reads():
+    [loop] = outlined(oscillator)
+    assert loop.kind == "for"
+    assert loop.state == ["x", "v"]
+    assert loop.invariants == ["dt", "k"]
+    assert loop.params == ["(iterations)", "x", "v", "dt", "k"]
+    assert [a.id for a in loop.step.tree.args.args] == ["_", "x", "v", "dt", "k"]
+
+
+def temporaries(a, n):
+    total = 0.0
+    for i in range(n):
+        t = a * i        # assigned before it is read in every trip: not state
+        total += math.sin(t)
+    return total
+
+
+def test_a_temporary_of_one_trip_is_not_state():
+    [loop] = outlined(temporaries)
+    assert loop.state == ["total"]
+    assert loop.invariants == ["a"]
+
+
+def read_after(a, n):
+    last = 0.0
+    for i in range(n):
+        last = a * i
+    return last
+
+
+def test_a_value_read_after_the_loop_is_state():
+    [loop] = outlined(read_after)
+    assert loop.state == ["last"]
+
+
+def branch_assigned(a, n):
+    y = a
+    for i in range(n):
+        if i % 2:
+            t = y
+        else:
+            y = y * a
+        y = y + 0.0 * t
+    return y
+
+
+def test_a_value_assigned_on_one_branch_only_is_exposed():
+    with pytest.raises(UnsupportedSyntax, match="'t' may have no value before the loop"):
+        outlined(branch_assigned)
+
+
+def newton(a, x):
+    while abs(x * x - a) > 1e-12:
+        x = 0.5 * (x + a / x)
+    return x
+
+
+def test_while_loop_has_a_test_function():
+    [loop] = outlined(newton)
+    assert loop.kind == "while"
+    assert loop.state == ["x"]
+    assert loop.invariants == ["a"]
+    assert [a.id for a in loop.test.tree.args.args] == ["x", "a"]
+
+
+def nested(a, n):
+    s = 0.0
+    for i in range(n):
+        for j in range(3):
+            s += a * j
+    return s
+
+
+def test_only_outermost_loops_are_outlined():
+    [loop] = outlined(nested)
+    assert loop.state == ["s"]
+    assert any(isinstance(n, S.For) for n in S.walk(loop.step.tree))
+
+
+def marked(a, n):
+    s = 0.0
+    for i in range(2):
+        s += a
+    for i in derivo.checkpointed(range(n), checkpoints=4, schedule="halving"):
+        s = s * a
+    return s
+
+
+def test_the_marker_outlines_one_loop_under_any_strategy():
+    [loop] = outlined(marked, loops="stack")
+    assert (loop.slots, loop.schedule) == (4, "halving")
+    assert outlined(oscillator, loops="stack") == []
+
+
+def no_state(a, n):
+    for i in range(n):
+        t = a * i
+    return a
+
+
+def test_a_loop_nothing_reads_after_stays():
+    assert outlined(no_state) == []
+
+
+def jumps_break(a, n):
+    for i in range(n):
+        if a > i:
+            break
+        a = a * 2
+    return a
+
+
+def jumps_return(a, n):
+    for i in range(n):
+        if a > i:
+            return a
+        a = a * 2
+    return a
+
+
+def inner_break_is_fine(a, n):
+    for i in range(n):
+        for j in range(5):
+            if j > 2:
+                break
+            a = a * 1.1
+    return a
+
+
+def target_after(a, n):
+    for i in range(n):
+        a = a * 2
+    return a * i
+
+
+def bad_marker(a, n):
+    for i in derivo.checkpointed(range(n), checkpoints=n):
+        a = a * 2
+    return a
+
+
+@pytest.mark.parametrize("func, message", [
+    (jumps_break, "has a 'break'"),
+    (jumps_return, "returns from inside"),
+    (target_after, "loop variable 'i'"),
+    (bad_marker, "constant checkpoints"),
+])
+def test_refusals_point_at_the_line(func, message):
+    with pytest.raises(UnsupportedSyntax, match=message) as info:
+        outlined(func)
+    assert info.value.filename == __file__
+    assert info.value.lineno > func.__code__.co_firstlineno
+
+
+def test_a_break_of_an_inner_loop_is_allowed():
+    [loop] = outlined(inner_break_is_fine)
+    assert loop.state == ["a"]
