@@ -116,6 +116,25 @@ def test_output_file_can_be_executed(bessel_file, tmp_path):
     assert_close(grad(2, 1.0), 0.2102436158518, rtol=0.0, atol=1e-12)
 
 
+@pytest.mark.parametrize("loops", [["--loops", "checkpoint", "--checkpoints", "3"],
+                                   ["--loops", "reversible"]])
+def test_saved_module_with_another_loop_strategy_runs(bessel_file, tmp_path, loops):
+    out = tmp_path / "out.py"
+    proc = run_cli(bessel_file, "besselj", "--wrt", "z", *loops, "-o", out, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert ("checkpointed_while" in text) == ("checkpoint" in loops)
+    grad = load_gradient(out)
+    assert_close(grad(2, 1.0), 0.2102436158518, rtol=0.0, atol=1e-12)
+
+
+def test_bad_checkpoints_option(bessel_file, tmp_path):
+    proc = run_cli(bessel_file, "besselj", "--wrt", "z", "--loops", "checkpoint",
+                   "--checkpoints", "0", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "checkpoints=0" in proc.stderr
+
+
 def test_output_matches_stdout(bessel_file, tmp_path):
     out = tmp_path / "out2.py"
     printed = run_cli(bessel_file, "besselj", "--wrt", "z", cwd=tmp_path)

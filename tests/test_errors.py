@@ -13,6 +13,7 @@ import operator
 import os
 import re
 
+import numpy as np
 import pytest
 
 import derivo
@@ -249,3 +250,83 @@ def test_wrt_out_of_range(wrt):
 def test_error_does_not_poison_later_transforms():
     refusal(uses_try, 1.5)
     assert derivo.grad(two_args)(1.0, 2.0) == pytest.approx(2.0)
+
+
+# --- bad values: the derivative of a non-real argument means nothing --------------
+
+def scaled(x, y=2.0):
+    return x * y + 3.0 * x
+
+
+@pytest.mark.parametrize("value", ["a", None, True, 1 + 2j, b"x", {"x": 1.0},
+                                   np.array(["a"]), np.array([1j]), np.array([True]),
+                                   [1.0, "a"]])
+def test_a_non_real_argument_is_refused(value):
+    with pytest.raises(DerivoError, match=r"scaled: cannot differentiate with respect to "
+                                          r"x=.*derivo differentiates real numbers"):
+        derivo.grad(scaled)(value)
+
+
+def test_a_non_real_keyword_argument_is_refused():
+    with pytest.raises(DerivoError, match="with respect to y='b'"):
+        derivo.grad(scaled, wrt="y")(1.0, y="b")
+    assert derivo.grad(scaled, wrt="y")(1.5) == 1.5  # the default is not checked
+
+
+@pytest.mark.parametrize("value", [2, 2.0, np.float32(2.0), np.int64(2), np.float64(2.0)])
+def test_real_scalars_of_every_kind_are_accepted(value):
+    assert derivo.grad(scaled)(value) == pytest.approx(5.0)
+
+
+def test_an_integer_array_is_accepted():
+    def total(x):
+        return np.sum(x * x)
+
+    assert derivo.grad(total)(np.array([1, 2])).tolist() == [2.0, 4.0]
+
+
+# --- NaN and infinities propagate as in the function itself ------------------------
+
+def polynomial(x):
+    return x * x + 3.0 * x
+
+
+def exponential(x):
+    return math.exp(x) * 0.5
+
+
+def rational(x):
+    return 1.0 / (1.0 + x * x)
+
+
+def hyperbolic(x):
+    return math.tanh(x) + math.atan(x)
+
+
+def halving(x):
+    s = x
+    k = 0
+    while abs(s) > 1e-3 and k < 50:
+        s = s * 0.5
+        k += 1
+    return s
+
+
+def square_root(x):
+    return math.sqrt(x)
+
+
+@pytest.mark.parametrize("func", [polynomial, exponential, rational, hyperbolic, halving,
+                                  square_root])
+@pytest.mark.parametrize("x", [math.nan, math.inf, -math.inf])
+def test_nan_and_infinite_inputs_give_a_value_whenever_the_function_does(func, x):
+    try:
+        func(x)
+    except ValueError:
+        pytest.skip("the function itself is undefined there")
+    reverse = derivo.grad(func)(x)
+    _, forward = derivo.jvp(func, (x,), (1.0,))
+    assert isinstance(reverse, float)
+    assert reverse == forward or (math.isnan(reverse) and math.isnan(forward))
+    if math.isnan(x) and func is not halving:
+        assert math.isnan(reverse)

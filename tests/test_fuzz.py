@@ -10,7 +10,9 @@ helper functions -- writes each to its own file, imports it, and checks:
    same file transforms to byte-identical ``.source``;
 3. ``derivo.value_and_grad`` returns exactly ``f``'s value (and ``grad``'s
    gradient);
-4. ``derivo.grad(..., loops="reversible")`` either refuses the program with a
+4. ``derivo.grad(..., loops="checkpoint")`` either refuses the program (a
+   loop that breaks, continues or returns) or matches the stack gradient;
+5. ``derivo.grad(..., loops="reversible")`` either refuses the program with a
    ``DerivoError`` (a loop update it cannot undo) or matches as in 1.
 
 Points near a kink or a jump (a branch boundary, ``min``/``max``/``abs``/``%``,
@@ -719,7 +721,7 @@ def close(actual, expected, rtol=1e-5, atol=1e-7):
 
 
 def check_program(source, nfloat, args):
-    """Run the four checks on one program at one point (raises AssertionError)."""
+    """Run the five checks on one program at one point (raises AssertionError)."""
     module, copy = load(source)
     f = module.f
     wrt = tuple(range(nfloat))
@@ -746,6 +748,21 @@ def check_program(source, nfloat, args):
         out, value, _report(source, args))
     assert close(both, got, rtol=1e-12, atol=0.0), (
         "value_and_grad gradient {!r} != grad {!r}\n{}".format(both, got, _report(source, args)))
+
+    # loops="checkpoint" runs each outermost loop's body as a step function,
+    # keeping 1 to 3 states; it refuses loops that break, continue or return
+    # (construct "checkpointed loop"), else it must agree with the stack
+    try:
+        checkpointed = derivo.grad(f, wrt=wrt, loops="checkpoint",
+                                   checkpoints=1 + len(source) % 3)
+    except derivo.UnsupportedSyntax as error:
+        assert error.construct == "checkpointed loop", "loops='checkpoint' refused: {}\n{}" \
+            .format(error, _report(source, args))
+    else:
+        recomputed = checkpointed(*args)
+        assert close(recomputed, got, rtol=1e-9, atol=1e-12), (
+            "loops='checkpoint' mismatch: derivo {!r}, stack {!r}\n{}".format(
+                recomputed, got, _report(source, args)))
 
     # loops="reversible" undoes loop updates instead of saving them; it refuses
     # (DerivoError) loops whose updates cannot be undone, else it must agree

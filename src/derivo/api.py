@@ -22,6 +22,25 @@ KIND_LABELS = {"grad": "Gradient", "value_and_grad": "Value and gradient",
 
 
 _NDARRAY = np.ndarray
+_PLAIN_REALS = frozenset({float, int})
+_DEFAULT = object()
+
+
+def _is_real(value):
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "fiu"
+    if isinstance(value, (list, tuple)):
+        return all(_is_real(item) for item in value)
+    return False
+
+
+def _short_repr(value):
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class Generated(NamedTuple):
@@ -59,13 +78,36 @@ class Derivative:
             KIND_LABELS[kind], func.__qualname__, ", ".join(wrt))
         functools.update_wrapper(self, func, assigned=("__module__", "__qualname__"),
                                  updated=())
+        positional = [p.name for p in _parameters(func) if p.kind != p.KEYWORD_ONLY]
+        # (position or None, name) of each argument whose type __call__ checks
+        self._checked = [(positional.index(n) if n in positional else None, n) for n in wrt] \
+            if kind in ("grad", "value_and_grad") else []
 
     def __call__(self, *args, **kwargs):
+        for index, _ in self._checked:
+            if index is None or index >= len(args) or (
+                    type(args[index]) not in _PLAIN_REALS and not (
+                        type(args[index]) is _NDARRAY and args[index].dtype.kind in "fiu")):
+                self._check_arguments(args, kwargs)
+                break
         if self._scalar_only:  # scalar code called with an array switches to array code
             for arg in args:
                 if type(arg) is _NDARRAY:
                     return self._for_arrays()(*args, **kwargs)
         return self._function(*args, **kwargs)
+
+    def _check_arguments(self, args, kwargs):
+        """Refuse a differentiated argument that is not real: a string, None, a
+        bool or a complex number would give a meaningless derivative."""
+        for index, name in self._checked:
+            value = args[index] if index is not None and index < len(args) else \
+                kwargs.get(name, _DEFAULT)
+            if value is not _DEFAULT and not _is_real(value):
+                raise DerivoError(
+                    "{}: cannot differentiate with respect to {}={}: derivo differentiates "
+                    "real numbers (float, int, NumPy arrays of them, or lists and tuples of "
+                    "those), got {}".format(self.__wrapped__.__qualname__, name,
+                                            _short_repr(value), type(value).__name__))
 
     def _for_arrays(self):
         if self._array_function is None:
