@@ -427,14 +427,6 @@ def test_defjvp_needs_a_vector_jacobian_rule():
         rules.defjvp(math.sin, lambda t, ans, x: math.cos(x) * t)
 
 
-def test_reverse_mode_of_generated_code_is_refused():
-    gradient = derivo.grad(besselj, wrt="z")
-    with pytest.raises(derivo.DerivoError, match="forward mode"):
-        derivo.grad(gradient, wrt="z")
-    with pytest.raises(derivo.DerivoError, match="forward mode"):
-        derivo.vjp(gradient, 2, 1.0)
-
-
 # --- Jacobians --------------------------------------------------------------------------------
 
 def tall(x):

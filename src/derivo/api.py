@@ -70,6 +70,7 @@ class Derivative:
         self._loops = loops
         self._generated = _generate(func, kind, wrt, tuple_wrt, self._arrays, loops)
         self._function = self._generated.function
+        self.derivo_function = self._function  # what derivo differentiates in a caller
         self._array_function = None if not self._arrays else self._function
         self._scalar_only = not self._arrays
         self.source = self._generated.source
@@ -199,13 +200,6 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
 
 
 def _derivative(func, wrt, kind, loops=("stack", None, "revolve")):
-    generated = isinstance(func, Derivative) or getattr(
-        getattr(func, "__code__", None), "co_filename", "").startswith("<derivo generated")
-    if generated and kind != "jvp":
-        raise DerivoError(
-            "cannot take the {} of {!r}: derivo does not yet write the adjoint of code it "
-            "generated; differentiate it in forward mode instead (derivo.tangent, jvp, "
-            "hessian, hvp)".format(kind.replace("_", " "), func))
     if isinstance(func, Derivative):
         func = func._function  # derivo reads its generated code like any other function
     if not callable(func) or not hasattr(func, "__code__"):

@@ -30,10 +30,13 @@ def render(functions, comments):
     return "\n\n".join(S.to_source(f, comments).rstrip() + "\n" for f in functions)
 
 
+GENERATED_PREFIX = "<derivo generated "  # the start of a generated module's file name
+
+
 def compile_module(source, namespace, label):
     """Execute ``source`` in a copy of ``namespace``; return the namespace."""
     _FILE_COUNTER[0] += 1
-    filename = "<derivo generated {} #{}>".format(label, _FILE_COUNTER[0])
+    filename = "{}{} #{}>".format(GENERATED_PREFIX, label, _FILE_COUNTER[0])
     lines = source.splitlines(True)
     linecache.cache[filename] = (len(source), None, lines, filename)
     scope = dict(namespace)

@@ -615,6 +615,8 @@ class _Normalizer:
                     return call  # an outlined loop (see outline): its reverse needs no arguments
                 self.generic_visit(call)
                 target = normalizer.parsed.callee_key(call)
+                # A derivo.Derivative is differentiated through the code it runs.
+                target = getattr(target, "derivo_function", target)
                 if _is_user_function(target):
                     call.user_function = target
                     # Arguments become names, so the reverse sweep can pass the

@@ -50,6 +50,8 @@ class Build:
 
     def add(self, func, wrt, kind, tuple_wrt=False, name=None):
         """Transform ``func`` and append its derivative; return the new function's name."""
+        if kind != "jvp" and is_generated(func):
+            return self.add_over_tangents(func, wrt, kind, tuple_wrt, name)
         parsed = parse(func)
         if kind != "jvp" and not isinstance(func, Outlined):
             parsed = outline_loops(parsed, self.loops, self.checkpoints, self.schedule,
@@ -74,6 +76,43 @@ class Build:
             return name
         finally:
             self.in_progress.pop()
+
+    def add_over_tangents(self, func, wrt, kind, tuple_wrt, name):
+        """The gradient (or VJP) of code derivo generated, by forward mode over it:
+        one tangent pass per parameter in ``wrt``.  Its reverse sweep pops a
+        stack, which reverse mode cannot undo; its tangent code needs no stack.
+        Exact, and as cheap as reverse mode for a few parameters."""
+        if self.arrays:
+            raise DerivoError(
+                "cannot take the {} of derivo-generated code over arrays yet: it takes one "
+                "tangent pass per parameter, which derivo does only for floats; use "
+                "derivo.hessian or derivo.hvp".format(kind.replace("_", " ")))
+        tangent = self.add(func, wrt, "jvp")
+        tree = parse(func).tree
+        args = tree.args
+        params = [a.id for a in args.args]
+        keywords = [S.gast.keyword(arg=a.id, value=S.name(a.id)) for a in args.kwonlyargs]
+        name = name or self.names.fresh("{}_{}".format(tree.name, KIND_SUFFIX[kind]))
+        self.names.taken.add(name)
+        local = Namer(params + [a.id for a in args.kwonlyargs])
+        seed = [local.fresh("bresult")] if kind == "vjp" else []
+        out = local.fresh("value" if kind == "value_and_grad" else "_")
+        body, partials = [], []
+        for index, param in enumerate(wrt):
+            directions = [S.const(1.0 if i == index else 0.0) for i in range(len(wrt))]
+            partial = local.fresh("d" + param)
+            body.append(S.assign(S.tuple_([S.store(out), S.store(partial)], store_ctx=True),
+                                 S.call(tangent, *directions, *map(S.name, params),
+                                        keywords=S.deepcopy(keywords))))
+            partials.append(S.binop(S.name(seed[0]), S.Mult(), S.name(partial))
+                            if seed else S.name(partial))
+        grads = partials[0] if len(partials) == 1 and not tuple_wrt else S.tuple_(partials)
+        result = S.tuple_([S.name(out), grads]) if kind == "value_and_grad" else grads
+        self.functions.append(S.function(
+            name, seed + params, body + [S.return_(result)],
+            defaults=S.deepcopy(args.defaults), kwonly=[a.id for a in args.kwonlyargs],
+            kw_defaults=S.deepcopy(args.kw_defaults)))
+        return name
 
     def normalize_callee(self, func):
         """The statement form of a function called by one being transformed."""
@@ -176,6 +215,12 @@ class Build:
 
     def source(self):
         return codegen.render(self.functions, self.comments)
+
+
+def is_generated(func):
+    """Whether ``func`` is code derivo generated (and compiled)."""
+    code = getattr(func, "__code__", None)
+    return code is not None and code.co_filename.startswith(codegen.GENERATED_PREFIX)
 
 
 def uses_numpy(func, seen=None):

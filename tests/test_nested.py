@@ -1,0 +1,109 @@
+"""Nesting: derivatives of derivatives, and functions that call derivatives.
+
+derivo differentiates the code it generated like any other code: forward mode
+transforms it directly; reverse mode runs forward mode over it (one tangent
+pass per differentiated parameter), since a generated reverse sweep pops a
+stack that reverse mode cannot undo.  A straight-line generated function called
+by a user's function is pasted into the caller and reversed as plain code.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import special
+
+import derivo
+from checks import assert_close, numeric_grad
+from examples.bessel import besselj
+
+
+@pytest.mark.parametrize("v", [0, 1, 2, 3])
+@pytest.mark.parametrize("z", [0.5, 1.0, 3.0, 10.0])
+def test_second_derivative_of_bessel(v, z):
+    second = derivo.grad(derivo.grad(besselj, wrt="z"), wrt="z")
+    # atol=1e-15: the series is summed far enough for its derivatives to converge too
+    assert_close(second(v, z, 1e-15), special.jvp(v, z, n=2), rtol=1e-9, atol=1e-12)
+
+
+def test_third_derivative_of_bessel():
+    third = derivo.grad(derivo.grad(derivo.grad(besselj, wrt="z"), wrt="z"), wrt="z")
+    assert_close(third(2, 1.5, 1e-15), special.jvp(2, 1.5, n=3), rtol=1e-9, atol=1e-12)
+
+
+def product(x, y):
+    return math.sin(x) * y * y + x * math.exp(y)
+
+
+def test_grad_of_grad_with_several_parameters_is_a_hessian_row():
+    dx = derivo.grad(product, wrt="x")
+    row = derivo.grad(dx, wrt=("x", "y"))(0.3, 0.7)
+    expected = derivo.hessian(product, wrt=("x", "y"))(0.3, 0.7)[0]
+    assert_close(row, expected, rtol=1e-12, atol=1e-12)
+    assert_close(row, (-math.sin(0.3) * 0.49, 2 * 0.7 * math.cos(0.3) + math.exp(0.7)),
+                 rtol=1e-12, atol=1e-12)
+
+
+def test_value_and_grad_and_vjp_of_a_grad():
+    dy = derivo.grad(product, wrt="y")
+    value, slope = derivo.value_and_grad(dy, wrt="y")(0.3, 0.7)
+    assert_close(value, dy(0.3, 0.7), rtol=0, atol=0)
+    assert_close(slope, 2 * math.sin(0.3) + 0.3 * math.exp(0.7), rtol=1e-12, atol=1e-12)
+    out, vjp_fn = derivo.vjp(dy, 0.3, 0.7)
+    bx, by = vjp_fn(2.0)
+    assert_close((bx, by), (2 * (2 * 0.7 * math.cos(0.3) + math.exp(0.7)), 2 * slope),
+                 rtol=1e-12, atol=1e-12)
+
+
+def test_the_nested_source_shows_the_tangent_pass():
+    second = derivo.grad(derivo.grad(besselj, wrt="z"), wrt="z")
+    assert "def besselj_grad_jvp(dz, v, z" in second.source
+    assert "_, dz = besselj_grad_jvp(1.0, v, z, atol)" in second.source
+
+
+def h(x, y):
+    return math.sin(x) * y * y
+
+
+dh = derivo.grad(h, wrt="x")
+dbessel = derivo.grad(besselj, wrt="z")
+
+
+def calls_a_straight_gradient(x, y):
+    return dh(x, y) * x + y
+
+
+def calls_a_looping_gradient(z, w):
+    return dbessel(2, z) * w + z
+
+
+@pytest.mark.parametrize("func, point", [(calls_a_straight_gradient, (0.3, 2.0)),
+                                         (calls_a_looping_gradient, (1.5, 0.7))])
+def test_a_function_calling_a_gradient_in_both_modes(func, point):
+    expected = numeric_grad(func, point, wrt=(0, 1))
+    reverse = derivo.grad(func, wrt=(0, 1))(*point)
+    assert_close(reverse, expected, rtol=1e-6, atol=1e-8)
+    for index in range(2):
+        tangent = [1.0 if i == index else 0.0 for i in range(2)]
+        _, forward = derivo.jvp(func, point, tangent)
+        assert_close(forward, reverse[index], rtol=1e-12, atol=1e-12)
+
+
+def test_a_straight_gradient_is_reversed_inline():
+    source = derivo.grad(calls_a_straight_gradient, wrt=(0, 1)).source
+    assert "_vjp" not in source and "_jvp" not in source
+
+
+def test_a_looping_gradient_gets_a_tangent_vjp():
+    source = derivo.grad(calls_a_looping_gradient, wrt=(0, 1)).source
+    assert "def besselj_grad_vjp(bresult, v, z, atol=1e-08):" in source
+
+
+def cubes(x):
+    return np.sum(x * x * x)
+
+
+def test_grad_of_an_array_gradient_is_refused_with_a_pointer_to_hessian():
+    gradient = derivo.grad(cubes)
+    with pytest.raises(derivo.DerivoError, match="derivo.hessian"):
+        derivo.grad(gradient)(np.ones(3))
