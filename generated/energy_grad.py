@@ -20,9 +20,8 @@ def energy_after_grad(stiffness, x0, steps=1000, dt=0.01):
     for _ in reversed(range(steps)):
         # line 20: v -= dt * stiffness * x
         v = v + t1 * x
-        bt4 = -bv
-        bt1 += bt4 * x
-        bx += bt4 * t1
+        bt1 -= bv * x
+        bx -= bv * t1
         # line 19: x += dt * v
         x = x - dt * v
         bv += bx * dt

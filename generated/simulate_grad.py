@@ -27,10 +27,9 @@ def simulate_grad(damping, theta0, steps=1000, dt=0.01):
         # line 21: omega += dt * accel(theta, omega, damping)
         omega = pop()
         bt1 = bomega * dt
-        btheta += -bt1 * math.cos(theta)
-        bt2 = -bt1
-        bdamping += bt2 * omega
-        bomega += bt2 * damping
+        btheta -= bt1 * math.cos(theta)
+        bdamping -= bt1 * omega
+        bomega -= bt1 * damping
     # line 18: theta = theta0
     btheta0 = btheta
     return bdamping, btheta0

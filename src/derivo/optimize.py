@@ -64,6 +64,12 @@ class _Simplify(S.NodeTransformer):
                 return S.binop(left, S.Div(), right.right)
             if isinstance(right, S.UnaryOp) and isinstance(right.op, S.USub):
                 return S.neg(S.binop(left, S.Mult(), right.operand))
+            if isinstance(left, S.UnaryOp) and isinstance(left.op, S.USub) and \
+                    _number(left) is None:
+                return S.neg(S.binop(left.operand, S.Mult(), right))
+        if isinstance(op, S.Add) and isinstance(right, S.UnaryOp) and \
+                isinstance(right.op, S.USub) and _number(right) is None:
+            return S.binop(left, S.Sub(), right.operand)
         if isinstance(op, S.Pow) and _is(right, 1):
             return left
         if isinstance(op, S.Div) and _is(right, 1):

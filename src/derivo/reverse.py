@@ -515,6 +515,14 @@ class Sweep:
         return before + [S.copy_location(header, loop)]
 
 
+def _cheap(adjoint):
+    """Whether an adjoint expression costs no more to repeat than a temporary
+    (a name, a constant, or a negated name, which ends up as ``bx -= ...``)."""
+    if isinstance(adjoint, S.UnaryOp) and isinstance(adjoint.op, S.USub):
+        adjoint = adjoint.operand
+    return isinstance(adjoint, (S.Name, S.Constant))
+
+
 class ExpressionAdjoint:
     """Back-propagates an adjoint through one expression of one statement.
 
@@ -567,8 +575,7 @@ class ExpressionAdjoint:
                 self._backprop(entry.operands[index], element, out)
             return
         rule = entry.rule
-        if (len(entry.active) > 1 or rule.style == "vjp") and \
-                not isinstance(adjoint, (S.Name, S.Constant)):
+        if (len(entry.active) > 1 or rule.style == "vjp") and not _cheap(adjoint):
             temp = self.sweep.adjoint_temporary(self.plan.stored.get(id(node)))
             out.append(S.assign(temp, adjoint))
             adjoint = S.name(temp)
