@@ -119,7 +119,7 @@ def test_counted_tape_matches_the_stored_adjoint(steps, slots, schedule):
     for i in range(steps):
         state = step(i, *state, 2.0)
     assert final == state
-    result = stack.pop().reverse(step_vjp, (1.0, 0.0), invariants=1)
+    result = stack.pop().reverse(step_vjp, (1.0, 0.0), invariants=(0,))
     assert result == pytest.approx(stored_reverse(steps), rel=1e-13, abs=1e-15)
 
 
@@ -138,7 +138,7 @@ def test_online_tape_keeps_at_most_its_slots(steps, slots):
     final = checkpointed_while(stack.append, lambda i, x, v, a: i < steps, counter_step,
                                (0, 1.0, 0.5), (2.0,), slots)
     assert final[0] == steps
-    result = stack.pop().reverse(counter_vjp, (0.0, 1.0, 0.0), invariants=1)
+    result = stack.pop().reverse(counter_vjp, (0.0, 1.0, 0.0), invariants=(0,))
     assert result[1:] == pytest.approx(stored_reverse(steps), rel=1e-12, abs=1e-15)
     run = checkpoints.LAST_RUN
     assert run["most_held"] <= slots
@@ -151,7 +151,7 @@ def test_online_schedule_is_close_to_the_offline_optimum():
     for steps in (10, 100, 1000, 10000):
         checkpointed_while(stack.append, lambda i, x, v, a: i < steps, counter_step,
                            (0, 1.0, 0.5), (2.0,), 10)
-        stack.pop().reverse(counter_vjp, (0.0, 1.0, 0.0), invariants=1)
+        stack.pop().reverse(counter_vjp, (0.0, 1.0, 0.0), invariants=(0,))
         run = checkpoints.LAST_RUN
         ratio = (run["forward_steps"] + run["recomputed_steps"]) / optimal_cost(steps, 10)
         assert ratio < 1.5, (steps, ratio)

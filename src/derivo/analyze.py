@@ -25,7 +25,7 @@ saving
 
 import numpy as np
 
-from . import rules
+from . import checkpoints, rules
 from . import syntax as S
 from .errors import NoDerivativeRule, UnsupportedSyntax
 from .outline import Loop
@@ -153,6 +153,12 @@ class Analysis:
                 args.insert(0, node.func.value)
             if rules.is_nondifferentiable(key):
                 return None
+            if key in (checkpoints.checkpointed_for, checkpoints.checkpointed_while):
+                raise self.parsed.error(
+                    UnsupportedSyntax, node, "cannot differentiate the code of a checkpointed "
+                    "loop: derivatives would flow through the tape it pushes; take this "
+                    "derivative of a version with loops='stack' and no derivo.checkpointed",
+                    "checkpointed loop")
             return Site(key, args, node.keywords, label=S.expr_source(node.func))
         if isinstance(node, S.Attribute):
             key = rules.Method(node.attr)

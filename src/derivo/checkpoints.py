@@ -109,6 +109,10 @@ def checkpointed_while(push, test, step, state, invariants, slots=None):
     return tape.output(tape.run_online(test, state))
 
 
+def _zero_like(value):
+    return np.zeros(np.shape(value)) if isinstance(value, np.ndarray) else 0.0
+
+
 def _kept(state):
     """A copy of a state the loop cannot write into."""
     return tuple(v.copy() if isinstance(v, (np.ndarray, list)) else v for v in state)
@@ -160,6 +164,8 @@ class Tape:
         self.steps = steps
         if steps == 0:
             return state
+        # On a copy: the step may write into its state, never into the caller's arrays.
+        state = _kept(state)
         self.kept = [(0, _kept(state))]
         start, length, slots = 0, steps, self.slots
         while length > 1 and slots > 1:
@@ -177,12 +183,13 @@ class Tape:
         """The primal ``while`` loop: keep every state until the slots run out,
         then thin the kept ones to every other one whenever two thirds of the
         slots are taken, so they always span the trips made so far."""
+        state = _kept(state)
         kept = [(0, _kept(state))]
         budget = self.slots
         thinned = max(2, (2 * self.slots + 2) // 3)
         spacing, trips, previous = 1, 0, None
         while test(*state, *self.invariants):
-            if trips and trips % spacing == 0:
+            if trips and trips % spacing == 0 and self.slots > 1:
                 if len(kept) >= budget:
                     while len(kept) >= thinned:
                         kept = kept[::2]
@@ -205,15 +212,16 @@ class Tape:
 
     # --- reverse --------------------------------------------------------------
 
-    def reverse(self, vjp, seeds, invariants=0):
+    def reverse(self, vjp, seeds, invariants=()):
         """The adjoints of the loop's inputs from those of its outputs (``seeds``).
 
         ``vjp(seed, *step arguments)`` is the step's VJP: it returns a tuple, the
-        adjoints of the state variables, then those of the ``invariants``
-        invariants it differentiates.  So does this method (a bare value for
-        just one), with the invariants' adjoints summed over the trips.
+        adjoints of the state variables, then those of the invariants at the
+        positions ``invariants``.  So does this method (a bare value for just
+        one), with the invariants' adjoints summed over the trips.
         """
-        self.vjp, self.totals = vjp, (0.0,) * invariants
+        self.vjp = vjp
+        self.totals = tuple(_zero_like(self.invariants[i]) for i in invariants)
         self.seeds = (seeds,) if self.single else seeds
         if self.steps:
             self.adjoint_step(self.steps - 1, self.last)

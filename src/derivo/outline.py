@@ -96,6 +96,11 @@ def _marker(parsed, loop):
                                "constant checkpoints=... and schedule=... options",
                                "checkpointed")
         options[keyword.arg] = keyword.value.value
+    slots = options["checkpoints"]
+    if slots is not None and (type(slots) is not int or slots < 1):
+        raise parsed.error(UnsupportedSyntax, call, "checkpoints={!r}: give the number of "
+                           "loop states to keep, a positive integer".format(slots),
+                           "checkpointed")
     if options["schedule"] not in SCHEDULES:
         raise parsed.error(UnsupportedSyntax, call, "schedule={!r}: choose one of {}".format(
             options["schedule"], ", ".join(map(repr, SCHEDULES))), "checkpointed")
@@ -105,23 +110,23 @@ def _marker(parsed, loop):
 
 def _outline(parsed, tree, loop, slots, schedule, names):
     """The call replacing ``loop``, or None for a loop nothing after it reads."""
+    if loop.orelse:
+        raise _error(parsed, loop, "has an else block; move it after the loop with a flag")
     _refuse_jumps(parsed, loop)
     if isinstance(loop, S.For) and not isinstance(loop.target, S.Name):
         raise _error(parsed, loop.target, "needs one loop variable, not {!r}".format(
             S.expr_source(loop.target)))
     target = [loop.target.id] if isinstance(loop, S.For) else []
     header = [loop.test] if isinstance(loop, S.While) else []
-    inside = {id(n) for n in S.walk(loop)}
-    read_outside = {n.id for n in S.walk(tree) if isinstance(n, S.Name)
-                    and isinstance(n.ctx, S.Load) and id(n) not in inside}
+    read_after = set(_loads(_after(tree.body, loop)))
     for ident in target:
-        if ident in read_outside:
+        if ident in read_after:
             raise _error(parsed, loop.target, "leaves its loop variable {!r} behind, and "
                          "code after the loop reads it; copy it into another name inside "
                          "the loop".format(ident))
     assigned = _assigned(loop.body)
     exposed = _exposed(header, set(target)) | _exposed(loop.body, set(target))
-    state = [n for n in assigned if n in exposed or n in read_outside]
+    state = [n for n in assigned if n in exposed or n in read_after]
     if not state:
         return None
     defined = _defined_before(tree.body, loop, {a.id for a in tree.args.args +
@@ -245,6 +250,20 @@ def _exposed(block, defined):
             reads |= loads - defined
             defined |= _stored(stmt)
     return reads
+
+
+def _after(block, loop):
+    """The code that may run after ``loop``: the statements following it, in
+    its block and every enclosing one, and all of any enclosing loop."""
+    for index, stmt in enumerate(block):
+        if stmt is loop:
+            return block[index + 1:]
+        if any(node is loop for node in S.walk(stmt)):
+            inner = next(_after(b, loop) for b in (stmt.body, stmt.orelse)
+                         if any(node is loop for s in b for node in S.walk(s)))
+            enclosing = [stmt] if isinstance(stmt, (S.For, S.While)) else []
+            return inner + enclosing + block[index + 1:]
+    return []
 
 
 def _defined_before(block, loop, defined):

@@ -139,6 +139,8 @@ def parse(func):
             node.lineno += shift
             node.col_offset += indent
     tree.decorator_list = []
+    # Generated functions take positional-only parameters as ordinary ones.
+    tree.args.args, tree.args.posonlyargs = tree.args.posonlyargs + tree.args.args, []
     closure = {}
     if func.__closure__:
         for ident, cell in zip(code.co_freevars, func.__closure__):

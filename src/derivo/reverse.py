@@ -442,7 +442,7 @@ class Sweep:
         results = [self.namer.numbered("b" + p) for p in wrt]
         result_target = S.store(results[0]) if len(results) == 1 else S.tuple_(
             [S.store(r) for r in results], store_ctx=True)
-        differentiated = len(wrt) - len(loop.state)
+        differentiated = tuple(loop.invariants.index(p) for p in wrt[len(loop.state):])
         keywords = [S.gast.keyword(arg="invariants", value=S.const(differentiated))] \
             if differentiated else []
         out = [_effect(S.assign(result_target, S.call(

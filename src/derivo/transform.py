@@ -203,9 +203,10 @@ class Build:
                                       and isinstance(n.ctx, S.Store)}
         for node in S.walk(tree):
             if isinstance(node, S.Name) and isinstance(node.ctx, S.Load) \
-                    and node.id not in local and node.id not in self.namespace:
+                    and node.id not in local:
                 obj = parsed.resolve(node.id)
-                if obj is MISSING or _is_builtin(node.id, obj):
+                if obj is MISSING or _is_builtin(node.id, obj) or \
+                        self.namespace.get(node.id, MISSING) is obj:
                     continue
                 self.guards.append((parsed, node.id, obj))
                 self.bind(node.id, obj)

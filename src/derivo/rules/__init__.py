@@ -283,3 +283,4 @@ def _lambda_tree(fn):
 from . import builtins  # noqa: E402,F401  (registers the builtins and math table)
 from . import numpy  # noqa: E402,F401  (registers the NumPy table)
 from . import tangents  # noqa: E402,F401  (forward-mode rules of the VJP entries)
+from . import runtime  # noqa: E402,F401  (rules of derivo.runtime: generated code is differentiable)

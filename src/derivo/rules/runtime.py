@@ -1,0 +1,149 @@
+"""Derivatives of derivo's own runtime helpers, so generated code is differentiable.
+
+``derivo.grad`` of a NumPy function writes code that calls the helpers of
+:mod:`derivo.runtime` (``unbroadcast``, ``expand``, ``matmul_vjp_left``, ...).
+``derivo.hessian`` and ``derivo.hvp`` run forward mode over that code (forward
+over reverse), and ``derivo.grad`` of a function calling a gradient runs reverse
+mode over it, so every helper the generated code calls needs a rule, like any
+NumPy function.
+
+The helpers are linear in the adjoint they move around (bilinear, for the VJPs
+of products: linear in the adjoint and in the other factor).  So each gets, per
+differentiated argument, a JVP that is the helper applied to the tangent and a
+VJP that is the helper's transpose (``unbroadcast`` sums, its transpose
+broadcasts back).  Arguments that only give shapes, axes, indices or select
+positions (``like``, ``axis``, ``index``, the ``ans`` of ``extremum_vjp``) get
+None: the result does not vary with them (almost everywhere).
+
+Not here (their derivatives would be wrong or need more than a line):
+``prod_vjp`` (the product of the other elements, computed by dividing or not
+depending on zeros) and the helpers of ``loops="checkpoint"``.
+"""
+
+import numpy as np
+
+from ..runtime import (add_adjoints, copy_of, copysign_one, dot_vjp_left, dot_vjp_right,
+                       einsum_vjp, expand, extremum_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
+                       inner_vjp_right, log, matmul_vjp_left, matmul_vjp_right, norm_vjp,
+                       owned, part, pop_adjoint, scalar_seed, shaped_like, split_like, swap_last,
+                       transpose_vjp, unbroadcast, unstack, vstack_vjp, zero_gradient,
+                       zeroed)
+from . import defjvp, defpartials, defvjp, nondifferentiable
+
+# --- constants -------------------------------------------------------------------------
+
+# The seed 1.0 and a zero gradient do not vary with their argument; the sign
+# abs() sees is a step function.
+nondifferentiable(scalar_seed, zero_gradient, copysign_one)
+
+# --- the scalar helpers of the builtins table ------------------------------------------
+
+defpartials(log, lambda ans, x: 1 / x)
+
+# --- broadcasting and reductions -----------------------------------------------------
+
+# unbroadcast sums over broadcast axes; its transpose broadcasts back.
+defvjp(unbroadcast, lambda g, ans, adjoint, like: np.broadcast_to(g, np.shape(adjoint)), None)
+defjvp(unbroadcast, lambda t, ans, adjoint, like: unbroadcast(t, like), None)
+# expand broadcasts a reduction's adjoint back; its transpose is the reduction.
+defvjp(expand, lambda g, ans, adjoint, like, axis, keepdims: unbroadcast(np.sum(g, axis=axis, keepdims=keepdims), adjoint), None, None, None)
+defjvp(expand, lambda t, ans, adjoint, like, axis, keepdims: expand(t, like, axis, keepdims), None, None, None)
+# shaped_like broadcasts when a zero adjoint was a plain 0.0.
+defvjp(shaped_like, lambda g, ans, adjoint, like: unbroadcast(g, adjoint), None)
+defjvp(shaped_like, lambda t, ans, adjoint, like: shaped_like(t, like), None)
+# The elements attaining max/min are fixed near a point (ties aside): only the
+# adjoint is differentiated, and the transpose weighs g by the same shares.
+defvjp(extremum_vjp, lambda g, ans, adjoint, top, like, axis, keepdims: np.sum(g * extremum_vjp(np.ones(np.shape(top)), top, like, axis, keepdims), axis=axis, keepdims=keepdims), None, None, None, None)
+defjvp(extremum_vjp, lambda t, ans, adjoint, top, like, axis, keepdims: extremum_vjp(t, top, like, axis, keepdims), None, None, None, None)
+# norm_vjp = expand(adjoint / norm) * x: a product, each factor differentiated.
+defvjp(norm_vjp, lambda g, ans, adjoint, norm, x, ord, axis, keepdims: np.sum(g * x, axis=axis, keepdims=keepdims) / norm,
+       lambda g, ans, adjoint, norm, x, ord, axis, keepdims: -np.sum(g * x, axis=axis, keepdims=keepdims) * adjoint / (norm * norm),
+       lambda g, ans, adjoint, norm, x, ord, axis, keepdims: norm_vjp(adjoint, norm, g, ord, axis, keepdims), None, None, None)
+defjvp(norm_vjp, lambda t, ans, adjoint, norm, x, ord, axis, keepdims: norm_vjp(t, norm, x, ord, axis, keepdims),
+       lambda t, ans, adjoint, norm, x, ord, axis, keepdims: -norm_vjp(adjoint * t / norm, norm, x, ord, axis, keepdims),
+       lambda t, ans, adjoint, norm, x, ord, axis, keepdims: norm_vjp(adjoint, norm, t, ord, axis, keepdims), None, None, None)
+
+# --- products: bilinear in the adjoint and the other factor --------------------------
+
+# <matmul_vjp_left(adjoint, a, b), x> = <adjoint, x @ b>: the adjoint's transpose
+# is g @ b and b's is the right VJP with g in a's place (and the other way round).
+defvjp(matmul_vjp_left, lambda g, ans, adjoint, a, b: np.matmul(g, b), None,
+       lambda g, ans, adjoint, a, b: matmul_vjp_right(adjoint, g, b))
+defjvp(matmul_vjp_left, lambda t, ans, adjoint, a, b: matmul_vjp_left(t, a, b), None,
+       lambda t, ans, adjoint, a, b: matmul_vjp_left(adjoint, a, t))
+defvjp(matmul_vjp_right, lambda g, ans, adjoint, a, b: np.matmul(a, g),
+       lambda g, ans, adjoint, a, b: matmul_vjp_left(adjoint, a, g), None)
+defjvp(matmul_vjp_right, lambda t, ans, adjoint, a, b: matmul_vjp_right(t, a, b),
+       lambda t, ans, adjoint, a, b: matmul_vjp_right(adjoint, t, b), None)
+defvjp(dot_vjp_left, lambda g, ans, adjoint, a, b: np.dot(g, b), None,
+       lambda g, ans, adjoint, a, b: dot_vjp_right(adjoint, g, b))
+defjvp(dot_vjp_left, lambda t, ans, adjoint, a, b: dot_vjp_left(t, a, b), None,
+       lambda t, ans, adjoint, a, b: dot_vjp_left(adjoint, a, t))
+defvjp(dot_vjp_right, lambda g, ans, adjoint, a, b: np.dot(a, g),
+       lambda g, ans, adjoint, a, b: dot_vjp_left(adjoint, a, g), None)
+defjvp(dot_vjp_right, lambda t, ans, adjoint, a, b: dot_vjp_right(t, a, b),
+       lambda t, ans, adjoint, a, b: dot_vjp_right(adjoint, t, b), None)
+defvjp(inner_vjp_left, lambda g, ans, adjoint, a, b: np.inner(g, b), None,
+       lambda g, ans, adjoint, a, b: inner_vjp_right(adjoint, g, b))
+defjvp(inner_vjp_left, lambda t, ans, adjoint, a, b: inner_vjp_left(t, a, b), None,
+       lambda t, ans, adjoint, a, b: inner_vjp_left(adjoint, a, t))
+defvjp(inner_vjp_right, lambda g, ans, adjoint, a, b: np.inner(a, g),
+       lambda g, ans, adjoint, a, b: inner_vjp_left(adjoint, a, g), None)
+defjvp(inner_vjp_right, lambda t, ans, adjoint, a, b: inner_vjp_right(t, a, b),
+       lambda t, ans, adjoint, a, b: inner_vjp_right(adjoint, t, b), None)
+# einsum_vjp(adjoint, subscripts, operands, index) is the einsum with the adjoint
+# in operand index's place (derivo's einsum rules have one or two operands):
+# linear in the adjoint and in the other operand; the operand at index only
+# gives a shape.
+defvjp(einsum_vjp, lambda g, ans, adjoint, subscripts, operands, index: np.einsum(subscripts, *(operands[:index] + [g] + operands[index + 1:])), None,
+       lambda g, ans, adjoint, subscripts, operands, index: [np.zeros(np.shape(operands[0]))] if len(operands) == 1 else [np.zeros(np.shape(operands[0])), einsum_vjp(adjoint, subscripts, [g, operands[1]], 1)] if index == 0 else [einsum_vjp(adjoint, subscripts, [operands[0], g], 0), np.zeros(np.shape(operands[1]))], None)
+defjvp(einsum_vjp, lambda t, ans, adjoint, subscripts, operands, index: einsum_vjp(t, subscripts, operands, index), None,
+       lambda t, ans, adjoint, subscripts, operands, index: np.zeros(np.shape(ans)) if len(operands) == 1 else einsum_vjp(adjoint, subscripts, [operands[0], t[1]] if index == 0 else [t[0], operands[1]], index), None)
+
+# --- shapes ----------------------------------------------------------------------------
+
+# A permutation of the axes: its transpose is the inverse permutation, the one
+# transpose_vjp undoes (``axes`` as transpose_vjp reads it: (), (None,),
+# (permutation,) or the permutation's entries).
+defvjp(transpose_vjp, lambda g, ans, adjoint, axes: np.transpose(g, None if not axes or axes[0] is None else tuple(axes[0]) if np.ndim(axes[0]) == 1 else axes), None)
+defjvp(transpose_vjp, lambda t, ans, adjoint, axes: transpose_vjp(t, axes), None)
+defvjp(swap_last, lambda g, ans, matrix: swap_last(g))
+defjvp(swap_last, lambda t, ans, matrix: swap_last(t))
+# Pieces of an adjoint (lists, one per array): joining them back is the transpose.
+defvjp(split_like, lambda g, ans, adjoint, arrays, axis: np.concatenate(g, axis), None, None)
+defjvp(split_like, lambda t, ans, adjoint, arrays, axis: split_like(t, arrays, axis), None, None)
+defvjp(unstack, lambda g, ans, adjoint, arrays, axis: np.stack(g, axis), None, None)
+defjvp(unstack, lambda t, ans, adjoint, arrays, axis: unstack(t, arrays, axis), None, None)
+defvjp(hstack_vjp, lambda g, ans, adjoint, arrays: np.reshape(np.hstack(g), np.shape(adjoint)), None)
+defjvp(hstack_vjp, lambda t, ans, adjoint, arrays: hstack_vjp(t, arrays), None)
+defvjp(vstack_vjp, lambda g, ans, adjoint, arrays: np.reshape(np.vstack(g), np.shape(adjoint)), None)
+defjvp(vstack_vjp, lambda t, ans, adjoint, arrays: vstack_vjp(t, arrays), None)
+
+# --- indexing --------------------------------------------------------------------------
+
+# getitem_vjp scatters into zeros (adding repeated positions); reading the same
+# positions back is its transpose.
+defvjp(getitem_vjp, lambda g, ans, adjoint, like, index: g[index], None, None)
+defjvp(getitem_vjp, lambda t, ans, adjoint, like, index: getitem_vjp(t, like, index), None, None)
+defvjp(part, lambda g, ans, adjoint, index: getitem_vjp(g, adjoint, index) if np.ndim(adjoint) else unbroadcast(g, adjoint), None)
+defjvp(part, lambda t, ans, adjoint, index: part(t, index), None)
+# zeroed is a projection (it zeroes adjoint[index]): its own transpose.
+defvjp(zeroed, lambda g, ans, adjoint, index: zeroed(g, index), None)
+defjvp(zeroed, lambda t, ans, adjoint, index: zeroed(t, index), None)
+
+# --- copies and sums of adjoints -----------------------------------------------------
+
+defvjp(owned, lambda g, ans, array: g)
+defjvp(owned, lambda t, ans, array: owned(t))
+defvjp(copy_of, lambda g, ans, part: g)
+defjvp(copy_of, lambda t, ans, part: copy_of(t))
+# A zero (0.0) standing for a list or array adds nothing: its adjoint is the sum.
+# Forward mode adds the two tangents with ``+``, which joins lists: a list of
+# adjoints becomes an array so that they add element by element (an array of
+# objects when they are arrays, or arrays and zeros).
+defvjp(add_adjoints, lambda g, ans, first, second: unbroadcast(g, first),
+       lambda g, ans, first, second: unbroadcast(g, second))
+defjvp(add_adjoints, lambda t, ans, first, second: (np.asarray(t) if all(np.ndim(a) == 0 for a in t) else np.array([*t, None], dtype=object)[:-1]) if isinstance(t, list) else t,
+       lambda t, ans, first, second: (np.asarray(t) if all(np.ndim(a) == 0 for a in t) else np.array([*t, None], dtype=object)[:-1]) if isinstance(t, list) else t)
+defvjp(pop_adjoint, lambda g, ans, adjoints: [*g[0], g[1]])
+defjvp(pop_adjoint, lambda t, ans, adjoints: pop_adjoint(t))
