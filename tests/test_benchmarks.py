@@ -1,7 +1,8 @@
-"""Smoke test of the benchmark suite: `benchmarks/run_all.py --quick` runs and prints its table.
+"""Smoke test of the benchmark suite: `benchmarks/run_all.py --quick` and `benchmarks/loops.py
+--quick` run and print their tables.
 
-No timing is asserted (the tests run on loaded machines).  Set DERIVO_SKIP_BENCH=1 to skip it:
-with JAX installed it takes tens of seconds.
+No timing is asserted (the tests run on loaded machines).  Set DERIVO_SKIP_BENCH=1 to skip them:
+with JAX installed run_all.py takes tens of seconds; loops.py --quick takes about ten.
 """
 import os
 import subprocess
@@ -31,3 +32,24 @@ def test_run_all_quick_prints_a_table():
         assert sum(line[37:].split()[:1] == [candidate] for line in table) == 7, candidate
     for section in ("first use:", "cached call overhead:", "import time", "issue 4 targets"):
         assert any(line.startswith(section) for line in lines), section
+
+
+LOOPS = os.path.join(ROOT, "benchmarks", "loops.py")
+
+
+def test_loops_quick_prints_its_sections():
+    result = subprocess.run([sys.executable, LOOPS, "--quick"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    for section in ("oscillator", "Bessel J_2 at z=1.0", "integrator", "C*(K, S)",
+                    "online checkpointing"):
+        assert any(line.startswith(section) for line in lines), section
+    # The C*(K, S) table: K, S, reported, C* (DP), closed form, reported/C*.
+    start = next(i for i, line in enumerate(lines) if line.startswith("C*(K, S)")) + 2
+    rows = [line.split() for line in lines[start:start + 12]]
+    assert all(len(row) == 6 and row[2] == row[3] == row[4] for row in rows), rows
+    # The online table ends each row with its most states held and "<= S".
+    start = next(i for i, line in enumerate(lines) if line.startswith("online checkpointing")) + 2
+    rows = [line.split() for line in lines[start:start + 10]]
+    assert all(row[-2:] == ["<=", "S"] for row in rows), rows

@@ -73,6 +73,8 @@ EXAMPLE_ARGUMENTS = {
     "simulate_jvp": (0.6, -0.8, 0.3, 1.0, 200),
     "energy_grad": (2.0, 1.0, 300),
     "energy_grad_stack": (2.0, 1.0, 300),
+    "predator_prey_grad": (1.1, 0.4, 0.1, 0.4, 300),
+    "predator_prey_grad_stack": (1.1, 0.4, 0.1, 0.4, 300),
     "loss_grad": importlib.import_module("examples.mlp").problem(3, 4, 2, batch=5),
     "logistic_grad": importlib.import_module("examples.logistic").binary_problem(n=6, d=3),
     "softmax_grad": importlib.import_module("examples.logistic").multiclass_problem(n=6, d=3, k=4),

@@ -552,7 +552,7 @@ class Analysis:
             raise self.parsed.error(
                 UnsupportedSyntax, stmt, "loops='reversible' cannot undo line {} ({!r}, "
                 "which overwrites {}): only x += e, x -= e, x *= e and x /= e with e not "
-                "reading x can be undone; use loops='stack'".format(
+                "reading x can be undone; use loops='stack' or loops='checkpoint'".format(
                     line, self.parsed.source_line(line), ", ".join(saved)), "reversible loop")
         return saved[0], inverse
 

