@@ -91,6 +91,13 @@ def step(i, x, v, a):
     return x + 0.1 * v, v - 0.1 * a * math.sin(x) + 0.01 * i
 
 
+def trips(items, x, v, a):
+    """The loop over ``items`` of ``step``, as outline writes it."""
+    for i in items:
+        x, v = step(i, x, v, a)
+    return x, v
+
+
 def step_vjp(seed, i, x, v, a):
     bx1, bv1 = seed
     return (bx1 - 0.1 * bv1 * a * math.cos(x), 0.1 * bx1 + bv1, -0.1 * bv1 * math.sin(x))
@@ -113,7 +120,7 @@ def stored_reverse(steps):
 @pytest.mark.parametrize("schedule", ["revolve", "halving"])
 def test_counted_tape_matches_the_stored_adjoint(steps, slots, schedule):
     stack = []
-    final = checkpointed_for(stack.append, step, range(steps), (1.0, 0.5), (2.0,),
+    final = checkpointed_for(stack.append, trips, range(steps), (1.0, 0.5), (2.0,),
                              slots, schedule)
     state = (1.0, 0.5)
     for i in range(steps):
@@ -123,8 +130,16 @@ def test_counted_tape_matches_the_stored_adjoint(steps, slots, schedule):
     assert result == pytest.approx(stored_reverse(steps), rel=1e-13, abs=1e-15)
 
 
-def counter_step(i, x, v, a):
-    return (i + 1,) + step(i, x, v, a)
+def counted_trips(steps):
+    """A while loop ``while i < steps`` of ``step``, as outline writes it."""
+    def run(count, i, x, v, a):
+        done = 0
+        while done < count and i < steps:
+            x, v = step(i, x, v, a)
+            i += 1
+            done += 1
+        return done, i, x, v
+    return run
 
 
 def counter_vjp(seed, i, x, v, a):
@@ -135,8 +150,8 @@ def counter_vjp(seed, i, x, v, a):
 @pytest.mark.parametrize("slots", [2, 3, 10])
 def test_online_tape_keeps_at_most_its_slots(steps, slots):
     stack = []
-    final = checkpointed_while(stack.append, lambda i, x, v, a: i < steps, counter_step,
-                               (0, 1.0, 0.5), (2.0,), slots)
+    final = checkpointed_while(stack.append, counted_trips(steps), (0, 1.0, 0.5), (2.0,),
+                               slots)
     assert final[0] == steps
     result = stack.pop().reverse(counter_vjp, (0.0, 1.0, 0.0), invariants=(0,))
     assert result[1:] == pytest.approx(stored_reverse(steps), rel=1e-12, abs=1e-15)
@@ -146,20 +161,23 @@ def test_online_tape_keeps_at_most_its_slots(steps, slots):
         assert run["forward_steps"] + run["recomputed_steps"] >= optimal_cost(steps, slots)
 
 
-def test_online_schedule_is_close_to_the_offline_optimum():
+@pytest.mark.parametrize("steps, bound", [(10, 1.6), (100, 1.25), (1000, 1.25),
+                                          (10000, 1.25)])
+def test_online_schedule_is_close_to_the_offline_optimum(steps, bound):
+    # With 10 trips and 10 slots the loop ends just as the slots run out, after
+    # the kept states were thinned: the worst case of the online schedule.
     stack = []
-    for steps in (10, 100, 1000, 10000):
-        checkpointed_while(stack.append, lambda i, x, v, a: i < steps, counter_step,
-                           (0, 1.0, 0.5), (2.0,), 10)
-        stack.pop().reverse(counter_vjp, (0.0, 1.0, 0.0), invariants=(0,))
-        run = checkpoints.LAST_RUN
-        ratio = (run["forward_steps"] + run["recomputed_steps"]) / optimal_cost(steps, 10)
-        assert ratio < 1.5, (steps, ratio)
+    checkpointed_while(stack.append, counted_trips(steps), (0, 1.0, 0.5), (2.0,), 10)
+    stack.pop().reverse(counter_vjp, (0.0, 1.0, 0.0), invariants=(0,))
+    run = checkpoints.LAST_RUN
+    ratio = (run["forward_steps"] + run["recomputed_steps"]) / optimal_cost(steps, 10)
+    assert ratio < bound
 
 
 def test_kept_arrays_are_copies():
-    def write_step(i, x):
-        x[0] += 1.0  # writes into the state it was given
+    def write_trips(items, x):
+        for i in items:
+            x[0] += 1.0  # writes into the state it was given
         return x
 
     def write_vjp(seed, i, x):
@@ -167,7 +185,7 @@ def test_kept_arrays_are_copies():
 
     stack = []
     start = np.zeros(2)
-    checkpointed_for(stack.append, write_step, range(6), (start,), (), 2)
+    checkpointed_for(stack.append, write_trips, range(6), (start,), (), 2)
     tape = stack.pop()
     assert [state[0][0] for _, state in tape.kept] == [0.0] + [
         float(i) for i, _ in tape.kept[1:]]
@@ -176,4 +194,4 @@ def test_kept_arrays_are_copies():
 
 def test_a_tape_needs_a_slot():
     with pytest.raises(ValueError, match="at least one slot"):
-        Tape(step, range(3), (1.0, 0.5), (2.0,), 0, checkpoints.optimal_split)
+        Tape(trips, range(3), (1.0, 0.5), (2.0,), 0, checkpoints.optimal_split)

@@ -34,6 +34,8 @@ def test_state_is_what_the_loop_carries_and_invariants_what_it_reads():
     assert loop.invariants == ["dt", "k"]
     assert loop.params == ["(iterations)", "x", "v", "dt", "k"]
     assert [a.id for a in loop.step.tree.args.args] == ["_", "x", "v", "dt", "k"]
+    assert S.to_source(loop.runner.tree).startswith(
+        "def oscillator_trips(items, x, v, dt, k):\n    for _ in items:")
 
 
 def temporaries(a, n):
@@ -84,12 +86,15 @@ def newton(a, x):
     return x
 
 
-def test_while_loop_has_a_test_function():
+def test_while_loop_runs_a_bounded_number_of_trips():
     [loop] = outlined(newton)
     assert loop.kind == "while"
     assert loop.state == ["x"]
     assert loop.invariants == ["a"]
-    assert [a.id for a in loop.test.tree.args.args] == ["x", "a"]
+    runner = S.to_source(loop.runner.tree)
+    assert runner.startswith("def newton_trips(trips, x, a):")
+    assert "while done < trips and abs(x * x - a) > 1e-12:" in runner
+    assert "return done, x" in runner
 
 
 def nested(a, n):

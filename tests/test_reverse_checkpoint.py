@@ -318,8 +318,8 @@ def test_nested_inner_loop_stays_a_stack_loop_in_the_step(n):
     assert_close(got, numeric_grad(inner_loop, args, (0, 1)))
     source = checkpointed_grad(inner_loop, (0, 1), checkpoints=2).source
     assert source.count("checkpointed_for(") == 1
-    step = function_source(source, "inner_loop_step")
-    assert "for j in range(3):" in step
+    trips = function_source(source, "inner_loop_trips")
+    assert "for j in range(3):" in trips
     vjp = function_source(source, "inner_loop_step_vjp")
     assert "for j in reversed(range(3)):" in vjp
 
@@ -375,9 +375,9 @@ def test_integer_counter_in_the_state(n):
     got = stack_and_checkpoint(counter_in_state, (0.7, n), checkpoints=2)
     assert_close(got, numeric_grad(counter_in_state, (0.7, n)))
     if n:
-        step = function_source(checkpointed_grad(counter_in_state, checkpoints=2).source,
-                               "counter_in_state_step")
-        assert step.startswith("def counter_in_state_step(i, k, y):")  # k is state
+        trips = function_source(checkpointed_grad(counter_in_state, checkpoints=2).source,
+                                "counter_in_state_trips")
+        assert trips.startswith("def counter_in_state_trips(items, k, y):")  # k is state
 
 
 def last_value(x, n):
@@ -694,7 +694,7 @@ def test_only_outermost_loops_are_outlined(n):
     main = function_source(source, "two_loops_and_a_nest_grad")
     assert not [line for line in main.splitlines()
                 if line.lstrip().startswith(("for ", "while "))], main
-    steps = [name for name in ("two_loops_and_a_nest_step", "two_loops_and_a_nest_step1")
+    steps = [name for name in ("two_loops_and_a_nest_trips", "two_loops_and_a_nest_trips1")
              if "def {}(".format(name) in source]
     assert len(steps) == 2
     assert all("for j in range(2):" in function_source(source, s) for s in steps)

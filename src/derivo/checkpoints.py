@@ -27,6 +27,8 @@ A state is copied when kept if it is a NumPy array or a list, since the loop
 may write into it.
 """
 
+import functools
+import sys
 from math import comb
 
 import numpy as np
@@ -52,6 +54,7 @@ def optimal_cost(steps, slots):
     return r * steps - comb(slots + r, slots + 1)
 
 
+@functools.lru_cache(maxsize=4096)
 def optimal_split(steps, slots):
     """Where the optimal schedule keeps its next state: a split l reaching the
     minimum of Eq. 8.3, C*(K - l, S - 1) + C*(l, S) + l."""
@@ -84,29 +87,31 @@ def checkpointed(iterable, checkpoints=None, schedule="revolve"):
     return iterable
 
 
-def checkpointed_for(push, step, iterations, state, invariants, slots=None,
+def checkpointed_for(push, trips, iterations, state, invariants, slots=None,
                      schedule="revolve"):
-    """Run ``state = step(item, *state, *invariants)`` for each item of
-    ``iterations``, keeping states for :meth:`Tape.reverse`; return the final state.
+    """Run a ``for`` loop over ``iterations`` through ``trips(items, *state,
+    *invariants)``, which runs the trips of ``items`` and returns the state,
+    keeping states for :meth:`Tape.reverse`; return the final state.
 
     Without ``slots``, a loop of K trips keeps ceil(log2 K) states (at least 2).
     """
     steps = len(iterations)
     if slots is None:
         slots = max(2, (steps - 1).bit_length())
-    tape = Tape(step, iterations, state, invariants, slots, SCHEDULES[schedule])
+    tape = Tape(trips, iterations, state, invariants, slots, SCHEDULES[schedule])
     if push is not None:
         push(tape)
     return tape.output(tape.run_counted(state, steps))
 
 
-def checkpointed_while(push, test, step, state, invariants, slots=None):
-    """Run ``state = step(*state, *invariants)`` while ``test(*state, *invariants)``,
+def checkpointed_while(push, trips, state, invariants, slots=None):
+    """Run a ``while`` loop through ``trips(count, *state, *invariants)``, which
+    runs at most ``count`` trips and returns how many it ran and the state,
     keeping at most ``slots`` states (20 without it) whatever the trip count."""
-    tape = Tape(step, None, state, invariants, slots or 20, optimal_split)
+    tape = Tape(trips, None, state, invariants, slots or 20, optimal_split)
     if push is not None:
         push(tape)
-    return tape.output(tape.run_online(test, state))
+    return tape.output(tape.run_online(state))
 
 
 def _zero_like(value):
@@ -121,13 +126,15 @@ def _kept(state):
 class Tape:
     """The states a checkpointed loop kept, and how to reverse it."""
 
-    def __init__(self, step, iterations, state, invariants, slots, split):
+    def __init__(self, trips, iterations, state, invariants, slots, split):
         if not isinstance(slots, int) or slots < 1:
             raise ValueError("a checkpointed loop needs at least one slot, got {!r}"
                              .format(slots))
-        self.step = step
+        self.trips = trips      # runs some trips of the loop (see checkpointed_for/_while)
         self.iterations = iterations  # None for a while loop
         self.single = len(state) == 1  # the step takes and returns a bare value
+        # States are copied when kept only if the loop could write into them.
+        self.keep = _kept if any(isinstance(v, (np.ndarray, list)) for v in state) else tuple
         self.invariants = invariants
         self.slots = slots
         self.split = split
@@ -141,22 +148,20 @@ class Tape:
     def output(self, state):
         return state[0] if self.single else state
 
-    def call_step(self, args):
-        result = self.step(*args, *self.invariants)
-        return (result,) if self.single else result
-
     # --- forward --------------------------------------------------------------
 
     def advance(self, state, start, count):
         """The state ``count`` trips after ``state``, the state at trip ``start``."""
-        if self.iterations is None:
-            for _ in range(count):
-                state = self.call_step(state)
-        else:
-            iterations = self.iterations
-            for index in range(start, start + count):
-                state = self.call_step((iterations[index],) + state)
-        return state
+        return self.run(state, start, count)[1]
+
+    def run(self, state, start, count):
+        """(trips run, state) after at most ``count`` trips from ``state``, the
+        state at trip ``start`` (a while loop may end sooner)."""
+        if self.iterations is not None:
+            state = self.trips(self.iterations[start:start + count], *state, *self.invariants)
+            return count, (state,) if self.single else state
+        result = self.trips(count, *state, *self.invariants)
+        return result[0], result[1:]
 
     def run_counted(self, state, steps):
         """The primal loop, which is also the schedule's first descent: it keeps
@@ -165,49 +170,57 @@ class Tape:
         if steps == 0:
             return state
         # On a copy: the step may write into its state, never into the caller's arrays.
-        state = _kept(state)
-        self.kept = [(0, _kept(state))]
+        state = self.keep(state)
+        self.kept = [(0, self.keep(state))]
         start, length, slots = 0, steps, self.slots
         while length > 1 and slots > 1:
             split = self.split(length, slots)
             state = self.advance(state, start, split)
             start, length, slots = start + split, length - split, slots - 1
-            self.kept.append((start, _kept(state)))
+            self.kept.append((start, self.keep(state)))
         self.most_held = len(self.kept)
         state = self.advance(state, start, length - 1)
-        self.last = _kept(state)
+        self.last = self.keep(state)
         self.forward_steps = steps - 1
         return self.advance(state, steps - 1, 1)
 
-    def run_online(self, test, state):
+    def run_online(self, state):
         """The primal ``while`` loop: keep every state until the slots run out,
         then thin the kept ones to every other one whenever two thirds of the
         slots are taken, so they always span the trips made so far."""
-        state = _kept(state)
-        kept = [(0, _kept(state))]
+        state = self.keep(state)
+        kept = [(0, self.keep(state))]
         self.most_held = 1
         budget = self.slots
         thinned = max(2, (2 * self.slots + 2) // 3)
-        spacing, trips, previous = 1, 0, None
-        while test(*state, *self.invariants):
-            if trips and trips % spacing == 0 and self.slots > 1:
+        spacing, trips = 1, 0
+        while True:
+            if trips and self.slots > 1:
                 if len(kept) >= budget:
                     while len(kept) >= thinned:
                         kept = kept[::2]
                         spacing *= 2
                     budget = thinned
                 if trips % spacing == 0:
-                    kept.append((trips, _kept(state)))
+                    kept.append((trips, self.keep(state)))
                     self.most_held = max(self.most_held, len(kept))
-            previous = state
-            state = self.call_step(state)
-            trips += 1
+            # Up to the next place a state may be kept (with one slot, the end).
+            request = spacing - trips % spacing if self.slots > 1 else sys.maxsize
+            done, state = self.run(state, trips, request)
+            trips += done
+            if done < request:
+                break
         self.steps = trips
+        while kept and kept[-1][0] >= trips:
+            kept.pop()  # the final state, where no trip starts
         if trips:
-            if kept[-1][0] == trips - 1:
-                kept.pop()  # the same state as self.last
-            self.last = _kept(previous)
             self.forward_steps = trips - 1
+            start, last = kept[-1]
+            if start == trips - 1:
+                kept.pop()
+                self.last = last
+            else:
+                self.last = self.recompute(last, start, trips - 1 - start)
         self.kept = kept
         return state
 
@@ -222,7 +235,7 @@ class Tape:
         one), with the invariants' adjoints summed over the trips.
         """
         self.vjp = vjp
-        self.totals = tuple(_zero_like(self.invariants[i]) for i in invariants)
+        self.totals = [_zero_like(self.invariants[i]) for i in invariants]
         self.seeds = (seeds,) if self.single else seeds
         if self.steps:
             self.adjoint_step(self.steps - 1, self.last)
@@ -233,7 +246,7 @@ class Tape:
                 start, state = self.kept[index]
                 self.held = index + 1
                 self.reverse_range(start, ends[index] - start, self.slots - index, state)
-        result = self.seeds + self.totals
+        result = self.seeds + tuple(self.totals)
         self.kept = self.last = self.vjp = self.seeds = None
         LAST_RUN.update(steps=self.steps, slots=self.slots, forward_steps=self.forward_steps,
                         recomputed_steps=self.recomputed_steps, most_held=self.most_held)
@@ -244,6 +257,14 @@ class Tape:
         ``start``, keeping at most ``slots`` states (``state`` included)."""
         if length == 1:
             self.adjoint_step(start, state)
+        elif 1 < length <= slots and self.split is optimal_split:
+            # Room for every state: the optimum keeps them all (C*(k, s) = k - 1).
+            states = [state]
+            for offset in range(length - 1):
+                states.append(self.recompute(states[-1], start + offset, 1))
+            self.most_held = max(self.most_held, self.held + length - 1)
+            for offset in range(length - 1, -1, -1):
+                self.adjoint_step(start + offset, states.pop())
         elif length > 1 and slots <= 1:
             for offset in range(length - 1, -1, -1):
                 self.adjoint_step(start + offset, self.recompute(state, start, offset))
@@ -259,15 +280,16 @@ class Tape:
     def recompute(self, state, start, count):
         """The state ``count`` trips after the kept ``state``, which stays as it is."""
         self.recomputed_steps += count
-        return self.advance(_kept(state), start, count)
+        return self.advance(self.keep(state), start, count)
 
     def adjoint_step(self, index, state):
         """Take the seeds from after trip ``index`` to before it."""
         seed = self.seeds[0] if self.single else self.seeds
         args = state if self.iterations is None else (self.iterations[index],) + state
-        result = self.vjp(seed, *_kept(args), *self.invariants)
+        result = self.vjp(seed, *self.keep(args), *self.invariants)
         count = len(self.seeds)
         self.seeds = result[:count]
-        invariants = result[count:]
-        self.totals = tuple(a + b for a, b in zip(self.totals, invariants))
+        totals = self.totals
+        for position in range(len(totals)):
+            totals[position] = totals[position] + result[count + position]
 

@@ -25,6 +25,7 @@ value before the loop.
 from . import syntax as S
 from .checkpoints import SCHEDULES, checkpointed
 from .errors import UnsupportedSyntax
+from .names import Namer
 from .parse import Outlined, Parsed
 
 ITERATIONS = "(iterations)"  # the parameter of a for loop's call that takes its iterable
@@ -33,11 +34,11 @@ ITERATIONS = "(iterations)"  # the parameter of a for loop's call that takes its
 class Loop:
     """The callee of the call that replaces a checkpointed loop."""
 
-    def __init__(self, node, step, test, state, invariants, slots, schedule):
+    def __init__(self, node, step, runner, state, invariants, slots, schedule):
         self.node = node              # the user's loop, for messages
         self.kind = "for" if isinstance(node, S.For) else "while"
-        self.step = step              # Outlined: one trip, returning the state
-        self.test = test              # Outlined: a while loop's test, else None
+        self.step = step              # Outlined: one trip, returning the state (for its VJP)
+        self.runner = runner          # Outlined: several trips (see _runner)
         self.state = state
         self.invariants = invariants
         self.slots = slots            # None: the runtime's default
@@ -142,19 +143,36 @@ def _outline(parsed, tree, loop, slots, schedule, names):
     base = names.fresh(parsed.tree.name + "_step")
     body = S.deepcopy(loop.body) + [_located(S.return_(_names_value(state)), loop)]
     step = Outlined(parsed, _located(S.function(base, target + state + invariants, body), loop))
-    test = None
-    if isinstance(loop, S.While):
-        test_name = names.fresh(parsed.tree.name + "_test")
-        test = Outlined(parsed, _located(S.function(
-            test_name, state + invariants, [_located(S.return_(S.deepcopy(loop.test)), loop)]),
-            loop))
-    callee = Loop(loop, step, test, state, invariants, slots, schedule)
+    runner = Outlined(parsed, _located(_runner(
+        names.fresh(parsed.tree.name + "_trips"), loop, state, invariants, parsed.local_names),
+        loop))
+    callee = Loop(loop, step, runner, state, invariants, slots, schedule)
     iterations = [S.deepcopy(loop.iter)] if isinstance(loop, S.For) else []
     call = S.call(base + "_loop", *iterations, *[S.name(n) for n in state + invariants])
     call.user_function = callee
     targets = S.store(state[0]) if len(state) == 1 else S.tuple_(
         [S.store(n) for n in state], store_ctx=True)
     return _located(S.assign(targets, call), loop)
+
+
+def _runner(name, loop, state, invariants, local_names):
+    """The loop itself as a function running some of its trips: over the items
+    it is given, or (a while loop) at most ``trips`` of them, returning how
+    many ran before the state."""
+    fresh = Namer(local_names)
+    if isinstance(loop, S.For):
+        items = fresh.fresh("items")
+        body = [S.for_(S.deepcopy(loop.target), S.name(items), S.deepcopy(loop.body)),
+                S.return_(_names_value(state))]
+        return S.function(name, [items] + state + invariants, body)
+    trips, done = fresh.fresh("trips"), fresh.fresh("done")
+    test = S.gast.BoolOp(op=S.gast.And(), values=[
+        S.gast.Compare(left=S.name(done), ops=[S.gast.Lt()], comparators=[S.name(trips)]),
+        S.deepcopy(loop.test)])
+    body = [S.assign(done, S.const(0)),
+            S.while_(test, S.deepcopy(loop.body) + [S.aug_add(done, S.const(1))]),
+            S.return_(_names_value([done] + state))]
+    return S.function(name, [trips] + state + invariants, body)
 
 
 def _error(parsed, node, message):

@@ -199,13 +199,13 @@ class Sweep:
         args = list(call.args)
         iterations = [args.pop(0)] if loop.kind == "for" else []
         state, invariants = args[:len(loop.state)], args[len(loop.state):]
-        functions = [self.module.outlined_function(f) for f in (loop.test, loop.step) if f]
+        runner = self.module.outlined_function(loop.runner)
         keywords = [S.gast.keyword(arg="slots", value=S.const(loop.slots))] \
             if loop.slots is not None else []
         if loop.kind == "for" and loop.schedule != "revolve":
             keywords.append(S.gast.keyword(arg="schedule", value=S.const(loop.schedule)))
-        runner = self.checkpoints("checkpointed_" + loop.kind)
-        value = S.call(runner, push, *map(S.name, functions), *S.deepcopy(iterations),
+        value = S.call(self.checkpoints("checkpointed_" + loop.kind), push, S.name(runner),
+                       *S.deepcopy(iterations),
                        S.tuple_(S.deepcopy(state)), S.tuple_(S.deepcopy(invariants)),
                        keywords=keywords)
         return S.copy_location(_effect(S.assign(S.deepcopy(stmt.targets[0]), value)), stmt)
