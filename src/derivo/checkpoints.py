@@ -1,15 +1,16 @@
 """Checkpointed loops at run time: keep a few loop states, recompute the rest.
 
 Generated code with ``loops="checkpoint"`` runs a loop through
-:func:`checkpointed_for` or :func:`checkpointed_while`, which call the loop's
-body (outlined by ``derivo.outline`` as a step function) once per trip, keep
-at most ``slots`` states, and push a :class:`Tape` on the generated function's
-stack.  The reverse sweep pops the tape and calls :meth:`Tape.reverse` with the
-step's VJP, which walks the trips backwards, recomputing each state it needs
-from the nearest kept one.
+:func:`checkpointed_for` or :func:`checkpointed_while`.  They run the loop
+(outlined by ``derivo.outline`` as a function running a given stretch of
+trips) from one kept state to the next, keep at most ``slots`` states, and
+push a :class:`Tape` on the generated function's stack.  The reverse sweep
+pops the tape and calls :meth:`Tape.reverse` with the VJP of one trip, which
+walks the trips backwards, recomputing each state it needs from the nearest
+kept one.
 
-Counting as chapter 8.5 of the AD textbook does (calls of the step, the last
-one excluded since only the VJP needs no s_K), the schedules cost:
+Counting as chapter 8.5 of the AD textbook does (trips run, the last one
+excluded since the VJP needs s_{K-1}, not s_K), the schedules cost:
 
 ``revolve``
     the binomial schedule (treeverse): exactly the optimum C*(K, S) of

@@ -1,21 +1,25 @@
-"""Stage 1b, reverse mode: a checkpointed loop becomes one call of its body.
+"""Stage 1b, reverse mode: a checkpointed loop becomes one call.
 
 With ``loops="checkpoint"`` every outermost loop, and under any strategy a
 loop over ``derivo.checkpointed(...)``, is *outlined*::
 
-    for _ in range(steps):              x, v = <loop>(range(steps), x, v, stiffness, dt)
-        x += dt * v             ->
-        v -= dt * stiffness * x         def energy_after_step(_, x, v, stiffness, dt):
+    for _ in range(steps):          x, v = <loop>(range(steps), x, v, dt, stiffness)
+        x += dt * v          ->
+        v -= dt * stiffness * x     def energy_after_trips(items, x, v, dt, stiffness):
+                                        for _ in items:
                                             x += dt * v
                                             v -= dt * stiffness * x
-                                            return x, v
+                                        return x, v
+
+                                    def energy_after_step(_, x, v, dt, stiffness):
+                                        (the body, once), return x, v
 
 The loop's *state* is what it assigns (or writes into) and something reads
 before the loop assigns it again: the next trip, or code after the loop.  Its
 *invariants* are the other local names it reads.  The call's callee is a
 :class:`Loop`; ``reverse`` runs it through :mod:`derivo.checkpoints`, which
-calls the step function once per trip and the step's VJP (an ordinary derived
-function) once per trip backwards.
+runs stretches of trips with the ``trips`` function and calls the VJP of
+``step`` (an ordinary derived function) once per trip backwards.
 
 A checkpointed loop must run all its trips from its state alone, so it may
 not ``break``, ``continue`` or ``return``, and every state variable needs a
