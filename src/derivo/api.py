@@ -85,12 +85,14 @@ class Derivative:
             if kind in ("grad", "value_and_grad") else []
 
     def __call__(self, *args, **kwargs):
-        for index, _ in self._checked:
-            if index is None or index >= len(args) or (
-                    type(args[index]) not in _PLAIN_REALS and not (
-                        type(args[index]) is _NDARRAY and args[index].dtype.kind in "fiu")):
-                self._check_arguments(args, kwargs)
-                break
+        # The common case in one C-level pass: floats and ints only, nothing to check.
+        if kwargs or not _PLAIN_REALS.issuperset(map(type, args)):
+            return self._call_checked(args, kwargs)
+        return self._function(*args)
+
+    def _call_checked(self, args, kwargs):
+        if self._checked:
+            self._check_arguments(args, kwargs)
         if self._scalar_only:  # scalar code called with an array switches to array code
             for arg in args:
                 if type(arg) is _NDARRAY:
