@@ -3,9 +3,9 @@
 ``derivo.grad`` of a NumPy function writes code that calls the helpers of
 :mod:`derivo.runtime` (``unbroadcast``, ``expand``, ``matmul_vjp_left``, ...).
 ``derivo.hessian`` and ``derivo.hvp`` run forward mode over that code (forward
-over reverse), and ``derivo.grad`` of a function calling a gradient runs reverse
-mode over it, so every helper the generated code calls needs a rule, like any
-NumPy function.
+over reverse), so every helper the generated code calls needs a rule, like any
+NumPy function: a VJP (what ``defvjp`` registers; reverse mode through a helper
+called directly) and a JVP (``defjvp``; what forward over reverse uses).
 
 The helpers are linear in the adjoint they move around (bilinear, for the VJPs
 of products: linear in the adjoint and in the other factor).  So each gets, per
@@ -105,18 +105,19 @@ defjvp(einsum_vjp, lambda t, ans, adjoint, subscripts, operands, index: einsum_v
 # A permutation of the axes: its transpose is the inverse permutation, the one
 # transpose_vjp undoes (``axes`` as transpose_vjp reads it: (), (None,),
 # (permutation,) or the permutation's entries).
-defvjp(transpose_vjp, lambda g, ans, adjoint, axes: np.transpose(g, None if not axes or axes[0] is None else tuple(axes[0]) if np.ndim(axes[0]) == 1 else axes), None)
+defvjp(transpose_vjp, lambda g, ans, adjoint, axes: np.transpose(g, tuple(axes[0]) if len(axes) == 1 and np.ndim(axes[0]) == 1 else None if not axes or axes == (None,) else axes), None)
 defjvp(transpose_vjp, lambda t, ans, adjoint, axes: transpose_vjp(t, axes), None)
 defvjp(swap_last, lambda g, ans, matrix: swap_last(g))
 defjvp(swap_last, lambda t, ans, matrix: swap_last(t))
-# Pieces of an adjoint (lists, one per array): joining them back is the transpose.
-defvjp(split_like, lambda g, ans, adjoint, arrays, axis: np.concatenate(g, axis), None, None)
+# Pieces of an adjoint (lists, one per array): joining them back is the
+# transpose (a piece's adjoint may be a plain 0.0: it is broadcast to the piece).
+defvjp(split_like, lambda g, ans, adjoint, arrays, axis: np.concatenate(list(map(np.broadcast_to, g, map(np.shape, ans))), axis), None, None)
 defjvp(split_like, lambda t, ans, adjoint, arrays, axis: split_like(t, arrays, axis), None, None)
-defvjp(unstack, lambda g, ans, adjoint, arrays, axis: np.stack(g, axis), None, None)
+defvjp(unstack, lambda g, ans, adjoint, arrays, axis: np.stack(list(map(np.broadcast_to, g, map(np.shape, ans))), axis), None, None)
 defjvp(unstack, lambda t, ans, adjoint, arrays, axis: unstack(t, arrays, axis), None, None)
-defvjp(hstack_vjp, lambda g, ans, adjoint, arrays: np.reshape(np.hstack(g), np.shape(adjoint)), None)
+defvjp(hstack_vjp, lambda g, ans, adjoint, arrays: np.reshape(np.hstack(list(map(np.broadcast_to, g, map(np.shape, ans)))), np.shape(adjoint)), None)
 defjvp(hstack_vjp, lambda t, ans, adjoint, arrays: hstack_vjp(t, arrays), None)
-defvjp(vstack_vjp, lambda g, ans, adjoint, arrays: np.reshape(np.vstack(g), np.shape(adjoint)), None)
+defvjp(vstack_vjp, lambda g, ans, adjoint, arrays: np.reshape(np.vstack(list(map(np.broadcast_to, g, map(np.shape, ans)))), np.shape(adjoint)), None)
 defjvp(vstack_vjp, lambda t, ans, adjoint, arrays: vstack_vjp(t, arrays), None)
 
 # --- indexing --------------------------------------------------------------------------
@@ -141,9 +142,11 @@ defjvp(copy_of, lambda t, ans, part: copy_of(t))
 # Forward mode adds the two tangents with ``+``, which joins lists: a list of
 # adjoints becomes an array so that they add element by element (an array of
 # objects when they are arrays, or arrays and zeros).
-defvjp(add_adjoints, lambda g, ans, first, second: unbroadcast(g, first),
-       lambda g, ans, first, second: unbroadcast(g, second))
-defjvp(add_adjoints, lambda t, ans, first, second: (np.asarray(t) if all(np.ndim(a) == 0 for a in t) else np.array([*t, None], dtype=object)[:-1]) if isinstance(t, list) else t,
-       lambda t, ans, first, second: (np.asarray(t) if all(np.ndim(a) == 0 for a in t) else np.array([*t, None], dtype=object)[:-1]) if isinstance(t, list) else t)
-defvjp(pop_adjoint, lambda g, ans, adjoints: [*g[0], g[1]])
+defvjp(add_adjoints, lambda g, ans, first, second: g if isinstance(first, list) else unbroadcast(g, first),
+       lambda g, ans, first, second: g if isinstance(second, list) else unbroadcast(g, second))
+defjvp(add_adjoints, lambda t, ans, first, second: (np.array([*t, None], dtype=object)[:-1] if any(map(np.ndim, t)) else np.asarray(t)) if isinstance(t, list) else t,
+       lambda t, ans, first, second: (np.array([*t, None], dtype=object)[:-1] if any(map(np.ndim, t)) else np.asarray(t)) if isinstance(t, list) else t)
+# pop_adjoint(adjoints) is (adjoints[:-1], adjoints[-1]) (popping in place): the
+# transpose puts the pair back together (``ans[0]``: the argument is popped by then).
+defvjp(pop_adjoint, lambda g, ans, adjoints: [*(g[0] if isinstance(g[0], list) else [g[0]] * len(ans[0])), g[1]])
 defjvp(pop_adjoint, lambda t, ans, adjoints: pop_adjoint(t))

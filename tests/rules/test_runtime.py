@@ -1,0 +1,776 @@
+"""Every rule of the runtime table, and Hessians of array functions through it.
+
+Generated gradient code calls the helpers of :mod:`derivo.runtime`; the rules
+in ``derivo.rules.runtime`` make that code differentiable (``derivo.hessian``
+and ``derivo.hvp`` run forward mode over ``derivo.grad``'s code).
+
+The parametrisation walks ``derivo.rules.RULES`` and takes every rule written
+in ``derivo.rules.runtime``; each is looked up in ``PROBES`` below: probe
+expressions calling the helper directly, with the float64 arguments they are
+called with (constants that only give shapes or indices live in ``PRELUDE``).
+A rule added to the table without a probe shows up as a failing case that
+names it.  For every probe a real module is written with
+
+    def probe(x0, x1, ...):  return EXPR
+    def loss(x0, x1, ...):   return np.sum((EXPR) * W)
+
+and three checks run through derivo's generated code:
+
+- reverse mode: derivo's gradient of ``loss`` matches central finite
+  differences, element by element, in each argument's shape (an argument the
+  helper reads only for a shape gets a zero gradient, as its finite
+  difference is);
+- forward mode: ``derivo.jvp(probe, ...)`` along a random direction ``v``
+  matches the central finite-difference directional derivative;
+- the dot-product test ``<JVP(v), u> == <v, VJP(u)>`` with ``derivo.jvp`` on
+  one side and ``derivo.vjp`` on the other: nothing but derivo on either side,
+  so the VJP and JVP templates of each rule are checked against each other.
+
+The end-to-end tests at the bottom compare ``derivo.hessian`` and
+``derivo.hvp`` of small array functions (the helpers their gradient code
+calls) with finite differences of ``derivo.grad`` and with closed forms.
+Failures that expose a bug elsewhere in derivo are ``xfail(strict=True)`` with
+the bug in the reason, so the mark has to go when the bug is fixed.
+"""
+
+import importlib.util
+import inspect
+import zlib
+
+import numpy as np
+import pytest
+
+import derivo
+from derivo import rules, runtime
+
+TABLE = "derivo.rules.runtime"
+H = 1e-6
+RTOL = 1e-6
+
+PRELUDE = """\
+import numpy as np
+
+from derivo.runtime import (add_adjoints, copy_of, dot_vjp_left, dot_vjp_right, einsum_vjp,
+                            expand, extremum_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
+                            inner_vjp_right, log, matmul_vjp_left, matmul_vjp_right, norm_vjp,
+                            owned, part, pop_adjoint, scalar_seed, shaped_like, split_like,
+                            swap_last, transpose_vjp, unbroadcast, unstack, vstack_vjp,
+                            zero_gradient, zeroed)
+
+L4 = np.zeros(4)
+L5 = np.zeros(5)
+L14 = np.zeros((1, 4))
+L31 = np.zeros((3, 1))
+L34 = np.zeros((3, 4))
+L234 = np.zeros((2, 3, 4))
+LIST3 = [1.0, 2.0, 3.0]
+IDX = np.array([0, 2, 2, 1])
+PERM = np.array([1, 2, 0])
+MASK = np.array([[True, False, True, True],
+                 [False, False, True, False],
+                 [True, True, False, True]])
+TIES = np.array([[1.0, 3.0, 3.0, 0.5],
+                 [2.0, -1.0, 0.0, 2.0],
+                 [0.0, 0.0, 0.0, 0.0]])
+PIECES = [np.zeros((2, 3)), np.zeros((1, 3))]
+COLUMNS = [np.zeros((2, 3)), np.zeros((2, 1))]
+ROWS = [np.zeros((2, 3)), np.zeros((2, 3)), np.zeros((2, 3))]
+VECTORS = [np.zeros(3), np.zeros(2)]
+"""
+
+
+# --- argument makers: each takes a numpy Generator ----------------------------------
+
+def _shaped(draw, shape):
+    value = draw(shape)
+    return float(value) if shape == () else value
+
+
+def normal(*shape):
+    return lambda rng: _shaped(lambda s: rng.normal(size=s), shape)
+
+
+def positive(*shape):
+    return lambda rng: _shaped(lambda s: rng.uniform(0.5, 2.0, size=s), shape)
+
+
+# --- the probes ------------------------------------------------------------------------
+
+class Probe:
+    """``reverse_xfail``: a bug that stops derivo's reverse mode (the gradient
+    and the VJP) through this probe, while forward mode works."""
+
+    def __init__(self, primitive, expr, args, reverse_xfail=None):
+        by_arity = rules.RULES.get(primitive, {})
+        self.key = (primitive, next(iter(by_arity)) if len(by_arity) == 1 else None)
+        self.expr = expr
+        self.args = args
+        self.reverse_xfail = reverse_xfail
+
+    def arguments(self):
+        rng = np.random.default_rng(zlib.crc32(self.expr.encode()))
+        return [make(rng) for make in self.args]
+
+    @property
+    def id(self):
+        shapes = ",".join("float" if isinstance(a, float) else "x".join(map(str, np.shape(a)))
+                          or "()" for a in self.arguments())
+        return "{} [{}]".format(self.expr, shapes)
+
+
+PROBES = {}
+
+
+def probe(primitive, expr, *args, reverse_xfail=None):
+    p = Probe(primitive, expr, args, reverse_xfail)
+    PROBES.setdefault(p.key, []).append(p)
+
+
+# The scalar helper of the builtins table.
+probe(runtime.log, "log(x0)", positive(3, 4))
+probe(runtime.log, "log(x0)", positive())
+
+# Broadcasting: unbroadcast sums down to like's shape, shaped_like broadcasts up.
+for _like, _shape in (("L4", (3, 4)), ("L31", (3, 4)), ("L34", (3, 4)), ("1.0", (3, 4)),
+                      ("L14", (2, 3, 4)), ("L4", (2, 3, 4)), ("2.0", ())):
+    probe(runtime.unbroadcast, "unbroadcast(x0, {})".format(_like), normal(*_shape))
+probe(runtime.unbroadcast, "unbroadcast(x0, x1)", normal(3, 4), normal(4))
+probe(runtime.unbroadcast, "unbroadcast(x0 * x1, x1)", normal(3, 4), normal(3, 1))
+for _shape in ((3, 4), (4,), (3, 1), ()):
+    probe(runtime.shaped_like, "shaped_like(x0, L34)", normal(*_shape))
+probe(runtime.shaped_like, "shaped_like(x0, x1)", normal(4), normal(3, 4))
+
+# Reductions: expand spreads a reduction's adjoint over the axes it reduced.
+for _axis, _keepdims, _shape, _like in (("None", False, (), "L34"), ("None", True, (1, 1), "L34"),
+                                        ("0", False, (4,), "L34"), ("1", True, (3, 1), "L34"),
+                                        ("-1", False, (3,), "L34"), ("(0, 2)", False, (3,), "L234"),
+                                        ("(0, 2)", True, (1, 3, 1), "L234")):
+    probe(runtime.expand, "expand(x0, {}, {}, {})".format(_like, _axis, _keepdims),
+          normal(*_shape))
+probe(runtime.expand, "expand(x0, x1, 1, False)", normal(3), normal(3, 4))
+
+for _axis, _keepdims, _shape in (("None", False, ()), ("1", False, (3,)), ("0", True, (1, 4)),
+                                 ("-1", True, (3, 1))):
+    probe(runtime.extremum_vjp, "extremum_vjp(x0, np.max(x1, axis={a}, keepdims={k}), x1, "
+          "{a}, {k})".format(a=_axis, k=_keepdims), normal(*_shape), normal(3, 4))
+# ties share the adjoint
+probe(runtime.extremum_vjp, "extremum_vjp(x0, np.max(TIES, axis=1), TIES, 1, False)", normal(3))
+probe(runtime.extremum_vjp, "extremum_vjp(x0, np.min(TIES), TIES, None, False)", normal())
+
+probe(runtime.norm_vjp, "norm_vjp(x0, x1, x2, None, None, False)", normal(), positive(),
+      normal(5))
+probe(runtime.norm_vjp, "norm_vjp(x0, x1, x2, None, 1, False)", normal(3), positive(3),
+      normal(3, 4))
+probe(runtime.norm_vjp, "norm_vjp(x0, x1, x2, 2, 0, True)", normal(1, 4), positive(1, 4),
+      normal(3, 4))
+probe(runtime.norm_vjp, "norm_vjp(x0, x1, x2, 'fro', None, False)", normal(), positive(),
+      normal(3, 4))
+probe(runtime.norm_vjp, "norm_vjp(x0, x1, x2, None, (0, 1), False)", normal(), positive(),
+      normal(3, 4))
+probe(runtime.norm_vjp, "norm_vjp(x0, np.linalg.norm(x1), x1, None, None, False)", normal(),
+      normal(4))
+
+# Products: vector.vector, matrix.vector, vector.matrix, matrix.matrix, stacks.
+PRODUCT_SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4))]
+STACKED_SHAPES = [((2, 2, 3), (3, 4)), ((2, 2, 3), (2, 3, 4)), ((3,), (2, 3, 4)),
+                  ((2, 2, 3), (3,)), ((2, 1, 2, 3), (3, 3, 4))]
+
+
+def product_probes(left, right, product, pairs):
+    for a, b in pairs:
+        out = np.shape(product(np.zeros(a), np.zeros(b)))
+        probe(left, "{}(x0, x1, x2)".format(left.__name__), normal(*out), normal(*a), normal(*b))
+        probe(right, "{}(x0, x1, x2)".format(right.__name__), normal(*out), normal(*a),
+              normal(*b))
+
+
+product_probes(runtime.matmul_vjp_left, runtime.matmul_vjp_right, np.matmul,
+               PRODUCT_SHAPES + STACKED_SHAPES)
+product_probes(runtime.dot_vjp_left, runtime.dot_vjp_right, np.dot,
+               PRODUCT_SHAPES + [((), (2, 3)), ((2, 3), ()), ((2, 2, 3), (3,)),
+                                 ((2, 2, 3), (3, 4))])
+product_probes(runtime.inner_vjp_left, runtime.inner_vjp_right, np.inner,
+               [((3,), (3,)), ((2, 3), (4, 3)), ((2, 3), (3,)), ((3,), (2, 3)),
+                ((), (2, 3))])
+# the other factor's shape alone (a constant)
+probe(runtime.matmul_vjp_left, "matmul_vjp_left(x0, L34, x1)", normal(3, 2), normal(4, 2))
+probe(runtime.matmul_vjp_right, "matmul_vjp_right(x0, x1, L34)", normal(2, 4), normal(2, 3))
+
+for _subscripts, _shapes in (("ij,jk->ik", ((2, 3), (3, 4))), ("ij,ij->", ((2, 3), (2, 3))),
+                             ("i,j->ij", ((3,), (4,))), ("ij,j->i", ((2, 3), (3,))),
+                             ("bij,bjk->bik", ((2, 2, 3), (2, 3, 4))),
+                             ("ij,kj->ikj", ((2, 3), (4, 3)))):
+    _out = np.shape(np.einsum(_subscripts, *(np.zeros(s) for s in _shapes)))
+    for _index in (0, 1):
+        probe(runtime.einsum_vjp, "einsum_vjp(x0, {!r}, [x1, x2], {})".format(_subscripts, _index),
+              normal(*_out), *(normal(*s) for s in _shapes))
+for _subscripts, _shape in (("ij->j", (3, 4)), ("ij->", (3, 4)), ("ijk->ki", (2, 3, 4))):
+    _out = np.shape(np.einsum(_subscripts, np.zeros(_shape)))
+    probe(runtime.einsum_vjp, "einsum_vjp(x0, {!r}, [x1], 0)".format(_subscripts),
+          normal(*_out), normal(*_shape))
+
+# Shapes.
+probe(runtime.transpose_vjp, "transpose_vjp(x0, ())", normal(3, 4))
+probe(runtime.transpose_vjp, "transpose_vjp(x0, (None,))", normal(2, 3, 4))
+probe(runtime.transpose_vjp, "transpose_vjp(x0, ((1, 2, 0),))", normal(2, 3, 4))
+probe(runtime.transpose_vjp, "transpose_vjp(x0, (2, 0, 1))", normal(2, 3, 4))
+probe(runtime.transpose_vjp, "transpose_vjp(x0, (PERM,))", normal(2, 3, 4))
+probe(runtime.swap_last, "swap_last(x0)", normal(3, 4))
+probe(runtime.swap_last, "swap_last(x0)", normal(2, 3, 4))
+probe(runtime.split_like, "split_like(x0, PIECES, 0)[1]", normal(3, 3))
+probe(runtime.split_like, "split_like(x0, PIECES, 0)[0] * split_like(x0, PIECES, 0)[1]",
+      normal(3, 3))
+probe(runtime.split_like, "np.concatenate(split_like(x0, COLUMNS, -1)[::-1], 1)", normal(2, 4))
+probe(runtime.unstack, "unstack(x0, ROWS, 0)[2]", normal(3, 2, 3))
+probe(runtime.unstack, "np.stack(unstack(x0, ROWS, 1), 0) * x0[:, 0]", normal(2, 3, 3))
+probe(runtime.hstack_vjp, "hstack_vjp(x0, VECTORS)[0]", normal(5))
+probe(runtime.hstack_vjp, "hstack_vjp(x0, COLUMNS)[1]", normal(2, 4))
+probe(runtime.vstack_vjp, "vstack_vjp(x0, PIECES)[0]", normal(3, 3))
+probe(runtime.vstack_vjp, "vstack_vjp(x0, [L4, L14])[1]", normal(2, 4))
+
+# Indexing.
+for _expr, _shape in (("getitem_vjp(x0, L34, 1)", (4,)), ("getitem_vjp(x0, L5, slice(1, 3))", (2,)),
+                      ("getitem_vjp(x0, L34, IDX)", (4, 4)),
+                      ("getitem_vjp(x0, L34, (IDX, 1))", (4,)),
+                      ("getitem_vjp(x0, L34, MASK)", (7,)),
+                      ("getitem_vjp(x0, L34, (slice(None), -1))", (3,)),
+                      ("getitem_vjp(x0, L34, (1, 2))", ()),
+                      ("np.array(getitem_vjp(x0, LIST3, 1))", ()),
+                      ("np.array(getitem_vjp(x0, LIST3, slice(0, 2)))", (2,))):
+    probe(runtime.getitem_vjp, _expr, normal(*_shape))
+probe(runtime.getitem_vjp, "getitem_vjp(x0, x1, IDX)", normal(4, 4), normal(3, 4))
+for _expr, _shape in (("part(x0, 1)", (3, 4)), ("part(x0, (slice(None), 2))", (3, 4)),
+                      ("part(x0, IDX)", (3, 4)), ("part(x0, MASK)", (3, 4)),
+                      ("part(x0, 2)", ())):
+    probe(runtime.part, _expr, normal(*_shape))
+for _expr, _shape in (("zeroed(x0, 1)", (3, 4)), ("zeroed(x0, (slice(None), 2))", (3, 4)),
+                      ("zeroed(x0, IDX)", (3, 4)), ("zeroed(x0, MASK)", (3, 4)),
+                      ("zeroed(x0, 0)", ())):
+    probe(runtime.zeroed, _expr, normal(*_shape))
+
+# Copies and sums of adjoints.
+probe(runtime.owned, "owned(x0)", normal(3, 4))
+probe(runtime.owned, "owned(x0)", normal())
+probe(runtime.copy_of, "copy_of(x0)", normal(3, 4))
+probe(runtime.copy_of, "copy_of(x0[1])", normal(3, 4))
+probe(runtime.add_adjoints, "add_adjoints(x0, x1)", normal(3, 4), normal(3, 4))
+probe(runtime.add_adjoints, "add_adjoints(x0, x1)", normal(), normal(3, 4))
+probe(runtime.add_adjoints, "add_adjoints(x0, x1)", normal(4), normal(3, 4))
+probe(runtime.add_adjoints, "np.array(add_adjoints([x0, x1], [x1, 2.0]))", normal(), normal())
+probe(runtime.add_adjoints, "np.array(add_adjoints(0.0, [x0, x1]))", normal(), normal())
+probe(runtime.add_adjoints, "np.stack(add_adjoints([x0, 0.0], [x1, x1 * x0]))", normal(3),
+      normal(3))
+probe(runtime.add_adjoints, "add_adjoints([x0, 0.0], [x1, x0])[1] * x1[0]", normal(3), normal(3))
+# pop_adjoint returns a pair; reading an item of a tuple has no reverse mode yet.
+POP_PAIR = ("getitem_vjp(adjoint, like, index) scatters into np.zeros(np.shape(like)) unless "
+            "like is a list: the adjoint of an item of a tuple (the pair pop_adjoint "
+            "returns) fails")
+probe(runtime.pop_adjoint, "pop_adjoint([x0, x1, x0 * x1])[1]", normal(3), normal(3),
+      reverse_xfail=POP_PAIR)
+probe(runtime.pop_adjoint, "np.stack(pop_adjoint([x0, x1, x0 * x1])[0])", normal(3), normal(3),
+      reverse_xfail=POP_PAIR)
+
+
+def rule_of(key):
+    primitive, arity = key
+    return rules.RULES[primitive][arity]
+
+
+def runtime_rules():
+    """(primitive, arity) of every rule written in the runtime table."""
+    keys = [(primitive, arity) for primitive, by_arity in rules.RULES.items()
+            for arity, rule in by_arity.items() if rule.table == TABLE]
+    return sorted(keys, key=lambda k: (rule_of(k).label, k[1]))
+
+
+def cases(reverse):
+    for key in runtime_rules():
+        label = "{}/{}".format(rule_of(key).label, key[1])
+        found = PROBES.get(key)
+        if not found:
+            yield pytest.param(key, None, id=label + " NO PROBE")
+            continue
+        for p in found:
+            marks = [pytest.mark.xfail(strict=True, reason=p.reverse_xfail)] \
+                if reverse and p.reverse_xfail else []
+            yield pytest.param(key, p, id="{}: {}".format(label, p.id), marks=marks)
+
+
+def load(tmp_path, p, arguments):
+    """A real module holding ``probe`` and ``loss`` for the probe expression."""
+    params = ", ".join("x{}".format(i) for i in range(len(arguments)))
+    source = "{}\n\ndef probe({p}):\n    return {e}\n\n\ndef loss({p}):\n" \
+             "    return np.sum(({e}) * W)\n".format(PRELUDE, p=params, e=p.expr)
+    path = tmp_path / "runtime_probe.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("runtime_probe_{}".format(id(path)), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.probe(*arguments)
+    module.W = random_like(np.random.default_rng(7), out)
+    return module
+
+
+def random_like(rng, value):
+    if np.ndim(value) == 0:
+        return float(rng.normal())
+    return rng.normal(size=np.shape(value))
+
+
+def shifted(arguments, index, delta):
+    moved = list(arguments)
+    moved[index] = moved[index] + delta
+    return moved
+
+
+def numeric_gradient(f, arguments, index):
+    """Central differences of the scalar f with respect to every element of one argument."""
+    x = arguments[index]
+    if isinstance(x, float):
+        return (f(*shifted(arguments, index, H)) - f(*shifted(arguments, index, -H))) / (2 * H)
+    gradient = np.zeros(x.shape)
+    for position in np.ndindex(x.shape):
+        step = np.zeros(x.shape)
+        step[position] = H
+        gradient[position] = (f(*shifted(arguments, index, step))
+                              - f(*shifted(arguments, index, -step))) / (2 * H)
+    return gradient
+
+
+def directions(p, arguments, out):
+    rng = np.random.default_rng(zlib.crc32(p.expr.encode()) + 1)
+    return [random_like(rng, x) for x in arguments], random_like(rng, out)
+
+
+def check_probe(p, tmp_path):
+    arguments = p.arguments()
+    module = load(tmp_path, p, arguments)
+    gradient = derivo.grad(module.loss, wrt=tuple(range(len(arguments))))(*arguments)
+    assert isinstance(gradient, tuple) and len(gradient) == len(arguments)
+    for index, (got, x) in enumerate(zip(gradient, arguments)):
+        expected = numeric_gradient(module.loss, arguments, index)
+        assert np.shape(got) == np.shape(x), "gradient {} has shape {}, argument {}".format(
+            index, np.shape(got), np.shape(x))
+        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=1e-8,
+                                   err_msg="gradient of x{}".format(index))
+
+
+def check_tangent(p, tmp_path):
+    arguments = p.arguments()
+    module = load(tmp_path, p, arguments)
+    v, _ = directions(p, arguments, module.probe(*arguments))
+    out, tangent = derivo.jvp(module.probe, arguments, v)
+    np.testing.assert_allclose(np.asarray(out, dtype=float),
+                               np.asarray(module.probe(*arguments), dtype=float), rtol=1e-12)
+    up = [x + H * d for x, d in zip(arguments, v)]
+    down = [x - H * d for x, d in zip(arguments, v)]
+    expected = (np.asarray(module.probe(*up)) - np.asarray(module.probe(*down))) / (2 * H)
+    assert np.shape(tangent) == np.shape(expected)
+    np.testing.assert_allclose(np.asarray(tangent, dtype=float), expected, rtol=RTOL, atol=1e-8)
+
+
+def check_dot_product(p, tmp_path):
+    arguments = p.arguments()
+    module = load(tmp_path, p, arguments)
+    v, u = directions(p, arguments, module.probe(*arguments))
+    _, tangent = derivo.jvp(module.probe, arguments, v)
+    _, vjp_fn = derivo.vjp(module.probe, *arguments)
+    cotangents = vjp_fn(u)
+    assert len(cotangents) == len(arguments)
+    for ct, x in zip(cotangents, arguments):
+        assert np.shape(ct) == np.shape(x)
+    left = float(np.sum(np.asarray(tangent, dtype=float) * u))
+    right = float(sum(np.sum(d * ct) for d, ct in zip(v, cotangents)))
+    assert left == pytest.approx(right, rel=1e-10, abs=1e-12)
+
+
+# --- the rules -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("key,p", list(cases(reverse=True)))
+def test_rule_matches_finite_differences(key, p, tmp_path):
+    assert p is not None, "no probe in tests/rules/test_runtime.py for " + rule_of(key).label
+    check_probe(p, tmp_path)
+
+
+@pytest.mark.parametrize("key,p", list(cases(reverse=False)))
+def test_rule_tangent_matches_finite_differences(key, p, tmp_path):
+    assert p is not None, "no probe in tests/rules/test_runtime.py for " + rule_of(key).label
+    check_tangent(p, tmp_path)
+
+
+@pytest.mark.parametrize("key,p", list(cases(reverse=True)))
+def test_rule_dot_product(key, p, tmp_path):
+    assert p is not None, "no probe in tests/rules/test_runtime.py for " + rule_of(key).label
+    check_dot_product(p, tmp_path)
+
+
+def test_every_runtime_rule_has_a_probe():
+    missing = [rule_of(key).label + "/" + str(key[1])
+               for key in runtime_rules() if key not in PROBES]
+    assert not missing, "rules with no probe: " + ", ".join(missing)
+    stale = [p.expr for key, found in PROBES.items() for p in found
+             if key[0] not in rules.RULES or key[1] not in rules.RULES[key[0]]
+             or rule_of(key).table != TABLE]
+    assert not stale, "probes for rules not in the runtime table: " + ", ".join(stale)
+
+
+#: helpers of derivo.runtime with no rule, and why
+WITHOUT_RULES = {
+    "prod_vjp": "the product of the other elements: its derivative in ans and the "
+                "array differs between the dividing and the zero-safe path",
+    "split_stacked": "called by hstack_vjp and vstack_vjp only, never by generated code",
+}
+
+
+def test_every_runtime_helper_has_a_rule():
+    """A helper added to derivo.runtime needs a rule here (or a reason above),
+    or generated code calling it cannot be differentiated."""
+    helpers = [name for name, obj in vars(runtime).items()
+               if inspect.isfunction(obj) and obj.__module__ == runtime.__name__
+               and not name.startswith("_")]
+    missing = [name for name in helpers
+               if not rules.is_primitive(getattr(runtime, name)) and name not in WITHOUT_RULES]
+    assert not missing, "runtime helpers with no rule: " + ", ".join(missing)
+    for name in WITHOUT_RULES:
+        assert not rules.is_primitive(getattr(runtime, name)), name + " has a rule now"
+
+
+def test_constants_are_nondifferentiable():
+    for helper in (runtime.scalar_seed, runtime.zero_gradient, runtime.copysign_one):
+        assert rules.is_nondifferentiable(helper)
+        assert helper not in rules.RULES
+
+
+def test_gradient_through_the_constants(tmp_path):
+    path = tmp_path / "constants_probe.py"
+    path.write_text(PRELUDE + "\n\ndef f(x):\n    return np.sum(x * scalar_seed(np.sum(x)) "
+                    "+ zero_gradient(x) * x)\n")
+    spec = importlib.util.spec_from_file_location("constants_probe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_array_equal(derivo.grad(module.f)(x), np.ones(3))
+    np.testing.assert_array_equal(derivo.hessian(module.f)(x), np.zeros((3, 3)))
+
+
+# --- Hessians of array functions: forward over reverse -------------------------------
+
+def cubes(x):
+    return np.sum(x * x * x)
+
+
+def with_bias(x, b):
+    return np.sum(np.tanh(x + b) ** 2)
+
+
+def layer(x, W):
+    return np.sum(np.tanh(x @ W) ** 2)
+
+
+def mean_and_max(x):
+    return np.mean(x ** 2) + np.max(x)
+
+
+def gram(x):
+    return np.sum(x.T @ x)
+
+
+def neighbours(x):
+    return np.sum(x[1:] * x[:-1])
+
+
+def softplus(z):
+    return np.log1p(np.exp(z))
+
+
+def mlp_loss(A1, b1, A2, b2, X, Y):
+    """The loss of examples/mlp.py."""
+    s1 = softplus(X @ A1.T + b1)
+    s2 = s1 @ A2.T + b2
+    r = s2 - Y
+    return 0.5 * np.sum(r * r) / X.shape[0]
+
+
+def point(seed, *shape):
+    return np.random.default_rng(seed).uniform(-1.0, 1.0, size=shape)
+
+
+X0 = point(1, 4, 3)
+W0 = point(2, 3, 2)
+MLP_SHAPES = {"A1": (3, 2), "b1": (3,), "A2": (2, 3), "b2": (2,), "X": (5, 2), "Y": (5, 2)}
+MLP = tuple(point(10 + i, *s) for i, s in enumerate(MLP_SHAPES.values()))
+
+
+# derivo.hessian differentiates float scalars and 1-D arrays: functions of
+# matrices are differentiated through a flat vector of their entries.  (Written
+# out rather than calling the functions above: see test_gradient_through_an_inlined_helper.)
+def layer_in_W(w):
+    W = np.reshape(w, (3, 2))
+    return np.sum(np.tanh(X0 @ W) ** 2)
+
+
+def layer_in_x(v):
+    x = np.reshape(v, (4, 3))
+    return np.sum(np.tanh(x @ W0) ** 2)
+
+
+def gram_flat(v):
+    x = np.reshape(v, (3, 2))
+    return np.sum(x.T @ x)
+
+
+def bias_in_b(b):
+    return np.sum(np.tanh(X0 + b) ** 2)
+
+
+def mlp_flat(theta):
+    A1 = np.reshape(theta[:6], (3, 2))
+    b1 = theta[6:9]
+    A2 = np.reshape(theta[9:15], (2, 3))
+    b2 = theta[15:17]
+    return mlp_loss(A1, b1, A2, b2, MLP[4], MLP[5])
+
+
+def fd_hessian(f, x, h=1e-5):
+    """Central differences of derivo.grad(f): columns of the Hessian."""
+    gradient = derivo.grad(f)
+    columns = []
+    for j in range(np.size(x)):
+        step = np.zeros(np.shape(x))
+        step[j] = h
+        columns.append((np.asarray(gradient(x + step)) - np.asarray(gradient(x - step))) / (2 * h))
+    return np.stack(columns, axis=-1)
+
+
+HESSIANS = [(cubes, 4), (mean_and_max, 5), (neighbours, 5), (bias_in_b, 3), (layer_in_W, 6),
+            (layer_in_x, 12), (gram_flat, 6), (mlp_flat, 17)]
+
+
+def fd_gradient(f, x, h=1e-6):
+    return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(np.size(x))])
+
+
+@pytest.mark.parametrize("f, n", HESSIANS, ids=[f.__name__ for f, _ in HESSIANS])
+def test_hessian_matches_finite_differences_of_the_gradient(f, n):
+    x = point(n, n)
+    # the gradient first: a wrong gradient would have a matching wrong Hessian
+    np.testing.assert_allclose(derivo.grad(f)(x), fd_gradient(f, x), rtol=1e-6, atol=1e-8)
+    hessian = derivo.hessian(f)(x)
+    assert hessian.shape == (n, n)
+    np.testing.assert_allclose(hessian, fd_hessian(f, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(hessian, hessian.T, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("f, n", HESSIANS, ids=[f.__name__ for f, _ in HESSIANS])
+def test_the_gradient_code_calls_runtime_helpers(f, n):
+    """These Hessians go through the runtime table (not only NumPy rules)."""
+    source = derivo.grad(f).source
+    assert any(helper + "(" in source for helper in
+               ("expand", "unbroadcast", "matmul_vjp_left", "matmul_vjp_right",
+                "getitem_vjp", "extremum_vjp"))
+
+
+def test_hessians_against_closed_forms():
+    x = point(20, 4)
+    np.testing.assert_allclose(derivo.hessian(cubes)(x), np.diag(6 * x), rtol=1e-12)
+    # the max contributes nothing away from ties
+    np.testing.assert_allclose(derivo.hessian(mean_and_max)(x), 2 / 4 * np.eye(4), rtol=1e-12)
+    ones = np.eye(5, k=1) + np.eye(5, k=-1)
+    np.testing.assert_allclose(derivo.hessian(neighbours)(point(21, 5)), ones, atol=1e-15)
+    # sum(x.T @ x) = sum over rows k of (sum of row k)^2
+    block = np.kron(np.eye(3), 2 * np.ones((2, 2)))
+    np.testing.assert_allclose(derivo.hessian(gram_flat)(point(22, 6)), block, atol=1e-14)
+    b = point(23, 3)
+    s = np.tanh(X0 + b)
+    # d^2/db^2 sum tanh(x + b)^2 = sum over rows of 2 (1 - s^2)(1 - 3 s^2), diagonal in b
+    expected = np.diag(np.sum(2 * (1 - s * s) * (1 - 3 * s * s), axis=0))
+    np.testing.assert_allclose(derivo.hessian(bias_in_b)(b), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_hessian_with_several_arguments_and_broadcasting():
+    x, b = point(30, 3), 0.3
+    (hxx, hxb), (hbx, hbb) = derivo.hessian(with_bias, wrt=("x", "b"))(x, b)
+    s = np.tanh(x + b)
+    second = 2 * (1 - s * s) * (1 - 3 * s * s)
+    np.testing.assert_allclose(hxx, np.diag(second), rtol=1e-10)
+    np.testing.assert_allclose(hxb, second, rtol=1e-10)
+    np.testing.assert_allclose(hbx, second, rtol=1e-10)
+    assert hbb == pytest.approx(np.sum(second), rel=1e-10)
+
+
+def fd_hvp(f, primals, tangents, h=1e-5):
+    """A central difference of derivo.grad(f) (w.r.t. every argument) along tangents."""
+    gradient = derivo.grad(f, wrt=tuple(range(len(primals))))
+    up = gradient(*[p + h * t for p, t in zip(primals, tangents)])
+    down = gradient(*[p - h * t for p, t in zip(primals, tangents)])
+    return [(u - d) / (2 * h) for u, d in zip(up, down)]
+
+
+def scaled_gram(x, c):
+    return c * np.sum(x.T @ x)
+
+
+# (with two arguments or more: see test_hvp_of_a_function_of_one_array)
+HVPS = [(layer, (X0, W0)), (with_bias, (X0, point(40, 3))), (scaled_gram, (point(41, 3, 2), 2.0)),
+        (mlp_loss, MLP)]
+
+
+@pytest.mark.parametrize("f, primals", HVPS, ids=[f.__name__ for f, _ in HVPS])
+def test_hvp_matches_finite_differences_of_the_gradient(f, primals):
+    rng = np.random.default_rng(len(primals))
+    tangents = [random_like(rng, p) for p in primals]
+    gradient = derivo.grad(f, wrt=tuple(range(len(primals))))(*primals)
+    for index, g in enumerate(gradient):  # a wrong gradient would have a matching wrong hvp
+        np.testing.assert_allclose(g, numeric_gradient(f, list(primals), index), rtol=1e-6,
+                                   atol=1e-8)
+    got = derivo.hvp(f, primals, tangents)
+    expected = fd_hvp(f, primals, tangents)
+    assert len(got) == len(primals)
+    for g, e, p in zip(got, expected, primals):
+        assert np.shape(g) == np.shape(p)
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
+
+
+def test_hvp_against_the_hessian():
+    x, v = point(50, 3), point(51, 3)
+    hessian = derivo.hessian(with_bias, wrt=("x", "b"))(x, 0.4)
+    hx, hb = derivo.hvp(with_bias, (x, 0.4), (v, 0.5))
+    np.testing.assert_allclose(hx, hessian[0][0] @ v + hessian[0][1] * 0.5, rtol=1e-10)
+    assert hb == pytest.approx(hessian[1][0] @ v + hessian[1][1] * 0.5, rel=1e-10)
+
+
+@pytest.mark.xfail(strict=True, reason="derivo.hvp with one differentiated argument: jvp of "
+                   "Derivative(f, 'grad', (name,), tuple_wrt=True) returns the tangent without "
+                   "its 1-tuple, and hvp iterates over it (rows of an array; TypeError for a "
+                   "float)")
+def test_hvp_of_a_function_of_one_array():
+    x, v = point(60, 4), point(61, 4)
+    (product,) = derivo.hvp(cubes, (x,), (v,))
+    np.testing.assert_allclose(product, 6 * x * v, rtol=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="derivo.hessian of a 2-D array: _basis seeds "
+                   "seed[j] = 1.0 with a flat j (an IndexError, or whole rows)")
+def test_hessian_of_a_function_of_a_matrix():
+    x = point(62, 3, 2)
+    hessian = derivo.hessian(gram)(x)
+    np.testing.assert_allclose(np.reshape(hessian, (6, 6)), np.kron(np.eye(3), 2 * np.ones((2, 2))))
+
+
+def squares_of(x):
+    return np.sum(x.T * x)
+
+
+def through_a_helper(v):
+    return squares_of(v * 1.0)
+
+
+@pytest.mark.xfail(strict=True, reason="inlining squares_of(v * 1.0) drops the contribution "
+                   "through x.T of np.sum(x.T * x) (the inlined code reads t1.T * t1): the "
+                   "gradient is half, and so is the Hessian (np.reshape(v, ...) as the "
+                   "argument of np.sum(x.T @ x) does the same)")
+def test_gradient_through_an_inlined_helper():
+    v = point(64, 4)
+    np.testing.assert_allclose(derivo.grad(through_a_helper)(v), 2 * v, rtol=1e-12)
+    np.testing.assert_allclose(derivo.hessian(through_a_helper)(v), 2 * np.eye(4), rtol=1e-12)
+
+
+def restores_a_write(x):
+    y = x * 2.0
+    z = np.sum(y * x)
+    y[0] = 5.0 * x[0]
+    return z + np.sum(y ** 2)
+
+
+@pytest.mark.xfail(strict=True, reason="forward over reverse-mode code that restores an "
+                   "overwritten element (push(copy_of(y[0])) ... y[0] = pop()) sets the "
+                   "element's tangent to 0.0 instead of restoring it: the Hessian is wrong")
+def test_hessian_through_a_restored_write():
+    x = point(63, 3)
+    np.testing.assert_allclose(derivo.hessian(restores_a_write)(x), np.diag([54.0, 12.0, 12.0]),
+                               rtol=1e-12)
+
+
+def test_hessian_through_writes_lists_and_stacks():
+    """Gradient code with zeroed/part/add_adjoints (writes into an array),
+    add_adjoints of lists, pop_adjoint and unstack (a list grown in a loop)."""
+    for f, n in ((writes_in_place, 3), (list_of_values, 3), (stacked_in_a_loop, 4),
+                 (list_of_arrays, 4), (norms_and_products, 4), (einsum_of_a_matrix, 6),
+                 (transposed, 12), (row_maxima, 12), (concatenated, 4)):
+        x = np.random.default_rng(n).uniform(0.5, 1.5, size=n)
+        np.testing.assert_allclose(derivo.hessian(f)(x), fd_hessian(f, x), rtol=1e-6,
+                                   atol=1e-7, err_msg=f.__name__)
+
+
+def writes_in_place(x):
+    y = np.zeros(3)
+    y[0] = x[0] ** 2
+    y[1:] = x[1:] * x[0]
+    y[2] = y[2] * x[1]
+    return np.sum(y ** 2)
+
+
+def list_of_values(x):
+    xs = [x[0] ** 2, x[1] * x[0], np.sin(x[2])]
+    return xs[0] * xs[1] + xs[1] * xs[2] + xs[2] ** 2
+
+
+def stacked_in_a_loop(x):
+    parts = []
+    for i in range(3):
+        parts.append(x[i] * x)
+    return np.sum(np.stack(parts) ** 2)
+
+
+def list_of_arrays(x):
+    xs = [x[:2] * x[2], x[1:] ** 2]
+    return np.sum(xs[0] ** 2) * np.sum(xs[1] ** 3)
+
+
+def norms_and_products(x):
+    return np.linalg.norm(x) ** 3 + np.dot(x, x) * np.inner(x, x ** 2)
+
+
+def einsum_of_a_matrix(v):
+    x = np.reshape(v, (2, 3))
+    return np.einsum("ij,ij->", x, x ** 2) + np.sum(np.einsum("ij,kj->ik", x, x) ** 2)
+
+
+def transposed(v):
+    x = np.reshape(v, (2, 3, 2))
+    return np.sum(np.transpose(x, (1, 0, 2)) ** 3 * np.arange(12.0).reshape(3, 2, 2))
+
+
+def row_maxima(v):
+    x = np.reshape(v, (3, 4))
+    return np.sum(np.max(x, axis=1) ** 2) + np.sum(np.min(x ** 2, axis=0, keepdims=True))
+
+
+def concatenated(x):
+    y = np.concatenate([x, x ** 2])
+    return np.sum(np.sin(y) * y)
+
+
+def test_hessian_of_a_product_is_refused_by_name():
+    """prod_vjp has no rule: the Hessian says so instead of a wrong number."""
+    with pytest.raises(derivo.DerivoError, match="prod_vjp"):
+        derivo.hessian(product_of)(np.array([0.5, 1.5, 2.0]))
+
+
+def product_of(x):
+    return np.prod(x)
+
+
+def test_generated_code_compiles_without_warnings(tmp_path):
+    """The transpose_vjp rule reads literal axes without ``is`` (``(2, 0, 1)[0] is
+    None`` would make Python emit a SyntaxWarning)."""
+    import warnings
+
+    p = Probe(None, "transpose_vjp(x0, (2, 0, 1))", (normal(2, 3, 4),))
+    arguments = p.arguments()
+    module = load(tmp_path, p, arguments)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        derivo.vjp(module.probe, *arguments)[1](np.ones((3, 4, 2)))
+        derivo.hessian(transposed)(np.linspace(0.5, 1.5, 12))
+    assert not [str(w.message) for w in caught]
