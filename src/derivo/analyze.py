@@ -111,6 +111,10 @@ class Analysis:
         self.undone = set()    # ids of statements the reverse sweep undoes, not pops
         self.counted = {}      # id(while loop) -> the integer step counting its trips
         self.calls = []        # (call statement, user function, active parameter names)
+        # Every local of the statement form: the user's, and those ssa and inline added.
+        self.local_names = self.parsed.local_names | {
+            n.id for n in S.walk(normalized.tree) if isinstance(n, S.Name)
+            and isinstance(n.ctx, (S.Store, S.gast.Param))}
 
     # --- activity ----------------------------------------------------------
 
@@ -163,7 +167,7 @@ class Analysis:
         if isinstance(node, S.Attribute):
             key = rules.Method(node.attr)
             if rules.is_nondifferentiable(key) or isinstance(node.value, S.Name) and \
-                    node.value.id not in self.parsed.local_names:
+                    node.value.id not in self.local_names:
                 return None  # x.shape, or a module attribute like math.pi
             return Site(key, [node.value], [])
         if isinstance(node, S.Subscript):

@@ -399,7 +399,7 @@ def hessian(func, wrt=0):
 
     Forward over reverse: the tangent code of ``derivo.grad(func, wrt)``, one
     pass per input component.  For a float ``wrt`` the result is a float; for
-    a 1-D array of n floats an (n, n) array; for a tuple ``wrt`` a tuple of
+    an array of shape s an array of shape s + s; for a tuple ``wrt`` a tuple of
     tuples of blocks, ``H[i][j] = d2 f / d wrt_i d wrt_j``.
     """
     names = resolve_wrt(func, wrt)
@@ -446,6 +446,8 @@ def hvp(func, primals, tangents):
         return tuple(None for _ in primals)
     gradient = Derivative(func, "grad", resolve_wrt(func, differentiable), True)
     _, product = jvp(gradient, primals, tangents)
+    if len(differentiable) == 1 and not isinstance(product, tuple):
+        product = (product,)  # jvp gives the tangent of a 1-tuple bare
     product = iter(product)
     return tuple(next(product) if i in differentiable else None for i in range(len(primals)))
 
@@ -464,10 +466,11 @@ def _as_vector(out):
 
 
 def _basis(value, j):
-    if isinstance(value, float):
+    """The j-th unit tangent (in C order) of a value shaped like ``value``."""
+    if np.ndim(value) == 0:
         return 1.0
     seed = np.zeros(np.shape(value))
-    seed[j] = 1.0
+    seed.flat[j] = 1.0
     return seed
 
 

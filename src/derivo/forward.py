@@ -136,6 +136,7 @@ class Tangents:
                     isinstance(stmt.value.value, S.Name):
                 aliases[stmt.targets[0].id] = (stmt.value.value.id, stmt.value.attr)
         active = self.analysis.active
+        self.item_pops = _item_pops(tree, aliases)
         pushed, popped = {}, {}
         for stmt in S.walk(tree):
             alias = _stack_use(stmt, aliases)
@@ -143,9 +144,10 @@ class Tangents:
                 stack = aliases[alias][0]
                 if isinstance(stmt, S.Expr):
                     pushed.setdefault(stack, set()).update(
-                        a.id if isinstance(a, S.Name) else None for a in stmt.value.args)
+                        _pushed_name(a) for a in stmt.value.args)
                 else:
-                    popped.setdefault(stack, set()).add(stmt.targets[0].id)
+                    popped.setdefault(stack, set()).add(
+                        self.item_pops.get(id(stmt), stmt.targets[0].id))
         carried = {}
         for stack in set(pushed) | set(popped):
             names = pushed.get(stack, set()) | popped.get(stack, set())
@@ -172,11 +174,21 @@ class Tangents:
         alias = _stack_use(stmt, self.stacks)
         if isinstance(stmt, S.Expr):
             (item,) = stmt.value.args
-            if not isinstance(item, S.Name) or item.id not in self.analysis.active:
+            name = _pushed_name(item)
+            if name not in self.analysis.active:
                 return [copy]
-            tangent = self.name_tangent(item) or self.zero_of(item.id)
+            if isinstance(item, S.Name):
+                tangent = self.name_tangent(item) or self.zero_of(name)
+            elif name in self.zero:
+                tangent = S.const(0.0)
+            else:  # push(copy_of(x[i])): the part of x's tangent too
+                tangent = S.deepcopy(item)
+                tangent.args[0].value = S.name(self.tangent(name))
             return [copy, _effect(S.Expr(value=S.call(alias, tangent)))]
         target = stmt.targets[0].id
+        if self.item_pops.get(id(stmt)) in self.analysis.active:
+            # t = pop() restoring x[i] = t: t carries the part's saved tangent.
+            self.analysis.active.add(target)
         if target not in self.analysis.active:
             return [copy]
         self.zero.discard(target)
@@ -581,6 +593,34 @@ def _stack_use(stmt, aliases):
             len(call.args) == (kind == "append") and not call.keywords:
         return call.func.id
     return None
+
+
+def _pushed_name(item):
+    """The name whose value ``push(item)`` saves: ``x`` for ``x`` and for
+    ``copy_of(x[i])`` (a part an item write overwrites); else None."""
+    if isinstance(item, S.Name):
+        return item.id
+    if isinstance(item, S.Call) and len(item.args) == 1 and \
+            isinstance(item.args[0], S.Subscript) and isinstance(item.args[0].value, S.Name):
+        return item.args[0].value.id
+    return None
+
+
+def _item_pops(tree, aliases):
+    """{id(t = pop()): x} for each pop that the next statement writes back
+    into an array, ``x[i] = t``: reverse-mode code restoring an overwritten part."""
+    found = {}
+    for node in S.walk(tree):
+        for field in ("body", "orelse"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for stmt, following in zip(block, block[1:]):
+                if _stack_use(stmt, aliases) is not None and isinstance(stmt, S.Assign) \
+                        and is_item_write(following) and isinstance(following.value, S.Name) \
+                        and following.value.id == stmt.targets[0].id:
+                    found[id(stmt)] = following.targets[0].value.id
+    return found
 
 
 def _effect(stmt):

@@ -639,18 +639,12 @@ def test_hvp_against_the_hessian():
     assert hb == pytest.approx(hessian[1][0] @ v + hessian[1][1] * 0.5, rel=1e-10)
 
 
-@pytest.mark.xfail(strict=True, reason="derivo.hvp with one differentiated argument: jvp of "
-                   "Derivative(f, 'grad', (name,), tuple_wrt=True) returns the tangent without "
-                   "its 1-tuple, and hvp iterates over it (rows of an array; TypeError for a "
-                   "float)")
 def test_hvp_of_a_function_of_one_array():
     x, v = point(60, 4), point(61, 4)
     (product,) = derivo.hvp(cubes, (x,), (v,))
     np.testing.assert_allclose(product, 6 * x * v, rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="derivo.hessian of a 2-D array: _basis seeds "
-                   "seed[j] = 1.0 with a flat j (an IndexError, or whole rows)")
 def test_hessian_of_a_function_of_a_matrix():
     x = point(62, 3, 2)
     hessian = derivo.hessian(gram)(x)
@@ -665,10 +659,6 @@ def through_a_helper(v):
     return squares_of(v * 1.0)
 
 
-@pytest.mark.xfail(strict=True, reason="inlining squares_of(v * 1.0) drops the contribution "
-                   "through x.T of np.sum(x.T * x) (the inlined code reads t1.T * t1): the "
-                   "gradient is half, and so is the Hessian (np.reshape(v, ...) as the "
-                   "argument of np.sum(x.T @ x) does the same)")
 def test_gradient_through_an_inlined_helper():
     v = point(64, 4)
     np.testing.assert_allclose(derivo.grad(through_a_helper)(v), 2 * v, rtol=1e-12)
@@ -682,9 +672,6 @@ def restores_a_write(x):
     return z + np.sum(y ** 2)
 
 
-@pytest.mark.xfail(strict=True, reason="forward over reverse-mode code that restores an "
-                   "overwritten element (push(copy_of(y[0])) ... y[0] = pop()) sets the "
-                   "element's tangent to 0.0 instead of restoring it: the Hessian is wrong")
 def test_hessian_through_a_restored_write():
     x = point(63, 3)
     np.testing.assert_allclose(derivo.hessian(restores_a_write)(x), np.diag([54.0, 12.0, 12.0]),
