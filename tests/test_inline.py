@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 import derivo
@@ -70,3 +71,19 @@ def test_a_callee_global_shadowed_in_the_caller_is_not_inlined():
     source = derivo.grad(shadows_math).source
     assert "accel_vjp(" in source
     assert_grad_matches(shadows_math, 0.4)
+
+
+def gram_trace(x):
+    return np.sum(x.T * x)
+
+
+def through_gram(v):
+    return gram_trace(v * 1.0)
+
+
+def test_an_attribute_of_a_renamed_argument_is_differentiated():
+    # Inlined, the callee's x.T reads the caller's temporary t1.T: an attribute of
+    # a local, not of a module, so its contribution must not be dropped.
+    v = np.arange(6.0)
+    assert "gram_trace_vjp" not in derivo.grad(through_gram).source  # inlined
+    np.testing.assert_allclose(derivo.grad(through_gram)(v), 2 * v, rtol=1e-12)
