@@ -10,9 +10,11 @@ helper functions -- writes each to its own file, imports it, and checks:
    same file transforms to byte-identical ``.source``;
 3. ``derivo.value_and_grad`` returns exactly ``f``'s value (and ``grad``'s
    gradient);
-4. ``derivo.grad(..., loops="checkpoint")`` either refuses the program (a
+4. forward mode: ``derivo.jvp`` along each float parameter's unit direction
+   gives ``f``'s value and that component of the gradient;
+5. ``derivo.grad(..., loops="checkpoint")`` either refuses the program (a
    loop that breaks, continues or returns) or matches the stack gradient;
-5. ``derivo.grad(..., loops="reversible")`` either refuses the program with a
+6. ``derivo.grad(..., loops="reversible")`` either refuses the program with a
    ``DerivoError`` (a loop update it cannot undo) or matches as in 1.
 
 Points near a kink or a jump (a branch boundary, ``min``/``max``/``abs``/``%``,
@@ -721,7 +723,7 @@ def close(actual, expected, rtol=1e-5, atol=1e-7):
 
 
 def check_program(source, nfloat, args):
-    """Run the five checks on one program at one point (raises AssertionError)."""
+    """Run the six checks on one program at one point (raises AssertionError)."""
     module, copy = load(source)
     f = module.f
     wrt = tuple(range(nfloat))
@@ -748,6 +750,17 @@ def check_program(source, nfloat, args):
         out, value, _report(source, args))
     assert close(both, got, rtol=1e-12, atol=0.0), (
         "value_and_grad gradient {!r} != grad {!r}\n{}".format(both, got, _report(source, args)))
+
+    # forward mode: one JVP per float parameter along its unit direction is
+    # that column of the gradient
+    for index in wrt:
+        direction = [1.0 if i == index else 0.0 for i in wrt]
+        forward_value, tangent = derivo.jvp(f, args, direction + [0] * (len(args) - nfloat))
+        assert forward_value == value, "jvp value {!r} != f {!r}\n{}".format(
+            forward_value, value, _report(source, args))
+        assert close([tangent], [got[index]], rtol=1e-9, atol=1e-12), (
+            "jvp mismatch for parameter {}: tangent {!r}, grad {!r}\n{}".format(
+                index, tangent, got[index], _report(source, args)))
 
     # loops="checkpoint" runs each outermost loop's body as a step function,
     # keeping 1 to 3 states; it refuses loops that break, continue or return
