@@ -37,8 +37,7 @@ def rnn_loss_grad(W, U, b, V, c, h0, xs, target):
     t2 = r * r
     # reverse sweep
     # line 23: return 0.5 * np.sum(r * r)
-    bt8 = 0.5
-    bt2 = expand(bt8, t2, None, False)
+    bt2 = expand(0.5, t2, None, False)
     br = bt2 * r * 2
     # line 22: r = y - target
     by = unbroadcast(br, y)

@@ -28,6 +28,11 @@ def _number(node):
     return None
 
 
+def is_number(node):
+    """Whether ``node`` is a numeric literal (``2.0``, ``-1``)."""
+    return _number(node) is not None
+
+
 def _is(node, value):
     number = _number(node)
     return number is not None and number == value
@@ -129,15 +134,14 @@ def optimize(function):
 def _fold_seeds(function):
     """Replace a seed (``bout = 1.0``, marked ``seed``) that is never reassigned
     by its value, simplifying where it lands: ``bx = bout / x`` becomes
-    ``bx = 1.0 / x``, ``bx += -bout * math.cos(x)`` becomes ``bx += -math.cos(x)``."""
+    ``bx = 1.0 / x``, ``bx += -bout * math.cos(x)`` becomes ``bx += -math.cos(x)``.
+    An assignment that folding leaves a number (``bt = bout``) is folded next."""
     stores = {}
     for node in S.walk(function):
         if isinstance(node, S.Name) and not isinstance(node.ctx, S.Load):
             stores[node.id] = stores.get(node.id, 0) + 1
     seeds = {s.targets[0].id: s.value for s in S.walk(function)
              if getattr(s, "seed", False) and stores.get(s.targets[0].id) == 1}
-    if not seeds:
-        return
 
     class Fold(S.NodeTransformer):
         def visit_Name(self, node):
@@ -146,14 +150,23 @@ def _fold_seeds(function):
                 return S.deepcopy(seeds[node.id])
             return node
 
-    for statements in _blocks(function):
-        for index, stmt in enumerate(statements):
-            if isinstance(stmt, (S.Assign, S.AugAssign)):
-                fold = Fold()
-                fold.folded = False
-                fold.visit(stmt.value)
-                if fold.folded:
-                    stmt.value = simplify(fold.visit(stmt.value))
+    while seeds:
+        found = {}
+        for statements in _blocks(function):
+            for stmt in statements:
+                if isinstance(stmt, (S.Assign, S.AugAssign)):
+                    fold = Fold()
+                    fold.folded = False
+                    stmt.value = fold.visit(stmt.value)
+                    if not fold.folded:
+                        continue
+                    stmt.value = simplify(stmt.value)
+                    target = getattr(stmt, "targets", [None])[0]
+                    if isinstance(target, S.Name) and is_number(stmt.value) and \
+                            stores.get(target.id) == 1 and target.id not in seeds:
+                        stmt.seed = True
+                        found[target.id] = stmt.value
+        seeds = found
 
 
 def _blocks(tree):

@@ -606,7 +606,10 @@ class ExpressionAdjoint:
         if ident == self.own:
             self.own_contributions.append(adjoint)
         elif ident in sweep.zero:
-            out.append(S.assign(sweep.adjoint(ident), adjoint))
+            first = S.assign(sweep.adjoint(ident), adjoint)
+            # A constant adjoint (bt = 1.0 from a sum) folds into its uses, as the seed does.
+            first.seed = optimize.is_number(adjoint)
+            out.append(first)
             sweep.zero.discard(ident)
         elif ident in sweep.analysis.containers:
             name = sweep.adjoint(ident)
