@@ -27,6 +27,10 @@ _DEFAULT = object()
 
 
 def _is_real(value):
+    if type(value) is _NDARRAY:  # the common cases first: this runs on every call
+        return value.dtype.kind in "fiu"
+    if type(value) in _PLAIN_REALS:
+        return True
     if isinstance(value, (bool, np.bool_)):
         return False
     if isinstance(value, (int, float, np.integer, np.floating)):
