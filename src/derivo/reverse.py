@@ -695,7 +695,6 @@ def _effect(stmt):
     return stmt
 
 
-
 def reverse(normalized, wrt, module, kind, name, tuple_wrt=False, arrays=False,
             loops="stack"):
     """The adjoint FunctionDef of ``normalized`` w.r.t. the parameter names ``wrt``.
