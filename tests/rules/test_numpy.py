@@ -27,7 +27,6 @@ Probes that expose a bug in derivo are marked ``xfail(strict=True)`` with the
 bug in the reason, so the mark has to go when the bug is fixed.
 """
 
-import importlib.util
 import math
 import warnings
 import zlib
@@ -36,12 +35,13 @@ import numpy as np
 import pytest
 
 import derivo
+from probing import (H, shaped, load, normal, numeric_gradient, positive, random_like,
+                     rule_of)
 from derivo import rules
 from derivo import syntax as S
 from derivo.rules import GETITEM, Method
 
 TABLE = "derivo.rules.numpy"
-H = 1e-6
 RTOL = 1e-6
 
 # Constants the probes may use (index arrays, masks, conditions, clip bounds).
@@ -62,22 +62,9 @@ CLIP_POINTS = (-0.9, -0.5, -0.3, 0.0, 0.3, 0.7)
 
 # --- argument makers: each takes a numpy Generator ----------------------------------
 
-def _shaped(draw, shape):
-    value = draw(shape)
-    return float(value) if shape == () else value
-
-
-def normal(*shape):
-    return lambda rng: _shaped(lambda s: rng.normal(size=s), shape)
-
-
-def positive(*shape):
-    return lambda rng: _shaped(lambda s: rng.uniform(0.5, 2.0, size=s), shape)
-
-
 def unit(*shape):
     """Inside (-1, 1), for arcsin/arccos/tan."""
-    return lambda rng: _shaped(lambda s: rng.uniform(-0.8, 0.8, size=s), shape)
+    return lambda rng: shaped(lambda s: rng.uniform(-0.8, 0.8, size=s), shape)
 
 
 def nonzero(*shape):
@@ -344,11 +331,6 @@ OPERATOR_PROBES += [Probe(None, "x0 ** 2", (normal(3, 4),)),
                     Probe(None, "abs(x0)", (nonzero(3, 4),))]
 
 
-def rule_of(key):
-    primitive, arity = key
-    return rules.RULES[primitive][arity]
-
-
 def numpy_rules():
     """(primitive, arity) of every rule written in the NumPy table."""
     keys = [(primitive, arity) for primitive, by_arity in rules.RULES.items()
@@ -374,50 +356,9 @@ def operator_cases():
         yield pytest.param(p, id=p.id, marks=marks)
 
 
-def load(tmp_path, p, arguments):
-    """A real module holding ``probe`` and ``loss`` for the probe expression."""
-    params = ", ".join("x{}".format(i) for i in range(len(arguments)))
-    source = "{}\n\ndef probe({p}):\n    return {e}\n\n\ndef loss({p}):\n" \
-             "    return np.sum(({e}) * W)\n".format(PRELUDE, p=params, e=p.expr)
-    path = tmp_path / "numpy_probe.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("numpy_probe_{}".format(id(path)), path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    out = module.probe(*arguments)
-    module.W = random_like(np.random.default_rng(7), out)
-    return module
-
-
-def random_like(rng, value):
-    if np.ndim(value) == 0:
-        return float(rng.normal())
-    return rng.normal(size=np.shape(value))
-
-
-def shifted(arguments, index, delta):
-    moved = list(arguments)
-    moved[index] = moved[index] + delta
-    return moved
-
-
-def numeric_gradient(f, arguments, index):
-    """Central differences of the scalar f with respect to every element of one argument."""
-    x = arguments[index]
-    if isinstance(x, float):
-        return (f(*shifted(arguments, index, H)) - f(*shifted(arguments, index, -H))) / (2 * H)
-    gradient = np.zeros(x.shape)
-    for position in np.ndindex(x.shape):
-        step = np.zeros(x.shape)
-        step[position] = H
-        gradient[position] = (f(*shifted(arguments, index, step))
-                              - f(*shifted(arguments, index, -step))) / (2 * H)
-    return gradient
-
-
 def check_probe(p, tmp_path):
     arguments = p.arguments()
-    module = load(tmp_path, p, arguments)
+    module = load(tmp_path, PRELUDE, p, arguments, "numpy")
     wrt = tuple(range(len(arguments)))
     gradient = derivo.grad(module.loss, wrt=wrt)(*arguments)
     assert isinstance(gradient, tuple) and len(gradient) == len(arguments)
@@ -431,7 +372,7 @@ def check_probe(p, tmp_path):
 
 def check_dot_product(p, tmp_path):
     arguments = p.arguments()
-    module = load(tmp_path, p, arguments)
+    module = load(tmp_path, PRELUDE, p, arguments, "numpy")
     rng = np.random.default_rng(zlib.crc32(p.expr.encode()))
     out, vjp_fn = derivo.vjp(module.probe, *arguments)
     u = random_like(rng, out)
@@ -511,7 +452,7 @@ def test_refused_forms_raise_derivo_error(expr, tmp_path):
     """Forms the table does not differentiate say so instead of returning a number."""
     arguments = [np.random.default_rng(1).normal(size=(3, 3))]
     p = Probe(None, expr, (lambda rng: arguments[0],))
-    module = load(tmp_path, p, arguments)
+    module = load(tmp_path, PRELUDE, p, arguments, "numpy")
     with pytest.raises(derivo.DerivoError):
         derivo.grad(module.loss)(*arguments)
 
@@ -521,7 +462,7 @@ def test_generated_code_compiles_without_warnings(tmp_path):
     (``(1, 0, 2) is None`` makes Python emit a SyntaxWarning)."""
     arguments = [np.random.default_rng(2).normal(size=(2, 3, 4))]
     p = Probe(None, "np.transpose(x0, (1, 0, 2))", (lambda rng: arguments[0],))
-    module = load(tmp_path, p, arguments)
+    module = load(tmp_path, PRELUDE, p, arguments, "numpy")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         derivative = derivo.grad(module.loss)

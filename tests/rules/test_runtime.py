@@ -41,10 +41,10 @@ import numpy as np
 import pytest
 
 import derivo
+from probing import H, load, normal, numeric_gradient, positive, random_like, rule_of
 from derivo import rules, runtime
 
 TABLE = "derivo.rules.runtime"
-H = 1e-6
 RTOL = 1e-6
 
 PRELUDE = """\
@@ -80,19 +80,6 @@ VECTORS = [np.zeros(3), np.zeros(2)]
 
 
 # --- argument makers: each takes a numpy Generator ----------------------------------
-
-def _shaped(draw, shape):
-    value = draw(shape)
-    return float(value) if shape == () else value
-
-
-def normal(*shape):
-    return lambda rng: _shaped(lambda s: rng.normal(size=s), shape)
-
-
-def positive(*shape):
-    return lambda rng: _shaped(lambda s: rng.uniform(0.5, 2.0, size=s), shape)
-
 
 # --- the probes ------------------------------------------------------------------------
 
@@ -271,11 +258,6 @@ probe(runtime.pop_adjoint, "np.stack(pop_adjoint([x0, x1, x0 * x1])[0])", normal
       reverse_xfail=POP_PAIR)
 
 
-def rule_of(key):
-    primitive, arity = key
-    return rules.RULES[primitive][arity]
-
-
 def runtime_rules():
     """(primitive, arity) of every rule written in the runtime table."""
     keys = [(primitive, arity) for primitive, by_arity in rules.RULES.items()
@@ -296,47 +278,6 @@ def cases(reverse):
             yield pytest.param(key, p, id="{}: {}".format(label, p.id), marks=marks)
 
 
-def load(tmp_path, p, arguments):
-    """A real module holding ``probe`` and ``loss`` for the probe expression."""
-    params = ", ".join("x{}".format(i) for i in range(len(arguments)))
-    source = "{}\n\ndef probe({p}):\n    return {e}\n\n\ndef loss({p}):\n" \
-             "    return np.sum(({e}) * W)\n".format(PRELUDE, p=params, e=p.expr)
-    path = tmp_path / "runtime_probe.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("runtime_probe_{}".format(id(path)), path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    out = module.probe(*arguments)
-    module.W = random_like(np.random.default_rng(7), out)
-    return module
-
-
-def random_like(rng, value):
-    if np.ndim(value) == 0:
-        return float(rng.normal())
-    return rng.normal(size=np.shape(value))
-
-
-def shifted(arguments, index, delta):
-    moved = list(arguments)
-    moved[index] = moved[index] + delta
-    return moved
-
-
-def numeric_gradient(f, arguments, index):
-    """Central differences of the scalar f with respect to every element of one argument."""
-    x = arguments[index]
-    if isinstance(x, float):
-        return (f(*shifted(arguments, index, H)) - f(*shifted(arguments, index, -H))) / (2 * H)
-    gradient = np.zeros(x.shape)
-    for position in np.ndindex(x.shape):
-        step = np.zeros(x.shape)
-        step[position] = H
-        gradient[position] = (f(*shifted(arguments, index, step))
-                              - f(*shifted(arguments, index, -step))) / (2 * H)
-    return gradient
-
-
 def directions(p, arguments, out):
     rng = np.random.default_rng(zlib.crc32(p.expr.encode()) + 1)
     return [random_like(rng, x) for x in arguments], random_like(rng, out)
@@ -344,7 +285,7 @@ def directions(p, arguments, out):
 
 def check_probe(p, tmp_path):
     arguments = p.arguments()
-    module = load(tmp_path, p, arguments)
+    module = load(tmp_path, PRELUDE, p, arguments, "runtime")
     gradient = derivo.grad(module.loss, wrt=tuple(range(len(arguments))))(*arguments)
     assert isinstance(gradient, tuple) and len(gradient) == len(arguments)
     for index, (got, x) in enumerate(zip(gradient, arguments)):
@@ -357,7 +298,7 @@ def check_probe(p, tmp_path):
 
 def check_tangent(p, tmp_path):
     arguments = p.arguments()
-    module = load(tmp_path, p, arguments)
+    module = load(tmp_path, PRELUDE, p, arguments, "runtime")
     v, _ = directions(p, arguments, module.probe(*arguments))
     out, tangent = derivo.jvp(module.probe, arguments, v)
     np.testing.assert_allclose(np.asarray(out, dtype=float),
@@ -371,7 +312,7 @@ def check_tangent(p, tmp_path):
 
 def check_dot_product(p, tmp_path):
     arguments = p.arguments()
-    module = load(tmp_path, p, arguments)
+    module = load(tmp_path, PRELUDE, p, arguments, "runtime")
     v, u = directions(p, arguments, module.probe(*arguments))
     _, tangent = derivo.jvp(module.probe, arguments, v)
     _, vjp_fn = derivo.vjp(module.probe, *arguments)
@@ -755,7 +696,7 @@ def test_generated_code_compiles_without_warnings(tmp_path):
 
     p = Probe(None, "transpose_vjp(x0, (2, 0, 1))", (normal(2, 3, 4),))
     arguments = p.arguments()
-    module = load(tmp_path, p, arguments)
+    module = load(tmp_path, PRELUDE, p, arguments, "runtime")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         derivo.vjp(module.probe, *arguments)[1](np.ones((3, 4, 2)))

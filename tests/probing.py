@@ -1,0 +1,77 @@
+"""Helpers the rule-table tests share: argument makers, probe modules, finite differences.
+
+A *probe* is an expression calling one primitive; ``load`` writes it into a real
+module with ``probe`` (the expression) and ``loss`` (its output summed against a
+fixed random weight ``W``, so the output adjoint is not all ones).
+"""
+
+import importlib.util
+
+import numpy as np
+
+from derivo import rules
+
+H = 1e-6
+
+
+# --- argument makers: each takes a numpy Generator ----------------------------------
+
+def shaped(draw, shape):
+    value = draw(shape)
+    return float(value) if shape == () else value
+
+
+def normal(*shape):
+    return lambda rng: shaped(lambda s: rng.normal(size=s), shape)
+
+
+def positive(*shape):
+    return lambda rng: shaped(lambda s: rng.uniform(0.5, 2.0, size=s), shape)
+
+
+
+def rule_of(key):
+    primitive, arity = key
+    return rules.RULES[primitive][arity]
+
+
+def load(tmp_path, prelude, p, arguments, label):
+    """A real module holding ``probe`` and ``loss`` for the probe expression."""
+    params = ", ".join("x{}".format(i) for i in range(len(arguments)))
+    source = "{}\n\ndef probe({p}):\n    return {e}\n\n\ndef loss({p}):\n" \
+             "    return np.sum(({e}) * W)\n".format(prelude, p=params, e=p.expr)
+    path = tmp_path / "{}_probe.py".format(label)
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("{}_probe_{}".format(label, id(path)), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.probe(*arguments)
+    module.W = random_like(np.random.default_rng(7), out)
+    return module
+
+
+def random_like(rng, value):
+    if np.ndim(value) == 0:
+        return float(rng.normal())
+    return rng.normal(size=np.shape(value))
+
+
+def shifted(arguments, index, delta):
+    moved = list(arguments)
+    moved[index] = moved[index] + delta
+    return moved
+
+
+def numeric_gradient(f, arguments, index):
+    """Central differences of the scalar f with respect to every element of one argument."""
+    x = arguments[index]
+    if isinstance(x, float):
+        return (f(*shifted(arguments, index, H)) - f(*shifted(arguments, index, -H))) / (2 * H)
+    gradient = np.zeros(x.shape)
+    for position in np.ndindex(x.shape):
+        step = np.zeros(x.shape)
+        step[position] = H
+        gradient[position] = (f(*shifted(arguments, index, step))
+                              - f(*shifted(arguments, index, -step))) / (2 * H)
+    return gradient
+
