@@ -204,8 +204,9 @@ def shaped_like(adjoint, like):
 
 def getitem_vjp(adjoint, like, index):
     """Adjoint of ``x[index]``: the adjoint scattered into zeros of x's shape
-    (a list of adjoints when x is a list)."""
-    if isinstance(like, list):
+    (a list of adjoints when x is a list, or a tuple of values of other shapes)."""
+    if isinstance(like, list) or isinstance(like, tuple) and \
+            not all(np.isscalar(item) for item in like):
         out = [0.0] * len(like)
         positions = range(len(like))[index]
         if isinstance(positions, int):
