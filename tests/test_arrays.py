@@ -639,3 +639,14 @@ def test_loop_with_no_iterations_gives_arrays_of_the_right_shape():
     gW, gh0 = derivo.grad(short_rnn, wrt=(0, 1))(W, h0, np.zeros((0, 2)))
     np.testing.assert_allclose(gh0, 2 * h0)
     assert np.shape(gW) == (2, 2) and not np.any(gW)
+
+
+def list_read_once(x0, x1):
+    xs = [x1, x0]
+    return np.sum(xs[1] ** 2)
+
+
+def test_an_array_read_from_a_list_unused_gets_a_zero_array():
+    g0, g1 = derivo.grad(list_read_once, wrt=(0, 1))(np.ones(3), np.ones(3))
+    np.testing.assert_array_equal(g0, 2 * np.ones(3))
+    assert isinstance(g1, np.ndarray) and g1.shape == (3,) and not g1.any()

@@ -603,6 +603,9 @@ class ExpressionAdjoint:
 
     def contribute(self, ident, adjoint, out):
         sweep = self.sweep
+        if sweep.arrays and isinstance(adjoint, S.Subscript):
+            # An item of a list's adjoint may be the 0.0 standing for an unused element.
+            sweep.materialized.add(ident)
         if ident == self.own:
             self.own_contributions.append(adjoint)
         elif ident in sweep.zero:
