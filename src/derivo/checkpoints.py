@@ -65,6 +65,7 @@ def optimal_split(steps, slots):
 
 
 def halving_split(steps, slots):
+    """Recursive halving (Algorithm 7 of the chapter): the middle, whatever the slots."""
     return steps // 2
 
 
