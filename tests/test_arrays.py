@@ -650,3 +650,20 @@ def test_an_array_read_from_a_list_unused_gets_a_zero_array():
     g0, g1 = derivo.grad(list_read_once, wrt=(0, 1))(np.ones(3), np.ones(3))
     np.testing.assert_array_equal(g0, 2 * np.ones(3))
     assert isinstance(g1, np.ndarray) and g1.shape == (3,) and not g1.any()
+
+
+def half_square_sum(x):
+    return np.sum(x * x) / 2.0
+
+
+def column_sums(x):
+    return np.sum(x * x, axis=0)
+
+
+def test_a_surely_scalar_result_needs_no_shape_check():
+    source = derivo.grad(half_square_sum).source
+    assert "scalar_seed" not in source and "result" not in source
+    assert "expand(0.5, t1, None, False)" in source
+    assert "scalar_seed" in derivo.grad(column_sums).source
+    with pytest.raises(derivo.DerivoError, match="returning a scalar"):
+        derivo.grad(column_sums)(np.ones((2, 3)))

@@ -30,6 +30,10 @@ def simplified(text):
     ("g * -1", "-g"),
     ("-1 * g", "-g"),
     ("g * -y", "-(g * y)"),
+    ("-g * y", "-(g * y)"),
+    ("x + -(g * y)", "x - g * y"),
+    ("1.0 / 2.0 * g", "0.5 * g"),
+    ("g / (4 / 2)", "g / 2.0"),
 ])
 def test_simplify_rule(before, after):
     assert simplified(before) == after
@@ -41,13 +45,14 @@ def test_multiplication_by_zero_is_not_folded(expression):
     assert simplified(expression) == expression
 
 
-@pytest.mark.parametrize("expression", ["x + 0", "x - 0", "x ** 2", "2 ** 3", "x * 2 * 3"])
+@pytest.mark.parametrize("expression", ["x + 0", "x - 0", "x ** 2", "2 ** 3", "x * 2 * 3",
+                                        "1 / 0"])
 def test_other_expressions_are_left_alone(expression):
     assert simplified(expression) == expression
 
 
 def test_folded_constants_evaluate_to_the_same_value():
-    for text in ("0.1 + 0.2", "1e308 * 10", "-1e308 * 10", "3 - 5"):
+    for text in ("0.1 + 0.2", "1e308 * 10", "-1e308 * 10", "3 - 5", "1 / 3", "0.1 / 3.0"):
         assert eval(simplified(text)) == eval(text)
 
 

@@ -1621,3 +1621,27 @@ def fuzz_break_nested_in_an_elif(x, n):
 def test_a_jump_in_a_branch_that_can_fall_through_into_more_code_is_refused(f):
     with pytest.raises(derivo.UnsupportedSyntax, match="put that code in an else branch"):
         derivo.grad(f)(0.5, 1)
+
+
+# --- what the optimisations leave in the generated source ---------------------------------
+
+def negated_terms(x, y):
+    return -math.sin(x) - y * x
+
+
+def test_a_negated_adjoint_is_subtracted_not_bound():
+    source = derivo.grad(negated_terms, wrt=(0, 1)).source
+    assert "bx -= y" in source and "by = -x" in source
+    assert "= -b" not in source  # no temporary holding a negated adjoint
+    assert_grad_matches(negated_terms, 0.3, 0.7, wrt=(0, 1))
+
+
+def constant_share(x, y):
+    t = x * y
+    return t + 2.0 * x
+
+
+def test_a_constant_adjoint_folds_into_its_uses():
+    source = derivo.grad(constant_share, wrt=(0, 1)).source
+    assert "bt = " not in source and "bresult" not in source
+    assert "bx += y" in source and "by = x" in source

@@ -56,6 +56,8 @@ class _Simplify(S.NodeTransformer):
         a, b = _number(left), _number(right)
         if a is not None and b is not None and type(op) in _FOLD:
             return _constant(_FOLD[type(op)](a, b))
+        if a is not None and b and isinstance(op, S.Div):
+            return _constant(a / b)  # the quotient Python would compute at run time
         if isinstance(op, S.Mult):
             if _is(right, 1):
                 return left
