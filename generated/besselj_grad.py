@@ -28,9 +28,9 @@ def besselj_grad(v, z, atol=1e-08):
         # line 19: k += 1
         k = k - 1
     # line 20: s *= (-1) / k / (k + v) * (z / 2) ** 2
-    bz = bt1 * (2 * (z / 2)) * 0.5
+    bz = bt1 * (2 * (z / 2)) / 2
     # line 17: out = s
     bs += 1.0
     # line 16: s = (z / 2) ** v / math.factorial(v)
-    bz += bs / math.factorial(v) * (v * (z / 2) ** (v - 1)) * 0.5
+    bz += bs / math.factorial(v) * (v * (z / 2) ** (v - 1)) / 2
     return bz

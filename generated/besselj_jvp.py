@@ -5,12 +5,12 @@ import math
 def besselj_jvp(dz, v, z, atol=1e-08):
     k = 0
     s = (z / 2) ** v / math.factorial(v)
-    ds = dz * 0.5 * (v * (z / 2) ** (v - 1)) / math.factorial(v)
+    ds = dz / 2 * (v * (z / 2) ** (v - 1)) / math.factorial(v)
     out = s
     dout = ds
     # line 20: s *= (-1) / k / (k + v) * (z / 2) ** 2
     t1 = (z / 2) ** 2
-    dt1 = dz * 0.5 * (2 * (z / 2))
+    dt1 = dz / 2 * (2 * (z / 2))
     while abs(s) > atol:
         k = k + 1
         t2 = -1 / k / (k + v)

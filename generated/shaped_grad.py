@@ -80,5 +80,5 @@ def shaped_grad(x, y):
             bx += ba * 2.0
         else:
             # line 21: a = 3.0 + math.log(x / 2.0)
-            bx += ba / (x / 2.0) * 0.5
+            bx += ba / (x / 2.0) / 2.0
     return bx, by

@@ -34,6 +34,8 @@ def simplified(text):
     ("x + -(g * y)", "x - g * y"),
     ("1.0 / 2.0 * g", "0.5 * g"),
     ("g / (4 / 2)", "g / 2.0"),
+    ("g * (1 / 3)", "g / 3"),
+    ("1 / 3", "1 / 3"),
 ])
 def test_simplify_rule(before, after):
     assert simplified(before) == after

@@ -13,6 +13,7 @@ generated code must propagate NaN and inf exactly like the user's function.
 """
 
 import operator
+from fractions import Fraction
 
 from . import syntax as S
 
@@ -51,13 +52,18 @@ class _Simplify(S.NodeTransformer):
         return node
 
     def visit_BinOp(self, node):
+        if isinstance(node.op, S.Mult) and isinstance(node.right, S.BinOp) and \
+                isinstance(node.right.op, S.Div) and _is(node.right.left, 1):
+            # g * (1 / y) is g / y (before 1 / 3 folds to a rounded 0.333...)
+            node = S.binop(node.left, S.Div(), node.right.right)
         self.generic_visit(node)
         left, right, op = node.left, node.right, node.op
         a, b = _number(left), _number(right)
         if a is not None and b is not None and type(op) in _FOLD:
             return _constant(_FOLD[type(op)](a, b))
-        if a is not None and b and isinstance(op, S.Div):
-            return _constant(a / b)  # the quotient Python would compute at run time
+        if a is not None and b and isinstance(op, S.Div) and \
+                Fraction(a) / Fraction(b) == Fraction(a / b):
+            return _constant(a / b)  # only exact quotients: 1.0 / 2.0, not 1 / 3
         if isinstance(op, S.Mult):
             if _is(right, 1):
                 return left
@@ -67,8 +73,6 @@ class _Simplify(S.NodeTransformer):
                 return self.visit(S.neg(left))
             if _is(left, -1):
                 return self.visit(S.neg(right))
-            if isinstance(right, S.BinOp) and isinstance(right.op, S.Div) and _is(right.left, 1):
-                return S.binop(left, S.Div(), right.right)
             if isinstance(right, S.UnaryOp) and isinstance(right.op, S.USub):
                 return S.neg(S.binop(left, S.Mult(), right.operand))
             if isinstance(left, S.UnaryOp) and isinstance(left.op, S.USub) and \
