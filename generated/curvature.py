@@ -6,10 +6,9 @@ def energy_grad_jvp(dx, x, a):
     bt1 = 2 * (x * x - 1.0)
     dbt1 = 2 * (dx * x + x * dx)
     bx = bt1 * x * 2
-    dbx = (dbt1 * x + bt1 * dx) * 2
+    dbx1 = (dbt1 * x + bt1 * dx) * 2
     # line 6: bx += a
     bx1 = bx + a
-    dbx1 = dbx
     # line 7: bx += 0.1 * math.cos(3.0 * x) * 3.0
     bx2 = bx1 + 0.1 * math.cos(3.0 * x) * 3.0
     dbx2 = dbx1 - 0.1 * (3.0 * dx * math.sin(3.0 * x)) * 3.0

@@ -17,10 +17,9 @@ def penalized_grad(x, a):
     bx3 += a
     bx3 += 0.1 * math.cos(3.0 * x) * 3.0
     # line 36: g = slope(x, a)
-    bbx1 = bg
+    bbx = bg
     bx3 -= bg * 3.0 * 0.1 * math.sin(3.0 * x) * 3.0
-    bbx = bbx1
-    ba += bbx1
+    ba += bbx
     bt3 = bbx * 2
     bbt1 = bt3 * x
     bx3 += bt3 * bt1

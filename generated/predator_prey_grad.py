@@ -11,10 +11,7 @@ def predator_prey_trips(items, x, y, dt, alpha, gamma, beta, delta):
 
 def predator_prey_step_vjp(bresults, _, x, y, dt, alpha, gamma, beta, delta):
     # reverse sweep
-    bresult, bresult1 = bresults
-    # line 29: for _ in range(steps):
-    by1 = bresult1
-    bx1 = bresult
+    bx1, by1 = bresults
     # line 30: x, y = x + dt * (alpha * x - beta * x * y), y + dt * (delta * x * y - gamma * y)
     by = by1
     bt1 = by1 * dt
@@ -48,10 +45,6 @@ def predator_prey_grad(alpha, beta, delta, gamma, steps=1000, dt=0.01):
     bx1 = 2 * (x1 - 1.5)
     by1 = 2 * (y1 - 0.5)
     # line 29: for _ in range(steps):
-    bx2, by2, balpha1, bgamma1, bbeta1, bdelta1 = pop().reverse(
+    bx2, by2, balpha, bgamma, bbeta, bdelta = pop().reverse(
         predator_prey_step_vjp, (bx1, by1), invariants=(1, 2, 3, 4))
-    balpha = balpha1
-    bgamma = bgamma1
-    bbeta = bbeta1
-    bdelta = bdelta1
     return balpha, bbeta, bdelta, bgamma

@@ -208,3 +208,34 @@ def test_optimize_returns_the_same_function_object():
             return x
     """)
     assert optimize(tree) is tree
+
+
+def test_a_copy_between_names_assigned_once_is_dropped():
+    out = optimized("""
+        def f(pair):
+            first, second = pair
+            bx = second
+            return bx * first
+    """)
+    assert out == ["first, bx = pair", "return bx * first"]
+
+
+def test_a_parameter_is_never_renamed():
+    out = optimized("""
+        def f(x):
+            y = x
+            return y * 2
+    """)
+    assert out == ["y = x", "return y * 2"]
+
+
+def test_a_copy_of_a_name_assigned_twice_stays():
+    out = optimized("""
+        def f(x, n):
+            s = x * 2
+            for i in range(n):
+                s = s * x
+            t = s
+            return t
+    """)
+    assert "t = s" in out

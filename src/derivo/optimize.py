@@ -122,9 +122,11 @@ def simplify(expression):
 
 
 def optimize(function):
-    """Fold seeds, then remove assignments whose value nothing reads, unless
-    marked ``effects`` (a pop, or a call derivo cannot see into)."""
+    """Fold seeds, drop copies between names assigned once, then remove
+    assignments whose value nothing reads, unless marked ``effects`` (a pop,
+    or a call derivo cannot see into)."""
     _fold_seeds(function)
+    _drop_copies(function)
     for node in S.walk(function):
         # bx += -e reads better as bx -= e
         if isinstance(node, S.AugAssign) and isinstance(node.op, S.Add) and \
@@ -173,6 +175,38 @@ def _fold_seeds(function):
                         stmt.seed = True
                         found[target.id] = stmt.value
         seeds = found
+
+
+def _drop_copies(function):
+    """``a = b`` at the top level, with a and b each assigned once and b not a
+    parameter: b is renamed a and the copy goes (``by1 = bresult1`` after
+    ``bresult, bresult1 = bresults`` becomes ``bresult, by1 = bresults``).
+    With one assignment each, a and b hold the same value wherever either is read."""
+    stores = {}
+    for node in S.walk(function):
+        if isinstance(node, S.Name) and not isinstance(node.ctx, S.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    for arg in function.args.args + function.args.kwonlyargs:
+        stores[arg.id] = 2  # a parameter is assigned by every call: never renamed
+    renames, body, touched, comment = {}, [], set(), None
+    for stmt in function.body:
+        if S.is_comment(stmt):
+            comment = stmt
+        if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
+                isinstance(stmt.value, S.Name) and not getattr(stmt, "effects", False):
+            a, b = stmt.targets[0].id, stmt.value.id
+            if stores.get(a) == 1 and stores.get(b) == 1 and b not in renames.values() \
+                    and a not in renames and b not in renames:
+                renames[b] = a
+                touched.add(id(comment))
+                continue
+        body.append(stmt)
+    # A source-line comment left with no code under it goes too.
+    function.body[:] = [stmt for index, stmt in enumerate(body) if not (
+        id(stmt) in touched and (index + 1 == len(body) or S.is_comment(body[index + 1])))]
+    for node in S.walk(function):
+        if isinstance(node, S.Name) and node.id in renames:
+            node.id = renames[node.id]
 
 
 def _blocks(tree):
