@@ -9,6 +9,7 @@ import importlib.util
 
 import numpy as np
 
+import derivo
 from derivo import rules
 
 H = 1e-6
@@ -75,3 +76,16 @@ def numeric_gradient(f, arguments, index):
                               - f(*shifted(arguments, index, -step))) / (2 * H)
     return gradient
 
+
+
+def assert_gradient_matches_differences(module, arguments, rtol):
+    """derivo's gradient of the probe module's ``loss`` has each argument's shape
+    and matches central differences."""
+    gradient = derivo.grad(module.loss, wrt=tuple(range(len(arguments))))(*arguments)
+    assert isinstance(gradient, tuple) and len(gradient) == len(arguments)
+    for index, (got, x) in enumerate(zip(gradient, arguments)):
+        expected = numeric_gradient(module.loss, arguments, index)
+        assert np.shape(got) == np.shape(x), "gradient {} has shape {}, argument {}".format(
+            index, np.shape(got), np.shape(x))
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=1e-8,
+                                   err_msg="gradient of x{}".format(index))

@@ -41,7 +41,8 @@ import numpy as np
 import pytest
 
 import derivo
-from probing import H, load, normal, numeric_gradient, positive, random_like, rule_of
+from probing import (H, assert_gradient_matches_differences, load, normal,
+                     numeric_gradient, positive, random_like, rule_of)
 from derivo import rules, runtime
 
 TABLE = "derivo.rules.runtime"
@@ -281,14 +282,7 @@ def directions(p, arguments, out):
 def check_probe(p, tmp_path):
     arguments = p.arguments()
     module = load(tmp_path, PRELUDE, p, arguments, "runtime")
-    gradient = derivo.grad(module.loss, wrt=tuple(range(len(arguments))))(*arguments)
-    assert isinstance(gradient, tuple) and len(gradient) == len(arguments)
-    for index, (got, x) in enumerate(zip(gradient, arguments)):
-        expected = numeric_gradient(module.loss, arguments, index)
-        assert np.shape(got) == np.shape(x), "gradient {} has shape {}, argument {}".format(
-            index, np.shape(got), np.shape(x))
-        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=1e-8,
-                                   err_msg="gradient of x{}".format(index))
+    assert_gradient_matches_differences(module, arguments, RTOL)
 
 
 def check_tangent(p, tmp_path):
