@@ -89,3 +89,12 @@ def assert_gradient_matches_differences(module, arguments, rtol):
             index, np.shape(got), np.shape(x))
         np.testing.assert_allclose(got, expected, rtol=rtol, atol=1e-8,
                                    err_msg="gradient of x{}".format(index))
+
+
+def coverage_gaps(probes, table_keys, table):
+    """(rules of the table with no probe, probes of rules not in the table)."""
+    missing = [rule_of(key).label + "/" + str(key[1]) for key in table_keys if key not in probes]
+    stale = [p.expr for key, found in probes.items() for p in found
+             if key[0] not in rules.RULES or key[1] not in rules.RULES[key[0]]
+             or rule_of(key).table != table]
+    return missing, stale

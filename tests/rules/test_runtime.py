@@ -41,7 +41,7 @@ import numpy as np
 import pytest
 
 import derivo
-from probing import (H, assert_gradient_matches_differences, load, normal,
+from probing import (H, assert_gradient_matches_differences, coverage_gaps, load, normal,
                      numeric_gradient, positive, random_like, rule_of)
 from derivo import rules, runtime
 
@@ -335,12 +335,8 @@ def test_rule_dot_product(key, p, tmp_path):
 
 
 def test_every_runtime_rule_has_a_probe():
-    missing = [rule_of(key).label + "/" + str(key[1])
-               for key in runtime_rules() if key not in PROBES]
+    missing, stale = coverage_gaps(PROBES, runtime_rules(), TABLE)
     assert not missing, "rules with no probe: " + ", ".join(missing)
-    stale = [p.expr for key, found in PROBES.items() for p in found
-             if key[0] not in rules.RULES or key[1] not in rules.RULES[key[0]]
-             or rule_of(key).table != TABLE]
     assert not stale, "probes for rules not in the runtime table: " + ", ".join(stale)
 
 
