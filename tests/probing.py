@@ -6,8 +6,10 @@ fixed random weight ``W``, so the output adjoint is not all ones).
 """
 
 import importlib.util
+import zlib
 
 import numpy as np
+import pytest
 
 import derivo
 from derivo import rules
@@ -29,6 +31,51 @@ def normal(*shape):
 def positive(*shape):
     return lambda rng: shaped(lambda s: rng.uniform(0.5, 2.0, size=s), shape)
 
+
+
+class Probe:
+    """One call of a primitive to check: ``expr`` over arguments ``x0, x1, ...``
+    drawn by ``args`` (argument makers); ``xfail`` names a bug it exposes."""
+
+    def __init__(self, primitive, expr, args, arity=None, xfail=None):
+        by_arity = rules.RULES.get(primitive, {})
+        if arity is None:
+            arity = next(iter(by_arity)) if len(by_arity) == 1 else None
+        self.key = (primitive, arity)
+        self.expr = expr
+        self.args = args
+        self.xfail = xfail
+
+    def arguments(self):
+        rng = np.random.default_rng(zlib.crc32(self.expr.encode()))
+        return [make(rng) for make in self.args]
+
+    @property
+    def id(self):
+        shapes = ",".join("float" if isinstance(a, float) else "x".join(map(str, np.shape(a)))
+                          or "()" for a in self.arguments())
+        return "{} [{}]".format(self.expr, shapes)
+
+
+def table_rules(table):
+    """(primitive, arity) of every rule written in the table module ``table``."""
+    keys = [(primitive, arity) for primitive, by_arity in rules.RULES.items()
+            for arity, rule in by_arity.items() if rule.table == table]
+    return sorted(keys, key=lambda k: (rule_of(k).label, k[1]))
+
+
+def rule_cases(table, probes):
+    """pytest parameters (key, probe) for every rule of ``table``: (key, None)
+    for a rule with no probe, so it fails by name instead of going unchecked."""
+    for key in table_rules(table):
+        label = "{}/{}".format(rule_of(key).label, key[1])
+        found = probes.get(key)
+        if not found:
+            yield pytest.param(key, None, id=label + " NO PROBE")
+            continue
+        for p in found:
+            marks = [pytest.mark.xfail(strict=True, reason=p.xfail)] if p.xfail else []
+            yield pytest.param(key, p, id="{}: {}".format(label, p.id), marks=marks)
 
 
 def rule_of(key):

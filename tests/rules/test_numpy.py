@@ -35,8 +35,8 @@ import numpy as np
 import pytest
 
 import derivo
-from probing import (H, assert_gradient_matches_differences, coverage_gaps, load, normal,
-                     positive, random_like, rule_of, shaped)
+from probing import (H, Probe, assert_gradient_matches_differences, coverage_gaps, load,
+                     normal, positive, random_like, rule_cases, rule_of, shaped, table_rules)
 from derivo import rules
 from derivo import syntax as S
 from derivo.rules import GETITEM, Method
@@ -96,27 +96,6 @@ def invertible(*shape):
 
 
 # --- the probes ------------------------------------------------------------------------
-
-class Probe:
-    def __init__(self, primitive, expr, args, arity=None, xfail=None):
-        by_arity = rules.RULES.get(primitive, {})
-        if arity is None:
-            arity = next(iter(by_arity)) if len(by_arity) == 1 else None
-        self.key = (primitive, arity)
-        self.expr = expr
-        self.args = args
-        self.xfail = xfail
-
-    def arguments(self):
-        rng = np.random.default_rng(zlib.crc32(self.expr.encode()))
-        return [make(rng) for make in self.args]
-
-    @property
-    def id(self):
-        shapes = ",".join("float" if isinstance(a, float) else "x".join(map(str, np.shape(a))) or "()"
-                          for a in self.arguments())
-        return "{} [{}]".format(self.expr, shapes)
-
 
 PROBES = {}
 
@@ -331,25 +310,6 @@ OPERATOR_PROBES += [Probe(None, "x0 ** 2", (normal(3, 4),)),
                     Probe(None, "abs(x0)", (nonzero(3, 4),))]
 
 
-def numpy_rules():
-    """(primitive, arity) of every rule written in the NumPy table."""
-    keys = [(primitive, arity) for primitive, by_arity in rules.RULES.items()
-            for arity, rule in by_arity.items() if rule.table == TABLE]
-    return sorted(keys, key=lambda k: (rule_of(k).label, k[1]))
-
-
-def cases():
-    for key in numpy_rules():
-        label = "{}/{}".format(rule_of(key).label, key[1])
-        found = PROBES.get(key)
-        if not found:
-            yield pytest.param(key, None, id=label + " NO PROBE")
-            continue
-        for p in found:
-            marks = [pytest.mark.xfail(strict=True, reason=p.xfail)] if p.xfail else []
-            yield pytest.param(key, p, id="{}: {}".format(label, p.id), marks=marks)
-
-
 def operator_cases():
     for p in OPERATOR_PROBES:
         marks = [pytest.mark.xfail(strict=True, reason=p.xfail)] if p.xfail else []
@@ -384,13 +344,13 @@ def check_dot_product(p, tmp_path):
 
 # --- the tests -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("key,p", list(cases()))
+@pytest.mark.parametrize("key,p", list(rule_cases(TABLE, PROBES)))
 def test_rule_matches_finite_differences(key, p, tmp_path):
     assert p is not None, "no probe in tests/rules/test_numpy.py for " + rule_of(key).label
     check_probe(p, tmp_path)
 
 
-@pytest.mark.parametrize("key,p", list(cases()))
+@pytest.mark.parametrize("key,p", list(rule_cases(TABLE, PROBES)))
 def test_rule_dot_product(key, p, tmp_path):
     assert p is not None, "no probe in tests/rules/test_numpy.py for " + rule_of(key).label
     check_dot_product(p, tmp_path)
@@ -407,7 +367,7 @@ def test_operator_on_arrays_dot_product(p, tmp_path):
 
 
 def test_every_numpy_rule_has_a_probe():
-    missing, stale = coverage_gaps(PROBES, numpy_rules(), TABLE)
+    missing, stale = coverage_gaps(PROBES, table_rules(TABLE), TABLE)
     assert not missing, "rules with no probe: " + ", ".join(missing)
     assert not stale, "probes for rules not in the NumPy table: " + ", ".join(stale)
 

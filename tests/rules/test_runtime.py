@@ -41,8 +41,9 @@ import numpy as np
 import pytest
 
 import derivo
-from probing import (H, assert_gradient_matches_differences, coverage_gaps, load, normal,
-                     numeric_gradient, positive, random_like, rule_of)
+from probing import (H, Probe, assert_gradient_matches_differences, coverage_gaps, load,
+                     normal, numeric_gradient, positive, random_like, rule_cases, rule_of,
+                     table_rules)
 from derivo import rules, runtime
 
 TABLE = "derivo.rules.runtime"
@@ -80,37 +81,13 @@ VECTORS = [np.zeros(3), np.zeros(2)]
 """
 
 
-# --- argument makers: each takes a numpy Generator ----------------------------------
-
 # --- the probes ------------------------------------------------------------------------
-
-class Probe:
-    """``reverse_xfail``: a bug that stops derivo's reverse mode (the gradient
-    and the VJP) through this probe, while forward mode works."""
-
-    def __init__(self, primitive, expr, args, reverse_xfail=None):
-        by_arity = rules.RULES.get(primitive, {})
-        self.key = (primitive, next(iter(by_arity)) if len(by_arity) == 1 else None)
-        self.expr = expr
-        self.args = args
-        self.reverse_xfail = reverse_xfail
-
-    def arguments(self):
-        rng = np.random.default_rng(zlib.crc32(self.expr.encode()))
-        return [make(rng) for make in self.args]
-
-    @property
-    def id(self):
-        shapes = ",".join("float" if isinstance(a, float) else "x".join(map(str, np.shape(a)))
-                          or "()" for a in self.arguments())
-        return "{} [{}]".format(self.expr, shapes)
-
 
 PROBES = {}
 
 
-def probe(primitive, expr, *args, reverse_xfail=None):
-    p = Probe(primitive, expr, args, reverse_xfail)
+def probe(primitive, expr, *args):
+    p = Probe(primitive, expr, args)
     PROBES.setdefault(p.key, []).append(p)
 
 
@@ -254,26 +231,6 @@ probe(runtime.pop_adjoint, "pop_adjoint([x0, x1, x0 * x1])[1]", normal(3), norma
 probe(runtime.pop_adjoint, "np.stack(pop_adjoint([x0, x1, x0 * x1])[0])", normal(3), normal(3))
 
 
-def runtime_rules():
-    """(primitive, arity) of every rule written in the runtime table."""
-    keys = [(primitive, arity) for primitive, by_arity in rules.RULES.items()
-            for arity, rule in by_arity.items() if rule.table == TABLE]
-    return sorted(keys, key=lambda k: (rule_of(k).label, k[1]))
-
-
-def cases(reverse):
-    for key in runtime_rules():
-        label = "{}/{}".format(rule_of(key).label, key[1])
-        found = PROBES.get(key)
-        if not found:
-            yield pytest.param(key, None, id=label + " NO PROBE")
-            continue
-        for p in found:
-            marks = [pytest.mark.xfail(strict=True, reason=p.reverse_xfail)] \
-                if reverse and p.reverse_xfail else []
-            yield pytest.param(key, p, id="{}: {}".format(label, p.id), marks=marks)
-
-
 def directions(p, arguments, out):
     rng = np.random.default_rng(zlib.crc32(p.expr.encode()) + 1)
     return [random_like(rng, x) for x in arguments], random_like(rng, out)
@@ -316,26 +273,26 @@ def check_dot_product(p, tmp_path):
 
 # --- the rules -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("key,p", list(cases(reverse=True)))
+@pytest.mark.parametrize("key,p", list(rule_cases(TABLE, PROBES)))
 def test_rule_matches_finite_differences(key, p, tmp_path):
     assert p is not None, "no probe in tests/rules/test_runtime.py for " + rule_of(key).label
     check_probe(p, tmp_path)
 
 
-@pytest.mark.parametrize("key,p", list(cases(reverse=False)))
+@pytest.mark.parametrize("key,p", list(rule_cases(TABLE, PROBES)))
 def test_rule_tangent_matches_finite_differences(key, p, tmp_path):
     assert p is not None, "no probe in tests/rules/test_runtime.py for " + rule_of(key).label
     check_tangent(p, tmp_path)
 
 
-@pytest.mark.parametrize("key,p", list(cases(reverse=True)))
+@pytest.mark.parametrize("key,p", list(rule_cases(TABLE, PROBES)))
 def test_rule_dot_product(key, p, tmp_path):
     assert p is not None, "no probe in tests/rules/test_runtime.py for " + rule_of(key).label
     check_dot_product(p, tmp_path)
 
 
 def test_every_runtime_rule_has_a_probe():
-    missing, stale = coverage_gaps(PROBES, runtime_rules(), TABLE)
+    missing, stale = coverage_gaps(PROBES, table_rules(TABLE), TABLE)
     assert not missing, "rules with no probe: " + ", ".join(missing)
     assert not stale, "probes for rules not in the runtime table: " + ", ".join(stale)
 
