@@ -387,9 +387,7 @@ class Sweep:
             self.zero.add(target)
 
     def reverse_call(self, stmt):
-        target = stmt.targets[0]
-        names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
-        active = [n for n in names if n in self.analysis.active]
+        names, active = self.call_targets(stmt)
         if not active or all(n in self.zero for n in active):
             return []
         call = stmt.value
@@ -398,33 +396,22 @@ class Sweep:
             self.zero |= set(active)
             return []
         helper = self.module.vjp_function(callee, tuple(active_params), self.parsed, call)
-        seeds = [S.name(self.adjoint(n)) if n in active and n not in self.zero
-                 else S.const(0.0) for n in names]
-        seed = seeds[0] if isinstance(target, S.Name) else S.tuple_(seeds)
-        results = [self.namer.numbered("b" + p) for p in active_params]
-        out = []
-        result_target = S.store(results[0]) if len(results) == 1 else S.tuple_(
-            [S.store(r) for r in results], store_ctx=True)
-        out.append(_effect(S.assign(result_target, S.call(
-            helper, seed, *S.deepcopy(call.args), keywords=S.deepcopy(call.keywords)))))
+        results, target = self.result_names(active_params)
+        out = [_effect(S.assign(target, S.call(
+            helper, self.call_seed(stmt, names, active), *S.deepcopy(call.args),
+            keywords=S.deepcopy(call.keywords))))]
         self.zero |= set(active)
-        by_param = dict(zip(parameter_names(callee), call.args))
-        by_param.update({k.arg: k.value for k in call.keywords})
-        for param, result in zip(active_params, results):
-            arg = by_param[param]
-            expression = ExpressionAdjoint(self, self.analysis.plans[id(arg)], out)
-            expression.backprop(arg, S.name(result))
+        self.backprop_arguments(callee, call, zip(active_params, results), out)
         return out
 
     def reverse_checkpointed(self, stmt):
         """Pop an outlined loop's tape and run the step's VJP backwards over its
         trips; the loop's inputs receive what comes out."""
-        loop, call, target = stmt.value.user_function, stmt.value, stmt.targets[0]
-        names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
+        loop, call = stmt.value.user_function, stmt.value
+        names, active = self.call_targets(stmt)
         entry = next((c for c in self.analysis.calls if c[0] is stmt), None)
         if entry is None:
             return []
-        active = [n for n in names if n in self.analysis.active]
         tape = S.call(self.pop)
         if all(n in self.zero for n in active):
             return [_effect(S.Expr(value=tape))]
@@ -438,25 +425,47 @@ class Sweep:
         # through one that neither the loop's input nor its output has.
         wrt = loop.state + [p for p in loop.invariants if p in active_params]
         helper = self.module.step_vjp(loop, tuple(wrt))
-        seeds = [S.name(self.adjoint(n)) if n in active and n not in self.zero
-                 else S.const(0.0) for n in names]
-        results = [self.namer.numbered("b" + p) for p in wrt]
-        result_target = S.store(results[0]) if len(results) == 1 else S.tuple_(
-            [S.store(r) for r in results], store_ctx=True)
+        results, target = self.result_names(wrt)
         differentiated = tuple(loop.invariants.index(p) for p in wrt[len(loop.state):])
         keywords = [S.gast.keyword(arg="invariants", value=S.const(differentiated))] \
             if differentiated else []
-        out = [_effect(S.assign(result_target, S.call(
-            S.attribute(tape, "reverse"), S.name(helper),
-            seeds[0] if len(seeds) == 1 else S.tuple_(seeds), keywords=keywords)))]
+        out = [_effect(S.assign(target, S.call(
+            S.attribute(tape, "reverse"), S.name(helper), self.call_seed(stmt, names, active),
+            keywords=keywords)))]
         self.zero |= set(active)
-        by_param = dict(zip(parameter_names(loop), call.args))
-        for param, result in zip(wrt, results):
-            if param in active_params:
-                arg = by_param[param]
-                expression = ExpressionAdjoint(self, self.analysis.plans[id(arg)], out)
-                expression.backprop(arg, S.name(result))
+        self.backprop_arguments(loop, call, [(p, r) for p, r in zip(wrt, results)
+                                             if p in active_params], out)
         return out
+
+    def call_targets(self, stmt):
+        """The names a call assigns, and those of them that are active."""
+        target = stmt.targets[0]
+        names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
+        return names, [n for n in names if n in self.analysis.active]
+
+    def call_seed(self, stmt, names, active):
+        """The adjoints of a call's results (0.0 for inactive or zero ones), as
+        a tuple when the call's target is one."""
+        seeds = [S.name(self.adjoint(n)) if n in active and n not in self.zero
+                 else S.const(0.0) for n in names]
+        return S.tuple_(seeds) if isinstance(stmt.targets[0], S.Tuple) else seeds[0]
+
+    def result_names(self, params):
+        """Names for the adjoints a VJP returns, one per parameter, and the target
+        assigning them."""
+        results = [self.namer.numbered("b" + p) for p in params]
+        target = S.store(results[0]) if len(results) == 1 else S.tuple_(
+            [S.store(r) for r in results], store_ctx=True)
+        return results, target
+
+    def backprop_arguments(self, callee, call, adjoints, out):
+        """Send each (parameter, adjoint name) back through the call's argument."""
+        by_param = dict(zip(parameter_names(callee), call.args))
+        by_param.update({k.arg: k.value for k in call.keywords})
+        for param, result in adjoints:
+            arg = by_param[param]
+            ExpressionAdjoint(self, self.analysis.plans[id(arg)], out).backprop(
+                arg, S.name(result))
 
     # --- control flow ----------------------------------------------------------
 
