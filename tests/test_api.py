@@ -3,6 +3,7 @@
 Values are compared with closed forms, never with derivo itself.
 """
 
+import functools
 import importlib.util
 import math
 import os
@@ -11,6 +12,7 @@ import sys
 import textwrap
 import traceback
 
+import numpy as np
 import pytest
 
 import derivo
@@ -103,6 +105,55 @@ def test_source_is_stable_between_requests():
 def test_distinct_wrt_distinct_derivatives():
     assert_close(derivo.grad(poly, wrt=0)(1.5, -2.0), poly_dx(1.5, -2.0))
     assert_close(derivo.grad(poly, wrt=1)(1.5, -2.0), 1.5 * 1.5)
+
+
+def scaled_power(x, scale=2.0, *, power=3):
+    return scale * x ** power
+
+
+def only_positional(x, y, /, z):
+    return x * y * z
+
+
+def test_the_entry_checks_each_argument_in_one_line():
+    entry = derivo.api.entry_source(derivo.grad(poly, wrt=(0, 1))._function, {"x", "y"}, False)
+    assert entry == (
+        "def poly_grad(x, y):\n"
+        "    if type(x) in derivo_reals and type(y) in derivo_reals:\n"
+        "        return derivo_generated(x, y)\n"
+        "    return derivo_call_checked((x, y), {})\n")
+
+
+def test_the_entry_of_array_code_checks_only_the_differentiated_arrays():
+    def weights_only(W, x):
+        return np.sum(W @ x)
+    entry = derivo.api.entry_source(weights_only, {"W"}, True)
+    assert "W.dtype.kind in 'fiu'" in entry
+    assert "type(x)" not in entry
+
+
+def test_the_entry_keeps_defaults_keywords_and_positional_only_parameters():
+    df = derivo.grad(scaled_power)
+    assert_close(df(2.0), 24.0)
+    assert_close(df(2.0, 0.5), 6.0)
+    assert_close(df(2.0, power=2), 8.0)
+    assert_close(df(x=2.0, scale=1.0, power=4), 32.0)
+    assert_close(derivo.grad(only_positional, wrt=(0, 2))(2.0, 3.0, z=5.0), (15.0, 6.0))
+
+
+def test_an_array_passed_by_keyword_to_scalar_code_switches_to_array_code():
+    df = derivo.grad(scaled_power, wrt="scale")
+    gradient = df(3.0, scale=np.array(2.0), power=2)
+    assert np.shape(gradient) == ()
+    assert_close(gradient, 9.0)
+    assert df._array_function is not None
+
+
+def test_a_derivative_calls_through_a_partial_of_its_entry():
+    df = derivo.grad(poly)
+    assert isinstance(df, functools.partial)
+    assert df.func.__code__.co_filename.startswith("<derivo generated poly_grad entry")
+    assert df.func.__globals__["derivo_generated"] is df._function
 
 
 # ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ show generated lines.
 import ast
 import importlib
 import linecache
+import os
 import types
 
 import numpy as np
@@ -31,6 +32,15 @@ def render(functions, comments):
 
 
 GENERATED_PREFIX = "<derivo generated "  # the start of a generated module's file name
+
+
+def file_label(filename):
+    """How a module's header names the file a function came from: its base name,
+    or for derivo's own generated code the function it was generated as (the
+    file name's counter would change with every run)."""
+    if filename.startswith(GENERATED_PREFIX):
+        return "derivo's generated " + filename[len(GENERATED_PREFIX):].rsplit(" #", 1)[0]
+    return os.path.basename(filename)
 
 
 def compile_module(source, namespace, label):
