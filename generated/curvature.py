@@ -5,14 +5,9 @@ import math
 def energy_grad_jvp(dx, x, a):
     bt1 = 2 * (x * x - 1.0)
     dbt1 = 2 * (dx * x + x * dx)
-    bx = bt1 * x * 2
-    dbx1 = (dbt1 * x + bt1 * dx) * 2
-    # line 6: bx += a
-    bx1 = bx + a
-    # line 7: bx += 0.1 * math.cos(3.0 * x) * 3.0
-    bx2 = bx1 + 0.1 * math.cos(3.0 * x) * 3.0
-    dbx2 = dbx1 - 0.1 * (3.0 * dx * math.sin(3.0 * x)) * 3.0
-    return bx2, dbx2
+    bx = bt1 * x * 2 + a + 0.1 * math.cos(3.0 * x) * 3.0
+    dbx = (dbt1 * x + bt1 * dx) * 2 - 0.1 * (3.0 * dx * math.sin(3.0 * x)) * 3.0
+    return bx, dbx
 
 
 def energy_grad_grad(x, a):

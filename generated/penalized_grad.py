@@ -4,25 +4,21 @@ import math
 
 def penalized_grad(x, a):
     bt1 = 2 * (x * x - 1.0)
-    bx = bt1 * x * 2
-    bx1 = bx + a
-    g = bx1 + 0.1 * math.cos(3.0 * x) * 3.0
+    g = bt1 * x * 2 + a + 0.1 * math.cos(3.0 * x) * 3.0
     # reverse sweep
     # line 37: return energy(x, a) + 0.5 * g * g
-    bg = g * 0.5
-    bg += 0.5 * g
+    bg = g * 0.5 + 0.5 * g
     bt2 = 2 * (x * x - 1.0)
-    bx3 = bt2 * x * 2
+    bx1 = bt2 * x * 2
     ba = x
-    bx3 += a
-    bx3 += 0.1 * math.cos(3.0 * x) * 3.0
+    bx1 += a
+    bx1 += 0.1 * math.cos(3.0 * x) * 3.0
     # line 36: g = slope(x, a)
-    bbx = bg
-    bx3 -= bg * 3.0 * 0.1 * math.sin(3.0 * x) * 3.0
-    ba += bbx
-    bt3 = bbx * 2
+    bt3 = bg * 2
     bbt1 = bt3 * x
-    bx3 += bt3 * bt1
+    bx1 += bt3 * bt1
+    ba += bg
+    bx1 -= bg * 3.0 * 0.1 * math.sin(3.0 * x) * 3.0
     bt4 = bbt1 * 2
-    bx3 += bt4 * x * 2
-    return bx3, ba
+    bx1 += bt4 * x * 2
+    return bx1, ba

@@ -4,8 +4,7 @@ from derivo.checkpoints import checkpointed_for
 
 def predator_prey_trips(items, x, y, dt, alpha, gamma, beta, delta):
     for _ in items:
-        x, y = x + dt * (alpha * x - beta * x * y), y + dt * (delta * x * y -
-            gamma * y)
+        x, y = x + dt * (alpha * x - beta * x * y), y + dt * (delta * x * y - gamma * y)
     return x, y
 
 
@@ -38,13 +37,11 @@ def predator_prey_grad(alpha, beta, delta, gamma, steps=1000, dt=0.01):
     pop = stack.pop
     x = 1.0
     y = 0.5
-    x1, y1 = checkpointed_for(push, predator_prey_trips, range(steps), (x,
-        y), (dt, alpha, gamma, beta, delta), slots=10)
+    x1, y1 = checkpointed_for(push, predator_prey_trips, range(steps), (x, y), (dt, alpha, gamma, beta, delta), slots=10)
     # reverse sweep
     # line 31: return (x - 1.5) ** 2 + (y - 0.5) ** 2
     bx1 = 2 * (x1 - 1.5)
     by1 = 2 * (y1 - 0.5)
     # line 29: for _ in range(steps):
-    bx2, by2, balpha, bgamma, bbeta, bdelta = pop().reverse(
-        predator_prey_step_vjp, (bx1, by1), invariants=(1, 2, 3, 4))
+    bx2, by2, balpha, bgamma, bbeta, bdelta = pop().reverse(predator_prey_step_vjp, (bx1, by1), invariants=(1, 2, 3, 4))
     return balpha, bbeta, bdelta, bgamma

@@ -67,5 +67,4 @@ def rnn_loss_grad(W, U, b, V, c, h0, xs, target):
         t3 = pop()
     # line 18: h = h0
     bh0 = bh
-    return shaped_like(bW, W), shaped_like(bU, U), shaped_like(bb, b
-        ), bV, bc, bh0
+    return shaped_like(bW, W), shaped_like(bU, U), shaped_like(bb, b), bV, bc, bh0

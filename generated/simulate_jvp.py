@@ -10,8 +10,7 @@ def simulate_jvp(ddamping, dtheta0, damping, theta0, steps=1000, dt=0.01):
     for _ in range(steps):
         # line 21: omega += dt * accel(theta, omega, damping)
         t1 = -math.sin(theta) - damping * omega
-        dt1 = -(dtheta * math.cos(theta)) - (ddamping * omega + damping *
-            domega)
+        dt1 = -(dtheta * math.cos(theta)) - (ddamping * omega + damping * domega)
         omega = omega + dt * t1
         domega = domega + dt * dt1
         # line 22: theta += dt * omega
@@ -19,6 +18,5 @@ def simulate_jvp(ddamping, dtheta0, damping, theta0, steps=1000, dt=0.01):
         dtheta = dtheta + dt * domega
     # line 23: return theta * theta + 0.1 * omega * omega
     result = theta * theta + 0.1 * omega * omega
-    dresult = dtheta * theta + theta * dtheta + (0.1 * domega * omega + 0.1 *
-        omega * domega)
+    dresult = dtheta * theta + theta * dtheta + (0.1 * domega * omega + 0.1 * omega * domega)
     return result, dresult

@@ -33,8 +33,7 @@ def softmax_cross_entropy_value_and_grad(W, b, X, labels):
     bm = add_adjoints(bm, unbroadcast(-bt8, m))
     bZ = add_adjoints(bZ, extremum_vjp(bm, m, Z, 1, True))
     # line 33: picked = Z[np.arange(X.shape[0]), labels]
-    bZ = add_adjoints(bZ, getitem_vjp(bpicked, Z, (np.arange(X.shape[0]),
-        labels)))
+    bZ = add_adjoints(bZ, getitem_vjp(bpicked, Z, (np.arange(X.shape[0]), labels)))
     # line 32: Z = X @ W + b
     bt2 = unbroadcast(bZ, t2)
     bW = matmul_vjp_right(bt2, X, W)

@@ -145,3 +145,15 @@ def test_module_text_with_an_unimportable_global_names_it(value):
         assert "W" in str(error)
     else:
         assert "W" in text
+
+
+def test_a_long_statement_stays_on_one_line():
+    statement = "total = " + " + ".join("weight{0} * value{0}".format(i) for i in range(12))
+    assert len(statement) > 100
+    assert S.to_source(S.parse_function("def f():\n    " + statement + "\n").body).strip() == statement
+
+
+def test_file_label_names_generated_code_by_its_function_without_the_counter():
+    from derivo.codegen import file_label
+    assert file_label("/home/user/project/model.py") == "model.py"
+    assert file_label("<derivo generated energy_grad #17>") == "derivo's generated energy_grad"

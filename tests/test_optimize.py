@@ -239,3 +239,44 @@ def test_a_copy_of_a_name_assigned_twice_stays():
             return t
     """)
     assert "t = s" in out
+
+
+def test_a_first_contribution_and_the_next_merge_into_one_sum():
+    out = optimized("""
+        def f(x1, x2):
+            bx1 = 1.0 / x1
+            bx1 += x2
+            bx2 = x1
+            bx2 += -math.cos(x2)
+            bx2 -= x1 * x2
+            return bx1, bx2
+    """)
+    assert out == ["bx1 = 1.0 / x1 + x2", "bx2 = x1 - math.cos(x2) - x1 * x2", "return bx1, bx2"]
+
+
+def test_contributions_apart_or_reading_the_adjoint_stay_separate():
+    out = optimized("""
+        def f(x, y):
+            bx = x * 2
+            by = y
+            bx += y
+            by += by * x
+            return bx, by
+    """)
+    assert out == ["bx = x * 2", "by = y", "bx += y", "by += by * x", "return bx, by"]
+
+
+def test_merged_contributions_compute_the_same_value():
+    namespace = {}
+    exec(S.to_source(optimize(function("""
+        def f(x, y):
+            b = x / 3.0
+            b += y * 0.1
+            b -= x * y
+            return b
+    """))), namespace)
+    x, y = 0.7, 1.9
+    expected = x / 3.0
+    expected += y * 0.1
+    expected -= x * y
+    assert namespace["f"](x, y) == expected

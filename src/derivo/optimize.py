@@ -132,6 +132,7 @@ def optimize(function):
         if isinstance(node, S.AugAssign) and isinstance(node.op, S.Add) and \
                 isinstance(node.value, S.UnaryOp) and isinstance(node.value.op, S.USub):
             node.op, node.value = S.Sub(), node.value.operand
+    _merge_contributions(function)
     dead = _DeadCode()
     dead.block(function.body, set())
     dead.remove = True
@@ -207,6 +208,31 @@ def _drop_copies(function):
     for node in S.walk(function):
         if isinstance(node, S.Name) and node.id in renames:
             node.id = renames[node.id]
+
+
+def _merge_contributions(function):
+    """``bx = e1`` directly followed by ``bx += e2`` (or ``-=``) becomes
+    ``bx = e1 + e2``: one expression, as a person writes it, and no second store.
+
+    The value is the same: the sum is evaluated in the same order, and ``e2``
+    does not read ``bx``.  For arrays the sum allocates where ``bx = e1``
+    followed by an in-place add would have copied ``e1`` or written into it.
+    """
+    for statements in _blocks(function):
+        index = 0
+        while index + 1 < len(statements):
+            first, second = statements[index], statements[index + 1]
+            if isinstance(first, S.Assign) and len(first.targets) == 1 and \
+                    isinstance(first.targets[0], S.Name) and \
+                    isinstance(second, S.AugAssign) and isinstance(second.op, (S.Add, S.Sub)) and \
+                    isinstance(second.target, S.Name) and \
+                    second.target.id == first.targets[0].id and \
+                    second.target.id not in _reads(second.value) and \
+                    not any(getattr(s, "effects", False) for s in (first, second)):
+                first.value = simplify(S.binop(first.value, second.op, second.value))
+                del statements[index + 1]
+            else:
+                index += 1
 
 
 def _blocks(tree):

@@ -170,7 +170,8 @@ def to_source(node, comments=None):
     """Python source for a gast tree, with comment markers turned into comments."""
     if isinstance(node, list):
         node = gast.Module(body=node, type_ignores=[])
-    text = astor.to_source(gast.gast_to_ast(node))
+    # astor wraps long lines at odd places (a lone ")" on the next line); keep them whole
+    text = astor.to_source(gast.gast_to_ast(node), pretty_source="".join)
     if comments is None:
         return text
     lines = []
