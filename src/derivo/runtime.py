@@ -13,11 +13,19 @@ from .errors import DerivoError
 
 def unbroadcast(adjoint, like):
     """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
-    shape = _shape(like)
-    if _shape(adjoint) == shape:
-        return adjoint
-    adjoint = np.asarray(adjoint)
-    extra = adjoint.ndim - len(shape)
+    # Attributes, not np.shape: on small arrays a function call costs as much as
+    # the arithmetic, and this runs once per broadcasting operation.
+    try:
+        shape = like.shape
+        if adjoint.shape == shape:
+            return adjoint
+        extra = adjoint.ndim - len(shape)
+    except AttributeError:
+        shape = np.shape(like)
+        if np.shape(adjoint) == shape:
+            return adjoint
+        adjoint = np.asarray(adjoint)
+        extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
     elif extra > 0:
@@ -85,7 +93,7 @@ def extremum_vjp(adjoint, ans, like, axis, keepdims):
 def matmul_vjp_left(adjoint, a, b):
     """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices)."""
     a_ndim, b_ndim = _ndim(a), _ndim(b)
-    if a_ndim == 2 and b_ndim == 2:
+    if a_ndim == 2 == b_ndim:
         return adjoint @ b.T
     if b_ndim == 1:
         return adjoint * b if a_ndim == 1 else np.multiply.outer(adjoint, b)
@@ -97,7 +105,7 @@ def matmul_vjp_left(adjoint, a, b):
 def matmul_vjp_right(adjoint, a, b):
     """Adjoint of ``b`` in ``a @ b``."""
     a_ndim, b_ndim = _ndim(a), _ndim(b)
-    if a_ndim == 2 and b_ndim == 2:
+    if a_ndim == 2 == b_ndim:
         return a.T @ adjoint
     if a_ndim == 1:
         return adjoint * a if b_ndim == 1 else unbroadcast(
