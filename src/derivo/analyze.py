@@ -175,6 +175,13 @@ class Analysis:
         return None
 
     def compute_activity(self):
+        """Which names are active (vary with ``wrt`` and reach a result); a loop
+        over an active value is rewritten to index it, and activity recomputed."""
+        self._propagate_activity()
+        if self.index_loops_over_values():
+            self._propagate_activity()
+
+    def _propagate_activity(self):
         assignments = [s for s in S.walk(self.normalized.tree)
                        if isinstance(s, (S.Assign, S.For)) or is_append(s)]
 
@@ -202,6 +209,40 @@ class Analysis:
                     useful |= sources
                     changed = True
         self.active = varied & useful
+
+    def index_loops_over_values(self):
+        """``for row in X`` over a differentiated array or list becomes
+        ``for i in range(len(X)): row = X[i]``, so the read of each row gets the
+        adjoint of any other indexing.  Returns whether any loop changed (activity
+        must then be computed again).  A loop whose body rebinds or writes into
+        ``X`` keeps its form, and is refused later with the reason."""
+        changed = False
+        for block in _blocks(self.normalized.tree):
+            for stmt in list(block):
+                if not (isinstance(stmt, S.For) and isinstance(stmt.target, S.Name)
+                        and stmt.target.id in self.active
+                        and self.differentiable_names(stmt.iter) & self.active
+                        and self.parsed.resolve("range") is range
+                        and self.parsed.resolve("len") is len):
+                    continue
+                written = _assigned(stmt.body) | {
+                    name for s in S.walk(stmt) if is_item_write(s) for name in assigned_names(s)}
+                if _names(stmt.iter) & written:
+                    continue
+                items = stmt.iter
+                if not isinstance(items, S.Name):
+                    items = S.name(self.normalized.namer.fresh("items"))
+                    block.insert(block.index(stmt), S.copy_location(
+                        S.assign(items.id, stmt.iter), stmt))
+                index = self.normalized.namer.fresh("i")
+                row = S.copy_location(S.assign(stmt.target.id, S.subscript(
+                    S.name(items.id), S.name(index))), stmt)
+                stmt.target = S.store(index)
+                stmt.iter = S.call(S.name("range"), S.call(S.name("len"), S.name(items.id)))
+                stmt.body.insert(0, row)
+                self.local_names |= {index, items.id}
+                changed = True
+        return changed
 
     def compute_lists(self):
         """Names holding Python lists (appended to, or assigned a list), and
@@ -724,6 +765,15 @@ def _hashable(key):
     except TypeError:
         return False
     return True
+
+
+def _blocks(tree):
+    """Every statement list in ``tree``, nested ones included."""
+    for node in S.walk(tree):
+        for field in ("body", "orelse"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                yield block
 
 
 def _names(node):
