@@ -647,12 +647,21 @@ def call_overhead(rounds, target):
 
 
 def import_time(runs):
-    """Cumulative import time of derivo (and of numpy inside it) from -X importtime, seconds."""
+    """Cumulative import time of derivo (and of numpy inside it) from -X importtime, seconds.
+
+    With compiled bytecode cached, as on a user's second import: a warm-up run writes it to a
+    temporary PYTHONPYCACHEPREFIX (PYTHONDONTWRITEBYTECODE, which some machines set, would
+    time Python compiling derivo's source instead)."""
     totals, numpys = [], []
-    for _ in range(runs):
-        out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import derivo"],
-                             capture_output=True, text=True, check=True, env=os.environ.copy(),
-                             cwd=tempfile.gettempdir())
+    env = os.environ.copy()
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    with tempfile.TemporaryDirectory() as cache:
+        env["PYTHONPYCACHEPREFIX"] = cache
+        subprocess.run([sys.executable, "-c", "import derivo"], check=True, env=env)
+        outputs = [subprocess.run([sys.executable, "-X", "importtime", "-c", "import derivo"],
+                                  capture_output=True, text=True, check=True, env=env,
+                                  cwd=tempfile.gettempdir()) for _ in range(runs)]
+    for out in outputs:
         cumulative = {}
         for line in out.stderr.splitlines():
             m = re.match(r"import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)", line)
@@ -752,7 +761,7 @@ def main(argv=None):
     print()
 
     total, total_median, numpy_part = import_time(2 if options.quick else 5)
-    print(f'import time (python -X importtime -c "import derivo", cumulative): min {fmt_time(total)}, '
+    print(f'import time (python -X importtime -c "import derivo", cumulative, bytecode cached): min {fmt_time(total)}, '
           f"median {fmt_time(total_median)}; numpy's part {fmt_time(numpy_part)}")
     print()
 

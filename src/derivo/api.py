@@ -24,6 +24,9 @@ KIND_LABELS = {"grad": "Gradient", "value_and_grad": "Value and gradient",
 
 _NDARRAY = np.ndarray
 _PLAIN_REALS = frozenset({float, int})
+# The kinds whose differentiated arguments a call checks (derivo.vjp and derivo.jvp
+# choose theirs by type before calling).
+_TYPE_CHECKED_KINDS = ("grad", "value_and_grad")
 _DEFAULT = object()
 
 
@@ -56,6 +59,7 @@ class Generated(NamedTuple):
     namespace: dict
     user_sources: dict
     build: Build
+    entry_code: object  # the code of the Derivative's entry (see entry_source)
 
 
 class Derivative(functools.partial):
@@ -78,9 +82,8 @@ class Derivative(functools.partial):
         positional = [p.name for p in _parameters(func) if p.kind != p.KEYWORD_ONLY]
         # (position or None, name) of each argument whose type is checked
         checked = [(positional.index(n) if n in positional else None, n) for n in wrt] \
-            if kind in ("grad", "value_and_grad") else []
-        self = super().__new__(cls, _compile_entry(generated.function, {n for _, n in checked},
-                                                   arrays))
+            if kind in _TYPE_CHECKED_KINDS else []
+        self = super().__new__(cls, _entry(generated))
         self.__wrapped__ = func
         self.kind = kind
         self.wrt = wrt
@@ -205,12 +208,13 @@ def entry_source(function, checked, arrays):
     return "\n".join(lines) + "\n"
 
 
-def _compile_entry(function, checked, arrays):
-    """Compile :func:`entry_source`; its ``derivo_call_checked`` is bound later."""
-    namespace = {"derivo_generated": function, "derivo_reals": _PLAIN_REALS,
-                 "derivo_ndarray": _NDARRAY}
-    scope = codegen.compile_module(entry_source(function, checked, arrays), namespace,
-                                   function.__name__ + " entry")
+def _entry(generated):
+    """A new entry function from ``generated.entry_code``; its ``derivo_call_checked``
+    is bound by the Derivative."""
+    function = generated.function
+    scope = {"derivo_generated": function, "derivo_reals": _PLAIN_REALS,
+             "derivo_ndarray": _NDARRAY}
+    exec(generated.entry_code, scope)
     entry = scope[function.__name__]
     entry.__defaults__ = function.__defaults__
     entry.__kwdefaults__ = function.__kwdefaults__
@@ -262,7 +266,11 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
         compiled = namespace[name]
         compiled.__defaults__ = func.__defaults__
         compiled.__kwdefaults__ = func.__kwdefaults__
-        return Generated(compiled, source, module.namespace, module.user_sources, module)
+        checked = names if kind in _TYPE_CHECKED_KINDS else ()
+        entry_code = codegen.compile_source(entry_source(compiled, set(checked), arrays),
+                                            name + " entry")
+        return Generated(compiled, source, module.namespace, module.user_sources, module,
+                         entry_code)
 
     key = cache.key_of(func, kind, names, tuple_wrt, arrays, loops)
     return cache.lookup(key, build, lambda generated: generated.build.still_valid())

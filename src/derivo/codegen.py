@@ -43,14 +43,20 @@ def file_label(filename):
     return os.path.basename(filename)
 
 
-def compile_module(source, namespace, label):
-    """Execute ``source`` in a copy of ``namespace``; return the namespace."""
+def compile_source(source, label):
+    """The code object of ``source``, under a file name of its own that tracebacks
+    can show the lines of."""
     _FILE_COUNTER[0] += 1
     filename = "{}{} #{}>".format(GENERATED_PREFIX, label, _FILE_COUNTER[0])
     lines = source.splitlines(True)
     linecache.cache[filename] = (len(source), None, lines, filename)
+    return compile(source, filename, "exec")
+
+
+def compile_module(source, namespace, label):
+    """Execute ``source`` in a copy of ``namespace``; return the namespace."""
     scope = dict(namespace)
-    exec(compile(source, filename, "exec"), scope)
+    exec(compile_source(source, label), scope)
     return scope
 
 

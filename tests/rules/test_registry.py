@@ -49,6 +49,12 @@ def test_template_must_be_a_lambda():
         derivo.defpartials(opaque_counter, partial)
 
 
+def test_a_user_template_without_source_is_refused_when_registered():
+    with pytest.raises(derivo.DerivoError, match="cannot read the source"):
+        derivo.defpartials(opaque_counter, eval("lambda ans, x: 1.0"))
+    assert opaque_counter not in rules.RULES
+
+
 def test_partial_values_evaluate_the_templates():
     rule = rules.lookup(math.atan2, 2)
     y, x = 0.4, 0.9

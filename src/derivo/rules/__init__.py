@@ -2,8 +2,8 @@
 
 A rule gives, for each argument of a primitive, its partial derivative as a
 one-line lambda of ``(ans, *args)``; ``ans`` is the primitive's result.  The
-lambda is a *template*: its source is parsed once, here, and its parameter names
-are replaced by expressions when derivo pastes it into generated code.  Reverse
+lambda is a *template*: its source is parsed once, when first needed, and its
+parameter names are replaced by expressions when derivo pastes it into generated code.  Reverse
 mode multiplies the output adjoint by the partial; forward mode sums partials
 times tangents; both come from the same entry, so they cannot disagree.
 
@@ -19,6 +19,7 @@ differentiate through (an integer count, a flag).
 """
 
 import ast
+import functools
 import inspect
 import linecache
 import operator
@@ -36,19 +37,53 @@ OPERATOR_FUNCTIONS = {S.Add: operator.add, S.Sub: operator.sub, S.Mult: operator
 
 
 class Template:
-    """A one-expression lambda, parsed once, whose parameters are placeholders."""
+    """A one-expression lambda whose parameters are placeholders.
+
+    Its syntax tree is read the first time a derivative needs it: importing
+    derivo registers a few hundred templates, and parsing them all up front
+    took most of the import time.
+    """
 
     def __init__(self, fn):
+        if fn.__name__ != "<lambda>":
+            raise DerivoError("a derivative template must be a one-line lambda, got {!r}"
+                              .format(fn.__qualname__))
         self.fn = fn
-        self.params, self.body, self.defaults = _lambda_tree(fn)
         code = fn.__code__
+        self.params = list(code.co_varnames[:code.co_argcount])
         self.varargs = code.co_varnames[code.co_argcount + code.co_kwonlyargcount] \
             if code.co_flags & inspect.CO_VARARGS else None
         self.globals = fn.__globals__
-        used = {n.id for n in S.walk(self.body) if isinstance(n, S.Name)}
-        placeholders = set(self.params) | {self.varargs}
-        self.uses = used & placeholders
-        self.free_names = sorted(used - placeholders)
+        self.optional = len(fn.__defaults__ or ())  # how many trailing params have defaults
+        if (fn.__module__ or "").partition(".")[0] != "derivo":
+            self._tree  # a rule of the user's: report a template derivo cannot read now
+
+    @property
+    def body(self):
+        return self._tree[0]
+
+    @property
+    def defaults(self):
+        """{parameter: syntax tree of its default}"""
+        return self._tree[1]
+
+    @functools.cached_property
+    def _tree(self):
+        return _lambda_tree(self.fn)
+
+    @functools.cached_property
+    def uses(self):
+        """The placeholders the body reads."""
+        return self._used & (set(self.params) | {self.varargs})
+
+    @functools.cached_property
+    def free_names(self):
+        """The other names the body reads (``math``, ``np``), sorted."""
+        return sorted(self._used - set(self.params) - {self.varargs})
+
+    @functools.cached_property
+    def _used(self):
+        return {n.id for n in S.walk(self.body) if isinstance(n, S.Name)}
 
     def instantiate(self, bindings, rename_free=None):
         """The body with each parameter replaced by a copy of ``bindings[param]``
@@ -114,7 +149,7 @@ class Rule:
         self.table = first.fn.__module__ if first else None  # where the rule was written
         lead = 1 if style == "partial" else 2
         self.params = first.params[lead:] if first else []
-        self.required = len(self.params) - len(first.defaults) if first else 0
+        self.required = len(self.params) - first.optional if first else 0
         for template in self.templates:
             if template is not None and template.params[lead:] != self.params:
                 raise DerivoError("the templates of {} must all take ({}*args) with the "
@@ -195,11 +230,13 @@ def defjvp(primitive, *jvps):
     options are bound by name, so a lambda names only those it reads; the rule
     with as many positional arguments gets them (``np.einsum`` has two)."""
     templates = [None if j is None else Template(j) for j in jvps]
-    used = set().union(*[t.uses for t in templates if t is not None]) - {"t", "ans"} - {
-        t.varargs for t in templates if t is not None}
     rules = [rule for rule in RULES.get(primitive, {}).values()
-             if rule.style == "vjp" and len(rule.templates) == len(templates)
-             and used <= set(rule.params)]
+             if rule.style == "vjp" and len(rule.templates) == len(templates)]
+    used = set()
+    if len(rules) > 1:  # only then read the templates (see Template)
+        used = set().union(*[t.uses for t in templates if t is not None]) - {"t", "ans"} - {
+            t.varargs for t in templates if t is not None}
+        rules = [rule for rule in rules if used <= set(rule.params)]
     if not rules:
         raise DerivoError("defjvp({}): no vector-Jacobian rule of it takes {} positional "
                           "argument(s) named as the tangent rules read them ({})".format(
@@ -248,15 +285,14 @@ _MODULE_TREES = {}
 
 def _lambda_tree(fn):
     code = fn.__code__
-    if fn.__name__ != "<lambda>":
-        raise DerivoError("a derivative template must be a one-line lambda, got {!r}"
-                          .format(fn.__qualname__))
     filename = code.co_filename
     if filename not in _MODULE_TREES:
         # Parse each table once and index its lambdas by line: importing derivo
         # reads a few hundred rule lambdas.
-        source = "".join(linecache.getlines(filename)) or inspect.getsource(
-            inspect.getmodule(fn))
+        source = "".join(linecache.getlines(filename, fn.__globals__))
+        if not source:
+            raise DerivoError("{}:{}: cannot read the source of this derivative template; "
+                              "write it in a file".format(filename, code.co_firstlineno))
         by_line = {}
         for node in ast.walk(ast.parse(source)):  # the C parser; gast only for the winner
             if isinstance(node, ast.Lambda):
@@ -277,7 +313,7 @@ def _lambda_tree(fn):
     lambda_ = S.from_ast(candidates[0])
     defaults = dict(zip(params[len(params) - len(lambda_.args.defaults):],
                         lambda_.args.defaults))
-    return params, lambda_.body, defaults
+    return lambda_.body, defaults
 
 
 from . import builtins  # noqa: E402,F401  (registers the builtins and math table)

@@ -1,0 +1,23 @@
+"""Importing derivo stays cheap: derivative templates are parsed when a derivative first needs them."""
+
+import subprocess
+import sys
+import textwrap
+
+
+def test_importing_derivo_parses_no_derivative_template():
+    script = textwrap.dedent("""
+        import derivo
+        from derivo.rules import RULES
+        templates = [t for table in RULES.values() for rule in table.values()
+                     for t in rule.templates + rule.jvps if t is not None]
+        assert len(templates) > 200, len(templates)
+        assert not any("_tree" in vars(t) for t in templates)
+        import math
+        rule = RULES[math.sin][1]
+        assert rule.templates[0].body is not None and "_tree" in vars(rule.templates[0])
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
