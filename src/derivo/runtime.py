@@ -98,6 +98,8 @@ def matmul_vjp_left(adjoint, a, b):
     if b_ndim == 1:
         return adjoint * b if a_ndim == 1 else np.multiply.outer(adjoint, b)
     if a_ndim == 1:
+        if b_ndim == 2:  # h @ W
+            return b @ adjoint
         return unbroadcast((b @ adjoint[..., None])[..., 0], a)
     return unbroadcast(adjoint @ np.swapaxes(b, -1, -2), a)
 
@@ -108,9 +110,12 @@ def matmul_vjp_right(adjoint, a, b):
     if a_ndim == 2 == b_ndim:
         return a.T @ adjoint
     if a_ndim == 1:
-        return adjoint * a if b_ndim == 1 else unbroadcast(
-            a[:, None] * adjoint[..., None, :], b)
+        if b_ndim <= 2:
+            return adjoint * a if b_ndim == 1 else np.multiply.outer(a, adjoint)
+        return unbroadcast(a[:, None] * adjoint[..., None, :], b)
     if b_ndim == 1:
+        if a_ndim == 2:  # W @ h
+            return adjoint @ a
         return unbroadcast((np.swapaxes(a, -1, -2) @ adjoint[..., None])[..., 0], b)
     return unbroadcast(np.swapaxes(a, -1, -2) @ adjoint, b)
 
