@@ -84,6 +84,7 @@ FEATURES = frozenset({
     "boolop",         # and / or / not in conditions
     "ifexp",          # a if c else b, also updating its own target
     "for",            # for i in range(...)
+    "for_value",      # for w in seq over a list of differentiated values
     "while",          # counted-and-data-dependent while loops, while True + break
     "nested",         # loops inside loops
     "break",          # break under a data-dependent condition
@@ -542,10 +543,20 @@ class _Gen:
         inner.loop_nest = scope.loop_nest if scope.loop else scope.nest
         inner.loop_base = scope.nest
         header = "for {} in range({}):".format(index, self.loop_bound(scope))
+        setup = []
+        if self.chance("for_value"):
+            # the loop variable is a float read from a list of the function's values
+            items, value = self.fresh("seq"), self.fresh("w")
+            setup = ["{} = [{}]".format(items, ", ".join(
+                self.expr(scope, 1) for _ in range(1 + self.pick(3))))]
+            inner = scope.inner(loop="for", floats=scope.floats + [value])
+            inner.loop_nest = scope.loop_nest if scope.loop else scope.nest
+            inner.loop_base = scope.nest
+            header = "for {} in {}:".format(value, items)
         before = inner.inner()  # what an accumulator update may read: not the body's new names
         body = self.loop_body(inner)
         if not self.chance("accumulate"):
-            return [header] + _indent(body)
+            return setup + [header] + _indent(body)
         # an accumulator started as an int, grown by the loop, used afterwards
         acc = self.fresh("s")
         start = self.choose(("0", "1", "0.0"))
@@ -556,7 +567,7 @@ class _Gen:
                  if not line.startswith((" ", "elif", "else")) and "continue" not in body[:i]]
         body.insert(self.choose(slots), update.format(acc, self.expr(before, 1)))
         scope.floats.append(acc)
-        return ["{} = {}".format(acc, start), header] + _indent(body)
+        return setup + ["{} = {}".format(acc, start), header] + _indent(body)
 
     def loop_body(self, inner):
         body = self.block(inner, 1, 4)
