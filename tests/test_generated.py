@@ -81,6 +81,7 @@ EXAMPLE_ARGUMENTS = {
     "loss_grad": importlib.import_module("examples.mlp").problem(3, 4, 2, batch=5),
     "logistic_grad": importlib.import_module("examples.logistic").binary_problem(n=6, d=3),
     "softmax_grad": importlib.import_module("examples.logistic").multiclass_problem(n=6, d=3, k=4),
+    "length_grad": (importlib.import_module("examples.path").zigzag(5),),
     "rnn_grad": (*importlib.import_module("examples.rnn").initial(3, 2, 1),
                  *next(importlib.import_module("examples.rnn").sequences(1, steps=4, n_in=2))),
 }
