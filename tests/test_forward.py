@@ -575,3 +575,28 @@ def test_cli_forward_mode(tmp_path):
     refused = run_cli(example, "besselj", "--mode", "forward", "--kind", "grad")
     assert refused.returncode == 2 and "--kind" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def product_until_small(x0, x1):
+    v = 1.0
+    values = [x1, x0 * 2.0]
+    for w in values:
+        if x0 * w < 0.1:
+            break
+        v = v * w
+    return v
+
+
+def test_a_loop_over_values_that_breaks_keeps_its_loop_variable():
+    # the loop's trip counter comes first in its body; the rewritten read of w must follow it
+    for x0, x1 in [(1.0, 2.0), (0.04, 2.0), (1.0, 0.05)]:
+        for direction in [(1.0, 0.0), (0.0, 1.0)]:
+            value, tangent = derivo.jvp(product_until_small, (x0, x1), direction)
+            h = 1e-6
+            plus = product_until_small(x0 + h * direction[0], x1 + h * direction[1])
+            minus = product_until_small(x0 - h * direction[0], x1 - h * direction[1])
+            assert value == product_until_small(x0, x1)
+            assert tangent == pytest.approx((plus - minus) / (2 * h), rel=1e-6, abs=1e-9)
+            gradient = derivo.grad(product_until_small, wrt=(0, 1))(x0, x1)
+            assert gradient[0] * direction[0] + gradient[1] * direction[1] == \
+                pytest.approx(tangent, rel=1e-12, abs=1e-15)

@@ -239,7 +239,7 @@ class Analysis:
                     S.name(items.id), S.name(index))), stmt)
                 stmt.target = S.store(index)
                 stmt.iter = S.call(S.name("range"), S.call(S.name("len"), S.name(items.id)))
-                stmt.body.insert(0, row)
+                stmt.body.insert(1 if stmt.trips else 0, row)  # after the trip counter
                 self.local_names |= {index, items.id}
                 changed = True
         return changed

@@ -392,9 +392,7 @@ class Tangents:
         so the loop head sees the same zeros on every trip."""
         assigned = _assigned(loop.body) & self.analysis.active  # writes in place included
         target = loop.target.id if isinstance(loop, S.For) else None
-        iterable = None
         if target in self.analysis.active:
-            iterable = self.name_tangent(loop.iter)
             assigned.add(target)
         before = self.materialize(self.zero & assigned)
         head = self.zero - assigned
@@ -402,8 +400,10 @@ class Tangents:
         self.zero = set(head)
         if target:
             self.defined.add(target)
-            if target in self.analysis.active and iterable is None:
-                self.zero.add(target)  # it runs over values that carry no tangent
+            if target in self.analysis.active:
+                # it runs over values that carry no tangent (a loop over active
+                # values was rewritten to index them, see Analysis.compute_activity)
+                self.zero.add(target)
         self.loops.append(([], []))
         body = loop.body[1:] if loop.trips else loop.body  # without its trip counter
         code = self.block(body)
@@ -415,10 +415,6 @@ class Tangents:
         self.zero, self.defined = set(head), defined
         if isinstance(loop, S.While):
             header = S.while_(S.deepcopy(loop.test), code)
-        elif iterable is not None:
-            pair = S.tuple_([S.store(target), S.store(self.tangent(target))], store_ctx=True)
-            header = S.for_(pair, S.call(self.builtin("zip"), S.deepcopy(loop.iter), iterable),
-                            code)
         else:
             header = S.for_(target, S.deepcopy(loop.iter), code)
         return before + [S.copy_location(header, loop)]
