@@ -115,11 +115,15 @@ def only_positional(x, y, /, z):
     return x * y * z
 
 
+def typed_power(x, type="square"):
+    return x * x if type == "square" else x * x * x
+
+
 def test_the_entry_checks_each_argument_in_one_line():
     entry = derivo.api.entry_source(derivo.grad(poly, wrt=(0, 1))._function, {"x", "y"}, False)
     assert entry == (
         "def poly_grad(x, y):\n"
-        "    if type(x) in derivo_reals and type(y) in derivo_reals:\n"
+        "    if derivo_type(x) in derivo_reals and derivo_type(y) in derivo_reals:\n"
         "        return derivo_generated(x, y)\n"
         "    return derivo_call_checked((x, y), {})\n")
 
@@ -129,7 +133,7 @@ def test_the_entry_of_array_code_checks_only_the_differentiated_arrays():
         return np.sum(W @ x)
     entry = derivo.api.entry_source(weights_only, {"W"}, True)
     assert "W.dtype.kind in 'fiu'" in entry
-    assert "type(x)" not in entry
+    assert "derivo_type(x)" not in entry
 
 
 def test_the_entry_keeps_defaults_keywords_and_positional_only_parameters():
@@ -139,6 +143,8 @@ def test_the_entry_keeps_defaults_keywords_and_positional_only_parameters():
     assert_close(df(2.0, power=2), 8.0)
     assert_close(df(x=2.0, scale=1.0, power=4), 32.0)
     assert_close(derivo.grad(only_positional, wrt=(0, 2))(2.0, 3.0, z=5.0), (15.0, 6.0))
+    assert_close(derivo.grad(typed_power)(2.0), 4.0)
+    assert_close(derivo.grad(typed_power)(2.0, type="cube"), 12.0)
 
 
 def test_an_array_passed_by_keyword_to_scalar_code_switches_to_array_code():

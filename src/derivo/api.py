@@ -171,34 +171,34 @@ def entry_source(function, checked, arrays):
     A differentiated argument (a name in ``checked``) must be a float or an int,
     or in array code a real array; an argument of scalar code must not be an
     array (that call switches to array code).  Anything else, and any signature
-    with ``*args`` or ``**kwargs``, goes to ``call_checked(args, kwargs)``.
+    with ``*args``, ``**kwargs`` or positional-only parameters, goes to
+    ``derivo_call_checked(args, kwargs)``.
     """
     params = list(inspect.signature(function).parameters.values())
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+    if any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params):
         return ("def {}(*args, **kwargs):\n"
                 "    return derivo_call_checked(args, kwargs)\n".format(function.__name__))
     header, positional, keywords, tests = [], [], [], []
     for param in params:
         if param.kind == param.KEYWORD_ONLY:
-            if "*" not in header:
+            if not keywords:
                 header.append("*")
-            keywords.append("{0}={0}".format(param.name))
+            keywords.append(param.name)
         else:
             positional.append(param.name)
+        # the defaults themselves are set on the compiled function (see _entry)
         header.append(param.name if param.default is param.empty else param.name + "=None")
-        if param.kind == param.POSITIONAL_ONLY and not any(
-                p.kind == p.POSITIONAL_ONLY for p in params[params.index(param) + 1:]):
-            header.append("/")
         if param.name in checked:
-            tests.append("type({0}) in derivo_reals".format(param.name) if not arrays else
-                         "(type({0}) is derivo_ndarray and {0}.dtype.kind in 'fiu' or "
-                         "type({0}) in derivo_reals)".format(param.name))
+            tests.append("derivo_type({0}) in derivo_reals".format(param.name) if not arrays else
+                         "(derivo_type({0}) is derivo_ndarray and {0}.dtype.kind in 'fiu' or "
+                         "derivo_type({0}) in derivo_reals)".format(param.name))
         elif not arrays:
-            tests.append("type({}) is not derivo_ndarray".format(param.name))
-    call = "derivo_generated({})".format(", ".join(positional + keywords))
+            tests.append("derivo_type({}) is not derivo_ndarray".format(param.name))
+    call = "derivo_generated({})".format(", ".join(
+        positional + ["{0}={0}".format(name) for name in keywords]))
     fallback = "derivo_call_checked(({}{}), {{{}}})".format(
         ", ".join(positional), "," if len(positional) == 1 else "",
-        ", ".join("{0!r}: {0}".format(k.split("=")[0]) for k in keywords))
+        ", ".join("{0!r}: {0}".format(name) for name in keywords))
     lines = ["def {}({}):".format(function.__name__, ", ".join(header))]
     if tests:
         lines += ["    if {}:".format(" and ".join(tests)), "        return " + call,
@@ -212,8 +212,9 @@ def _entry(generated):
     """A new entry function from ``generated.entry_code``; its ``derivo_call_checked``
     is bound by the Derivative."""
     function = generated.function
+    # derivo_type, not type: a parameter may be called type
     scope = {"derivo_generated": function, "derivo_reals": _PLAIN_REALS,
-             "derivo_ndarray": _NDARRAY}
+             "derivo_ndarray": _NDARRAY, "derivo_type": type}
     exec(generated.entry_code, scope)
     entry = scope[function.__name__]
     entry.__defaults__ = function.__defaults__
