@@ -117,3 +117,51 @@ def test_an_integer_step_before_any_jump_replaces_the_trip_counter():
     assert "while k != k0:" in counted and "n1" not in counted
     # A break before the step may end an iteration that never counted: keep a counter.
     assert "for _ in range(n1):" in derivo.grad(halving_step_after_break).source
+
+
+# --- a loop variable the body assigns too ------------------------------------------------
+
+def target_reassigned_over_constants(x0, x1):
+    v0 = x0
+    for w in [0.15, 0.125]:
+        w = math.tanh(w + x1)
+        v0 = v0 / (2.0 + math.cos(w))
+    return v0
+
+
+def target_reassigned_over_a_range(x, n):
+    s = 1.0
+    for i in range(n):
+        i = 0.5 * i + 1.0   # the reverse sweep must read this i, not the next item
+        s = s * x * i
+    return s
+
+
+def target_reassigned_in_a_nested_loop(x0, x1):
+    v0 = x0
+    for w in [0.15, 0.125]:
+        for u in [x0 * x1, 0.0 * w]:
+            w = math.tanh(u * w + x1)
+            if w <= x0:
+                break
+        v0 = v0 / (2.0 + math.cos(w))
+    return v0
+
+
+@pytest.mark.parametrize("f, args, wrt", [
+    (target_reassigned_over_constants, (0.8, 1.03), (0, 1)),
+    (target_reassigned_over_a_range, (0.7, 4), 0),
+    (target_reassigned_in_a_nested_loop, (0.8, 1.03), (0, 1)),
+    (target_reassigned_in_a_nested_loop, (0.3, -0.4), (0, 1)),
+])
+def test_a_loop_variable_the_body_reassigns(f, args, wrt):
+    # it used to be given the next item again by the reverse sweep's loop: a silently
+    # wrong gradient, found by the fuzzer's loops over values
+    gradient = derivo.grad(f, wrt=wrt)(*args)
+    gradient = gradient if isinstance(gradient, tuple) else (gradient,)
+    for index, got in zip(wrt if isinstance(wrt, tuple) else (wrt,), gradient):
+        shifted = [list(args), list(args)]
+        shifted[0][index] += 1e-6
+        shifted[1][index] -= 1e-6
+        expected = (f(*shifted[0]) - f(*shifted[1])) / 2e-6
+        assert got == pytest.approx(expected, rel=1e-6, abs=1e-9)

@@ -471,8 +471,11 @@ class _Normalizer:
         return hoisted + self.counted(loop, stmt)
 
     def stmt_For(self, stmt):
-        if not isinstance(stmt.target, S.Name):
+        if not isinstance(stmt.target, S.Name) or stmt.target.id in _assigned_in(stmt.body):
             # for a, b in pairs:  ->  for item in pairs: a, b = item
+            # and so for a target the body assigns too: the reverse sweep's loop
+            # gives its variable each item again, which must not undo the body's
+            # value of the user's variable
             item = self.namer.numbered("item")
             unpack = S.copy_location(S.assign(stmt.target, S.name(item)), stmt.target)
             stmt = S.copy_location(S.for_(item, stmt.iter, [unpack] + stmt.body), stmt)
