@@ -9,7 +9,7 @@ def energy_after_grad(stiffness, x0, steps=1000, dt=0.01):
         v = v - t1 * x
     # reverse sweep
     # line 21: return 0.5 * v * v + 0.5 * stiffness * x * x
-    bv = v * 0.5 + 0.5 * v
+    bv = v * 0.5 * 2
     t2 = 0.5 * stiffness
     bt3 = x
     bstiffness = bt3 * x * 0.5

@@ -7,7 +7,7 @@ def penalized_grad(x, a):
     g = bt1 * x * 2 + a + 0.1 * math.cos(3.0 * x) * 3.0
     # reverse sweep
     # line 37: return energy(x, a) + 0.5 * g * g
-    bg = g * 0.5 + 0.5 * g
+    bg = g * 0.5 * 2
     bt2 = 2 * (x * x - 1.0)
     bx1 = bt2 * x * 2
     ba = x

@@ -17,7 +17,7 @@ def simulate_grad(damping, theta0, steps=1000, dt=0.01):
     # reverse sweep
     # line 23: return theta * theta + 0.1 * omega * omega
     btheta = theta * 2
-    bomega = omega * 0.1 + 0.1 * omega
+    bomega = omega * 0.1 * 2
     bdamping = 0.0
     for _ in reversed(range(steps)):
         # line 22: theta += dt * omega

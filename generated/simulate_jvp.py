@@ -18,5 +18,5 @@ def simulate_jvp(ddamping, dtheta0, damping, theta0, steps=1000, dt=0.01):
         dtheta = dtheta + dt * domega
     # line 23: return theta * theta + 0.1 * omega * omega
     result = theta * theta + 0.1 * omega * omega
-    dresult = dtheta * theta + theta * dtheta + (0.1 * domega * omega + 0.1 * omega * domega)
+    dresult = dtheta * theta * 2 + (0.1 * domega * omega + 0.1 * omega * domega)
     return result, dresult

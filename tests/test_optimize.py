@@ -36,6 +36,8 @@ def simplified(text):
     ("g / (4 / 2)", "g / 2.0"),
     ("g * (1 / 3)", "g / 3"),
     ("1 / 3", "1 / 3"),
+    ("dx * x + x * dx", "dx * x * 2"),
+    ("a * b[i] + b[i] * a", "a * b[i] * 2"),
 ])
 def test_simplify_rule(before, after):
     assert simplified(before) == after
@@ -48,9 +50,15 @@ def test_multiplication_by_zero_is_not_folded(expression):
 
 
 @pytest.mark.parametrize("expression", ["x + 0", "x - 0", "x ** 2", "2 ** 3", "x * 2 * 3",
-                                        "1 / 0"])
+                                        "1 / 0", "0.1 * a * b + 0.1 * b * a",
+                                        "f(x) * y + y * f(x)"])
 def test_other_expressions_are_left_alone(expression):
     assert simplified(expression) == expression
+
+
+def test_a_doubled_product_is_exactly_the_sum_of_the_commuted_ones():
+    for a, b in [(0.1, 0.7), (1e308, 3.0), (1e-320, 0.3), (float("inf"), 0.0), (-2.5, 1e-300)]:
+        assert str(a * b + b * a) == str(a * b * 2)
 
 
 def test_folded_constants_evaluate_to_the_same_value():

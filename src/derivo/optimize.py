@@ -81,11 +81,25 @@ class _Simplify(S.NodeTransformer):
         if isinstance(op, S.Add) and isinstance(right, S.UnaryOp) and \
                 isinstance(right.op, S.USub) and _number(right) is None:
             return S.binop(left, S.Sub(), right.operand)
+        if isinstance(op, S.Add) and _commuted_products(left, right):
+            # dx * x + x * dx, the tangent of x * x: one product, doubled (exact:
+            # a * b is b * a, and adding a number to itself only doubles it)
+            return S.binop(left, S.Mult(), S.const(2))
         if isinstance(op, S.Pow) and _is(right, 1):
             return left
         if isinstance(op, S.Div) and _is(right, 1):
             return left
         return node
+
+
+def _commuted_products(left, right):
+    """Whether ``left`` is ``a * b`` and ``right`` is ``b * a``, with no calls."""
+    if not all(isinstance(n, S.BinOp) and isinstance(n.op, S.Mult) for n in (left, right)):
+        return False
+    if any(isinstance(n, S.Call) for n in S.walk(left)):
+        return False
+    return S.expr_source(left.left) == S.expr_source(right.right) and \
+        S.expr_source(left.right) == S.expr_source(right.left)
 
 
 def _literal(node):
