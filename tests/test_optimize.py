@@ -262,6 +262,16 @@ def test_a_first_contribution_and_the_next_merge_into_one_sum():
     assert out == ["bx1 = 1.0 / x1 + x2", "bx2 = x1 - math.cos(x2) - x1 * x2", "return bx1, bx2"]
 
 
+def test_array_code_accumulation_merges_too():
+    out = optimized("""
+        def f(x, y):
+            bx = np.exp(x)
+            bx = bx + y * 2.0
+            return bx
+    """)
+    assert out == ["bx = np.exp(x) + y * 2.0", "return bx"]
+
+
 def test_contributions_apart_or_reading_the_adjoint_stay_separate():
     out = optimized("""
         def f(x, y):

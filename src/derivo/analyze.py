@@ -217,7 +217,7 @@ class Analysis:
         must then be computed again).  A loop whose body rebinds or writes into
         ``X`` keeps its form, and is refused later with the reason."""
         changed = False
-        for block in _blocks(self.normalized.tree):
+        for block in S.blocks(self.normalized.tree):
             for stmt in list(block):
                 if not (isinstance(stmt, S.For) and isinstance(stmt.target, S.Name)
                         and stmt.target.id in self.active
@@ -765,15 +765,6 @@ def _hashable(key):
     except TypeError:
         return False
     return True
-
-
-def _blocks(tree):
-    """Every statement list in ``tree``, nested ones included."""
-    for node in S.walk(tree):
-        for field in ("body", "orelse"):
-            block = getattr(node, field, None)
-            if isinstance(block, list):
-                yield block
 
 
 def _names(node):

@@ -175,7 +175,7 @@ def _fold_seeds(function):
 
     while seeds:
         found = {}
-        for statements in _blocks(function):
+        for statements in S.blocks(function):
             for stmt in statements:
                 if isinstance(stmt, (S.Assign, S.AugAssign)):
                     fold = Fold()
@@ -225,37 +225,42 @@ def _drop_copies(function):
 
 
 def _merge_contributions(function):
-    """``bx = e1`` directly followed by ``bx += e2`` (or ``-=``) becomes
-    ``bx = e1 + e2``: one expression, as a person writes it, and no second store.
-
-    The value is the same: the sum is evaluated in the same order, and ``e2``
-    does not read ``bx``.  For arrays the sum allocates where ``bx = e1``
-    followed by an in-place add would have copied ``e1`` or written into it.
+    """``bx = e1`` directly followed by ``bx += e2`` (or ``-=``, or array code's
+    ``bx = bx + e2``) becomes ``bx = e1 + e2``: one expression, as a person
+    writes it, and no second store.  The value is the same: the sum is evaluated
+    in the same order, and ``e2`` does not read ``bx``.
     """
-    for statements in _blocks(function):
+    for statements in S.blocks(function):
         index = 0
         while index + 1 < len(statements):
             first, second = statements[index], statements[index + 1]
-            if isinstance(first, S.Assign) and len(first.targets) == 1 and \
-                    isinstance(first.targets[0], S.Name) and \
-                    isinstance(second, S.AugAssign) and isinstance(second.op, (S.Add, S.Sub)) and \
-                    isinstance(second.target, S.Name) and \
-                    second.target.id == first.targets[0].id and \
-                    second.target.id not in _reads(second.value) and \
+            name = _single_target(first)
+            update = _update_of(second, name) if name else None
+            if update is not None and name not in _reads(update[1]) and \
                     not any(getattr(s, "effects", False) for s in (first, second)):
-                first.value = simplify(S.binop(first.value, second.op, second.value))
+                first.value = simplify(S.binop(first.value, *update))
                 del statements[index + 1]
             else:
                 index += 1
 
 
-def _blocks(tree):
-    """Every statement list in a function, nested ones included."""
-    for node in S.walk(tree):
-        for field in ("body", "orelse"):
-            block = getattr(node, field, None)
-            if isinstance(block, list):
-                yield block
+def _single_target(stmt):
+    if isinstance(stmt, S.Assign) and len(stmt.targets) == 1 and \
+            isinstance(stmt.targets[0], S.Name):
+        return stmt.targets[0].id
+    return None
+
+
+def _update_of(stmt, name):
+    """(op, e) when ``stmt`` is ``name += e``, ``name -= e`` or ``name = name +/- e``."""
+    if isinstance(stmt, S.AugAssign) and isinstance(stmt.op, (S.Add, S.Sub)) and \
+            isinstance(stmt.target, S.Name) and stmt.target.id == name:
+        return stmt.op, stmt.value
+    value = stmt.value if _single_target(stmt) == name else None
+    if isinstance(value, S.BinOp) and isinstance(value.op, (S.Add, S.Sub)) and \
+            isinstance(value.left, S.Name) and value.left.id == name:
+        return value.op, value.right
+    return None
 
 
 def _reads(node):

@@ -28,6 +28,15 @@ def walk(tree):
         yield from gast.walk(root)
 
 
+def blocks(tree):
+    """Every statement list in a tree (bodies and else-branches), nested ones included."""
+    for node in walk(tree):
+        for field in ("body", "orelse"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                yield block
+
+
 def parse_function(source):
     """The FunctionDef of ``source``, which holds exactly one top-level def."""
     return gast.parse(source).body[0]
