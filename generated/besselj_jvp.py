@@ -4,18 +4,21 @@ import math
 
 def besselj_jvp(dz, v, z, atol=1e-08):
     k = 0
-    s = (z / 2) ** v / math.factorial(v)
-    ds = dz / 2 * (v * (z / 2) ** (v - 1)) / math.factorial(v)
+    # line 16: s = (z / 2) ** v / math.factorial(v)
+    t2 = z / 2
+    dt2 = dz / 2
+    s = t2 ** v / math.factorial(v)
+    ds = dt2 * (v * t2 ** (v - 1)) / math.factorial(v)
     out = s
     dout = ds
     # line 20: s *= (-1) / k / (k + v) * (z / 2) ** 2
-    t1 = (z / 2) ** 2
-    dt1 = dz / 2 * (2 * (z / 2))
+    t1 = t2 ** 2
+    dt1 = dt2 * (2 * t2)
     while abs(s) > atol:
         k = k + 1
-        t2 = -1 / k / (k + v)
-        ds = ds * (t2 * t1) + s * (t2 * dt1)
-        s = s * (t2 * t1)
+        t3 = -1 / k / (k + v)
+        ds = ds * (t3 * t1) + s * (t3 * dt1)
+        s = s * (t3 * t1)
         # line 21: out += s
         out = out + s
         dout = dout + ds

@@ -384,7 +384,7 @@ def test_invariant_arithmetic_is_hoisted_before_the_while():
     normalized = norm(bessel_like)
     out = lines(bessel_like)
     loop_line = out.index("while abs(s) > atol:")
-    assert "t1 = (z / 2) ** 2" in out[:loop_line]
+    assert "t1 = t2 ** 2" in out[:loop_line]
     (loop,) = nodes(normalized, S.While)
     inside = [S.to_source(s).strip() for s in loop.body]
     assert "s = s * (-1 / k / (k + v) * t1)" in inside
@@ -392,6 +392,48 @@ def test_invariant_arithmetic_is_hoisted_before_the_while():
 
 def test_hoisting_does_not_change_the_value():
     assert run_normalized(bessel_like, 2, 1.0) == bessel_like(2, 1.0)
+
+
+# --- terms computed once --------------------------------------------------------------
+
+def test_a_repeated_term_of_parameters_is_computed_once_before_its_first_use():
+    out = lines(bessel_like)
+    assert out.count("t2 = z / 2") == 1
+    assert out.index("t2 = z / 2") == out.index("s = t2 ** v / math.factorial(v)") - 1
+    assert not any("z / 2" in line for line in out if not line.startswith("t2 ="))
+
+
+def terms_in_branches_only(x, c):
+    if c:
+        y = x * 3.0 + 1.0
+    else:
+        y = x * 3.0 - 1.0
+    return y
+
+
+def term_of_a_reassigned_parameter(x, y, n):
+    a = x * y + 1.0
+    for _ in range(n):
+        x = x + a
+    return a * (x * y)
+
+
+def largest_shared_term(x, y):
+    return (x * y + 2.0) * (x * y + 2.0) + x * y
+
+
+@pytest.mark.parametrize("f, text", [
+    (terms_in_branches_only, "x * 3.0"),         # never run on every call: not moved
+    (term_of_a_reassigned_parameter, "x * y"),   # the loop changes x between the two
+])
+def test_terms_that_may_not_move_stay(f, text):
+    assert sum(line.count(text) for line in lines(f)) == 2
+
+
+def test_the_largest_repeated_term_goes_first():
+    out = lines(largest_shared_term)
+    assert out[1:3] == ["t2 = x * y", "t1 = t2 + 2.0"]
+    assert run_normalized(largest_shared_term, 0.3, -1.7) == largest_shared_term(0.3, -1.7)
 
 
 def division_by_a_name(x, y, s):

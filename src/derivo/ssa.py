@@ -79,6 +79,7 @@ def normalize(parsed):
     body = _restructure(body)
     _refuse_partial_jumps(body, parsed)
     tree.body = normalizer.function_body(tree, body, final)
+    _share_repeated_terms(tree, namer, normalizer.written)
     _mark_owned(tree, normalizer.written, parsed)
     _mark_opaque(tree, parsed)
     _mark_aliased_updates(tree)
@@ -659,21 +660,31 @@ class _Normalizer:
 
 
 _SAFE_OPS = (S.Add, S.Sub, S.Mult)
+_ARITHMETIC_OPS = _SAFE_OPS + (S.Div, S.Mod, S.Pow, S.FloorDiv)
 
 
 def _invariant(node, assigned):
     """Arithmetic worth hoisting out of a loop that assigns ``assigned``: it reads
     no assigned name, does at least one operation on a name, and cannot raise."""
+    return _arithmetic(node, lambda name: name not in assigned, raises=False)
+
+
+def _arithmetic(node, readable, raises):
+    """Whether ``node`` is arithmetic (operators on numbers, no calls) that does at
+    least one operation on a name, reads only names ``readable`` accepts, and,
+    unless ``raises``, cannot raise."""
     if not isinstance(node, (S.BinOp, S.UnaryOp)):
         return False
     reads_name = False
     for sub in S.walk(node):
         if isinstance(sub, S.Name):
-            if sub.id in assigned:
+            if not readable(sub.id):
                 return False
             reads_name = True
         elif isinstance(sub, S.BinOp):
             constant = isinstance(sub.right, S.Constant) and type(sub.right.value) in (int, float)
+            if raises and isinstance(sub.op, _ARITHMETIC_OPS):
+                continue
             if isinstance(sub.op, (S.Div, S.Mod)):
                 if not (constant and sub.right.value != 0):
                     return False
@@ -704,6 +715,44 @@ _ALLOCATORS = (list, np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.one
 
 _VIEWS = (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.transpose, np.swapaxes,
           np.atleast_1d, np.atleast_2d, np.atleast_3d, np.asarray, np.broadcast_to)
+
+
+def _share_repeated_terms(tree, namer, written):
+    """Arithmetic on parameters the function never changes, written more than once,
+    is computed once: ``t1 = z / 2`` for ``(z / 2) ** v`` and ``(z / 2) ** 2``, as
+    a person would, so the adjoint too divides by 2 once.
+
+    One occurrence must be in a statement of the function body itself (run on
+    every call), so computing the term before the first statement that uses it
+    raises nothing the function would not raise anyway.
+    """
+    args = tree.args
+    stable = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs} - \
+        _assigned_in(tree.body) - written
+    while True:
+        found = {}
+        for position, stmt in enumerate(tree.body):
+            for node in S.walk(stmt):
+                if isinstance(node, S.BinOp) and _arithmetic(node, stable.__contains__, True):
+                    found.setdefault(S.expr_source(node), []).append(
+                        (position, isinstance(stmt, (S.If, S.For, S.While)), node))
+        repeated = [(len(source), source) for source, places in found.items()
+                    if len(places) > 1 and not all(nested for _, nested, _ in places)]
+        if not repeated:
+            return
+        source = max(repeated)[1]
+        first = min(position for position, _, _ in found[source])
+        temp = namer.numbered("t")
+
+        class Share(S.NodeTransformer):
+            def visit(self, node):
+                if isinstance(node, S.BinOp) and S.expr_source(node) == source:
+                    return S.copy_location(S.name(temp), node)
+                return self.generic_visit(node)
+
+        term = S.deepcopy(found[source][0][2])
+        tree.body = [Share().visit(stmt) for stmt in tree.body]
+        tree.body.insert(first, S.copy_location(S.assign(temp, term), tree.body[first]))
 
 
 def _mark_owned(tree, written, parsed):
