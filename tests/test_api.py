@@ -3,10 +3,12 @@
 Values are compared with closed forms, never with derivo itself.
 """
 
+import copy
 import functools
 import importlib.util
 import math
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -396,3 +398,11 @@ def test_traceback_shows_generated_lines():
     assert in_generated, text
     assert "/" in in_generated[-1].line
     assert in_generated[-1].line.strip() in text
+
+
+def test_a_derivative_copies_deep_copies_and_pickles():
+    df = derivo.grad(poly, wrt=(0, 1))
+    for twin in (copy.copy(df), copy.deepcopy(df), pickle.loads(pickle.dumps(df))):
+        assert isinstance(twin, derivo.Derivative) and twin is not df
+        assert twin.source == df.source
+        assert_close(twin(1.5, -2.0), df(1.5, -2.0))

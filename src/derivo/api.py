@@ -135,6 +135,12 @@ class Derivative(functools.partial):
     def __repr__(self):
         return "<derivo.Derivative {} of {}>".format(self.__name__, self.__wrapped__.__qualname__)
 
+    def __reduce__(self):
+        # Copied or unpickled, a derivative is made again from what it was made of
+        # (a cache hit when this process made it already): not functools.partial's
+        # state, whose entry function belongs to this one.
+        return Derivative, (self.__wrapped__, self.kind, self.wrt, self._tuple_wrt, self._loops)
+
     def module_source(self):
         """The text :meth:`save` writes: imports, the user functions the generated
         code calls, and the generated functions."""
