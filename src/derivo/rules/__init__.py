@@ -2,10 +2,11 @@
 
 A rule gives, for each argument of a primitive, its partial derivative as a
 one-line lambda of ``(ans, *args)``; ``ans`` is the primitive's result.  The
-lambda is a *template*: its source is parsed once, when first needed, and its
-parameter names are replaced by expressions when derivo pastes it into generated code.  Reverse
-mode multiplies the output adjoint by the partial; forward mode sums partials
-times tangents; both come from the same entry, so they cannot disagree.
+lambda is a *template*: its source is parsed once, when a derivative first needs
+it, and its parameter names are replaced by expressions when derivo pastes it
+into generated code.  Reverse mode multiplies the output adjoint by the partial;
+forward mode sums partials times tangents; both come from the same entry, so
+they cannot disagree.
 
 Tables register themselves when imported (see ``builtins.py``)::
 
@@ -56,7 +57,9 @@ class Template:
         self.globals = fn.__globals__
         self.optional = len(fn.__defaults__ or ())  # how many trailing params have defaults
         if (fn.__module__ or "").partition(".")[0] != "derivo":
-            self._tree  # a rule of the user's: report a template derivo cannot read now
+            # A rule of the user's is read now, so that registering a template
+            # derivo cannot read fails where it is written.
+            _ = self._tree
 
     @property
     def body(self):
@@ -287,8 +290,7 @@ def _lambda_tree(fn):
     code = fn.__code__
     filename = code.co_filename
     if filename not in _MODULE_TREES:
-        # Parse each table once and index its lambdas by line: importing derivo
-        # reads a few hundred rule lambdas.
+        # Parse each table once and index its lambdas by line: a table holds dozens.
         source = "".join(linecache.getlines(filename, fn.__globals__))
         if not source:
             raise DerivoError("{}:{}: cannot read the source of this derivative template; "
