@@ -620,7 +620,7 @@ def cold_first_use(trials):
 
 
 def call_overhead(rounds, target):
-    """{label: (overhead min, overhead median, generated call min)} of Derivative.__call__ over
+    """{label: (overhead min, overhead median, generated call min)} of calling a Derivative over
     Derivative._function, seconds per call, timed interleaved."""
     cases = [("seed-004 f_grad (2 floats)", ex_seed004.f_grad, (2.0, 5.0)),
              ("Bessel grad (int, float)", ex_bessel.besselj_grad, (2, 1.0)),
