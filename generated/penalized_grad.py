@@ -8,8 +8,7 @@ def penalized_grad(x, a):
     # reverse sweep
     # line 37: return energy(x, a) + 0.5 * g * g
     bg = g * 0.5 * 2
-    bt2 = 2 * (x * x - 1.0)
-    bx1 = bt2 * x * 2
+    bx1 = bt1 * x * 2
     ba = x
     bx1 += a
     bx1 += 0.1 * math.cos(3.0 * x) * 3.0

@@ -298,3 +298,42 @@ def test_merged_contributions_compute_the_same_value():
     expected += y * 0.1
     expected -= x * y
     assert namespace["f"](x, y) == expected
+
+
+def test_a_recomputed_expression_reuses_the_first_name():
+    out = optimized("""
+        def f(x, a):
+            bt1 = 2 * (x * x - 1.0)
+            g = bt1 * a
+            bt2 = 2 * (x * x - 1.0)
+            return g + bt2 * x
+    """)
+    assert out == ["bt1 = 2 * (x * x - 1.0)", "g = bt1 * a", "return g + bt1 * x"]
+
+
+def test_a_recomputation_after_a_change_or_with_a_call_stays():
+    out = optimized("""
+        def f(x, n):
+            a = x * 2
+            b = math.cos(x) + a
+            c = math.cos(x) + a
+            for i in range(n):
+                x = x * a
+            d = x * 2
+            return a + b + c + d
+    """)
+    assert "c = math.cos(x) + a" in out and "d = x * 2" in out
+
+
+def test_a_recomputed_list_or_a_changed_array_keeps_its_own_object():
+    out = optimized("""
+        def f(x):
+            parts = []
+            stack = []
+            a = x * 2.0
+            b = x * 2.0
+            b[0] = 1.0
+            stack.append(a)
+            return parts, stack, a, b
+    """)
+    assert "stack = []" in out and "b = x * 2.0" in out

@@ -136,11 +136,13 @@ def simplify(expression):
 
 
 def optimize(function):
-    """Fold seeds, drop copies between names assigned once, then remove
-    assignments whose value nothing reads, unless marked ``effects`` (a pop,
+    """Fold seeds, drop copies and recomputations between names assigned once,
+    merge an adjoint's first two contributions, then remove assignments whose
+    value nothing reads, unless marked ``effects`` (a pop,
     or a call derivo cannot see into)."""
     _fold_seeds(function)
     _drop_copies(function)
+    _drop_recomputations(function)
     for node in S.walk(function):
         # bx += -e reads better as bx -= e
         if isinstance(node, S.AugAssign) and isinstance(node.op, S.Add) and \
@@ -222,6 +224,64 @@ def _drop_copies(function):
     for node in S.walk(function):
         if isinstance(node, S.Name) and node.id in renames:
             node.id = renames[node.id]
+
+
+def _drop_recomputations(function):
+    """``b = e`` at the top level after ``a = e`` (the same arithmetic on names
+    that keep one value) becomes a read of a: a gradient that calls a gradient
+    recomputes the callee's temporaries so (``bt2 = 2 * (x * x - 1.0)`` after
+    ``bt1 = 2 * (x * x - 1.0)``).
+
+    a and b then name one object, which is only safe when neither could be
+    changed in place: arithmetic alone (a list display would be a new list), and
+    neither name written into, given to a call, or asked for a method.
+    """
+    stores = {}
+    for node in S.walk(function.body):
+        if isinstance(node, S.Name) and not isinstance(node.ctx, S.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    params = {arg.id for arg in function.args.args + function.args.kwonlyargs}
+    exposed = _exposed_to_changes(function)
+
+    def unchanging(name):  # one value wherever it is read after its assignment
+        return name not in stores if name in params else stores.get(name) == 1
+
+    computed, renames, body = {}, {}, []
+    for stmt in function.body:
+        target = _single_target(stmt)
+        if target and unchanging(target) and target not in exposed and \
+                not getattr(stmt, "effects", False) and _pure_arithmetic(stmt.value) and \
+                all(unchanging(name) for name in _reads(stmt.value)):
+            key = S.expr_source(stmt.value)
+            if key in computed:
+                renames[target] = computed[key]
+                continue
+            computed[key] = target
+        body.append(stmt)
+    function.body[:] = body
+    for node in S.walk(function):
+        if isinstance(node, S.Name) and node.id in renames:
+            node.id = renames[node.id]
+
+
+def _pure_arithmetic(node):
+    return isinstance(node, (S.BinOp, S.UnaryOp)) and all(
+        isinstance(n, (S.BinOp, S.UnaryOp, S.Name, S.Constant, S.gast.operator,
+                       S.gast.unaryop, S.gast.expr_context)) for n in S.walk(node))
+
+
+def _exposed_to_changes(function):
+    """Names written into (``x[i] = v``), passed to a call, or whose method is called."""
+    exposed = set()
+    for node in S.walk(function):
+        if isinstance(node, S.Subscript) and isinstance(node.ctx, S.Store):
+            exposed |= _reads(node.value)
+        elif isinstance(node, S.Call):
+            exposed |= {a.id for a in list(node.args) + [k.value for k in node.keywords]
+                        if isinstance(a, S.Name)}
+            if isinstance(node.func, S.Attribute) and isinstance(node.func.value, S.Name):
+                exposed.add(node.func.value.id)
+    return exposed
 
 
 def _merge_contributions(function):

@@ -45,6 +45,7 @@ from probing import (H, Probe, assert_gradient_matches_differences, coverage_gap
                      normal, numeric_gradient, positive, random_like, rule_cases, rule_of,
                      table_rules)
 from derivo import rules, runtime
+from examples.mlp import loss as mlp_loss
 
 TABLE = "derivo.rules.runtime"
 RTOL = 1e-6
@@ -360,18 +361,6 @@ def gram(x):
 
 def neighbours(x):
     return np.sum(x[1:] * x[:-1])
-
-
-def softplus(z):
-    return np.log1p(np.exp(z))
-
-
-def mlp_loss(A1, b1, A2, b2, X, Y):
-    """The loss of examples/mlp.py."""
-    s1 = softplus(X @ A1.T + b1)
-    s2 = s1 @ A2.T + b2
-    r = s2 - Y
-    return 0.5 * np.sum(r * r) / X.shape[0]
 
 
 def point(seed, *shape):
