@@ -1645,3 +1645,35 @@ def test_a_constant_adjoint_folds_into_its_uses():
     source = derivo.grad(constant_share, wrt=(0, 1)).source
     assert "bt = " not in source and "bresult" not in source
     assert "bx += y" in source and "by = x" in source
+
+
+# --- a result that is a tuple of one value -----------------------------------------
+
+def one_tuple(x, y):
+    return (x * x * y,)
+
+
+def indexes_a_one_tuple(x):
+    t = one_tuple(x, 2.0)
+    return t[0] * 3.0
+
+
+def one_tuple_or_a_value(x):
+    if x > 0:
+        return (x,)
+    return x
+
+
+def test_a_one_tuple_result_keeps_its_tuple():
+    # d/dx x^2 y = 2xy, d/dy = x^2: the value, tangent and cotangent are 1-tuples
+    value, tangent = derivo.jvp(one_tuple, (3.0, 2.0), (1.0, 0.0))
+    assert value == (18.0,) and tangent == (12.0,)
+    out, vjp_fn = derivo.vjp(one_tuple, 3.0, 2.0)
+    assert out == (18.0,) and vjp_fn((1.0,)) == (12.0, 9.0)
+    assert derivo.grad(indexes_a_one_tuple)(3.0) == 36.0   # 3 * 2 * 2x
+    assert derivo.value_and_grad(indexes_a_one_tuple)(3.0) == (54.0, 36.0)
+
+
+def test_a_one_tuple_and_a_bare_value_from_one_function_are_refused():
+    with pytest.raises(derivo.UnsupportedSyntax, match="different tuple sizes"):
+        derivo.jvp(one_tuple_or_a_value, (1.0,), (1.0,))

@@ -528,8 +528,6 @@ def hvp(func, primals, tangents):
         return tuple(None for _ in primals)
     gradient = Derivative(func, "grad", resolve_wrt(func, differentiable), True)
     _, product = jvp(gradient, primals, tangents)
-    if len(differentiable) == 1 and not isinstance(product, tuple):
-        product = (product,)  # jvp gives the tangent of a 1-tuple bare
     product = iter(product)
     return tuple(next(product) if i in differentiable else None for i in range(len(primals)))
 

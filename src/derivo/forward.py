@@ -116,7 +116,7 @@ class Tangents:
             self.zero = set()
         results = self.normalized.results
         tangents = [self.result_tangent(r) for r in results]
-        tangent = tangents[0] if len(results) == 1 else S.tuple_(tangents)
+        tangent = S.tuple_(tangents) if isinstance(final.value, S.Tuple) else tangents[0]
         out.append(S.return_(S.tuple_([S.deepcopy(final.value), tangent])))
         function = S.function(
             self.name, seeds + params, out, defaults=S.deepcopy(args.defaults),

@@ -63,7 +63,10 @@ def _inline(stmt, caller, normalize_function, depth):
     for name in sorted(_locals(function) - set(bindings)):
         renames[name] = caller.namer.fresh(name)
     targets = stmt.targets[0]
-    targets = targets.elts if isinstance(targets, S.Tuple) else [targets]
+    returns_tuple = isinstance(function.tree.body[-1].value, S.Tuple)
+    if isinstance(targets, S.Tuple) != returns_tuple:
+        return None  # t = f(x) of a tuple, even of one value: left as a call
+    targets = targets.elts if returns_tuple else [targets]
     if len(targets) != len(function.results):
         return None
     copies = []

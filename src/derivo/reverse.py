@@ -93,7 +93,7 @@ class Sweep:
         seeds = []
         self.zero = set(self.analysis.active)
         if self.kind == "vjp":
-            if len(results) == 1:
+            if not isinstance(final.value, S.Tuple):
                 seed_param = self.adjoint(results[0])
             else:
                 seed_param = self.namer.fresh("bresults")

@@ -103,12 +103,12 @@ class _ReturnLowering:
             raise self.parsed.error(UnsupportedSyntax, tree,
                                     "cannot differentiate {!r}: it returns nothing"
                                     .format(tree.name), "return")
-        arities = {self._arity(r) for r in returns}
-        if len(arities) > 1:
+        shapes = {(self._arity(r), isinstance(r.value, S.Tuple)) for r in returns}
+        if len(shapes) > 1:
             raise self.parsed.error(UnsupportedSyntax, returns[0],
                                     "cannot differentiate returns of different tuple sizes",
                                     "return")
-        (self.arity,) = arities
+        ((self.arity, self.tuple_result),) = shapes
         last = tree.body[-1]
         if len(returns) == 1 and last is returns[0]:
             return self._final_return(tree, last)
@@ -131,7 +131,7 @@ class _ReturnLowering:
         return len(ret.value.elts) if isinstance(ret.value, S.Tuple) else 1
 
     def _result_expr(self):
-        if self.arity == 1:
+        if not self.tuple_result:
             return S.name(self.results[0])
         return S.tuple_([S.name(r) for r in self.results])
 
@@ -152,7 +152,7 @@ class _ReturnLowering:
         return results
 
     def _assign_results(self, ret):
-        values = ret.value.elts if self.arity > 1 else [ret.value]
+        values = ret.value.elts if self.tuple_result else [ret.value]
         return [S.copy_location(S.assign(r, v), ret) for r, v in zip(self.results, values)]
 
     def block(self, stmts, in_loop):
