@@ -126,6 +126,27 @@ def test_the_marker_outlines_one_loop_under_any_strategy():
     assert outlined(oscillator, loops="stack") == []
 
 
+def marked_inside(a, n):
+    s = 0.0
+    for i in range(n):
+        for _ in derivo.checkpointed(range(3), checkpoints=2):
+            s = s * a + 1.0
+    return s
+
+
+def test_a_marked_loop_inside_a_checkpointed_loop_is_refused():
+    with pytest.raises(derivo.UnsupportedSyntax, match="mark the outer loop only") as info:
+        derivo.grad(marked_inside, loops="checkpoint")
+    assert info.value.construct == "checkpointed"
+
+
+def test_a_marked_loop_inside_an_ordinary_loop_is_checkpointed():
+    args, h = (0.9, 3), 1e-6
+    expected = (marked_inside(args[0] + h, 3) - marked_inside(args[0] - h, 3)) / (2 * h)
+    assert derivo.grad(marked_inside)(*args) == pytest.approx(expected, rel=1e-7)
+    assert derivo.checkpoints.LAST_RUN["slots"] == 2
+
+
 def no_state(a, n):
     for i in range(n):
         t = a * i

@@ -72,16 +72,24 @@ def _find(parsed, block, every, slots, schedule, found, nested):
     for stmt in block:
         if isinstance(stmt, (S.For, S.While)):
             marker = _marker(parsed, stmt)
-            if marker is not None:
-                found.append((stmt, block) + marker)
-                continue
-            if every and not nested:
-                found.append((stmt, block, slots, schedule))
+            if marker is not None or every and not nested:
+                _refuse_nested_markers(parsed, stmt.body)
+                found.append((stmt, block) + (marker or (slots, schedule)))
                 continue
             _find(parsed, stmt.body, every, slots, schedule, found, True)
         elif isinstance(stmt, S.If):
             _find(parsed, stmt.body, every, slots, schedule, found, nested)
             _find(parsed, stmt.orelse, every, slots, schedule, found, nested)
+
+
+def _refuse_nested_markers(parsed, body):
+    """A checkpointed loop's body becomes one step; a marked loop inside it would
+    run as an ordinary loop of that step, its options silently unused."""
+    for node in S.walk(body):
+        if isinstance(node, S.For) and isinstance(node.iter, S.Call) and \
+                parsed.resolve_callee(node.iter) is checkpointed:
+            raise parsed.error(UnsupportedSyntax, node.iter, "cannot checkpoint a loop inside "
+                               "a checkpointed loop: mark the outer loop only", "checkpointed")
 
 
 def _marker(parsed, loop):
