@@ -253,6 +253,7 @@ def test_for_loop_over_a_list_of_arrays():
     mats = [rng(26 + k).normal(size=(2, 3)) for k in range(3)]
     v = rng(29).normal(size=(3,))
     gradient = derivo.grad(iterate_matrices, wrt=(0, 1))(mats, v)
+    assert len(gradient[0]) == 3 and all(g.shape == (2, 3) for g in gradient[0])
     flat = (*mats, v)
     expected = [numeric_gradient(lambda *m: iterate_matrices(list(m[:3]), m[3]), flat, k)
                 for k in range(4)]
@@ -719,6 +720,8 @@ def test_a_surely_scalar_result_needs_no_shape_check():
     source = derivo.grad(half_square_sum).source
     assert "scalar_seed" not in source and "result" not in source
     assert "expand(0.5, t1, None, False)" in source
+    x = np.array([0.3, -1.2, 2.0])
+    np.testing.assert_allclose(derivo.grad(half_square_sum)(x), x, rtol=1e-15)  # d/dx |x|^2/2
     assert "scalar_seed" in derivo.grad(column_sums).source
     with pytest.raises(derivo.DerivoError, match="returning a scalar"):
         derivo.grad(column_sums)(np.ones((2, 3)))

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import derivo
+from checks import numeric_grad
 from derivo import checkpoints
 from derivo.checkpoints import Tape, checkpointed_for, checkpointed_while, optimal_cost
 
@@ -68,6 +69,9 @@ def test_generated_code_makes_the_optimal_number_of_steps(steps, slots, optimum)
     assert run["most_held"] <= slots
     expected = derivo.grad(oscillator, wrt=(0, 1))(2.0, 0.3, steps)
     assert result == pytest.approx(expected, rel=1e-12, abs=1e-14)
+    if steps <= 100:  # the stack gradient itself, against central differences
+        assert result == pytest.approx(numeric_grad(oscillator, (2.0, 0.3, steps), (0, 1)),
+                                       rel=1e-6, abs=1e-8)
 
 
 def halving_cost(k):
@@ -79,7 +83,9 @@ def halving_cost(k):
 def test_halving_makes_the_steps_of_algorithm_7(steps):
     gradient = derivo.grad(oscillator, wrt=0, loops="checkpoint", schedule="halving",
                            checkpoints=steps.bit_length())
-    gradient(2.0, 0.3, steps)
+    result = gradient(2.0, 0.3, steps)
+    assert result == pytest.approx(numeric_grad(oscillator, (2.0, 0.3, steps), 0),
+                                   rel=1e-6, abs=1e-8)
     run = checkpoints.LAST_RUN
     assert run["forward_steps"] + run["recomputed_steps"] == halving_cost(steps)
     assert run["most_held"] <= math.log2(steps) + 1

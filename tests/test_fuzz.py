@@ -789,10 +789,12 @@ def check_program(source, nfloat, args):
                 recomputed, got, _report(source, args)))
 
     # loops="reversible" undoes loop updates instead of saving them; it refuses
-    # (DerivoError) loops whose updates cannot be undone, else it must agree
+    # (construct "reversible loop") loops whose updates cannot be undone, else it must agree
     try:
         reversible = derivo.grad(f, wrt=wrt, loops="reversible")
-    except derivo.DerivoError:
+    except derivo.UnsupportedSyntax as error:
+        assert error.construct == "reversible loop", "loops='reversible' refused: {}\n{}" \
+            .format(error, _report(source, args))
         return
     undone = reversible(*args)
     assert close(undone, fine), (

@@ -1645,6 +1645,7 @@ def test_a_constant_adjoint_folds_into_its_uses():
     source = derivo.grad(constant_share, wrt=(0, 1)).source
     assert "bt = " not in source and "bresult" not in source
     assert "bx += y" in source and "by = x" in source
+    assert_grad_matches(constant_share, 0.3, 0.7, wrt=(0, 1))
 
 
 # --- a result that is a tuple of one value -----------------------------------------

@@ -557,8 +557,14 @@ def test_hessian_through_writes_lists_and_stacks():
                  (list_of_arrays, 4), (norms_and_products, 4), (einsum_of_a_matrix, 6),
                  (transposed, 12), (row_maxima, 12), (concatenated, 4)):
         x = np.random.default_rng(n).uniform(0.5, 1.5, size=n)
-        np.testing.assert_allclose(derivo.hessian(f)(x), fd_hessian(f, x), rtol=1e-6,
-                                   atol=1e-7, err_msg=f.__name__)
+        # the gradient first: a wrong gradient would have a matching wrong Hessian
+        np.testing.assert_allclose(derivo.grad(f)(x), fd_gradient(f, x), rtol=1e-6,
+                                   atol=1e-8, err_msg=f.__name__)
+        hessian = derivo.hessian(f)(x)
+        np.testing.assert_allclose(hessian, fd_hessian(f, x), rtol=1e-6, atol=1e-7,
+                                   err_msg=f.__name__)
+        np.testing.assert_allclose(hessian, hessian.T, rtol=1e-9, atol=1e-10,
+                                   err_msg=f.__name__)
 
 
 def writes_in_place(x):
