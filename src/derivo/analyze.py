@@ -225,7 +225,7 @@ class Analysis:
                         and self.parsed.resolve("range") is range
                         and self.parsed.resolve("len") is len):
                     continue
-                written = _assigned(stmt.body) | {
+                written = S.stored_names(stmt.body) | {
                     name for s in S.walk(stmt) if is_item_write(s) for name in assigned_names(s)}
                 if _names(stmt.iter) & written:
                     continue
@@ -658,7 +658,7 @@ class Analysis:
                 if then_read is None and else_read is None:
                     return None, breaks, continues
                 read = (then_read or set()) | (else_read or set()) | self._exit_reads(stmt)
-                assigned = assigned | (_assigned(stmt.body) & _assigned(stmt.orelse))
+                assigned = assigned | (S.stored_names(stmt.body) & S.stored_names(stmt.orelse))
             elif isinstance(stmt, (S.For, S.While)):
                 read = self._flow_loop(stmt, read, assigned)
             elif isinstance(stmt, S.Break):
@@ -769,10 +769,6 @@ def _hashable(key):
 
 def _names(node):
     return {n.id for n in S.walk(node) if isinstance(n, S.Name)}
-
-
-def _assigned(block):
-    return {n.id for n in S.walk(block) if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)}
 
 
 def tree_params(tree):

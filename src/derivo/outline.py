@@ -253,10 +253,6 @@ def _assigned(block):
     return list(seen)
 
 
-def _stored(stmt):
-    return {n.id for n in S.walk(stmt) if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)}
-
-
 def _exposed(block, defined):
     """Names ``block`` may read before assigning them, given the ``defined``
     ones; ``defined`` grows by what the block surely assigns."""
@@ -270,7 +266,9 @@ def _exposed(block, defined):
         elif isinstance(stmt, (S.For, S.While)):
             head = stmt.iter if isinstance(stmt, S.For) else stmt.test
             reads |= set(_loads([head])) - defined
-            inner = set(defined) | (_stored(stmt.target) if isinstance(stmt, S.For) else set())
+            inner = set(defined)
+            if isinstance(stmt, S.For):
+                inner |= S.stored_names(stmt.target)
             reads |= _exposed(stmt.body, inner)
         else:
             # An augmented assignment reads its target, and x[i] = v reads x.
@@ -278,7 +276,7 @@ def _exposed(block, defined):
             if isinstance(stmt, S.AugAssign) and isinstance(stmt.target, S.Name):
                 loads.add(stmt.target.id)
             reads |= loads - defined
-            defined |= _stored(stmt)
+            defined |= S.stored_names(stmt)
     return reads
 
 
@@ -303,7 +301,7 @@ def _defined_before(block, loop, defined):
         if stmt is loop:
             return defined
         if any(node is loop for node in S.walk(stmt)):
-            start = defined | (_stored(stmt.target) if isinstance(stmt, S.For) else set())
+            start = defined | (S.stored_names(stmt.target) if isinstance(stmt, S.For) else set())
             for inner in (stmt.body, stmt.orelse):
                 found = _defined_before(inner, loop, start)
                 if found is not None:
@@ -315,5 +313,5 @@ def _defined_before(block, loop, defined):
             _exposed(stmt.orelse, else_defined)
             defined |= then_defined & else_defined
         elif not isinstance(stmt, (S.For, S.While)):
-            defined |= _stored(stmt)
+            defined |= S.stored_names(stmt)
     return None

@@ -457,7 +457,7 @@ class _Normalizer:
         orelse = self.nested(stmt.orelse)
         if not body:
             test, body, orelse = S.not_(test), orelse, body
-        if isinstance(test, S.Name) and test.id not in _assigned_in(body + orelse):
+        if isinstance(test, S.Name) and test.id not in S.stored_names(body + orelse):
             return [S.if_(test, body, orelse)]
         # The reverse sweep re-reads the branch taken, so the test gets a name of
         # its own that the branches cannot overwrite.
@@ -467,12 +467,12 @@ class _Normalizer:
     def stmt_While(self, stmt):
         test = self.read(stmt.test)
         body = self.nested(stmt.body)
-        hoisted = self.hoist_invariants(body, _assigned_in(body))
+        hoisted = self.hoist_invariants(body, S.stored_names(body))
         loop = S.while_(test, body)
         return hoisted + self.counted(loop, stmt)
 
     def stmt_For(self, stmt):
-        if not isinstance(stmt.target, S.Name) or stmt.target.id in _assigned_in(stmt.body):
+        if not isinstance(stmt.target, S.Name) or stmt.target.id in S.stored_names(stmt.body):
             # for a, b in pairs:  ->  for item in pairs: a, b = item
             # and so for a target the body assigns too: the reverse sweep's loop
             # gives its variable each item again, which must not undo the body's
@@ -481,7 +481,7 @@ class _Normalizer:
             unpack = S.copy_location(S.assign(stmt.target, S.name(item)), stmt.target)
             stmt = S.copy_location(S.for_(item, stmt.iter, [unpack] + stmt.body), stmt)
         iterable = self.read(stmt.iter)
-        assigned = _assigned_in(stmt.body) | {stmt.target.id}
+        assigned = S.stored_names(stmt.body) | {stmt.target.id}
         out = []
         if not self._stable(iterable, assigned):
             temp = self.namer.numbered("seq")
@@ -490,7 +490,7 @@ class _Normalizer:
             iterable = S.name(temp)
         target = self.write(stmt.target.id)
         body = self.nested(stmt.body)
-        out += self.hoist_invariants(body, _assigned_in(body) | {target})
+        out += self.hoist_invariants(body, S.stored_names(body) | {target})
         loop = S.for_(target, iterable, body)
         loop.iterable = iterable
         has_break = any(isinstance(n, S.Break) for n in _loop_level(body))
@@ -728,7 +728,7 @@ def _share_repeated_terms(tree, namer, written):
     """
     args = tree.args
     stable = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs} - \
-        _assigned_in(tree.body) - written
+        S.stored_names(tree.body) - written
     while True:
         found = {}
         for position, stmt in enumerate(tree.body):
@@ -831,10 +831,6 @@ def _is_user_function(obj):
     return (callable(obj) and hasattr(obj, "__code__") and not rules.is_primitive(obj)
             and getattr(obj, "__name__", "") != "<lambda>"
             and not (getattr(obj, "__module__", None) or "").split(".")[0] == "derivo")
-
-
-def _assigned_in(tree):
-    return {n.id for n in S.walk(tree) if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)}
 
 
 def _loop_level(body):

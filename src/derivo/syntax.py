@@ -28,6 +28,11 @@ def walk(tree):
         yield from gast.walk(root)
 
 
+def stored_names(tree):
+    """Names a tree (or a list of trees) assigns: targets of assignments and loops."""
+    return {n.id for n in walk(tree) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+
+
 def blocks(tree):
     """Every statement list in a tree (bodies and else-branches), nested ones included."""
     for node in walk(tree):
