@@ -176,14 +176,12 @@ def entry_source(function, checked, arrays):
 
     A differentiated argument (a name in ``checked``) must be a float or an int,
     or in array code a real array; an argument of scalar code must not be an
-    array (that call switches to array code).  Anything else, and any signature
-    with ``*args``, ``**kwargs`` or positional-only parameters, goes to
+    array (that call switches to array code).  Anything else goes to
     ``derivo_call_checked(args, kwargs)``.
     """
     params = list(inspect.signature(function).parameters.values())
-    if any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params):
-        return ("def {}(*args, **kwargs):\n"
-                "    return derivo_call_checked(args, kwargs)\n".format(function.__name__))
+    # parse makes positional-only parameters ordinary ones, and *args is refused
+    assert all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)
     header, positional, keywords, tests = [], [], [], []
     for param in params:
         if param.kind == param.KEYWORD_ONLY:

@@ -34,6 +34,8 @@ from math import comb
 
 import numpy as np
 
+from .runtime import owned, zero_gradient
+
 
 def repetitions(steps, slots):
     """The least r with binom(slots + r, slots) >= steps: how many times the
@@ -116,13 +118,9 @@ def checkpointed_while(push, trips, state, invariants, slots=None):
     return tape.output(tape.run_online(state))
 
 
-def _zero_like(value):
-    return np.zeros(np.shape(value)) if isinstance(value, np.ndarray) else 0.0
-
-
 def _kept(state):
     """A copy of a state the loop cannot write into."""
-    return tuple(v.copy() if isinstance(v, (np.ndarray, list)) else v for v in state)
+    return tuple(map(owned, state))
 
 
 class Tape:
@@ -237,7 +235,7 @@ class Tape:
         one), with the invariants' adjoints summed over the trips.
         """
         self.vjp = vjp
-        self.totals = [_zero_like(self.invariants[i]) for i in invariants]
+        self.totals = [zero_gradient(self.invariants[i]) for i in invariants]
         self.seeds = (seeds,) if self.single else seeds
         if self.steps:
             self.adjoint_step(self.steps - 1, self.last)

@@ -25,6 +25,7 @@ import numpy as np
 
 from . import api
 from .check import check_grad
+from .checkpoints import SCHEDULES
 from .errors import DerivoError
 
 USAGE_ERROR = 2
@@ -109,12 +110,12 @@ def main(argv=None):
     parser.add_argument("--mode", choices=["reverse", "forward"], default="reverse",
                         help="reverse mode (a gradient) or forward mode (a Jacobian-vector "
                         "product taking one tangent per --wrt parameter first)")
-    parser.add_argument("--loops", choices=("stack", "checkpoint", "reversible"),
+    parser.add_argument("--loops", choices=api.LOOP_STRATEGIES,
                         default="stack", help="how reverse mode gets back what loops "
                         "overwrote (see derivo.grad)")
     parser.add_argument("--checkpoints", type=int, help="with --loops checkpoint: loop "
                         "states to keep")
-    parser.add_argument("--schedule", choices=("revolve", "halving"), default="revolve",
+    parser.add_argument("--schedule", choices=SCHEDULES, default="revolve",
                         help="with --loops checkpoint: the schedule of counted loops")
     parser.add_argument("-o", "--output", help="write a standalone module here instead of "
                         "printing the source")

@@ -48,7 +48,6 @@ class Loop:
         self.slots = slots            # None: the runtime's default
         self.schedule = schedule      # 'revolve' or 'halving' (for loops)
         self.params = ([ITERATIONS] if self.kind == "for" else []) + state + invariants
-        self.__name__ = step.__name__
 
 
 def outline_loops(parsed, loops, slots, schedule, names):

@@ -111,14 +111,14 @@ class Sweep:
         self.zero -= set(results)
         reverse = self.reverse_block(body)
         out += reverse
-        out.append(S.return_(self.returned(final)))
+        out.append(S.return_(self.returned()))
         args = tree.args
         function = S.function(
             self.name, seeds + params, out, defaults=S.deepcopy(args.defaults),
             kwonly=[a.id for a in args.kwonlyargs], kw_defaults=S.deepcopy(args.kw_defaults))
         return optimize.optimize(function)
 
-    def returned(self, final):
+    def returned(self):
         grads = [self.gradient(w) for w in self.analysis.wrt]
         grads = grads[0] if len(grads) == 1 and not self.tuple_wrt else S.tuple_(grads)
         if self.kind == "value_and_grad":
