@@ -4,7 +4,10 @@ Three analyses over a function in statement form (see ``ssa``):
 
 activity
     A name is *active* when it depends on a differentiated argument (varied) and
-    influences the result (useful).  Only active names get adjoints.
+    influences the result (useful).  Only active names get adjoints.  A ``for``
+    loop over active values is rewritten here to index them (``for row in X``
+    becomes ``for i in range(len(X)): row = X[i]``), since only activity says
+    which loops need it.
 expression plans
     For each active assignment, which sub-expressions are active, which rule
     differentiates each, and which values the adjoint code must recompute.
@@ -20,7 +23,8 @@ saving
     overwrites (pushes it on the stack) exactly when some earlier statement's
     adjoint reads that value: a forward data-flow of "read by an adjoint since
     last written" decides it.  Loops and branches record what their reverse
-    needs (trip counts, branch tests) the same way.
+    needs (trip counts, branch tests) the same way; a ``while`` loop counted by an
+    integer step is reversed by undoing the step instead of keeping a trip count.
 """
 
 import numpy as np
@@ -106,7 +110,7 @@ class Analysis:
         self.pushes = {}       # id(statement) -> names it saves before overwriting
         self.reversed = set()  # id(compound statement) whose reverse does something
         self.init_none = set()  # names saved before any assignment on some path
-        self.loops = loops     # "stack", or "reversible": loops undo instead of saving
+        self.loops = loops     # "stack", "checkpoint" or "reversible" (loops undo, not save)
         self.inverses = {}     # id(x = x + e) -> (x, x - e): how the reverse undoes it
         self.undone = set()    # ids of statements the reverse sweep undoes, not pops
         self.counted = {}      # id(while loop) -> the integer step counting its trips
@@ -467,10 +471,14 @@ class Analysis:
         for stmt in S.walk(self.normalized.tree):
             if isinstance(stmt, S.For) and self.differentiable_names(stmt.iter) & \
                     self.active and stmt.target.id in self.active:
+                # index_loops_over_values left it: the body changes the values,
+                # or range or len is not the builtin.
                 raise self.parsed.error(
                     UnsupportedSyntax, stmt, "cannot differentiate a loop over a "
-                    "differentiated array or list ({!r}): loop over range(len(...)) and "
-                    "index it".format(S.expr_source(stmt.iter)), "for over a value")
+                    "differentiated array or list ({0!r}) whose body rebinds or writes into "
+                    "it (or with range or len redefined): loop over a copy of {0}, or index "
+                    "it with range(len(...))".format(S.expr_source(stmt.iter)),
+                    "for over a value")
             if not isinstance(stmt, S.Assign):
                 continue
             if self.arrays and getattr(stmt, "aliased_update", None) and \
@@ -657,7 +665,7 @@ class Analysis:
                 continues |= then_continues | else_continues | exit_reads
                 if then_read is None and else_read is None:
                     return None, breaks, continues
-                read = (then_read or set()) | (else_read or set()) | self._exit_reads(stmt)
+                read = (then_read or set()) | (else_read or set()) | exit_reads
                 assigned = assigned | (S.stored_names(stmt.body) & S.stored_names(stmt.orelse))
             elif isinstance(stmt, (S.For, S.While)):
                 read = self._flow_loop(stmt, read, assigned)

@@ -1,12 +1,15 @@
 """Stage 5: tidy generated code without changing what it computes.
 
 - ``simplify``: algebra on one expression that is exact in floating point
-  (multiplying by one, double negation, folding constant arithmetic), so a rule
-  such as ``g * (1 / y)`` reads ``g / y`` and ``y * x ** (y - 1)`` at ``y = 2``
-  reads ``2 * x``.
-- ``optimize``: removes assignments nobody reads (dead-code elimination by
-  backward liveness), such as the primal result when only the gradient is
-  returned, or a running sum the adjoint never looks at.
+  (multiplying by one, double negation, folding constant arithmetic and exact
+  quotients, ``a + -b`` as ``a - b``, ``a * b + b * a`` as ``a * b * 2``), so a
+  rule such as ``g * (1 / y)`` reads ``g / y`` and ``y * x ** (y - 1)`` at
+  ``y = 2`` reads ``2 * x``.
+- ``optimize``: folds constant seeds into their uses, drops copies and
+  recomputations between names assigned once, merges an adjoint's first two
+  contributions into one sum, and removes assignments nobody reads
+  (dead-code elimination by backward liveness), such as the primal result when
+  only the gradient is returned, or a running sum the adjoint never looks at.
 
 Multiplications by zero are never folded: ``0 * inf`` is ``nan``, and the
 generated code must propagate NaN and inf exactly like the user's function.

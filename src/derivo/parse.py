@@ -78,7 +78,8 @@ class Parsed:
 
 
 class Outlined:
-    """A function derivo wrote from part of a user's function (a loop body or test).
+    """A function derivo wrote from part of a user's function (a checkpointed
+    loop's step, or its runner of several trips).
 
     It stands in for a Python function wherever the pipeline takes one: it
     parses to a tree whose positions are those of the user's file.
@@ -107,7 +108,8 @@ def parameter_names(func):
 
 
 def parse(func):
-    """Parse ``func`` (a plain Python function) into a :class:`Parsed`."""
+    """Parse ``func`` (a plain Python function, or an :class:`Outlined` one) into a
+    :class:`Parsed`."""
     if isinstance(func, Outlined):
         return func.parse()
     func = inspect.unwrap(func)

@@ -142,7 +142,7 @@ class Build:
         return self.vjps[key]
 
     def outlined_function(self, outlined):
-        """Emit an outlined function (a checkpointed loop's step or test) as
+        """Emit an outlined function (a checkpointed loop's runner of trips) as
         the user wrote it; return its name."""
         if outlined.__name__ not in self.outlined:
             self.outlined.add(outlined.__name__)
