@@ -606,16 +606,12 @@ def _item_pops(tree, aliases):
     """{id(t = pop()): x} for each pop that the next statement writes back
     into an array, ``x[i] = t``: reverse-mode code restoring an overwritten part."""
     found = {}
-    for node in S.walk(tree):
-        for field in ("body", "orelse"):
-            block = getattr(node, field, None)
-            if not isinstance(block, list):
-                continue
-            for stmt, following in zip(block, block[1:]):
-                if _stack_use(stmt, aliases) is not None and isinstance(stmt, S.Assign) \
-                        and is_item_write(following) and isinstance(following.value, S.Name) \
-                        and following.value.id == stmt.targets[0].id:
-                    found[id(stmt)] = following.targets[0].value.id
+    for block in S.blocks(tree):
+        for stmt, following in zip(block, block[1:]):
+            if _stack_use(stmt, aliases) is not None and isinstance(stmt, S.Assign) \
+                    and is_item_write(following) and isinstance(following.value, S.Name) \
+                    and following.value.id == stmt.targets[0].id:
+                found[id(stmt)] = following.targets[0].value.id
     return found
 
 

@@ -15,6 +15,7 @@ Multiplications by zero are never folded: ``0 * inf`` is ``nan``, and the
 generated code must propagate NaN and inf exactly like the user's function.
 """
 
+import collections
 import operator
 from fractions import Fraction
 
@@ -164,10 +165,7 @@ def _fold_seeds(function):
     by its value, simplifying where it lands: ``bx = bout / x`` becomes
     ``bx = 1.0 / x``, ``bx += -bout * math.cos(x)`` becomes ``bx += -math.cos(x)``.
     An assignment that folding leaves a number (``bt = bout``) is folded next."""
-    stores = {}
-    for node in S.walk(function):
-        if isinstance(node, S.Name) and not isinstance(node.ctx, S.Load):
-            stores[node.id] = stores.get(node.id, 0) + 1
+    stores = _store_counts(function)
     seeds = {s.targets[0].id: s.value for s in S.walk(function)
              if getattr(s, "seed", False) and stores.get(s.targets[0].id) == 1}
 
@@ -202,10 +200,7 @@ def _drop_copies(function):
     parameter: b is renamed a and the copy goes (``by1 = bresult1`` after
     ``bresult, bresult1 = bresults`` becomes ``bresult, by1 = bresults``).
     With one assignment each, a and b hold the same value wherever either is read."""
-    stores = {}
-    for node in S.walk(function):
-        if isinstance(node, S.Name) and not isinstance(node.ctx, S.Load):
-            stores[node.id] = stores.get(node.id, 0) + 1
+    stores = _store_counts(function)
     for arg in function.args.args + function.args.kwonlyargs:
         stores[arg.id] = 2  # a parameter is assigned by every call: never renamed
     renames, body, touched, comment = {}, [], set(), None
@@ -224,9 +219,7 @@ def _drop_copies(function):
     # A source-line comment left with no code under it goes too.
     function.body[:] = [stmt for index, stmt in enumerate(body) if not (
         id(stmt) in touched and (index + 1 == len(body) or S.is_comment(body[index + 1])))]
-    for node in S.walk(function):
-        if isinstance(node, S.Name) and node.id in renames:
-            node.id = renames[node.id]
+    _rename(function, renames)
 
 
 def _drop_recomputations(function):
@@ -239,10 +232,7 @@ def _drop_recomputations(function):
     changed in place: arithmetic alone (a list display would be a new list), and
     neither name written into, given to a call, or asked for a method.
     """
-    stores = {}
-    for node in S.walk(function.body):
-        if isinstance(node, S.Name) and not isinstance(node.ctx, S.Load):
-            stores[node.id] = stores.get(node.id, 0) + 1
+    stores = _store_counts(function.body)
     params = {arg.id for arg in function.args.args + function.args.kwonlyargs}
     exposed = _exposed_to_changes(function)
 
@@ -262,6 +252,16 @@ def _drop_recomputations(function):
             computed[key] = target
         body.append(stmt)
     function.body[:] = body
+    _rename(function, renames)
+
+
+def _store_counts(tree):
+    """{name: how many times ``tree`` assigns it} (parameters count once)."""
+    return collections.Counter(n.id for n in S.walk(tree)
+                               if isinstance(n, S.Name) and not isinstance(n.ctx, S.Load))
+
+
+def _rename(function, renames):
     for node in S.walk(function):
         if isinstance(node, S.Name) and node.id in renames:
             node.id = renames[node.id]

@@ -830,7 +830,7 @@ def _mark_opaque(tree, parsed):
 def _is_user_function(obj):
     return (callable(obj) and hasattr(obj, "__code__") and not rules.is_primitive(obj)
             and getattr(obj, "__name__", "") != "<lambda>"
-            and not (getattr(obj, "__module__", None) or "").split(".")[0] == "derivo")
+            and not S.is_derivo(obj))
 
 
 def _loop_level(body):

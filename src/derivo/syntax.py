@@ -28,6 +28,11 @@ def walk(tree):
         yield from gast.walk(root)
 
 
+def is_derivo(obj):
+    """Whether ``obj`` (a function, a class) is part of derivo rather than the user's."""
+    return (getattr(obj, "__module__", None) or "").partition(".")[0] == "derivo"
+
+
 def stored_names(tree):
     """Names a tree (or a list of trees) assigns: targets of assignments and loops."""
     return {n.id for n in walk(tree) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}

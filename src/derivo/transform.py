@@ -211,7 +211,7 @@ class Build:
                 self.guards.append((parsed, node.id, obj))
                 self.bind(node.id, obj)
                 if callable(obj) and getattr(obj, "__code__", None) is not None \
-                        and not _is_derivo(obj) and _user_source(obj) is not None:
+                        and not S.is_derivo(obj) and _user_source(obj) is not None:
                     self.user_sources[node.id] = _user_source(obj)
 
     def source(self):
@@ -241,11 +241,6 @@ def uses_numpy(func, seen=None):
         if inspect.isfunction(value) and uses_numpy(value, seen):
             return True
     return False
-
-
-def _is_derivo(obj):
-    """Whether ``obj`` is part of derivo (a runtime helper): imported, not copied."""
-    return (getattr(obj, "__module__", None) or "").split(".")[0] == "derivo"
 
 
 def _filled(cell):

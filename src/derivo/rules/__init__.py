@@ -56,7 +56,7 @@ class Template:
             if code.co_flags & inspect.CO_VARARGS else None
         self.globals = fn.__globals__
         self.optional = len(fn.__defaults__ or ())  # how many trailing params have defaults
-        if (fn.__module__ or "").partition(".")[0] != "derivo":
+        if not S.is_derivo(fn):
             # A rule of the user's is read now, so that registering a template
             # derivo cannot read fails where it is written.
             _ = self._tree
