@@ -11,6 +11,7 @@ import random
 import gast
 import pytest
 
+import derivo
 from derivo import syntax as S
 from derivo.errors import UnsupportedSyntax
 from derivo.parse import Parsed, parse
@@ -428,6 +429,19 @@ def largest_shared_term(x, y):
 ])
 def test_terms_that_may_not_move_stay(f, text):
     assert sum(line.count(text) for line in lines(f)) == 2
+
+
+def guarded_quotients(x, y):
+    a = y / x if x != 0 else 0.0
+    b = x != 0 and y / x > 1.0
+    return a + b * y
+
+
+def test_terms_evaluated_only_on_some_calls_stay_where_they_are():
+    # y / x twice, but only when x != 0: computing it first would divide by zero
+    assert sum(line.count("y / x") for line in lines(guarded_quotients)) == 2
+    assert run_normalized(guarded_quotients, 0.0, 2.0) == guarded_quotients(0.0, 2.0)
+    assert derivo.grad(guarded_quotients, wrt=1)(0.0, 2.0) == 0.0
 
 
 def test_the_largest_repeated_term_goes_first():

@@ -722,9 +722,10 @@ def _share_repeated_terms(tree, namer, written):
     is computed once: ``t1 = z / 2`` for ``(z / 2) ** v`` and ``(z / 2) ** 2``, as
     a person would, so the adjoint too divides by 2 once.
 
-    One occurrence must be in a statement of the function body itself (run on
-    every call), so computing the term before the first statement that uses it
-    raises nothing the function would not raise anyway.
+    One occurrence must be evaluated on every call (in a statement of the
+    function body itself, not in a branch of ``if`` or ``a if c else b``, nor
+    after ``and``/``or``), so computing the term before the first statement that
+    uses it raises nothing the function would not raise anyway.
     """
     args = tree.args
     stable = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs} - \
@@ -732,10 +733,11 @@ def _share_repeated_terms(tree, namer, written):
     while True:
         found = {}
         for position, stmt in enumerate(tree.body):
+            sometimes = _conditional_parts(stmt)
             for node in S.walk(stmt):
                 if isinstance(node, S.BinOp) and _arithmetic(node, stable.__contains__, True):
                     found.setdefault(S.expr_source(node), []).append(
-                        (position, isinstance(stmt, (S.If, S.For, S.While)), node))
+                        (position, id(node) in sometimes, node))
         repeated = [(len(source), source) for source, places in found.items()
                     if len(places) > 1 and not all(nested for _, nested, _ in places)]
         if not repeated:
@@ -753,6 +755,21 @@ def _share_repeated_terms(tree, namer, written):
         term = S.deepcopy(found[source][0][2])
         tree.body = [Share().visit(stmt) for stmt in tree.body]
         tree.body.insert(first, S.copy_location(S.assign(temp, term), tree.body[first]))
+
+
+def _conditional_parts(stmt):
+    """Ids of the nodes of ``stmt`` that a call may not evaluate: the whole of a
+    compound statement, the branches of ``a if c else b``, the operands after
+    the first of ``and``/``or``."""
+    if isinstance(stmt, (S.If, S.For, S.While)):
+        return {id(n) for n in S.walk(stmt)}
+    parts = set()
+    for node in S.walk(stmt):
+        if isinstance(node, S.IfExp):
+            parts |= {id(n) for n in S.walk([node.body, node.orelse])}
+        elif isinstance(node, S.BoolOp):
+            parts |= {id(n) for n in S.walk(node.values[1:])}
+    return parts
 
 
 def _mark_owned(tree, written, parsed):
