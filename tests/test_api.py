@@ -122,20 +122,32 @@ def typed_power(x, type="square"):
 
 
 def test_the_entry_checks_each_argument_in_one_line():
-    entry = derivo.api.entry_source(derivo.grad(poly, wrt=(0, 1))._function, {"x", "y"}, False)
-    assert entry == (
-        "def poly_grad(x, y):\n"
-        "    if derivo_type(x) in derivo_reals and derivo_type(y) in derivo_reals:\n"
-        "        return derivo_generated(x, y)\n"
+    guard = derivo.api.entry_guard(derivo.grad(poly, wrt=(0, 1))._function, {"x", "y"}, False)
+    assert guard == (
+        "if not ((derivo_type(x) is derivo_float or derivo_type(x) is derivo_int) and "
+        "(derivo_type(y) is derivo_float or derivo_type(y) is derivo_int)):\n"
         "    return derivo_call_checked((x, y), {})\n")
 
 
 def test_the_entry_of_array_code_checks_only_the_differentiated_arrays():
     def weights_only(W, x):
         return np.sum(W @ x)
-    entry = derivo.api.entry_source(weights_only, {"W"}, True)
-    assert "W.dtype.kind in 'fiu'" in entry
-    assert "derivo_type(x)" not in entry
+    guard = derivo.api.entry_guard(weights_only, {"W"}, True)
+    assert "W.dtype.kind in 'fiu'" in guard
+    assert "derivo_type(x)" not in guard
+    assert derivo.api.entry_guard(weights_only, set(), True) == ""
+
+
+def shadows_the_guard(derivo_type, derivo_float=2.0):
+    return derivo_type * derivo_float
+
+
+def test_the_guard_reads_names_the_generated_code_does_not_use():
+    df = derivo.grad(shadows_the_guard, wrt=(0, 1))
+    assert_close(df(3.0, 5.0), (5.0, 3.0))
+    assert_close(df(3, 5), (5.0, 3.0))
+    with pytest.raises(derivo.DerivoError, match="derivo_type='3'"):
+        df("3", 5.0)
 
 
 def test_the_entry_keeps_defaults_keywords_and_positional_only_parameters():
@@ -157,11 +169,23 @@ def test_an_array_passed_by_keyword_to_scalar_code_switches_to_array_code():
     assert df._array_function is not None
 
 
-def test_a_derivative_calls_through_a_partial_of_its_entry():
+def test_a_derivative_calls_a_partial_of_the_generated_code_behind_its_guard():
     df = derivo.grad(poly)
     assert isinstance(df, functools.partial)
-    assert df.func.__code__.co_filename.startswith("<derivo generated poly_grad entry")
-    assert df.func.__globals__["derivo_generated"] is df._function
+    assert df.func is not df._function
+    assert df.func.__code__.co_filename == df._function.__code__.co_filename
+    assert df.func.__code__.co_firstlineno == df._function.__code__.co_firstlineno
+    assert df.func.__globals__["derivo_call_checked"] == df._call_checked
+
+
+def test_a_traceback_through_the_entry_shows_the_generated_line():
+    df = derivo.grad(reciprocal)
+    with pytest.raises(ZeroDivisionError) as info:
+        df(0.0)
+    frame = traceback.extract_tb(info.tb)[-1]
+    assert frame.name == "reciprocal_grad"
+    assert "/" in frame.line
+    assert frame.line == df.source.splitlines()[frame.lineno - 1].strip()
 
 
 # ---------------------------------------------------------------------------

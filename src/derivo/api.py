@@ -6,6 +6,7 @@ import inspect
 import itertools
 import os
 import tempfile
+import types
 
 from typing import NamedTuple
 
@@ -24,6 +25,10 @@ KIND_LABELS = {"grad": "Gradient", "value_and_grad": "Value and gradient",
 
 _NDARRAY = np.ndarray
 _PLAIN_REALS = frozenset({float, int})
+#: What a Derivative's entry reads besides its arguments (see entry_guard); the
+#: Derivative binds derivo_call_checked.
+_GUARD_GLOBALS = {"derivo_type": type, "derivo_float": float, "derivo_int": int,
+                  "derivo_ndarray": _NDARRAY, "derivo_call_checked": None}
 # The kinds whose differentiated arguments a call checks (derivo.vjp and derivo.jvp
 # choose theirs by type before calling).
 _TYPE_CHECKED_KINDS = ("grad", "value_and_grad")
@@ -59,21 +64,23 @@ class Generated(NamedTuple):
     namespace: dict
     user_sources: dict
     build: Build
-    entry_code: object  # the code of the Derivative's entry (see entry_source)
+    entry_code: object  # the code of the Derivative's entry, or None (see _entry)
+    guard_names: dict  # the names the entry's guard reads (see entry_guard)
 
 
 class Derivative(functools.partial):
     """A generated derivative: call it like the function it was made from.
 
-    ``.source`` is the exact code that runs; ``.save(path)`` writes it as a
-    standalone module.  A function that does not use NumPy gets scalar code; if
-    it is then called with arrays, derivo generates (once) array code for it.
+    ``.source`` is the code that runs; ``.save(path)`` writes it as a standalone
+    module.  A function that does not use NumPy gets scalar code; if it is then
+    called with arrays, derivo generates (once) array code for it.
 
-    A call goes through a small generated *entry* function (see
-    :func:`entry_source`) that checks the argument types in a line and calls the
-    generated code; any other call takes :meth:`_call_checked`.  Being a
-    ``functools.partial`` of the entry keeps the call in C: a Python-level
-    ``__call__`` would cost more than many whole gradients.
+    A call runs the *entry*: the generated function compiled again with a guard
+    on its ``def`` line (see :func:`entry_guard`) that checks the argument types;
+    a call the guard does not pass takes :meth:`_call_checked`.  The guard and
+    the generated code share one frame, and being a ``functools.partial`` of the
+    entry keeps the call in C: a wrapper's frame or a Python-level ``__call__``
+    would cost more than many whole gradients.
     """
 
     def __new__(cls, func, kind, wrt, tuple_wrt, loops=("stack", None, "revolve")):
@@ -101,7 +108,9 @@ class Derivative(functools.partial):
             KIND_LABELS[kind], func.__qualname__, ", ".join(wrt))
         functools.update_wrapper(self, func, assigned=("__module__", "__qualname__"),
                                  updated=())
-        self.func.__globals__["derivo_call_checked"] = self._call_checked
+        if generated.entry_code is not None:
+            self.func.__globals__[generated.guard_names["derivo_call_checked"]] = \
+                self._call_checked
         return self
 
     def _call_checked(self, args, kwargs):
@@ -170,55 +179,67 @@ class Derivative(functools.partial):
         return path
 
 
-def entry_source(function, checked, arrays):
-    """The source of the function a :class:`Derivative` call runs: ``function``'s
-    signature, one line checking the argument types, then the call.
+def entry_guard(function, checked, arrays, names=None):
+    """The statement a :class:`Derivative`'s entry runs before the generated code
+    ``function``: a call whose arguments are not of the types the code was
+    generated for goes to ``derivo_call_checked(args, kwargs)``.
 
     A differentiated argument (a name in ``checked``) must be a float or an int,
     or in array code a real array; an argument of scalar code must not be an
-    array (that call switches to array code).  Anything else goes to
-    ``derivo_call_checked(args, kwargs)``.
+    array (that call switches to array code).  ``names`` renames the globals the
+    guard reads (see :func:`_guard_names`).  "" when there is nothing to check.
     """
+    names = dict(zip(_GUARD_GLOBALS, _GUARD_GLOBALS), **(names or {}))
+    real = "({derivo_type}({arg}) is {derivo_float} or {derivo_type}({arg}) is {derivo_int})"
+    real_array = ("({derivo_type}({arg}) is {derivo_ndarray} and {arg}.dtype.kind in 'fiu' or "
+                  + real[1:])
+    not_array = "{derivo_type}({arg}) is not {derivo_ndarray}"
     params = list(inspect.signature(function).parameters.values())
     # parse makes positional-only parameters ordinary ones, and *args is refused
     assert all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)
-    header, positional, keywords, tests = [], [], [], []
+    positional, keywords, tests = [], [], []
     for param in params:
-        if param.kind == param.KEYWORD_ONLY:
-            if not keywords:
-                header.append("*")
-            keywords.append(param.name)
-        else:
-            positional.append(param.name)
-        # the defaults themselves are set on the compiled function (see _entry)
-        header.append(param.name if param.default is param.empty else param.name + "=None")
+        (keywords if param.kind == param.KEYWORD_ONLY else positional).append(param.name)
         if param.name in checked:
-            tests.append("derivo_type({0}) in derivo_reals".format(param.name) if not arrays else
-                         "(derivo_type({0}) is derivo_ndarray and {0}.dtype.kind in 'fiu' or "
-                         "derivo_type({0}) in derivo_reals)".format(param.name))
+            tests.append((real_array if arrays else real).format(arg=param.name, **names))
         elif not arrays:
-            tests.append("derivo_type({}) is not derivo_ndarray".format(param.name))
-    call = "derivo_generated({})".format(", ".join(
-        positional + ["{0}={0}".format(name) for name in keywords]))
-    fallback = "derivo_call_checked(({}{}), {{{}}})".format(
-        ", ".join(positional), "," if len(positional) == 1 else "",
+            tests.append(not_array.format(arg=param.name, **names))
+    if not tests:
+        return ""
+    fallback = "{}(({}{}), {{{}}})".format(
+        names["derivo_call_checked"], ", ".join(positional), "," if len(positional) == 1 else "",
         ", ".join("{0!r}: {0}".format(name) for name in keywords))
-    lines = ["def {}({}):".format(function.__name__, ", ".join(header))]
-    if tests:
-        lines += ["    if {}:".format(" and ".join(tests)), "        return " + call,
-                  "    return " + fallback]
-    else:
-        lines.append("    return " + call)
-    return "\n".join(lines) + "\n"
+    return "if not ({}):\n    return {}\n".format(" and ".join(tests), fallback)
+
+
+def _guard_names(function):
+    """A name for each of the guard's globals that ``function``'s code does not use."""
+    taken = _names_used(function.__code__)
+    names = {}
+    for name in _GUARD_GLOBALS:
+        names[name] = name
+        while names[name] in taken:
+            names[name] += "_"
+    return names
+
+
+def _names_used(code):
+    names = {*code.co_varnames, *code.co_names, *code.co_cellvars, *code.co_freevars}
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _names_used(constant)
+    return names
 
 
 def _entry(generated):
-    """A new entry function from ``generated.entry_code``; its ``derivo_call_checked``
-    is bound by the Derivative."""
+    """The function a Derivative calls: a new copy of the generated function
+    behind its guard (the Derivative binds the guard's ``derivo_call_checked``),
+    or the generated function itself when there is nothing to check."""
     function = generated.function
-    # derivo_type, not type: a parameter may be called type
-    scope = {"derivo_generated": function, "derivo_reals": _PLAIN_REALS,
-             "derivo_ndarray": _NDARRAY, "derivo_type": type}
+    if generated.entry_code is None:
+        return function
+    scope = dict(function.__globals__)
+    scope.update((generated.guard_names[name], value) for name, value in _GUARD_GLOBALS.items())
     exec(generated.entry_code, scope)
     entry = scope[function.__name__]
     entry.__defaults__ = function.__defaults__
@@ -272,10 +293,11 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
         compiled.__defaults__ = func.__defaults__
         compiled.__kwdefaults__ = func.__kwdefaults__
         checked = names if kind in _TYPE_CHECKED_KINDS else ()
-        entry_code = codegen.compile_source(entry_source(compiled, set(checked), arrays),
-                                            name + " entry")
+        guard_names = _guard_names(compiled)
+        guard = entry_guard(compiled, set(checked), arrays, guard_names)
+        entry_code = codegen.compile_with_prologue(compiled, source, guard) if guard else None
         return Generated(compiled, source, module.namespace, module.user_sources, module,
-                         entry_code)
+                         entry_code, guard_names)
 
     key = cache.key_of(func, kind, names, tuple_wrt, arrays, loops)
     return cache.lookup(key, build, lambda generated: generated.build.still_valid())

@@ -53,6 +53,26 @@ def compile_source(source, label):
     return compile(source, filename, "exec")
 
 
+def compile_with_prologue(function, source, prologue):
+    """The code of a module defining ``function`` again with the statements of
+    ``prologue`` run first; ``source`` is the text ``function`` was compiled from.
+
+    The prologue stands on the ``def`` line and every other line keeps its
+    place, so a traceback through the new function shows the generated source.
+    """
+    definition = next(node for node in ast.parse(source).body
+                      if isinstance(node, ast.FunctionDef) and node.name == function.__name__)
+    statements = ast.parse(prologue).body
+    for statement in statements:
+        for node in ast.walk(statement):
+            if "lineno" in node._attributes:
+                node.lineno = node.end_lineno = definition.lineno
+                node.col_offset = definition.col_offset
+                node.end_col_offset = definition.col_offset + len("def")
+    definition.body[:0] = statements
+    return compile(ast.Module([definition], []), function.__code__.co_filename, "exec")
+
+
 def compile_module(source, namespace, label):
     """Execute ``source`` in a copy of ``namespace``; return the namespace."""
     scope = dict(namespace)
