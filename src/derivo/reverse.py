@@ -625,14 +625,22 @@ class ExpressionAdjoint:
             sweep.zero.discard(ident)
         elif ident in sweep.analysis.containers:
             name = sweep.adjoint(ident)
-            out.append(S.assign(name, S.call(sweep.runtime("add_adjoints"), S.name(name),
-                                             adjoint)))
+            if self._calls(adjoint, runtime.getitem_vjp):  # x[i]'s adjoint, added in place
+                out.append(S.assign(name, S.call(sweep.runtime("add_at"), S.name(name),
+                                                 *adjoint.args)))
+            else:
+                out.append(S.assign(name, S.call(sweep.runtime("add_adjoints"), S.name(name),
+                                                 adjoint)))
         elif sweep.arrays:
             # Not ``+=``: an adjoint array may be shared with another adjoint.
             name = sweep.adjoint(ident)
             out.append(S.assign(name, S.binop(S.name(name), S.Add(), adjoint)))
         else:
             out.append(S.aug_add(sweep.adjoint(ident), adjoint))
+
+    def _calls(self, expression, helper):
+        return isinstance(expression, S.Call) and isinstance(expression.func, S.Name) and \
+            self.sweep.module.namespace.get(expression.func.id) is helper
 
     def value(self, node, out):
         """An expression for ``node``'s value, binding a temporary if it is reused."""

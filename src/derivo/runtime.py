@@ -5,6 +5,7 @@ NumPy spelling.
 """
 
 import math
+import sys
 
 import numpy as np
 
@@ -337,6 +338,79 @@ def pop_adjoint(adjoints):
         last = adjoints.pop()
         return adjoints, last
     return adjoints, adjoints
+
+
+def add_at(total, adjoint, like, index):
+    """``add_adjoints(total, getitem_vjp(adjoint, like, index))``: the adjoint of
+    ``like[index]`` added to ``total``, the adjoint of ``like`` so far.
+
+    Generated code passes ``total`` by a variable's name.  When that variable is
+    all that refers to it (as to the adjoint a loop reading ``x[i]``
+    accumulates), a list or a float array of like's size is added into in
+    place: a new copy on every trip would make that loop's reverse sweep
+    quadratic in ``len(x)``.
+    """
+    if sys.getrefcount(total) <= _ALONE:
+        if type(total) is list and len(total) == len(like):
+            positions = index if type(index) is int else range(len(like))[index]
+            if type(positions) is int:
+                element = total[positions]
+                total[positions] = element + adjoint if type(element) is float and \
+                    type(adjoint) is float else add_adjoints(element, adjoint)
+            else:
+                for position, value in zip(positions, adjoint):
+                    total[position] = add_adjoints(total[position], value)
+            return total
+        if type(total) is np.ndarray and total.base is None and total.dtype == _FLOAT \
+                and total.flags.writeable and total.shape == _array_shape(like):
+            if _is_basic(index):  # no position twice: += adds each once
+                total[index] += adjoint
+            else:
+                np.add.at(total, index, adjoint)
+            return total
+    return add_adjoints(total, getitem_vjp(adjoint, like, index))
+
+
+def _array_shape(like):
+    """The shape of the array getitem_vjp makes for ``like`` (None: not one worth
+    the trouble)."""
+    if type(like) is np.ndarray:
+        return like.shape
+    return (len(like),) if type(like) is tuple else None
+
+
+def _is_basic(index):
+    kind = type(index)
+    if kind is tuple:
+        return all(map(_is_basic, index))
+    return kind is int or kind is slice or index is None or index is Ellipsis or \
+        isinstance(index, np.integer)
+
+
+def _references(value):
+    return sys.getrefcount(value)
+
+
+def _references_from_one_variable():
+    """What ``sys.getrefcount`` says in a helper of an argument that one local
+    variable of the caller holds, as generated code holds an adjoint."""
+    value = []
+    return _references(value)
+
+
+_ALONE = _references_from_one_variable()
+_FLOAT = np.dtype(float)
+
+
+def addable(tangents):
+    """Tangents of a list's adjoints that add element by element with ``+`` (as
+    forward mode adds the tangents of a sum): an array, of objects when they
+    are arrays (or arrays and zeros).  Anything else is returned as it is."""
+    if not isinstance(tangents, list):
+        return tangents
+    if any(map(np.ndim, tangents)):
+        return np.array([*tangents, None], dtype=object)[:-1]  # never an array of arrays' items
+    return np.asarray(tangents)
 
 
 def add_adjoints(first, second):

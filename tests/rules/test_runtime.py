@@ -53,7 +53,7 @@ RTOL = 1e-6
 PRELUDE = """\
 import numpy as np
 
-from derivo.runtime import (add_adjoints, copy_of, dot_vjp_left, dot_vjp_right, einsum_vjp,
+from derivo.runtime import (add_adjoints, add_at, addable, copy_of, dot_vjp_left, dot_vjp_right, einsum_vjp,
                             expand, extremum_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
                             inner_vjp_right, log, matmul_vjp_left, matmul_vjp_right, norm_vjp,
                             owned, part, pop_adjoint, scalar_seed, shaped_like, split_like,
@@ -227,6 +227,21 @@ probe(runtime.add_adjoints, "np.array(add_adjoints(0.0, [x0, x1]))", normal(), n
 probe(runtime.add_adjoints, "np.stack(add_adjoints([x0, 0.0], [x1, x1 * x0]))", normal(3),
       normal(3))
 probe(runtime.add_adjoints, "add_adjoints([x0, 0.0], [x1, x0])[1] * x1[0]", normal(3), normal(3))
+# add_at adds in place into an array or list only an expression holds (x0 * 1.0), and
+# into a copy otherwise (x0, which the caller holds too).
+for _expr, _shapes in (("add_at(x0, x1, L34, 1)", ((3, 4), (4,))),
+                       ("add_at(x0 * 1.0, x1, L34, 1)", ((3, 4), (4,))),
+                       ("add_at(x0 * 1.0, x1, L34, (slice(None), -1))", ((3, 4), (3,))),
+                       ("add_at(x0 * 1.0, x1, L34, IDX)", ((3, 4), (4, 4))),
+                       ("add_at(x0 * 1.0, x1, L34, MASK)", ((3, 4), (7,))),
+                       ("add_at(0.0, x0, L34, (1, 2))", ((),)),
+                       ("add_at(x0 * 1.0, x1, L4, np.int64(3))", ((4,), ())),
+                       ("np.array(add_at([x0, 0.0, x1], x1, LIST3, 1))", ((), ())),
+                       ("np.array(add_at([x0, 2.0 * x0, 0.0], x1, LIST3, slice(1, 3)))",
+                        ((), (2,)))):
+    probe(runtime.add_at, _expr, *(normal(*shape) for shape in _shapes))
+probe(runtime.addable, "addable([x0, x1 * x0])", normal(), normal())
+probe(runtime.addable, "addable(x0)", normal(3))
 # pop_adjoint returns a pair (a list and an array): an item of it is read back.
 probe(runtime.pop_adjoint, "pop_adjoint([x0, x1, x0 * x1])[1]", normal(3), normal(3))
 probe(runtime.pop_adjoint, "np.stack(pop_adjoint([x0, x1, x0 * x1])[0])", normal(3), normal(3))

@@ -22,8 +22,8 @@ depending on zeros) and the helpers of ``loops="checkpoint"``.
 
 import numpy as np
 
-from ..runtime import (add_adjoints, copy_of, copysign_one, dot_vjp_left, dot_vjp_right,
-                       einsum_vjp, expand, extremum_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
+from ..runtime import (add_adjoints, add_at, addable, copy_of, copysign_one, dot_vjp_left,
+                       dot_vjp_right, einsum_vjp, expand, extremum_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
                        inner_vjp_right, log, matmul_vjp_left, matmul_vjp_right, norm_vjp,
                        owned, part, pop_adjoint, scalar_seed, shaped_like, split_like, swap_last,
                        transpose_vjp, unbroadcast, unstack, vstack_vjp, zero_gradient,
@@ -140,12 +140,19 @@ defvjp(copy_of, lambda g, ans, part: g)
 defjvp(copy_of, lambda t, ans, part: copy_of(t))
 # A zero (0.0) standing for a list or array adds nothing: its adjoint is the sum.
 # Forward mode adds the two tangents with ``+``, which joins lists: a list of
-# adjoints becomes an array so that they add element by element (an array of
-# objects when they are arrays, or arrays and zeros).
+# adjoints becomes an array so that they add element by element (see addable).
 defvjp(add_adjoints, lambda g, ans, first, second: g if isinstance(first, list) else unbroadcast(g, first),
        lambda g, ans, first, second: g if isinstance(second, list) else unbroadcast(g, second))
-defjvp(add_adjoints, lambda t, ans, first, second: (np.array([*t, None], dtype=object)[:-1] if any(map(np.ndim, t)) else np.asarray(t)) if isinstance(t, list) else t,
-       lambda t, ans, first, second: (np.array([*t, None], dtype=object)[:-1] if any(map(np.ndim, t)) else np.asarray(t)) if isinstance(t, list) else t)
+defjvp(add_adjoints, lambda t, ans, first, second: addable(t),
+       lambda t, ans, first, second: addable(t))
+# addable only changes a list of tangents into an array of them.
+defvjp(addable, lambda g, ans, tangents: list(g) if isinstance(tangents, list) else g)
+defjvp(addable, lambda t, ans, tangents: addable(t))
+# add_at(total, adjoint, like, index) is add_adjoints(total, getitem_vjp(adjoint, like, index)).
+defvjp(add_at, lambda g, ans, total, adjoint, like, index: g if isinstance(total, list) else unbroadcast(g, total),
+       lambda g, ans, total, adjoint, like, index: g[index], None, None)
+defjvp(add_at, lambda t, ans, total, adjoint, like, index: addable(t),
+       lambda t, ans, total, adjoint, like, index: addable(getitem_vjp(t, like, index)), None, None)
 # pop_adjoint(adjoints) is (adjoints[:-1], adjoints[-1]) (popping in place): the
 # transpose puts the pair back together (``ans[0]``: the argument is popped by then).
 defvjp(pop_adjoint, lambda g, ans, adjoints: [*(g[0] if isinstance(g[0], list) else [g[0]] * len(ans[0])), g[1]])

@@ -1,0 +1,115 @@
+"""derivo.runtime's helpers themselves, beyond their derivative rules (tests/rules/test_runtime.py).
+
+add_at accumulates the adjoint of a container read item by item.  It writes into the
+accumulator only when nothing else can see the write, and gives the same numbers as
+add_adjoints(total, getitem_vjp(...)) either way.
+"""
+
+import numpy as np
+import pytest
+
+import derivo
+from derivo.runtime import add_adjoints, add_at, getitem_vjp
+
+X = np.arange(12.0).reshape(3, 4)
+INDICES = [1, -1, (2, 3), slice(0, 2), (slice(None), 1), np.int64(2), np.array([0, 2, 0]),
+           X > 5.0, (np.array([0, 0]), np.array([1, 1]))]
+
+
+def accumulate(index):
+    """add_at's result for ``index``, added into an accumulator only this frame holds."""
+    total = np.ones(X.shape)
+    before = id(total)
+    adjoint = np.full(np.shape(X[index]), 0.5)
+    total = add_at(total, adjoint, X, index)
+    return total, id(total) == before
+
+
+@pytest.mark.parametrize("index", INDICES, ids=repr)
+def test_add_at_adds_like_a_scatter_into_zeros(index):
+    total, in_place = accumulate(index)
+    adjoint = np.full(np.shape(X[index]), 0.5)
+    expected = add_adjoints(np.ones(X.shape), getitem_vjp(adjoint, X, index))
+    np.testing.assert_array_equal(total, expected)
+    assert in_place
+
+
+def test_add_at_copies_an_accumulator_another_name_holds():
+    total = np.ones(3)
+    other = total
+    result = add_at(total, 2.0, np.zeros(3), 1)
+    np.testing.assert_array_equal(result, [1.0, 3.0, 1.0])
+    np.testing.assert_array_equal(other, [1.0, 1.0, 1.0])  # untouched
+
+
+def test_add_at_copies_an_accumulator_a_view_or_a_list_holds():
+    base = np.ones(6)
+    view = base[:3]
+    add_at(view, 2.0, np.zeros(3), 0)
+    np.testing.assert_array_equal(base, np.ones(6))
+    holder = [np.ones(3)]
+    total = holder[0]  # as generated code passes an adjoint: by a variable's name
+    add_at(total, 2.0, np.zeros(3), 0)
+    np.testing.assert_array_equal(holder[0], np.ones(3))
+
+
+def test_add_at_does_not_write_into_other_dtypes_or_read_only_arrays():
+    total = np.ones(3, dtype=np.float32)
+    result = add_at(total * 1, 0.25, np.zeros(3), 2)
+    assert result.dtype == np.float64
+    frozen = np.ones(3)
+    frozen.flags.writeable = False
+    np.testing.assert_array_equal(add_at(frozen, 1.0, np.zeros(3), 0), [2.0, 1.0, 1.0])
+
+
+def test_add_at_starts_from_a_zero():
+    np.testing.assert_array_equal(add_at(0.0, 2.0, np.zeros(3), 1), [0.0, 2.0, 0.0])
+    assert add_at(0.0, 2.0, [1.0, 2.0, 3.0], -1) == [0.0, 0.0, 2.0]
+
+
+def test_add_at_into_lists():
+    total = [0.0, 1.0, np.ones(2)]
+    total = add_at(total, 2.0, [5.0, 6.0, np.zeros(2)], 1)
+    total = add_at(total, np.full(2, 3.0), [5.0, 6.0, np.zeros(2)], np.int64(2))
+    total = add_at(total, [1.0, 1.0], [5.0, 6.0, np.zeros(2)], slice(0, 2))
+    assert total[:2] == [1.0, 4.0]
+    np.testing.assert_array_equal(total[2], [4.0, 4.0])
+    shared = [0.0, 0.0]
+    alias = shared
+    assert add_at(shared, 1.0, [2.0, 3.0], 0) == [1.0, 0.0]
+    assert alias == [0.0, 0.0]
+
+
+def rows(X, w):
+    s = 0.0
+    for i in range(X.shape[0]):
+        s = s + np.tanh(X[i] @ w)
+    return s
+
+
+def items(xs):
+    s = 0.0
+    for x in xs:
+        s = s + x * x * xs[0]
+    return s
+
+
+def test_a_loop_reading_items_adds_into_one_accumulator():
+    """The reverse sweep adds each item's adjoint with add_at: into one array or list
+    (linear in the trip count), where add_adjoints(b, getitem_vjp(...)) made a new
+    one on every trip."""
+    df = derivo.grad(rows, wrt=(0, 1))
+    assert "bX = add_at(bX, " in df.source and "getitem_vjp" not in df.source
+    rng = np.random.default_rng(5)
+    X, w = rng.normal(size=(6, 3)), rng.normal(size=3)
+    bX, bw = df(X, w)
+    sech2 = 1.0 / np.cosh(X @ w) ** 2
+    np.testing.assert_allclose(bX, np.outer(sech2, w), rtol=1e-12)
+    np.testing.assert_allclose(bw, sech2 @ X, rtol=1e-12)
+
+    xs = [0.5, -1.5, 2.0, 0.25]
+    gradient = derivo.grad(items)(xs)
+    squares = sum(x * x for x in xs)
+    expected = [2 * x * xs[0] for x in xs]
+    expected[0] += squares
+    np.testing.assert_allclose(gradient, expected, rtol=1e-12)
