@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import derivo
-from derivo.runtime import add_adjoints, add_at, getitem_vjp
+from derivo.runtime import add_adjoints, add_at, getitem_vjp, part, zeroed
 
 X = np.arange(12.0).reshape(3, 4)
 INDICES = [1, -1, (2, 3), slice(0, 2), (slice(None), 1), np.int64(2), np.array([0, 2, 0]),
@@ -113,3 +113,40 @@ def test_a_loop_reading_items_adds_into_one_accumulator():
     expected = [2 * x * xs[0] for x in xs]
     expected[0] += squares
     np.testing.assert_allclose(gradient, expected, rtol=1e-12)
+
+
+def test_zeroed_sets_in_place_only_what_nothing_else_holds():
+    total = np.ones(4)
+    before = id(total)
+    total = zeroed(total, 1)
+    assert id(total) == before
+    np.testing.assert_array_equal(total, [1.0, 0.0, 1.0, 1.0])
+    alias = total
+    result = zeroed(total, 2)
+    np.testing.assert_array_equal(result, [1.0, 0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(alias, [1.0, 0.0, 1.0, 1.0])
+    items = [1.0, np.ones(2), 3.0]
+    items = zeroed(items, 1)
+    assert items[0] == 1.0 and items[1] == 0.0 and items[2] == 3.0
+    assert zeroed(0.0, 3) == 0.0
+    np.testing.assert_array_equal(zeroed([1.0, 2.0, 3.0], slice(0, 2)), [0.0, 0.0, 3.0])
+    assert part([1.0, 2.0], 1) == 2.0 and part(0.0, 5) == 0.0
+
+
+def squares_written(xs):
+    ys = [0.0] * len(xs)
+    for i in range(len(xs)):
+        ys[i] = xs[i] * xs[i]
+    s = 0.0
+    for y in ys:
+        s = s + y * xs[0]
+    return s
+
+
+def test_a_loop_writing_items_keeps_one_adjoint():
+    xs = [0.5, -1.5, 2.0]
+    expected = [2 * x * xs[0] for x in xs]
+    expected[0] += sum(x * x for x in xs)
+    df = derivo.grad(squares_written)
+    assert "unbroadcast" not in df.source  # scalar code: a written item does not broadcast
+    np.testing.assert_allclose(df(xs), expected, rtol=1e-12)

@@ -351,7 +351,9 @@ class Sweep:
         out = []
         value = stmt.value
         if isinstance(value, S.Name) and value.id in self.analysis.active:
-            contribution = S.call(self.runtime("unbroadcast"), part, S.deepcopy(value))
+            # only arrays broadcast a value over the part it is written into
+            contribution = S.call(self.runtime("unbroadcast"), part, S.deepcopy(value)) \
+                if self.arrays else part
             ExpressionAdjoint(self, _name_plan(value), out).contribute(value.id, contribution, out)
         out.append(S.assign(self.adjoint(array), S.call(
             self.runtime("zeroed"), S.name(self.adjoint(array)), index_value(item.slice))))

@@ -316,14 +316,27 @@ def copy_of(part):
 
 def part(adjoint, index):
     """``adjoint[index]``, where a zero adjoint may be a plain ``0.0``."""
-    return adjoint[index] if np.ndim(adjoint) else adjoint
+    # np.ndim of a list would copy it into an array: a loop would pay len(list) a trip
+    if type(adjoint) is list or np.ndim(adjoint):
+        return adjoint[index]
+    return adjoint
 
 
 def zeroed(adjoint, index):
-    """A copy of ``adjoint`` with ``adjoint[index]`` set to zero: the part of an
-    array an in-place write replaced no longer affects the result."""
-    if not np.ndim(adjoint):
+    """``adjoint`` with ``adjoint[index]`` set to zero: the part of an array an
+    in-place write replaced no longer affects the result.  Set in place when
+    the generated code's variable is all that holds ``adjoint`` (see add_at),
+    else in a copy."""
+    if type(adjoint) is not list and not np.ndim(adjoint):
         return adjoint
+    if sys.getrefcount(adjoint) <= _ALONE:
+        if type(adjoint) is list and type(index) is int:
+            adjoint[index] = 0.0  # a zero standing for the item's zero, as in getitem_vjp
+            return adjoint
+        if type(adjoint) is np.ndarray and adjoint.base is None and adjoint.dtype == _FLOAT \
+                and adjoint.flags.writeable:
+            adjoint[index] = 0.0
+            return adjoint
     adjoint = np.array(adjoint, dtype=float)
     adjoint[index] = 0.0
     return adjoint
