@@ -11,7 +11,6 @@ def path_length_grad(points):
     stack = []
     push = stack.append
     pop = stack.pop
-    point = None
     step = None
     t1 = None
     t2 = None
@@ -19,7 +18,6 @@ def path_length_grad(points):
     previous = points[0]
     seq1 = points[1:]
     for i in range(len(seq1)):
-        push(point)
         point = seq1[i]
         push(step)
         step = point - previous
@@ -36,6 +34,7 @@ def path_length_grad(points):
     bprevious = 0.0
     bseq1 = 0.0
     for i in reversed(range(len(seq1))):
+        point = seq1[i]
         # line 26: previous = point
         bpoint = bprevious
         previous = pop()
@@ -53,7 +52,6 @@ def path_length_grad(points):
         step = pop()
         # line 23: for point in points[1:]:
         bseq1 = add_at(bseq1, bpoint, seq1, i)
-        point = pop()
     bpoints = getitem_vjp(bseq1, points, slice(1, None, None))
     # line 22: previous = points[0]
     bpoints = add_at(bpoints, bprevious, points, 0)

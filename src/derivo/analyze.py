@@ -113,6 +113,7 @@ class Analysis:
         self.loops = loops     # "stack", "checkpoint" or "reversible" (loops undo, not save)
         self.inverses = {}     # id(x = x + e) -> (x, x - e): how the reverse undoes it
         self.undone = set()    # ids of statements the reverse sweep undoes, not pops
+        self.reloads = set()   # ids of row = X[i] the reverse loop runs again each trip
         self.counted = {}      # id(while loop) -> the integer step counting its trips
         self.calls = []        # (call statement, user function, active parameter names)
         # Every local of the statement form: the user's, and those ssa and inline added.
@@ -241,6 +242,7 @@ class Analysis:
                 index = self.normalized.namer.fresh("i")
                 row = S.copy_location(S.assign(stmt.target.id, S.subscript(
                     S.name(items.id), S.name(index))), stmt)
+                row.item = True  # cheaper to read again than to save (see _flow_loop)
                 stmt.target = S.store(index)
                 stmt.iter = S.call(S.name("range"), S.call(S.name("len"), S.name(items.id)))
                 stmt.body.insert(1 if stmt.trips else 0, row)  # after the trip counter
@@ -540,6 +542,7 @@ class Analysis:
         self.pushes = {}
         self.init_none = set()
         self.undone = set()
+        self.reloads = set()
         self._depth = 0
         self._flow(tree.body, set(), set(tree_params(tree)))
 
@@ -641,7 +644,8 @@ class Analysis:
             if isinstance(stmt, S.Assign):
                 names = self.stored(stmt) + assigned_names(stmt)
                 read = read | self.statement_reads(stmt)
-                saved = [n for n in names if n in read]
+                saved = [n for n in names if n in read and
+                         not (id(stmt) in self.reloads and n == stmt.targets[0].id)]
                 counting = any(step is stmt for step in self.counted.values())
                 undo = self._undo(stmt, saved) if saved or counting else None
                 if undo is not None:
@@ -686,6 +690,19 @@ class Analysis:
 
     def _flow_loop(self, loop, read, assigned):
         target = {loop.target.id} if isinstance(loop, S.For) else set()
+        for stmt in loop.body:
+            # ``row = X[i]`` of a loop over values (X unchanged by the loop): the
+            # reverse loop reads the row again at the top of each trip instead of
+            # saving it, unless the row is assigned again in the loop or an
+            # adjoint before the loop needs its old value.
+            if getattr(stmt, "item", False):
+                name = stmt.targets[0].id
+                assignments = [n for n in S.walk(loop) if isinstance(n, S.Name)
+                               and isinstance(n.ctx, S.Store) and n.id == name]
+                if name not in read and len(assignments) == 1:
+                    self.reloads.add(id(stmt))
+                else:
+                    self.reloads.discard(id(stmt))
         if isinstance(loop, S.For) and loop.target.id in read and id(loop) in self.reversed:
             self.pushes[id(loop)] = [loop.target.id]
         # The reverse loop assigns the target itself, so reads of it inside the

@@ -330,6 +330,10 @@ def _reads(node):
     return {n.id for n in S.walk(node) if isinstance(n, S.Name) and isinstance(n.ctx, S.Load)}
 
 
+def _targets(loop):
+    return {n.id for n in S.walk(loop.target) if isinstance(n, S.Name)}
+
+
 class _DeadCode:
     """Backward liveness over structured code; loops iterate to a fixpoint."""
 
@@ -377,13 +381,18 @@ class _DeadCode:
                 return None  # both branches emptied: nothing left to choose
             return inside | _reads(stmt.test)
         if isinstance(stmt, (S.For, S.While)):
-            return self.loop(stmt, live)
+            before = self.loop(stmt, live)
+            if self.remove and isinstance(stmt, S.For) and all(map(S.is_comment, stmt.body)) \
+                    and not _targets(stmt) & live:
+                # Only walks its sequence (a range or a list the reverse sweep walks
+                # again): the primal of a loop whose values the adjoint reads anew.
+                return None
+            return before
         return live | _reads(stmt)
 
     def loop(self, loop, after):
         header = _reads(loop.iter) if isinstance(loop, S.For) else _reads(loop.test)
-        target = {n.id for n in S.walk(loop.target) if isinstance(n, S.Name)} \
-            if isinstance(loop, S.For) else set()
+        target = _targets(loop) if isinstance(loop, S.For) else set()
         head = set(after) | header
         remove, self.remove = self.remove, False
         while True:

@@ -511,6 +511,7 @@ class Sweep:
         self.zero = set(head)
         if not body:
             return before
+        body[:0] = [S.deepcopy(s) for s in loop.body if id(s) in self.analysis.reloads]
         if isinstance(loop, S.While) and id(loop) in self.analysis.counted:
             name, start = self.loop_start(loop)
             test = S.Compare(left=S.name(name), ops=[S.NotEq()], comparators=[S.name(start)])
