@@ -269,11 +269,11 @@ class Analysis:
         assignments = [s for s in S.walk(self.normalized.tree) if isinstance(s, S.Assign)]
         loops = [s for s in S.walk(self.normalized.tree) if isinstance(s, S.For)]
         candidates = {s.targets[0].id for s in assignments if isinstance(s.targets[0], S.Name)}
-        candidates |= {loop.target.id for loop in loops if _is_range(loop.iter, self.parsed)}
+        candidates |= {loop.target.id for loop in loops if is_range(loop.iter, self.parsed)}
         candidates -= set(tree_params(self.normalized.tree))
         candidates -= {t.id for s in assignments if isinstance(s.targets[0], S.Tuple)
                        for t in s.targets[0].elts}
-        candidates -= {loop.target.id for loop in loops if not _is_range(loop.iter, self.parsed)}
+        candidates -= {loop.target.id for loop in loops if not is_range(loop.iter, self.parsed)}
         self.scalars = set(candidates)
         changed = True
         while changed:  # drop names with a non-scalar assignment until none is left
@@ -779,7 +779,7 @@ def is_item_write(stmt):
     return isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Subscript)
 
 
-def _is_range(iterable, parsed):
+def is_range(iterable, parsed):
     return isinstance(iterable, S.Call) and isinstance(iterable.func, S.Name) and \
         parsed.resolve(iterable.func.id) is range
 

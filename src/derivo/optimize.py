@@ -365,6 +365,8 @@ class _DeadCode:
                       and isinstance(n.ctx, S.Store)}
             return (live - stored) | _reads(stmt.value) | _reads(target)
         if isinstance(stmt, S.AugAssign):
+            if not isinstance(stmt.target, S.Name):  # x[i] += e: kept, as x is
+                return live | _reads(stmt.value) | _reads(stmt.target)
             if stmt.target.id not in live:
                 return None
             return live | _reads(stmt.value)

@@ -12,10 +12,13 @@ a zero is materialised only where two control paths meet.
 """
 
 import builtins
+import collections
+import functools
 
 from . import checkpoints, optimize, runtime
 from . import syntax as S
-from .analyze import Node, Plan, analyze, index_value, is_item_write, same_operands
+from .analyze import (Node, Plan, analyze, assigned_names, index_value,
+                      is_item_write, is_range, same_operands, tree_params)
 from .errors import UnsupportedSyntax
 from .outline import ITERATIONS, Loop
 from .parse import parameter_names
@@ -116,7 +119,96 @@ class Sweep:
         function = S.function(
             self.name, seeds + params, out, defaults=S.deepcopy(args.defaults),
             kwonly=[a.id for a in args.kwonlyargs], kw_defaults=S.deepcopy(args.kw_defaults))
+        self.add_items_in_place(function)
         return optimize.optimize(function)
+
+    def add_items_in_place(self, function):
+        """``bX[i] += g`` for ``bX = add_at(bX, g, X, i)`` where add_at's checks
+        are sure to pass: X is a parameter the function reads only item by item,
+        at integer positions (``X[i]`` with i counting a range, ``X[2]``), and no
+        item it reads is a container itself.  Then X's adjoint starts as
+        ``zeros_for(X)``, and no other name ever holds it or an item of it."""
+        assignments = [n for n in S.walk(function) if isinstance(n, (S.Assign, S.AugAssign))]
+        for ident in self._read_item_by_item():
+            name = self.adjoint(ident)
+            writes = [s for s in assignments
+                      if name in S.stored_names(s.targets if isinstance(s, S.Assign) else s.target)]
+            scatters = [s for s in writes if getattr(s, "item_of", None) == ident]
+            zeros = [s for s in writes if getattr(s, "zero_of", None) == ident]
+            if len(scatters) + len(zeros) < len(writes) or not all(
+                    self._integral(s.value.args[-1]) for s in scatters):
+                continue
+            allowed = {id(s.value.args[0]) for s in scatters} | {
+                id(n) for n in S.walk(function.body[-1])}  # the return
+            if any(isinstance(n, S.Name) and n.id == name and isinstance(n.ctx, S.Load) and
+                   id(n) not in allowed for n in S.walk(function)):
+                continue
+            for stmt in zeros:
+                stmt.value = S.call(self.runtime("zeros_for"), S.name(ident))
+            for block in S.blocks(function):
+                for index in reversed(range(len(block))):
+                    stmt = block[index]
+                    if stmt not in scatters:
+                        continue
+                    adjoint, _, position = stmt.value.args[-3:]
+                    add = S.copy_location(S.gast.AugAssign(
+                        target=S.gast.Subscript(value=S.name(name), slice=position,
+                                                ctx=S.Store()),
+                        op=S.Add(), value=adjoint), stmt)
+                    total = stmt.value.args[0]
+                    if isinstance(total, S.Name) and total.id == name:  # add_at(bX, ...)
+                        block[index] = add
+                    else:  # the first contribution, getitem_vjp(g, X, i)
+                        block[index:index + 1] = [
+                            S.assign(name, S.call(self.runtime("zeros_for"), S.name(ident))),
+                            add]
+
+    def _read_item_by_item(self):
+        """Parameters that may hold containers and that the function never
+        assigns, writes into, appends to or returns, and whose items it reads
+        are no containers (``X[i][j]``, ``row = X[i]`` with row indexed, or an
+        item given to a function call)."""
+        tree = self.normalized.tree
+        containers = self.analysis.containers
+        changed = S.stored_names(tree.body) | set(self.normalized.results) | {
+            name for s in S.walk(tree) if is_item_write(s) for name in assigned_names(s)}
+        candidates = set(tree_params(tree)) & containers & self.analysis.active - changed
+        for parent in S.walk(tree):
+            for item in S.gast.iter_child_nodes(parent):
+                if not (isinstance(item, S.Subscript) and isinstance(item.value, S.Name)
+                        and item.value.id in candidates):
+                    continue
+                if isinstance(parent, S.Subscript) or getattr(parent, "user_function", None) \
+                        or isinstance(parent, S.Assign) and set(assigned_names(parent)) & containers:
+                    candidates.discard(item.value.id)
+        return sorted(candidates)
+
+    def _integral(self, index):
+        """Whether ``index`` surely holds an int (or a tuple of them): a literal, or
+        a name only ever assigned as the target of a loop over ``range``."""
+        if isinstance(index, S.Tuple):
+            return all(map(self._integral, index.elts))
+        if isinstance(index, S.UnaryOp) and isinstance(index.op, S.USub):
+            index = index.operand
+        if isinstance(index, S.Constant):
+            return type(index.value) is int
+        return isinstance(index, S.Name) and index.id in self._counters
+
+    @functools.cached_property
+    def _counters(self):
+        tree = self.normalized.tree
+        stores = [n for n in S.walk(tree) if isinstance(n, S.Name) and
+                  isinstance(n.ctx, (S.Store, S.gast.Param))]
+        once = {name for name, count in collections.Counter(n.id for n in stores).items()
+                if count == 1}
+        ranges = {s.targets[0].id for s in S.walk(tree) if isinstance(s, S.Assign)
+                  and isinstance(s.targets[0], S.Name) and s.targets[0].id in once
+                  and is_range(s.value, self.parsed)}  # seq1 = range(n)
+        by_range = {id(loop.target) for loop in S.walk(tree) if isinstance(loop, S.For) and (
+            is_range(loop.iter, self.parsed) or isinstance(loop.iter, S.Name)
+            and loop.iter.id in ranges)}
+        return {n.id for n in stores if id(n) in by_range} - {
+            n.id for n in stores if id(n) not in by_range}
 
     def returned(self):
         grads = [self.gradient(w) for w in self.analysis.wrt]
@@ -351,9 +443,7 @@ class Sweep:
         out = []
         value = stmt.value
         if isinstance(value, S.Name) and value.id in self.analysis.active:
-            # only arrays broadcast a value over the part it is written into
-            contribution = S.call(self.runtime("unbroadcast"), part, S.deepcopy(value)) \
-                if self.arrays else part
+            contribution = S.call(self.runtime("unbroadcast"), part, S.deepcopy(value))
             ExpressionAdjoint(self, _name_plan(value), out).contribute(value.id, contribution, out)
         out.append(S.assign(self.adjoint(array), S.call(
             self.runtime("zeroed"), S.name(self.adjoint(array)), index_value(item.slice))))
@@ -473,7 +563,10 @@ class Sweep:
 
     def materialize(self, names):
         self.materialized |= set(names)
-        return [S.assign(self.adjoint(n), S.const(0.0)) for n in sorted(names)]
+        zeros = [S.assign(self.adjoint(n), S.const(0.0)) for n in sorted(names)]
+        for stmt, name in zip(zeros, sorted(names)):
+            stmt.zero_of = name  # see add_items_in_place
+        return zeros
 
     def branch(self, test, then_fn, else_fn):
         """An ``if`` in the reverse sweep, merging symbolic zeros of both arms."""
@@ -624,6 +717,8 @@ class ExpressionAdjoint:
             first = S.assign(sweep.adjoint(ident), adjoint)
             # A constant adjoint (bt = 1.0 from a sum) folds into its uses, as the seed does.
             first.seed = optimize.is_number(adjoint)
+            if self._calls(adjoint, runtime.getitem_vjp):
+                first.item_of = ident  # see Sweep.add_items_in_place
             out.append(first)
             sweep.zero.discard(ident)
         elif ident in sweep.analysis.containers:
@@ -631,6 +726,7 @@ class ExpressionAdjoint:
             if self._calls(adjoint, runtime.getitem_vjp):  # x[i]'s adjoint, added in place
                 out.append(S.assign(name, S.call(sweep.runtime("add_at"), S.name(name),
                                                  *adjoint.args)))
+                out[-1].item_of = ident
             else:
                 out.append(S.assign(name, S.call(sweep.runtime("add_adjoints"), S.name(name),
                                                  adjoint)))

@@ -216,12 +216,20 @@ def shaped_like(adjoint, like):
     return np.broadcast_to(adjoint, _shape(like)).copy()
 
 
-def getitem_vjp(adjoint, like, index):
-    """Adjoint of ``x[index]``: the adjoint scattered into zeros of x's shape
-    (a list of adjoints when x is a list, or a tuple of values of other shapes)."""
+def zeros_for(like):
+    """The zero adjoint of the container ``like`` that its items' adjoints are
+    added into: a list of zeros when like is a list (or a tuple of values of
+    other shapes), else a float array of like's shape."""
     if isinstance(like, list) or isinstance(like, tuple) and \
             not all(np.isscalar(item) for item in like):
-        out = [0.0] * len(like)
+        return [0.0] * len(like)
+    return np.zeros(np.shape(like))
+
+
+def getitem_vjp(adjoint, like, index):
+    """Adjoint of ``x[index]``: the adjoint scattered into zeros_for(x)."""
+    out = zeros_for(like)
+    if isinstance(out, list):
         positions = range(len(like))[index]
         if isinstance(positions, int):
             out[positions] = adjoint
@@ -229,7 +237,6 @@ def getitem_vjp(adjoint, like, index):
             for position, value in zip(positions, adjoint):
                 out[position] = value
         return out
-    out = np.zeros(np.shape(like))
     np.add.at(out, index, adjoint)
     return out
 
@@ -324,20 +331,16 @@ def part(adjoint, index):
 
 def zeroed(adjoint, index):
     """``adjoint`` with ``adjoint[index]`` set to zero: the part of an array an
-    in-place write replaced no longer affects the result.  Set in place when
-    the generated code's variable is all that holds ``adjoint`` (see add_at),
-    else in a copy."""
+    in-place write replaced no longer affects the result.  Set in place in a
+    float array the generated code's variable is all that holds (see add_at),
+    else in a new array (a list of adjoints becomes one: once, in a loop)."""
     if type(adjoint) is not list and not np.ndim(adjoint):
         return adjoint
-    if sys.getrefcount(adjoint) <= _ALONE:
-        if type(adjoint) is list and type(index) is int:
-            adjoint[index] = 0.0  # a zero standing for the item's zero, as in getitem_vjp
-            return adjoint
-        if type(adjoint) is np.ndarray and adjoint.base is None and adjoint.dtype == _FLOAT \
-                and adjoint.flags.writeable:
-            adjoint[index] = 0.0
-            return adjoint
-    adjoint = np.array(adjoint, dtype=float)
+    if sys.getrefcount(adjoint) <= _ALONE and type(adjoint) is np.ndarray and \
+            adjoint.base is None and adjoint.dtype == _FLOAT and adjoint.flags.writeable:
+        adjoint[index] = 0.0
+        return adjoint
+    adjoint = np.array(adjoint, dtype=float)  # a list too: the array its items make up
     adjoint[index] = 0.0
     return adjoint
 
@@ -364,7 +367,8 @@ def add_at(total, adjoint, like, index):
     quadratic in ``len(x)``.
     """
     if sys.getrefcount(total) <= _ALONE:
-        if type(total) is list and len(total) == len(like):
+        # (a list can also stand for an array's rows, after np.stack: not here)
+        if type(total) is list and type(like) in (list, tuple) and len(total) == len(like):
             positions = index if type(index) is int else range(len(like))[index]
             if type(positions) is int:
                 element = total[positions]

@@ -335,7 +335,8 @@ def test_every_runtime_helper_has_a_rule():
 
 
 def test_constants_are_nondifferentiable():
-    for helper in (runtime.scalar_seed, runtime.zero_gradient, runtime.copysign_one):
+    for helper in (runtime.scalar_seed, runtime.zero_gradient, runtime.zeros_for,
+                   runtime.copysign_one):
         assert rules.is_nondifferentiable(helper)
         assert helper not in rules.RULES
 

@@ -27,14 +27,14 @@ from ..runtime import (add_adjoints, add_at, addable, copy_of, copysign_one, dot
                        inner_vjp_right, log, matmul_vjp_left, matmul_vjp_right, norm_vjp,
                        owned, part, pop_adjoint, scalar_seed, shaped_like, split_like, swap_last,
                        transpose_vjp, unbroadcast, unstack, vstack_vjp, zero_gradient,
-                       zeroed)
+                       zeroed, zeros_for)
 from . import defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
 
-# The seed 1.0 and a zero gradient do not vary with their argument; the sign
+# The seed 1.0 and zero gradients do not vary with their argument; the sign
 # abs() sees is a step function.
-nondifferentiable(scalar_seed, zero_gradient, copysign_one)
+nondifferentiable(scalar_seed, zero_gradient, zeros_for, copysign_one)
 
 # --- the scalar helpers of the builtins table ------------------------------------------
 
