@@ -14,6 +14,7 @@ import pytest
 from checks import assert_close, numeric_grad
 from examples.integrator import (PARAMETERS, predator_prey, predator_prey_grad,
                                  predator_prey_grad_stack)
+from examples.horner import horner, horner_grad, squared_error, squared_error_grad
 from examples.nesting import curvature, penalized, penalized_grad, slope
 from examples.path import length_grad, path_length, unit_vector_difference
 
@@ -49,3 +50,31 @@ def test_nesting_derivatives_match_closed_forms(x, a):
     assert slope(x, a) == pytest.approx(4 * x * (x * x - 1) + a + 0.3 * math.cos(3 * x))
     assert curvature(x, a) == pytest.approx(12 * x * x - 4 - 0.9 * math.sin(3 * x))
     assert_close(penalized_grad(x, a), numeric_grad(penalized, (x, a), (0, 1)))
+
+
+@pytest.mark.parametrize("degree, x", [(0, 0.7), (3, 1.5), (6, -0.8)])
+def test_horner_gradients_are_powers_and_the_derivative_polynomial(degree, x):
+    coefficients = [0.5 * k - 1.0 for k in range(degree + 1)]
+    bcoefficients, bx = horner_grad(coefficients, x)
+    assert isinstance(bcoefficients, list)
+    assert_close(tuple(bcoefficients), tuple(x ** (degree - k) for k in range(degree + 1)),
+                 rtol=1e-12)
+    assert bx == pytest.approx(sum((degree - k) * c * x ** (degree - k - 1)
+                                   for k, c in enumerate(coefficients[:-1])), rel=1e-12)
+    assert horner(coefficients, x) == pytest.approx(
+        sum(c * x ** (degree - k) for k, c in enumerate(coefficients)))
+
+
+def test_horner_squared_error_gradient_through_a_call_not_inlined():
+    # horner keeps its loop, so squared_error calls its VJP, which gives back a list: the list's
+    # adjoint used to be summed with += into a float 0.0 (a TypeError)
+    coefficients, xs, ys = [0.3, -1.0, 2.0], [-1.0, 0.25, 0.5, 2.0], [1.0, 0.0, -1.0, 0.5]
+    gradient = squared_error_grad(coefficients, xs, ys)
+    assert isinstance(gradient, list)
+    h = 1e-6
+    for k in range(len(coefficients)):
+        up, down = list(coefficients), list(coefficients)
+        up[k] += h
+        down[k] -= h
+        expected = (squared_error(up, xs, ys) - squared_error(down, xs, ys)) / (2 * h)
+        assert gradient[k] == pytest.approx(expected, rel=1e-7)

@@ -252,8 +252,10 @@ class Analysis:
 
     def compute_lists(self):
         """Names holding Python lists (appended to, or assigned a list), and
-        containers: those and every indexed name, which may be a list too.  The
-        adjoint of a container may be a list of adjoints, added element by element."""
+        containers: those, every indexed name, which may be a list too, and every
+        name given to a call of a user function (whose VJP gives back a list for
+        a list).  The adjoint of a container may be a list of adjoints, added
+        element by element."""
         tree = self.normalized.tree
         self.lists = {s.value.func.value.id for s in S.walk(tree) if is_append(s)}
         self.lists |= {s.targets[0].id for s in S.walk(tree)
@@ -262,6 +264,10 @@ class Analysis:
         self.containers = self.lists | {n.value.id for n in S.walk(tree)
                                         if isinstance(n, S.Subscript)
                                         and isinstance(n.value, S.Name)}
+        self.containers |= {argument.id for call in S.walk(tree) if isinstance(call, S.Call)
+                            and getattr(call, "user_function", None) is not None
+                            for argument in call.args + [k.value for k in call.keywords]
+                            if isinstance(argument, S.Name)}
 
     def compute_scalars(self):
         """Names that surely hold a scalar (with arrays around, a broadcast against

@@ -84,7 +84,9 @@ def module_text(source, namespace, header):
     """A standalone module: ``header`` docstring, the imports and definitions the
     generated functions need, then ``source``."""
     imports, definitions = [], []
-    for name in sorted(namespace):
+    # a helper bound for code a later pass rewrote (add_at, say) is not imported
+    used = {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
+    for name in sorted(set(namespace) & used):
         obj = namespace[name]
         if isinstance(obj, types.ModuleType):
             if obj.__name__ == name:
