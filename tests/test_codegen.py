@@ -95,31 +95,43 @@ def test_generated_line_appears_in_tracebacks():
 BODY = "def g(x):\n    return x\n"
 
 
+def reading(*names):
+    """A function reading ``names``, so that module_text writes them."""
+    return "def g(x):\n    return ({},)\n".format(", ".join(names))
+
+
 def test_module_text_imports_modules():
-    text = module_text(BODY, {"math": math, "np": numpy}, "header")
+    text = module_text(reading("math", "np"), {"math": math, "np": numpy}, "header")
     lines = text.splitlines()
     assert "import math" in lines
     assert "import numpy as np" in lines
 
 
 def test_module_text_writes_literal_constants():
-    text = module_text(BODY, {"C": 3.5, "N": 2, "S": "hi", "T": (1, 2.0), "F": None},
-                       "header")
+    text = module_text(reading("C", "N", "S", "T", "F"),
+                       {"C": 3.5, "N": 2, "S": "hi", "T": (1, 2.0), "F": None}, "header")
     lines = text.splitlines()
     for line in ("C = 3.5", "N = 2", "S = 'hi'", "T = (1, 2.0)", "F = None"):
         assert line in lines
 
 
 def test_module_text_imports_importable_functions():
-    text = module_text(BODY, {"dumps": json.dumps, "sqrt": math.sqrt}, "header")
+    text = module_text(reading("dumps", "sqrt"), {"dumps": json.dumps, "sqrt": math.sqrt},
+                       "header")
     lines = text.splitlines()
     assert "from json import dumps" in lines
     assert "from math import sqrt" in lines
 
 
 def test_module_text_aliases_a_function_bound_under_another_name():
-    text = module_text(BODY, {"to_json": json.dumps}, "header")
+    text = module_text(reading("to_json"), {"to_json": json.dumps}, "header")
     assert "from json import dumps as to_json" in text.splitlines()
+
+
+def test_module_text_leaves_out_what_the_source_does_not_read():
+    text = module_text(reading("math"), {"math": math, "np": numpy, "C": 2.0}, "header")
+    assert "import math" in text.splitlines()
+    assert "numpy" not in text and "C =" not in text
 
 
 def test_module_text_starts_with_the_header_and_ends_with_the_source():
@@ -140,7 +152,7 @@ def test_module_text_runs():
                          ids=["list", "array", "lambda"])
 def test_module_text_with_an_unimportable_global_names_it(value):
     try:
-        text = module_text(BODY, {"W": value}, "header")
+        text = module_text(reading("W"), {"W": value}, "header")
     except DerivoError as error:
         assert "W" in str(error)
     else:
