@@ -43,6 +43,7 @@ import bessel as bench_bessel  # noqa: E402  (benchmarks/bessel.py: the hand adj
 import mlp as bench_mlp  # noqa: E402  (benchmarks/mlp.py)
 import pendulum as bench_pendulum  # noqa: E402  (benchmarks/pendulum.py)
 from examples import bessel as ex_bessel  # noqa: E402
+from examples import horner as ex_horner  # noqa: E402
 from examples import mlp as ex_mlp  # noqa: E402
 from examples import pendulum as ex_pendulum  # noqa: E402
 from examples import rnn as ex_rnn  # noqa: E402
@@ -59,6 +60,25 @@ SLOW_ROUNDS = 3
 def f_grad_hand(x1, x2):
     """(df/dx1, df/dx2) of examples.seed004.f = log(x1) + x1*x2 - sin(x2)."""
     return 1.0 / x1 + x2, x1 - math.cos(x2)
+
+
+def horner_grad_hand(coefficients, x):
+    """(d p / d coefficients, d p / d x) of examples.horner.horner: keep each trip's value in a
+    list, then walk the coefficients backwards."""
+    n = len(coefficients)
+    before = [0.0] * n
+    value = 0.0
+    for k in range(n):
+        before[k] = value
+        value = value * x + coefficients[k]
+    bcoefficients = [0.0] * n
+    bx = 0.0
+    bvalue = 1.0
+    for k in range(n - 1, -1, -1):
+        bcoefficients[k] = bvalue
+        bx += bvalue * before[k]
+        bvalue = bvalue * x
+    return bcoefficients, bx
 
 
 def rnn_grad_hand(W, U, b, V, c, h0, xs, target):
@@ -440,6 +460,28 @@ def seed004_workload(opt):
     return w
 
 
+def horner_workload(opt):
+    coefficients = [math.cos(k) / (k + 1) for k in range(1000)]
+    args = (coefficients, 0.9)
+
+    def fd_check(a, hand):
+        for index, position in ((0, 0), (0, 500), (0, 999), (1, None)):
+            fd = five_point(ex_horner.horner, a, index, position, h=1e-4)
+            got = hand[0][position] if index == 0 else hand[1]
+            if abs(got - fd) > 1e-7 * max(abs(fd), 1.0):
+                return f"hand adjoint {got!r}, central difference {fd} for argument {index}"
+        return None
+
+    w = Workload("horner", "Horner, a list of 1000 coefficients", ex_horner.horner, args,
+                 horner_grad_hand, ex_horner.horner_grad, fd_check)
+    if opt.anp is not None:
+        add_autograd(w, opt, ex_horner.horner, (0, 1))
+    else:
+        w.missing["autograd"] = opt.why["autograd"]
+    w.missing["jax.grad"] = w.missing["jax.jit"] = "a list of 1000 floats is 1000 pytree leaves"
+    return w
+
+
 def pendulum_workload(opt, quick):
     steps = 10_000
     args = (0.3, 1.0, steps, 10.0 / steps)
@@ -531,6 +573,7 @@ FIRST_USE = [
     ("Bessel J_2'", "bessel.py", "besselj", "z", lambda: (2, 1.0)),
     ("seed-004 f", "seed004.py", "f", (0, 1), lambda: (2.0, 5.0)),
     ("pendulum", "pendulum.py", "simulate", ("damping", "theta0"), lambda: (0.3, 1.0, 100, 0.1)),
+    ("Horner", "horner.py", "horner", (0, 1), lambda: ([0.5, -1.0, 2.0], 0.9)),
     ("MLP", "mlp.py", "loss", ex_mlp.PARAMETERS, lambda: ex_mlp.problem()),
     ("RNN", "rnn.py", "rnn_loss", ex_rnn.PARAMETERS, rnn_args),
 ]
@@ -698,7 +741,7 @@ def main(argv=None):
         print(f"  {name}: n/a ({why})")
 
     workloads = [*bessel_workloads(opt), seed004_workload(opt), pendulum_workload(opt, options.quick),
-                 *mlp_workloads(opt), rnn_workload(opt)]
+                 horner_workload(opt), *mlp_workloads(opt), rnn_workload(opt)]
     for w in workloads:
         check_workload(w)
     print("checked: the hand-written adjoints agree with central differences, and every gradient "
@@ -780,6 +823,8 @@ def main(argv=None):
         ("  (generated function alone)/hand", ratio("seed004", "generated", "hand"), None),
         ("pendulum 1e4: derivo/hand", ratio("pendulum", "derivo", "hand"), 1.2),
         ("  (generated function alone)/hand", ratio("pendulum", "generated", "hand"), None),
+        ("Horner 1000: derivo/hand", ratio("horner", "derivo", "hand"), 1.2),
+        ("  (generated function alone)/hand", ratio("horner", "generated", "hand"), None),
         ("MLP 100-200-10: derivo/hand", ratio("mlp200", "derivo", "hand"), 1.1),
         ("  (generated function alone)/hand", ratio("mlp200", "generated", "hand"), None),
         ("MLP 3-4-2 (no target): derivo/hand", ratio("mlp4", "derivo", "hand"), None),
