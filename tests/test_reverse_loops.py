@@ -3,6 +3,7 @@
 import math
 import tracemalloc
 
+import numpy as np
 import pytest
 
 import derivo
@@ -231,3 +232,29 @@ def test_a_reversible_loop_over_values():
     product = math.prod(1.0 + x * x for x in xs)
     assert gc == pytest.approx(product, rel=1e-12)
     assert gx == pytest.approx([c * product * 2 * x / (1.0 + x * x) for x in xs], rel=1e-12)
+
+
+def neighbours_while(x, c):
+    s = c
+    i = 1
+    while i < x.shape[0]:
+        s = s + np.tanh(x[i] * x[i - 1]) * x[0]
+        i = i + 1
+    return s
+
+
+def test_a_reversible_loop_of_array_code_recomputes_its_temporaries():
+    # array code kept x[i], x[i - 1], ... in temporaries that each trip overwrote and
+    # nothing gave back: the reverse sweep read the last trip's (a silently wrong
+    # gradient, found by review)
+    x, c = np.array([0.5, -1.2, 0.9, 0.3]), 0.7
+    stack = derivo.grad(neighbours_while, wrt=(0, 1))(x, c)
+    reversible = derivo.grad(neighbours_while, wrt=(0, 1), loops="reversible")
+    assert "push" not in reversible.source
+    bx, bc = reversible(x, c)
+    np.testing.assert_allclose(bx, stack[0], rtol=1e-12)
+    assert bc == stack[1] == 1.0
+    h = 1e-6
+    expected = [(neighbours_while(x + h * e, c) - neighbours_while(x - h * e, c)) / (2 * h)
+                for e in np.eye(4)]
+    np.testing.assert_allclose(bx, expected, rtol=1e-7)

@@ -317,25 +317,27 @@ class Analysis:
 
     # --- expression plans ----------------------------------------------------
 
-    def plan_expression(self, expr, target=None):
+    def plan_expression(self, expr, target=None, keep=True):
         """The plan of ``expr``, the value assigned to ``target`` (None for an
-        argument of a user call)."""
+        argument of a user call); ``keep``: array code may keep intermediate
+        values in temporaries (see _store)."""
         plan = Plan()
         self._arms = set()
         self._plan(expr, plan)
-        self._store(expr, target, plan)
+        self._store(expr, target, plan, keep)
         self._count_requests(expr, plan, 0)
         return plan
 
-    def _store(self, root, target, plan):
+    def _store(self, root, target, plan, keep):
         """Decide, for each value the adjoint needs, where it comes from.
 
         The statement's own value is its target, if the expression does not read
         the target.  With arrays, other intermediate values are kept by the primal
         sweep in temporaries (recomputing a matrix product costs as much as the
-        product); with scalars they are recomputed from the statement's inputs,
-        which costs less than saving them in a loop.  Values inside a branch of a
-        conditional expression are always recomputed: only one branch runs.
+        product), unless not ``keep``; with scalars they are recomputed from the
+        statement's inputs, which costs less than saving them in a loop.  Values
+        inside a branch of a conditional expression are always recomputed: only
+        one branch runs.
         """
         for key, node in plan.needed.items():
             if target is None:  # an argument of a user call: its call recomputes it
@@ -343,7 +345,7 @@ class Analysis:
             elif node is root and target not in _names(root):
                 plan.result = target
                 plan.reads_after.add(target)
-            elif self.arrays and key not in self._arms and \
+            elif self.arrays and keep and key not in self._arms and \
                     not isinstance(node, (S.Name, S.Constant)) and \
                     (key in plan.nodes or isinstance(node, (S.Call, S.Subscript))):
                 plan.stored[key] = self.normalized.namer.numbered("t")
@@ -476,6 +478,11 @@ class Analysis:
         return list(plan.stored.values()) if plan is not None else []
 
     def plan_statements(self):
+        # A reversible loop gives back its inputs, not the temporaries its trips
+        # overwrote: each trip's are recomputed from what the undo restored.
+        recomputed = {id(s) for loop in S.walk(self.normalized.tree)
+                      if isinstance(loop, (S.For, S.While)) and self.loops == "reversible"
+                      for s in S.walk(loop.body)}
         for stmt in S.walk(self.normalized.tree):
             if isinstance(stmt, S.For) and self.differentiable_names(stmt.iter) & \
                     self.active and stmt.target.id in self.active:
@@ -504,7 +511,8 @@ class Analysis:
             if callee is not None:
                 self._plan_call(stmt, callee)
             else:
-                self.plans[id(stmt)] = self.plan_expression(stmt.value, target.id)
+                self.plans[id(stmt)] = self.plan_expression(stmt.value, target.id,
+                                                            id(stmt) not in recomputed)
 
     def _plan_call(self, stmt, callee):
         call = stmt.value
@@ -604,8 +612,8 @@ class Analysis:
     def _undo(self, stmt, saved):
         """How the reverse sweep gives back what ``stmt`` overwrote, when it need
         not pop: an integer step, anything in a reversible loop, or None."""
-        if id(stmt) in self.inverses:
-            return self.inverses[id(stmt)]
+        if id(stmt) in self.inverses and set(saved) <= {self.inverses[id(stmt)][0]}:
+            return self.inverses[id(stmt)]  # (a later pass may find more to save)
         if self.loops != "reversible" or not self._depth:
             return None
         inverse = _inverse(stmt) if saved == assigned_names(stmt)[:1] else None
@@ -659,6 +667,7 @@ class Analysis:
                     self.undone.add(id(stmt))
                     read = read | (_names(undo[1]) - {undo[0]})  # the undo reads these
                 elif saved:
+                    self.undone.discard(id(stmt))
                     self.pushes[id(stmt)] = saved
                     self.init_none |= set(saved) - assigned
                 read = (read - set(names)) | self.statement_reads_after(stmt)
