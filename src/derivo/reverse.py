@@ -131,8 +131,8 @@ class Sweep:
         assignments = [n for n in S.walk(function) if isinstance(n, (S.Assign, S.AugAssign))]
         for ident in self._read_item_by_item():
             name = self.adjoint(ident)
-            writes = [s for s in assignments
-                      if name in S.stored_names(s.targets if isinstance(s, S.Assign) else s.target)]
+            writes = [s for s in assignments if name in S.stored_names(
+                s.targets if isinstance(s, S.Assign) else s.target)]
             scatters = [s for s in writes if getattr(s, "item_of", None) == ident]
             zeros = [s for s in writes if getattr(s, "zero_of", None) == ident]
             if len(scatters) + len(zeros) < len(writes) or not all(
@@ -145,10 +145,11 @@ class Sweep:
                 continue
             for stmt in zeros:
                 stmt.value = S.call(self.runtime("zeros_for"), S.name(ident))
+            rewritten = {id(s) for s in scatters}
             for block in S.blocks(function):
                 for index in reversed(range(len(block))):
                     stmt = block[index]
-                    if stmt not in scatters:
+                    if id(stmt) not in rewritten:
                         continue
                     adjoint, _, position = stmt.value.args[-3:]
                     add = S.copy_location(S.gast.AugAssign(
@@ -178,8 +179,8 @@ class Sweep:
                 if not (isinstance(item, S.Subscript) and isinstance(item.value, S.Name)
                         and item.value.id in candidates):
                     continue
-                if isinstance(parent, S.Subscript) or getattr(parent, "user_function", None) \
-                        or isinstance(parent, S.Assign) and set(assigned_names(parent)) & containers:
+                if isinstance(parent, S.Subscript) or getattr(parent, "user_function", None) or \
+                        isinstance(parent, S.Assign) and set(assigned_names(parent)) & containers:
                     candidates.discard(item.value.id)
         return sorted(candidates)
 
