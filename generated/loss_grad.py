@@ -9,8 +9,7 @@ import numpy as np
 def loss_grad(A1, b1, A2, b2, X, Y):
     t2 = A1.T
     t3 = X @ t2
-    t1 = t3 + b1
-    t4 = np.exp(t1)
+    t4 = np.exp(t3 + b1)
     s1 = np.log1p(t4)
     t5 = A2.T
     t6 = s1 @ t5

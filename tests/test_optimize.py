@@ -338,3 +338,30 @@ def test_a_recomputed_list_or_a_changed_array_keeps_its_own_object():
             return parts, stack, a, b
     """)
     assert "stack = []" in out and "b = x * 2.0" in out
+
+
+def test_a_temporary_read_once_by_the_next_statement_folds_into_it():
+    out = optimized("""
+        def f(X, W, b):
+            t2 = X @ W
+            t1 = t2 + b
+            t4 = np.exp(t1)
+            t5 = -t4
+            s = t5 * 2.0
+            return np.log1p(s) + t2
+    """)
+    assert out == ["t2 = X @ W", "t4 = np.exp(t2 + b)", "s = -t4 * 2.0", "return np.log1p(s) + t2"]
+
+
+@pytest.mark.parametrize("source", [
+    # read twice; read past its first operand (g(x) would run first); a user's name;
+    # a call moved; a next statement that is not next
+    "t1 = a + b\nc = np.exp(t1)\nreturn c + t1",
+    "t1 = a + b\nc = g(x) + t1\nreturn c",
+    "z = a + b\nc = np.exp(z)\nreturn c",
+    "t1 = h(a)\nc = np.exp(t1)\nreturn c",
+    "t1 = a + b\nd = a * 2\nc = np.exp(t1)\nreturn c + d",
+])
+def test_other_temporaries_stay(source):
+    body = textwrap.indent(source, "    ")
+    assert optimized("def f(a, b, x):\n" + body + "\n") == source.splitlines()

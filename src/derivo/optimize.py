@@ -7,7 +7,8 @@
   ``y = 2`` reads ``2 * x``.
 - ``optimize``: folds constant seeds into their uses, drops copies and
   recomputations between names assigned once, merges an adjoint's first two
-  contributions into one sum, and removes assignments nobody reads
+  contributions into one sum, folds a temporary read once into the next
+  statement, and removes assignments and emptied loops nobody reads
   (dead-code elimination by backward liveness), such as the primal result when
   only the gradient is returned, or a running sum the adjoint never looks at.
 
@@ -17,6 +18,7 @@ generated code must propagate NaN and inf exactly like the user's function.
 
 import collections
 import operator
+import re
 from fractions import Fraction
 
 from . import syntax as S
@@ -153,6 +155,7 @@ def optimize(function):
                 isinstance(node.value, S.UnaryOp) and isinstance(node.value.op, S.USub):
             node.op, node.value = S.Sub(), node.value.operand
     _merge_contributions(function)
+    _fold_single_uses(function)
     dead = _DeadCode()
     dead.block(function.body, set())
     dead.remove = True
@@ -305,6 +308,59 @@ def _merge_contributions(function):
                 del statements[index + 1]
             else:
                 index += 1
+
+
+_TEMPORARY = re.compile(r"t\d+$")
+
+
+def _fold_single_uses(function):
+    """``t3 = a + b`` directly followed by ``t4 = np.exp(t3)``, t3 a temporary read
+    nowhere else, becomes ``t4 = np.exp(a + b)``: the user's expression back in
+    one piece, and with arrays one array fewer alive until the function returns.
+
+    Only arithmetic moves, and only into the first operand of the next
+    statement: nothing else is evaluated between its old place and its new one.
+    """
+    stores = _store_counts(function)
+    loads = collections.Counter(n.id for n in S.walk(function)
+                                if isinstance(n, S.Name) and isinstance(n.ctx, S.Load))
+    for statements in S.blocks(function):
+        index = 0
+        while index + 1 < len(statements):
+            first, second = statements[index], statements[index + 1]
+            name = _single_target(first)
+            use = _first_operand(second.value) if _single_target(second) else None
+            if name and _TEMPORARY.match(name) and stores[name] == loads[name] == 1 and \
+                    _pure_arithmetic(first.value) and isinstance(use, S.Name) and \
+                    use.id == name and not any(getattr(s, "effects", False)
+                                               for s in (first, second)):
+                second.value = _replace(second.value, use, first.value)
+                del statements[index]
+            else:
+                index += 1
+
+
+def _first_operand(node):
+    """The leaf evaluated first in ``node``, through calls of a function named by
+    a name or an attribute of one (``np.exp(x)``: x), operators and subscripts."""
+    while True:
+        if isinstance(node, S.Call) and node.args and not node.keywords and \
+                isinstance(_first_operand(node.func), S.Name) and \
+                isinstance(node.func, (S.Name, S.Attribute)):
+            node = node.args[0]
+        elif isinstance(node, S.BinOp):
+            node = node.left
+        elif isinstance(node, (S.UnaryOp, S.Attribute, S.Subscript)):
+            node = getattr(node, "operand", None) or node.value
+        else:
+            return node
+
+
+def _replace(tree, old, new):
+    class Replace(S.NodeTransformer):
+        def visit_Name(self, node):
+            return new if node is old else node
+    return Replace().visit(tree)
 
 
 def _single_target(stmt):
