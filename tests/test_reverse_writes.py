@@ -126,3 +126,93 @@ def test_append_is_undone_without_a_stack():
     source = derivo.grad(list_of_floats).source
     assert "pop_adjoint(bterms)" in source
     assert "push" not in source
+
+
+# --- writes that a second name, a hoisted term or a rebinding could miss -------------------
+# (a random-program search against finite differences found each: silently wrong before)
+
+def written_then_squared_in_a_loop(x, c):
+    s = 0.0
+    y = x * 1.0
+    for _ in range(2):
+        y[0] = x[1] * c
+        s = s + np.sum(y * y)   # not loop-invariant: the write changes y
+    return s
+
+
+def written_then_squared_in_a_while(x, c):
+    s = 0.0
+    y = x * 1.0
+    i = 0
+    while i < 2:
+        y[0] = x[1] * c
+        s = s + np.sum(y * y)
+        i = i + 1
+    return s
+
+
+def written_then_rebound(x, c):
+    s = 0.0
+    y = x * 1.0
+    for _ in range(2):
+        y[0] = 1.0
+        y = x * c      # the reverse must give the write back to the old array, not this one
+        s = s + np.sum(y[0:2] * x[0:2])
+    return s
+
+
+@pytest.mark.parametrize("f", [written_then_squared_in_a_loop, written_then_squared_in_a_while,
+                               written_then_rebound])
+def test_a_write_a_later_term_or_rebinding_sees(f):
+    check(f, np.array([0.5, -1.2, 0.9, 0.3]), 0.7, wrt=(0, 1))
+
+
+def written_through_the_original(x):
+    y = x * 1.0
+    z = y
+    y[0] = x[1] * 2.0
+    return z[0]
+
+
+def appended_through_the_original(x, c):
+    y = [x[0], x[1]]
+    z = y
+    y.append(x[2])
+    return z[2] * c
+
+
+def a_row_written_after_it_was_read(x):
+    A = np.outer(x[0:2], x[2:4])
+    row = A[0]
+    A[0, 1] = x[2] * 2.0
+    return np.sum(row * row)
+
+
+@pytest.mark.parametrize("f, args", [
+    (written_through_the_original, ()),
+    (appended_through_the_original, (0.7,)),
+    (a_row_written_after_it_was_read, ()),
+])
+def test_a_name_sharing_memory_with_a_written_array_is_refused(f, args):
+    with pytest.raises(derivo.DerivoError, match="sharing memory"):
+        derivo.grad(f)(np.array([0.5, -1.2, 0.9, 0.3]), *args)
+
+
+def copied_before_the_write(x):
+    y = x * 1.0
+    z = y.copy()
+    y[0] = x[1] * 2.0
+    return z[0] + y[0]
+
+
+def swapped_items(x):
+    y = x * 1.0
+    t = y[0]
+    y[0] = y[1]
+    y[1] = t
+    return y[0] * 2.0 + y[1]
+
+
+@pytest.mark.parametrize("f", [copied_before_the_write, swapped_items])
+def test_copies_and_item_values_are_not_refused(f):
+    check(f, np.array([0.5, -1.2, 0.9, 0.3]), wrt=(0,))

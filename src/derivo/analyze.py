@@ -34,7 +34,7 @@ from . import syntax as S
 from .errors import NoDerivativeRule, UnsupportedSyntax
 from .outline import Loop
 from .parse import parameter_names
-from .ssa import is_append
+from .ssa import VIEWS, is_append
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
 SCALAR_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
@@ -116,10 +116,85 @@ class Analysis:
         self.reloads = set()   # ids of row = X[i] the reverse loop runs again each trip
         self.counted = {}      # id(while loop) -> the integer step counting its trips
         self.calls = []        # (call statement, user function, active parameter names)
+        self.shared_checks = {}  # id(z = y[i]) -> (y, message): the primal refuses a view
         # Every local of the statement form: the user's, and those ssa and inline added.
         self.local_names = self.parsed.local_names | {
             n.id for n in S.walk(normalized.tree) if isinstance(n, S.Name)
             and isinstance(n.ctx, (S.Store, S.gast.Param))}
+
+    # --- sharing -----------------------------------------------------------
+
+    def refuse_shared_writes(self):
+        """Refuse ``z = y`` (or a view of y: ``y[1:3]``, ``y.T``, ``np.reshape(y, s)``,
+        a row ``y[i]``) when z is read after a write into (or an append to) the
+        memory they share.  Python's z sees the write; the statement form gives z
+        and y adjoints of their own, and the reverse sweep of the write never
+        reaches z's adjoint, so the derivative would be silently wrong.  Reverse
+        mode only: tangents share memory as the values do."""
+        tree = self.normalized.tree
+        aliases = [(stmt, source) for stmt in S.walk(tree)
+                   if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)
+                   for source in self._shared_sources(stmt.value)]
+        if not aliases:
+            return
+        group = {}  # union of names that may share memory
+
+        def find(name):
+            while group.get(name, name) != name:
+                name = group[name]
+            return name
+
+        for stmt, source in aliases:
+            group[find(stmt.targets[0].id)] = find(source)
+        for stmt, source in aliases:
+            target = stmt.targets[0].id
+            if not {target, source} & self.active:
+                continue
+            members = {n for n in self.local_names | {target, source}
+                       if find(n) == find(target)}
+            # With two names only, rebinding the source ends the sharing.
+            write = _SharedWrite(stmt, target, members,
+                                 source if len(members) == 2 else None).run(tree.body)
+            if write is None:
+                continue
+            error = self.parsed.error(
+                UnsupportedSyntax, stmt, "cannot differentiate {0!r} sharing memory with "
+                "{1!r} ({2}): line {3} writes into that memory and {0} is read afterwards; "
+                "NumPy shows the change through both names, derivo's adjoints cannot "
+                "follow it; make a copy ({0} = {2}.copy())".format(
+                    target, source, S.expr_source(stmt.value),
+                    getattr(write, "lineno", "?")), "aliased write")
+            value = stmt.value
+            if isinstance(value, S.Subscript) and isinstance(value.value, S.Name) and \
+                    value.value.id == source and not any(
+                        isinstance(n, S.Slice) or isinstance(n, S.Constant) and
+                        n.value in (None, Ellipsis) for n in S.walk(value.slice)):
+                # y[i]: a number, a copy (y[mask]) or a row (a view) of y; only
+                # the run tells, so the primal checks (see reverse.Sweep.primal)
+                self.shared_checks[id(stmt)] = (source, str(error))
+            else:
+                raise error
+
+    def _shared_sources(self, value):
+        """Names whose memory (array or list) ``value`` may share."""
+        if isinstance(value, S.Name):
+            return [value.id]
+        if isinstance(value, S.IfExp):
+            return self._shared_sources(value.body) + self._shared_sources(value.orelse)
+        if isinstance(value, S.Attribute) and value.attr in ("T", "mT", "real", "imag", "flat"):
+            return self._shared_sources(value.value)
+        if isinstance(value, S.Subscript):
+            base = value.value
+            if isinstance(base, S.Name) and base.id in self.lists:
+                return []  # a list's slice is a copy; its item is not written into
+            return self._shared_sources(base)
+        if isinstance(value, S.Call):
+            callee = self.parsed.callee_key(value)
+            if isinstance(callee, rules.Method) and callee.name in _VIEW_METHODS:
+                return self._shared_sources(value.func.value)
+            if callee in VIEWS and value.args:
+                return self._shared_sources(value.args[0])
+        return []
 
     # --- activity ----------------------------------------------------------
 
@@ -673,6 +748,10 @@ class Analysis:
                 read = (read - set(names)) | self.statement_reads_after(stmt)
                 if undo is not None:
                     read.add(undo[0])  # the undo starts from the value this left
+                elif saved and is_item_write(stmt):
+                    # x[i] = pop() writes into the array this wrote into: a later
+                    # x = e must save x, or the reverse writes into e's array
+                    read.add(stmt.targets[0].value.id)
                 assigned = assigned | set(names)
             elif isinstance(stmt, S.If):
                 then_read, then_breaks, then_continues = self._flow(stmt.body, read, assigned)
@@ -823,6 +902,96 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     analysis.compute_activity()
     analysis.compute_scalars()
     analysis.compute_lists()
+    analysis.refuse_shared_writes()
     analysis.plan_statements()
     analysis.compute_saving()
     return analysis
+
+
+_VIEW_METHODS = ("reshape", "ravel", "view", "transpose", "squeeze", "swapaxes")
+
+
+class _ReadAfterWrite(Exception):
+    pass
+
+
+class _SharedWrite:
+    """Forward may-analysis for one ``target = <shares source's memory>``
+    statement: states "shared" (after it) and "written" (after a write into the
+    shared memory since).  A read of target in state "written" is refused."""
+
+    SHARED, WRITTEN = "shared", "written"
+
+    def __init__(self, alias, target, members, killer):
+        self.alias, self.target = alias, target
+        self.members = members  # names that may hold the shared memory
+        self.killer = killer    # the one other name, whose rebinding ends the sharing
+        self.write = None       # the last write into the shared memory seen
+
+    def run(self, body):
+        """The write into the shared memory before a read of target, or None."""
+        try:
+            self.block(body, frozenset())
+        except _ReadAfterWrite:
+            return self.write
+        return None
+
+    def reads(self, node, state):
+        if self.WRITTEN in state and node is not None and any(
+                isinstance(n, S.Name) and isinstance(n.ctx, S.Load) and n.id == self.target
+                for n in S.walk(node)):
+            raise _ReadAfterWrite()
+
+    def block(self, block, state):
+        """The states after ``block``, and every state seen within it."""
+        seen = set(state)
+        for stmt in block:
+            state, inner = self.statement(stmt, state)
+            seen |= inner | state
+        return state, frozenset(seen)
+
+    def statement(self, stmt, state):
+        if isinstance(stmt, S.Assign):
+            target = stmt.targets[0]
+            self.reads(stmt.value, state)
+            if isinstance(target, S.Subscript):
+                self.reads(target.slice, state)
+                if isinstance(target.value, S.Name) and target.value.id in self.members \
+                        and state:
+                    self.write = stmt
+                    return frozenset({self.WRITTEN}), frozenset()
+                return state, frozenset()
+            if stmt is self.alias:
+                return frozenset({self.SHARED}), frozenset()
+            names = set(assigned_names(stmt))
+            if self.target in names:
+                return frozenset(), frozenset()
+            if self.killer in names:
+                return state - {self.SHARED}, frozenset()
+            return state, frozenset()
+        if is_append(stmt):
+            self.reads(stmt.value.args[0], state)
+            if stmt.value.func.value.id in self.members and state:
+                self.write = stmt
+                return frozenset({self.WRITTEN}), frozenset()
+            return state, frozenset()
+        if isinstance(stmt, S.If):
+            self.reads(stmt.test, state)
+            then, seen_then = self.block(stmt.body, state)
+            other, seen_other = self.block(stmt.orelse, state)
+            return then | other, seen_then | seen_other
+        if isinstance(stmt, (S.For, S.While)):
+            self.reads(getattr(stmt, "iter", None), state)
+            head, seen = state, frozenset()
+            while True:  # any state seen in the body may reach the head and the exit
+                self.reads(getattr(stmt, "test", None), head)
+                after, seen = self.block(stmt.body, head)
+                grown = head | after | seen
+                if grown == head:
+                    break
+                head = grown
+            self.block(getattr(stmt, "orelse", None) or [], head)
+            return head, seen
+        for field in ("value", "test", "exc", "msg"):
+            self.reads(getattr(stmt, field, None), state)
+        return state, frozenset()

@@ -252,6 +252,10 @@ class Sweep:
                 out += self.primal_assign(stmt)
             if getattr(stmt, "owns", False):
                 out.append(self.own(stmt.targets[0].id))
+            if id(stmt) in self.analysis.shared_checks:
+                source, message = self.analysis.shared_checks[id(stmt)]
+                out.append(S.Expr(value=S.call(self.runtime("unshared"), S.name(
+                    stmt.targets[0].id), S.name(source), S.const(message))))
         return out
 
     def own(self, ident):

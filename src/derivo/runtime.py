@@ -316,6 +316,14 @@ def owned(array):
         list(array) if isinstance(array, list) else array)
 
 
+def unshared(value, source, message):
+    """Refuse (``message``) a value that shares memory with an array written
+    into later (``row = A[i]``): the reverse sweep cannot follow the write."""
+    if isinstance(value, np.ndarray) and isinstance(source, np.ndarray) and \
+            np.may_share_memory(value, source):
+        raise DerivoError(message)
+
+
 def copy_of(part):
     """The values an in-place write is about to overwrite."""
     return np.copy(part)

@@ -467,7 +467,7 @@ class _Normalizer:
     def stmt_While(self, stmt):
         test = self.read(stmt.test)
         body = self.nested(stmt.body)
-        hoisted = self.hoist_invariants(body, S.stored_names(body))
+        hoisted = self.hoist_invariants(body, _changed_names(body))
         loop = S.while_(test, body)
         return hoisted + self.counted(loop, stmt)
 
@@ -490,7 +490,7 @@ class _Normalizer:
             iterable = S.name(temp)
         target = self.write(stmt.target.id)
         body = self.nested(stmt.body)
-        out += self.hoist_invariants(body, S.stored_names(body) | {target})
+        out += self.hoist_invariants(body, _changed_names(body) | {target})
         loop = S.for_(target, iterable, body)
         loop.iterable = iterable
         has_break = any(isinstance(n, S.Break) for n in _loop_level(body))
@@ -663,6 +663,19 @@ _SAFE_OPS = (S.Add, S.Sub, S.Mult)
 _ARITHMETIC_OPS = _SAFE_OPS + (S.Div, S.Mod, S.Pow, S.FloorDiv)
 
 
+def _changed_names(body):
+    """Names a loop body assigns, writes into (``y[i] = v``) or appends to: arithmetic
+    reading one (``y * y`` after ``y[0] = v``) is not loop-invariant."""
+    changed = S.stored_names(body)
+    for node in S.walk(body):
+        if isinstance(node, S.Subscript) and isinstance(node.ctx, S.Store) and \
+                isinstance(node.value, S.Name):
+            changed.add(node.value.id)
+        elif isinstance(node, S.Expr) and _is_append(node.value):
+            changed.add(node.value.func.value.id)
+    return changed
+
+
 def _invariant(node, assigned):
     """Arithmetic worth hoisting out of a loop that assigns ``assigned``: it reads
     no assigned name, does at least one operation on a name, and cannot raise."""
@@ -713,7 +726,7 @@ _ALLOCATORS = (list, np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.one
                np.arange, np.linspace)
 
 
-_VIEWS = (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.transpose, np.swapaxes,
+VIEWS = (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.transpose, np.swapaxes,
           np.atleast_1d, np.atleast_2d, np.atleast_3d, np.asarray, np.broadcast_to)
 
 
@@ -790,7 +803,7 @@ def _mark_owned(tree, written, parsed):
             callee = parsed.callee_key(value) if isinstance(value, S.Call) else None
             if isinstance(value, (S.Name, S.Attribute, S.Subscript)) or \
                     isinstance(callee, rules.Method) and callee.name != "copy" or \
-                    callee in _VIEWS:
+                    callee in VIEWS:
                 # In Python both names would see the write; derivo, which must not
                 # write into memory it does not own, cannot honour that.
                 raise parsed.error(UnsupportedSyntax, stmt, "cannot differentiate writing "

@@ -26,8 +26,8 @@ from ..runtime import (add_adjoints, add_at, addable, copy_of, copysign_one, dot
                        dot_vjp_right, einsum_vjp, expand, extremum_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
                        inner_vjp_right, log, matmul_vjp_left, matmul_vjp_right, norm_vjp,
                        owned, part, pop_adjoint, scalar_seed, shaped_like, split_like, swap_last,
-                       transpose_vjp, unbroadcast, unstack, vstack_vjp, zero_gradient,
-                       zeroed, zeros_for)
+                       transpose_vjp, unbroadcast, unshared, unstack, vstack_vjp,
+                       zero_gradient, zeroed, zeros_for)
 from . import defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
@@ -35,6 +35,8 @@ from . import defjvp, defpartials, defvjp, nondifferentiable
 # The seed 1.0 and zero gradients do not vary with their argument; the sign
 # abs() sees is a step function.
 nondifferentiable(scalar_seed, zero_gradient, zeros_for, copysign_one)
+# unshared only checks (and returns None).
+nondifferentiable(unshared)
 
 # --- the scalar helpers of the builtins table ------------------------------------------
 
