@@ -258,3 +258,48 @@ def test_a_reversible_loop_of_array_code_recomputes_its_temporaries():
     expected = [(neighbours_while(x + h * e, c) - neighbours_while(x - h * e, c)) / (2 * h)
                 for e in np.eye(4)]
     np.testing.assert_allclose(bx, expected, rtol=1e-7)
+
+
+def squared_row_sums(X):
+    s = 0.0
+    for row in X:
+        s = s + sum(row) ** 2
+    return s
+
+
+def rows_through_another_name(X, c):
+    s = 0.0
+    for i in range(len(X)):
+        row = X[i]
+        other = row
+        s = s + other[0] * other[1] * c
+    return s
+
+
+def written_after_a_loop_over_it(x, c):
+    y = x * 1.0
+    s = 0.0
+    for v in y:
+        s = s + v * v
+    y[0] = s       # the reverse loop must read y as the loop saw it: both writes undone
+    y[1] = c
+    return s + y[0] * y[1]
+
+
+def test_a_list_of_lists_read_row_by_row():
+    # each row's adjoint is a list: X's adjoint must add lists item by item (a review
+    # found bX[i] += [...] tried on a 0.0)
+    X = [[0.1, 0.2], [0.3, -0.4]]
+    np.testing.assert_allclose(derivo.grad(squared_row_sums)(X), [[0.6, 0.6], [-0.2, -0.2]],
+                               rtol=1e-12)
+    np.testing.assert_allclose(derivo.grad(rows_through_another_name)(X, 0.7),
+                               [[0.7 * 0.2, 0.7 * 0.1], [0.7 * -0.4, 0.7 * 0.3]], rtol=1e-12)
+
+
+def test_items_written_after_a_loop_over_them():
+    x = np.array([0.3, 0.5, 0.9])
+    s = np.sum(x * x)
+    # f = s + s * c with c = 0.7: d/dx = 2x (1 + c)
+    np.testing.assert_allclose(derivo.grad(written_after_a_loop_over_it)(x, 0.7),
+                               2 * x * 1.7, rtol=1e-12)
+    assert s > 0

@@ -15,6 +15,8 @@ import builtins
 import collections
 import functools
 
+import numpy as np
+
 from . import checkpoints, optimize, runtime
 from . import syntax as S
 from .analyze import (Node, Plan, analyze, assigned_names, index_value,
@@ -165,23 +167,45 @@ class Sweep:
                             add]
 
     def _read_item_by_item(self):
-        """Parameters that may hold containers and that the function never
-        assigns, writes into, appends to or returns, and whose items it reads
-        are no containers (``X[i][j]``, ``row = X[i]`` with row indexed, or an
-        item given to a function call)."""
+        """Parameters that may hold containers, that the function never assigns,
+        writes into, appends to or returns, and whose items it reads only as
+        numbers or arrays: operands of arithmetic or of a ``math`` function or
+        NumPy ufunc, directly or through a name used only so.  (An item that is
+        a list itself, summed by ``sum`` or indexed, has a list for adjoint,
+        which ``+=`` would not add.)"""
         tree = self.normalized.tree
-        containers = self.analysis.containers
         changed = S.stored_names(tree.body) | set(self.normalized.results) | {
             name for s in S.walk(tree) if is_item_write(s) for name in assigned_names(s)}
-        candidates = set(tree_params(tree)) & containers & self.analysis.active - changed
-        for parent in S.walk(tree):
-            for item in S.gast.iter_child_nodes(parent):
-                if not (isinstance(item, S.Subscript) and isinstance(item.value, S.Name)
-                        and item.value.id in candidates):
-                    continue
-                if isinstance(parent, S.Subscript) or getattr(parent, "user_function", None) or \
-                        isinstance(parent, S.Assign) and set(assigned_names(parent)) & containers:
-                    candidates.discard(item.value.id)
+        candidates = set(tree_params(tree)) & self.analysis.containers & \
+            self.analysis.active - changed
+        parents = {id(child): parent for parent in S.walk(tree)
+                   for child in S.gast.iter_child_nodes(parent)}
+        uses = collections.defaultdict(list)
+        for node in S.walk(tree):
+            if isinstance(node, S.Name) and isinstance(node.ctx, S.Load):
+                uses[node.id].append(node)
+
+        def numeric_use(node):
+            parent = parents.get(id(node))
+            if isinstance(parent, (S.BinOp, S.UnaryOp, S.Compare)):
+                return True
+            if isinstance(parent, S.Call) and node in parent.args:
+                callee = self.parsed.callee_key(parent)
+                return isinstance(callee, np.ufunc) or \
+                    getattr(callee, "__module__", None) == "math"
+            return False
+
+        for ident in sorted(candidates):
+            for item in (n for n in uses[ident] if isinstance(parents.get(id(n)), S.Subscript)):
+                read = parents[id(item)]
+                holder = parents.get(id(read))
+                if isinstance(holder, S.Assign) and isinstance(holder.targets[0], S.Name):
+                    ok = all(map(numeric_use, uses[holder.targets[0].id]))
+                else:
+                    ok = read.value is item and numeric_use(read)
+                if not ok:
+                    candidates.discard(ident)
+                    break
         return sorted(candidates)
 
     def _integral(self, index):
