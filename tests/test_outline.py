@@ -194,7 +194,16 @@ def bad_marker(a, n):
     return a
 
 
+def writes_into_its_argument(x, n):
+    y = x * 1.0
+    for i in range(n):
+        y[0] = y[1] * 0.5   # on the second trip this writes into x
+        y = x
+    return y[0]
+
+
 @pytest.mark.parametrize("func, message", [
+    (writes_into_its_argument, "writes into 'y', which may share memory"),
     (jumps_break, "has a 'break'"),
     (jumps_return, "returns from inside"),
     (target_after, "loop variable 'i'"),

@@ -31,6 +31,7 @@ from .checkpoints import SCHEDULES, checkpointed
 from .errors import UnsupportedSyntax
 from .names import Namer
 from .parse import Outlined, Parsed
+from .ssa import may_share_memory
 
 ITERATIONS = "(iterations)"  # the parameter of a for loop's call that takes its iterable
 
@@ -125,6 +126,7 @@ def _outline(parsed, tree, loop, slots, schedule, names):
     if loop.orelse:
         raise _error(parsed, loop, "has an else block; move it after the loop with a flag")
     _refuse_jumps(parsed, loop)
+    _refuse_shared_writes(parsed, tree, loop)
     if isinstance(loop, S.For) and not isinstance(loop.target, S.Name):
         raise _error(parsed, loop.target, "needs one loop variable, not {!r}".format(
             S.expr_source(loop.target)))
@@ -207,6 +209,22 @@ def _refuse_jumps(parsed, loop):
                 if isinstance(inner, list):
                     visit(inner, own_level and not isinstance(stmt, (S.For, S.While)))
     visit(loop.body, True)
+
+
+def _refuse_shared_writes(parsed, tree, loop):
+    """Refuse writing into an array inside the loop when the function also gives
+    that name another array (``y = x``): the step functions take it as an
+    argument of their own and cannot see a write through it reach the other
+    name, on this trip or the next (ssa refuses the same without a checkpoint)."""
+    written = {n.value.id for n in S.walk(loop.body) if isinstance(n, S.Subscript)
+               and isinstance(n.ctx, S.Store) and isinstance(n.value, S.Name)}
+    for stmt in S.walk(tree):
+        if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
+                stmt.targets[0].id in written and may_share_memory(stmt.value, parsed):
+            raise _error(parsed, stmt, "writes into {0!r}, which may share memory with "
+                         "another array (assigned {1!r}); write into a copy, e.g. "
+                         "{0} = ... .copy()".format(stmt.targets[0].id,
+                                                    S.expr_source(stmt.value)))
 
 
 def _located(node, origin):

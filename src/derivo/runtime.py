@@ -386,22 +386,14 @@ def add_at(total, adjoint, like, index):
                 for position, value in zip(positions, adjoint):
                     total[position] = add_adjoints(total[position], value)
             return total
-        if type(total) is np.ndarray and total.base is None and total.dtype == _FLOAT \
-                and total.flags.writeable and total.shape == _array_shape(like):
+        if type(total) is np.ndarray and type(like) is np.ndarray and total.base is None \
+                and total.dtype == _FLOAT and total.flags.writeable and total.shape == like.shape:
             if _is_basic(index):  # no position twice: += adds each once
                 total[index] += adjoint
             else:
                 np.add.at(total, index, adjoint)
             return total
     return add_adjoints(total, getitem_vjp(adjoint, like, index))
-
-
-def _array_shape(like):
-    """The shape of the array getitem_vjp makes for ``like`` (None: not one worth
-    the trouble)."""
-    if type(like) is np.ndarray:
-        return like.shape
-    return (len(like),) if type(like) is tuple else None
 
 
 def _is_basic(index):

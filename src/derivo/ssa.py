@@ -801,9 +801,7 @@ def _mark_owned(tree, written, parsed):
                 and stmt.targets[0].id in written:
             value = stmt.value
             callee = parsed.callee_key(value) if isinstance(value, S.Call) else None
-            if isinstance(value, (S.Name, S.Attribute, S.Subscript)) or \
-                    isinstance(callee, rules.Method) and callee.name != "copy" or \
-                    callee in VIEWS:
+            if may_share_memory(value, parsed):
                 # In Python both names would see the write; derivo, which must not
                 # write into memory it does not own, cannot honour that.
                 raise parsed.error(UnsupportedSyntax, stmt, "cannot differentiate writing "
@@ -815,6 +813,15 @@ def _mark_owned(tree, written, parsed):
             fresh = isinstance(value, (S.BinOp, S.UnaryOp, S.Constant, S.List)) or \
                 callee in _ALLOCATORS or callee == rules.Method("copy")
             stmt.owns = not fresh
+
+
+def may_share_memory(value, parsed):
+    """Whether assigning ``value`` may give an existing array another name (``x``,
+    ``x.T``, ``x[1:3]``, ``x.reshape(s)``, ``np.ravel(x)``): a write through either
+    name changes what both hold."""
+    callee = parsed.callee_key(value) if isinstance(value, S.Call) else None
+    return isinstance(value, (S.Name, S.Attribute, S.Subscript)) or \
+        isinstance(callee, rules.Method) and callee.name != "copy" or callee in VIEWS
 
 
 def _is_append(value):
