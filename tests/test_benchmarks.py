@@ -1,5 +1,5 @@
-"""Smoke test of the benchmark suite: `benchmarks/run_all.py --quick` and `benchmarks/loops.py
---quick` run and print their tables.
+"""Smoke test of the benchmark suite: `benchmarks/run_all.py --quick`, `benchmarks/loops.py
+--quick` and `benchmarks/items.py` run and print their tables.
 
 No timing is asserted (the tests run on loaded machines).  Set DERIVO_SKIP_BENCH=1 to skip them:
 with JAX installed run_all.py takes tens of seconds; loops.py --quick takes about ten.
@@ -55,3 +55,17 @@ def test_loops_quick_prints_its_sections():
     start = next(i for i, line in enumerate(lines) if line.startswith("online checkpointing")) + 2
     rows = [line.split() for line in lines[start:start + 10]]
     assert all(row[-2:] == ["<=", "S"] for row in rows), rows
+
+
+ITEMS = os.path.join(ROOT, "benchmarks", "items.py")
+
+
+def test_items_prints_a_ratio_per_loop_and_length():
+    result = subprocess.run([sys.executable, ITEMS], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rows = [line.split()[-2:] for line in result.stdout.splitlines()
+            if line.rstrip().endswith("x")]
+    assert len(rows) == 4, result.stdout
+    for ratios in rows:
+        assert all(r.endswith("x") and float(r[:-1]) > 0 for r in ratios), result.stdout
