@@ -1,6 +1,6 @@
 """Stage 3: what the reverse sweep must compute, read and save.
 
-Three analyses over a function in statement form (see ``ssa``):
+Four analyses over a function in statement form (see ``ssa``):
 
 activity
     A name is *active* when it depends on a differentiated argument (varied) and
@@ -25,6 +25,11 @@ saving
     last written" decides it.  Loops and branches record what their reverse
     needs (trip counts, branch tests) the same way; a ``while`` loop counted by an
     integer step is reversed by undoing the step instead of keeping a trip count.
+    The item of a loop over values (``row = X[i]``) is read again, not saved.
+sharing
+    Another name for an array (``z = y``, ``y.T``, a view ``y[1:3]``) read after
+    a write into the memory the two share is refused: the write would change z
+    in Python, but z's adjoint would never hear of it.
 """
 
 import numpy as np
@@ -556,8 +561,8 @@ class Analysis:
         # A reversible loop gives back its inputs, not the temporaries its trips
         # overwrote: each trip's are recomputed from what the undo restored.
         recomputed = {id(s) for loop in S.walk(self.normalized.tree)
-                      if isinstance(loop, (S.For, S.While)) and self.loops == "reversible"
-                      for s in S.walk(loop.body)}
+                      if isinstance(loop, (S.For, S.While)) for s in S.walk(loop.body)} \
+            if self.loops == "reversible" else set()
         for stmt in S.walk(self.normalized.tree):
             if isinstance(stmt, S.For) and self.differentiable_names(stmt.iter) & \
                     self.active and stmt.target.id in self.active:
