@@ -1027,3 +1027,27 @@ def test_the_source_is_the_same_across_processes():
     here = checkpointed_grad(everything, (0, 1), checkpoints=2)(0.7, 0.4, 7)
     assert there == tuple(map(float, here))
     assert_close(there, numeric_grad(everything, (0.7, 0.4, 7), (0, 1)), rtol=1e-6, atol=1e-7)
+
+
+def reads_a_list(xs, c):
+    s = c
+    for i in range(len(xs)):
+        s = math.sin(s * 0.5 + xs[i])
+    return s
+
+
+def test_a_checkpointed_loop_reading_a_list():
+    # the list's adjoint, a list, was summed into 0.0 with + (a TypeError)
+    xs, c = [0.1, 0.2, 0.3, -0.4], 0.5
+    checkpointed = derivo.grad(reads_a_list, wrt=(0, 1), loops="checkpoint", checkpoints=2)
+    bxs, bc = checkpointed(xs, c)
+    assert isinstance(bxs, list)
+    stack = derivo.grad(reads_a_list, wrt=(0, 1))(xs, c)
+    assert bxs == pytest.approx(stack[0], rel=1e-12) and bc == pytest.approx(stack[1], rel=1e-12)
+    h = 1e-6
+    for k in range(len(xs)):
+        up, down = list(xs), list(xs)
+        up[k] += h
+        down[k] -= h
+        assert bxs[k] == pytest.approx((reads_a_list(up, c) - reads_a_list(down, c)) / (2 * h),
+                                       rel=1e-7)

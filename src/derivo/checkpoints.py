@@ -34,7 +34,7 @@ from math import comb
 
 import numpy as np
 
-from .runtime import owned, zero_gradient
+from .runtime import add_adjoints, owned, zero_gradient
 
 
 def repetitions(steps, slots):
@@ -290,6 +290,6 @@ class Tape:
         count = len(self.seeds)
         self.seeds = result[:count]
         totals = self.totals
-        for position in range(len(totals)):
-            totals[position] = totals[position] + result[count + position]
+        for position in range(len(totals)):  # a list's adjoints add item by item
+            totals[position] = add_adjoints(totals[position], result[count + position])
 
