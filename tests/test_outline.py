@@ -202,8 +202,17 @@ def writes_into_its_argument(x, n):
     return y[0]
 
 
+def read_through_another_name(x, n):
+    y = x * 1.0
+    z = y[1:]
+    for i in range(1, n):
+        y[i] = y[i] * y[i - 1]   # z sees this too
+    return z[0] * z[1]
+
+
 @pytest.mark.parametrize("func, message", [
-    (writes_into_its_argument, "writes into 'y', which may share memory"),
+    (writes_into_its_argument, "writes into memory that 'y' shares with another name"),
+    (read_through_another_name, "writes into memory that 'z' shares with another name"),
     (jumps_break, "has a 'break'"),
     (jumps_return, "returns from inside"),
     (target_after, "loop variable 'i'"),

@@ -39,7 +39,7 @@ from . import syntax as S
 from .errors import NoDerivativeRule, UnsupportedSyntax
 from .outline import Loop
 from .parse import parameter_names
-from .ssa import VIEWS, is_append
+from .ssa import is_append, shared_sources
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
 SCALAR_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
@@ -139,7 +139,7 @@ class Analysis:
         tree = self.normalized.tree
         aliases = [(stmt, source) for stmt in S.walk(tree)
                    if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)
-                   for source in self._shared_sources(stmt.value)]
+                   for source in shared_sources(stmt.value, self.parsed, self.lists)]
         if not aliases:
             return
         group = {}  # union of names that may share memory
@@ -179,27 +179,6 @@ class Analysis:
                 self.shared_checks[id(stmt)] = (source, str(error))
             else:
                 raise error
-
-    def _shared_sources(self, value):
-        """Names whose memory (array or list) ``value`` may share."""
-        if isinstance(value, S.Name):
-            return [value.id]
-        if isinstance(value, S.IfExp):
-            return self._shared_sources(value.body) + self._shared_sources(value.orelse)
-        if isinstance(value, S.Attribute) and value.attr in ("T", "mT", "real", "imag", "flat"):
-            return self._shared_sources(value.value)
-        if isinstance(value, S.Subscript):
-            base = value.value
-            if isinstance(base, S.Name) and base.id in self.lists:
-                return []  # a list's slice is a copy; its item is not written into
-            return self._shared_sources(base)
-        if isinstance(value, S.Call):
-            callee = self.parsed.callee_key(value)
-            if isinstance(callee, rules.Method) and callee.name in _VIEW_METHODS:
-                return self._shared_sources(value.func.value)
-            if callee in VIEWS and value.args:
-                return self._shared_sources(value.args[0])
-        return []
 
     # --- activity ----------------------------------------------------------
 
@@ -790,7 +769,8 @@ class Analysis:
     def _flow_loop(self, loop, read, assigned):
         target = {loop.target.id} if isinstance(loop, S.For) else set()
         for stmt in loop.body:
-            # ``row = X[i]`` of a loop over values (X unchanged by the loop): the
+            # ``row = X[i]`` of a loop over values (X unchanged by the loop, or
+            # index_loops_over_values would have left the loop alone): the
             # reverse loop reads the row again at the top of each trip instead of
             # saving it, unless the row is assigned again in the loop or an
             # adjoint before the loop needs its old value.
@@ -911,9 +891,6 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     analysis.plan_statements()
     analysis.compute_saving()
     return analysis
-
-
-_VIEW_METHODS = ("reshape", "ravel", "view", "transpose", "squeeze", "swapaxes")
 
 
 class _ReadAfterWrite(Exception):

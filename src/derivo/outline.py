@@ -31,7 +31,7 @@ from .checkpoints import SCHEDULES, checkpointed
 from .errors import UnsupportedSyntax
 from .names import Namer
 from .parse import Outlined, Parsed
-from .ssa import may_share_memory
+from .ssa import may_share_memory, shared_sources
 
 ITERATIONS = "(iterations)"  # the parameter of a for loop's call that takes its iterable
 
@@ -213,18 +213,25 @@ def _refuse_jumps(parsed, loop):
 
 def _refuse_shared_writes(parsed, tree, loop):
     """Refuse writing into an array inside the loop when the function also gives
-    that name another array (``y = x``): the step functions take it as an
-    argument of their own and cannot see a write through it reach the other
-    name, on this trip or the next (ssa refuses the same without a checkpoint)."""
+    it another name (``y = x``, ``z = y``, ``z = y[1:]``): the step functions take
+    each name as an argument of their own and cannot see a write through one
+    reach the other, on this trip or the next (the stack strategy refuses the
+    same in ssa and analyze)."""
     written = {n.value.id for n in S.walk(loop.body) if isinstance(n, S.Subscript)
                and isinstance(n.ctx, S.Store) and isinstance(n.value, S.Name)}
     for stmt in S.walk(tree):
-        if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
-                stmt.targets[0].id in written and may_share_memory(stmt.value, parsed):
-            raise _error(parsed, stmt, "writes into {0!r}, which may share memory with "
-                         "another array (assigned {1!r}); write into a copy, e.g. "
-                         "{0} = ... .copy()".format(stmt.targets[0].id,
-                                                    S.expr_source(stmt.value)))
+        if not (isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)):
+            continue
+        target, value = stmt.targets[0].id, stmt.value
+        # (an item y[i] is a number, or a row whose writes the loop's state carries)
+        item = isinstance(value, S.Subscript) and not any(
+            isinstance(n, S.Slice) or isinstance(n, S.Constant) and n.value in (None, Ellipsis)
+            for n in S.walk(value.slice))
+        if target in written and may_share_memory(value, parsed) or \
+                not item and written & set(shared_sources(value, parsed)):
+            raise _error(parsed, stmt, "writes into memory that {0!r} shares with another "
+                         "name ({0} = {1}); make a copy, e.g. {0} = ... .copy()".format(
+                             target, S.expr_source(stmt.value)))
 
 
 def _located(node, origin):

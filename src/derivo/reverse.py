@@ -168,11 +168,12 @@ class Sweep:
 
     def _read_item_by_item(self):
         """Parameters that may hold containers, that the function never assigns,
-        writes into, appends to or returns, and whose items it reads only as
-        numbers or arrays: operands of arithmetic or of a ``math`` function or
-        NumPy ufunc, directly or through a name used only so.  (An item that is
-        a list itself, summed by ``sum`` or indexed, has a list for adjoint,
-        which ``+=`` would not add.)"""
+        writes into, appends to or returns, and whose items it reads only where
+        a number or an array goes: as operands of arithmetic or of a ``math``
+        function or NumPy ufunc, directly or through a name used only so.  (An
+        item that is a list itself, summed by ``sum`` or indexed, has a list for
+        adjoint, which ``+=`` would not add; a list item in arithmetic, as in
+        ``X[0] + X[1]``, joins lists, which derivo does not differentiate.)"""
         tree = self.normalized.tree
         changed = S.stored_names(tree.body) | set(self.normalized.results) | {
             name for s in S.walk(tree) if is_item_write(s) for name in assigned_names(s)}

@@ -815,6 +815,33 @@ def _mark_owned(tree, written, parsed):
             stmt.owns = not fresh
 
 
+_VIEW_METHODS = ("reshape", "ravel", "view", "transpose", "squeeze", "swapaxes")
+
+
+def shared_sources(value, parsed, lists=()):
+    """Names whose memory ``value`` may share: ``y``, ``y.T``, ``y[1:3]``, a row
+    ``y[i]``, ``y.reshape(s)``, ``np.ravel(y)``, either branch of ``a if c else b``
+    (an item or slice of one of ``lists``, a list, is a copy or a value)."""
+    if isinstance(value, S.Name):
+        return [value.id]
+    if isinstance(value, S.IfExp):
+        return shared_sources(value.body, parsed, lists) + \
+            shared_sources(value.orelse, parsed, lists)
+    if isinstance(value, S.Attribute) and value.attr in ("T", "mT", "real", "imag", "flat"):
+        return shared_sources(value.value, parsed, lists)
+    if isinstance(value, S.Subscript):
+        if isinstance(value.value, S.Name) and value.value.id in lists:
+            return []
+        return shared_sources(value.value, parsed, lists)
+    if isinstance(value, S.Call):
+        callee = parsed.callee_key(value)
+        if isinstance(callee, rules.Method) and callee.name in _VIEW_METHODS:
+            return shared_sources(value.func.value, parsed, lists)
+        if callee in VIEWS and value.args:
+            return shared_sources(value.args[0], parsed, lists)
+    return []
+
+
 def may_share_memory(value, parsed):
     """Whether assigning ``value`` may give an existing array another name (``x``,
     ``x.T``, ``x[1:3]``, ``x.reshape(s)``, ``np.ravel(x)``): a write through either
