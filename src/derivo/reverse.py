@@ -193,7 +193,8 @@ class Sweep:
             if isinstance(parent, S.Call) and node in parent.args:
                 callee = self.parsed.callee_key(parent)
                 return isinstance(callee, np.ufunc) or \
-                    getattr(callee, "__module__", None) == "math"
+                    getattr(callee, "__module__", None) == "math" and \
+                    callee.__name__ not in _MATH_OVER_ITERABLES
             return False
 
         for ident in sorted(candidates):
@@ -649,6 +650,10 @@ class Sweep:
                                                          step=None))
             header = S.for_(loop.target.id, S.call(self.builtin("reversed"), iterable), body)
         return before + [S.copy_location(header, loop)]
+
+
+#: math functions of an iterable: the adjoint of a list given to one is a list
+_MATH_OVER_ITERABLES = ("fsum", "prod", "dist", "sumprod")
 
 
 def _cheap(adjoint):
