@@ -32,6 +32,9 @@ sharing
     in Python, but z's adjoint would never hear of it.
 """
 
+import collections
+import functools
+
 import numpy as np
 
 from . import checkpoints, rules
@@ -122,6 +125,7 @@ class Analysis:
         self.counted = {}      # id(while loop) -> the integer step counting its trips
         self.calls = []        # (call statement, user function, active parameter names)
         self.shared_checks = {}  # id(z = y[i]) -> (y, message): the primal refuses a view
+        self.read_item_by_item = []  # parameters whose adjoints add items in place
         # Every local of the statement form: the user's, and those ssa and inline added.
         self.local_names = self.parsed.local_names | {
             n.id for n in S.walk(normalized.tree) if isinstance(n, S.Name)
@@ -327,6 +331,78 @@ class Analysis:
                             and getattr(call, "user_function", None) is not None
                             for argument in call.args + [k.value for k in call.keywords]
                             if isinstance(argument, S.Name)}
+
+    def compute_read_item_by_item(self):
+        """Parameters that may hold containers, that the function never assigns,
+        writes into, appends to or returns, and whose items it reads only where
+        a number or an array goes: as operands of arithmetic or of a ``math``
+        function or NumPy ufunc, directly or through a name used only so.  (An
+        item that is a list itself, summed by ``sum`` or indexed, has a list for
+        adjoint, which ``+=`` would not add; a list item in arithmetic, as in
+        ``X[0] + X[1]``, joins lists, which derivo does not differentiate.)  Their
+        adjoints can be added into in place, item by item (see
+        ``reverse.Sweep.add_items_in_place``)."""
+        tree = self.normalized.tree
+        changed = S.stored_names(tree.body) | set(self.normalized.results) | {
+            name for s in S.walk(tree) if is_item_write(s) for name in assigned_names(s)}
+        candidates = set(tree_params(tree)) & self.containers & self.active - changed
+        parents = {id(child): parent for parent in S.walk(tree)
+                   for child in S.gast.iter_child_nodes(parent)}
+        uses = collections.defaultdict(list)
+        for node in S.walk(tree):
+            if isinstance(node, S.Name) and isinstance(node.ctx, S.Load):
+                uses[node.id].append(node)
+
+        def numeric_use(node):
+            parent = parents.get(id(node))
+            if isinstance(parent, (S.BinOp, S.UnaryOp, S.Compare)):
+                return True
+            if isinstance(parent, S.Call) and node in parent.args:
+                callee = self.parsed.callee_key(parent)
+                return isinstance(callee, np.ufunc) or \
+                    getattr(callee, "__module__", None) == "math" and \
+                    callee.__name__ not in _MATH_OVER_ITERABLES
+            return False
+
+        for ident in sorted(candidates):
+            for item in (n for n in uses[ident] if isinstance(parents.get(id(n)), S.Subscript)):
+                read = parents[id(item)]
+                holder = parents.get(id(read))
+                if isinstance(holder, S.Assign) and isinstance(holder.targets[0], S.Name):
+                    ok = all(map(numeric_use, uses[holder.targets[0].id]))
+                else:
+                    ok = read.value is item and numeric_use(read)
+                if not ok:
+                    candidates.discard(ident)
+                    break
+        self.read_item_by_item = sorted(candidates)
+
+    def integral(self, index):
+        """Whether ``index`` surely holds an int (or a tuple of them): a literal, or
+        a name only ever assigned as the target of a loop over ``range``."""
+        if isinstance(index, S.Tuple):
+            return all(map(self.integral, index.elts))
+        if isinstance(index, S.UnaryOp) and isinstance(index.op, S.USub):
+            index = index.operand
+        if isinstance(index, S.Constant):
+            return type(index.value) is int
+        return isinstance(index, S.Name) and index.id in self._counters
+
+    @functools.cached_property
+    def _counters(self):
+        tree = self.normalized.tree
+        stores = [n for n in S.walk(tree) if isinstance(n, S.Name) and
+                  isinstance(n.ctx, (S.Store, S.gast.Param))]
+        once = {name for name, count in collections.Counter(n.id for n in stores).items()
+                if count == 1}
+        ranges = {s.targets[0].id for s in S.walk(tree) if isinstance(s, S.Assign)
+                  and isinstance(s.targets[0], S.Name) and s.targets[0].id in once
+                  and is_range(s.value, self.parsed)}  # seq1 = range(n)
+        by_range = {id(loop.target) for loop in S.walk(tree) if isinstance(loop, S.For) and (
+            is_range(loop.iter, self.parsed) or isinstance(loop.iter, S.Name)
+            and loop.iter.id in ranges)}
+        return {n.id for n in stores if id(n) in by_range} - {
+            n.id for n in stores if id(n) not in by_range}
 
     def compute_scalars(self):
         """Names that surely hold a scalar (with arrays around, a broadcast against
@@ -887,10 +963,15 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     analysis.compute_activity()
     analysis.compute_scalars()
     analysis.compute_lists()
+    analysis.compute_read_item_by_item()
     analysis.refuse_shared_writes()
     analysis.plan_statements()
     analysis.compute_saving()
     return analysis
+
+
+#: math functions of an iterable: the adjoint of a list given to one is a list
+_MATH_OVER_ITERABLES = ("fsum", "prod", "dist", "sumprod")
 
 
 class _ReadAfterWrite(Exception):

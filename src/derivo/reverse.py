@@ -12,15 +12,10 @@ a zero is materialised only where two control paths meet.
 """
 
 import builtins
-import collections
-import functools
-
-import numpy as np
 
 from . import checkpoints, optimize, runtime
 from . import syntax as S
-from .analyze import (Node, Plan, analyze, assigned_names, index_value,
-                      is_item_write, is_range, same_operands, tree_params)
+from .analyze import Node, Plan, analyze, index_value, is_item_write, same_operands
 from .errors import UnsupportedSyntax
 from .outline import ITERATIONS, Loop
 from .parse import parameter_names
@@ -131,14 +126,14 @@ class Sweep:
         item it reads is a container itself.  Then X's adjoint starts as
         ``zeros_for(X)``, and no other name ever holds it or an item of it."""
         assignments = [n for n in S.walk(function) if isinstance(n, (S.Assign, S.AugAssign))]
-        for ident in self._read_item_by_item():
+        for ident in self.analysis.read_item_by_item:
             name = self.adjoint(ident)
             writes = [s for s in assignments if name in S.stored_names(
                 s.targets if isinstance(s, S.Assign) else s.target)]
             scatters = [s for s in writes if getattr(s, "item_of", None) == ident]
             zeros = [s for s in writes if getattr(s, "zero_of", None) == ident]
             if len(scatters) + len(zeros) < len(writes) or not all(
-                    self._integral(s.value.args[-1]) for s in scatters):
+                    self.analysis.integral(s.value.args[-1]) for s in scatters):
                 continue
             allowed = {id(s.value.args[0]) for s in scatters} | {
                 id(n) for n in S.walk(function.body[-1])}  # the return
@@ -165,77 +160,6 @@ class Sweep:
                         block[index:index + 1] = [
                             S.assign(name, S.call(self.runtime("zeros_for"), S.name(ident))),
                             add]
-
-    def _read_item_by_item(self):
-        """Parameters that may hold containers, that the function never assigns,
-        writes into, appends to or returns, and whose items it reads only where
-        a number or an array goes: as operands of arithmetic or of a ``math``
-        function or NumPy ufunc, directly or through a name used only so.  (An
-        item that is a list itself, summed by ``sum`` or indexed, has a list for
-        adjoint, which ``+=`` would not add; a list item in arithmetic, as in
-        ``X[0] + X[1]``, joins lists, which derivo does not differentiate.)"""
-        tree = self.normalized.tree
-        changed = S.stored_names(tree.body) | set(self.normalized.results) | {
-            name for s in S.walk(tree) if is_item_write(s) for name in assigned_names(s)}
-        candidates = set(tree_params(tree)) & self.analysis.containers & \
-            self.analysis.active - changed
-        parents = {id(child): parent for parent in S.walk(tree)
-                   for child in S.gast.iter_child_nodes(parent)}
-        uses = collections.defaultdict(list)
-        for node in S.walk(tree):
-            if isinstance(node, S.Name) and isinstance(node.ctx, S.Load):
-                uses[node.id].append(node)
-
-        def numeric_use(node):
-            parent = parents.get(id(node))
-            if isinstance(parent, (S.BinOp, S.UnaryOp, S.Compare)):
-                return True
-            if isinstance(parent, S.Call) and node in parent.args:
-                callee = self.parsed.callee_key(parent)
-                return isinstance(callee, np.ufunc) or \
-                    getattr(callee, "__module__", None) == "math" and \
-                    callee.__name__ not in _MATH_OVER_ITERABLES
-            return False
-
-        for ident in sorted(candidates):
-            for item in (n for n in uses[ident] if isinstance(parents.get(id(n)), S.Subscript)):
-                read = parents[id(item)]
-                holder = parents.get(id(read))
-                if isinstance(holder, S.Assign) and isinstance(holder.targets[0], S.Name):
-                    ok = all(map(numeric_use, uses[holder.targets[0].id]))
-                else:
-                    ok = read.value is item and numeric_use(read)
-                if not ok:
-                    candidates.discard(ident)
-                    break
-        return sorted(candidates)
-
-    def _integral(self, index):
-        """Whether ``index`` surely holds an int (or a tuple of them): a literal, or
-        a name only ever assigned as the target of a loop over ``range``."""
-        if isinstance(index, S.Tuple):
-            return all(map(self._integral, index.elts))
-        if isinstance(index, S.UnaryOp) and isinstance(index.op, S.USub):
-            index = index.operand
-        if isinstance(index, S.Constant):
-            return type(index.value) is int
-        return isinstance(index, S.Name) and index.id in self._counters
-
-    @functools.cached_property
-    def _counters(self):
-        tree = self.normalized.tree
-        stores = [n for n in S.walk(tree) if isinstance(n, S.Name) and
-                  isinstance(n.ctx, (S.Store, S.gast.Param))]
-        once = {name for name, count in collections.Counter(n.id for n in stores).items()
-                if count == 1}
-        ranges = {s.targets[0].id for s in S.walk(tree) if isinstance(s, S.Assign)
-                  and isinstance(s.targets[0], S.Name) and s.targets[0].id in once
-                  and is_range(s.value, self.parsed)}  # seq1 = range(n)
-        by_range = {id(loop.target) for loop in S.walk(tree) if isinstance(loop, S.For) and (
-            is_range(loop.iter, self.parsed) or isinstance(loop.iter, S.Name)
-            and loop.iter.id in ranges)}
-        return {n.id for n in stores if id(n) in by_range} - {
-            n.id for n in stores if id(n) not in by_range}
 
     def returned(self):
         grads = [self.gradient(w) for w in self.analysis.wrt]
@@ -650,10 +574,6 @@ class Sweep:
                                                          step=None))
             header = S.for_(loop.target.id, S.call(self.builtin("reversed"), iterable), body)
         return before + [S.copy_location(header, loop)]
-
-
-#: math functions of an iterable: the adjoint of a list given to one is a list
-_MATH_OVER_ITERABLES = ("fsum", "prod", "dist", "sumprod")
 
 
 def _cheap(adjoint):
