@@ -234,7 +234,7 @@ class Workload:
                            "derivo": Candidate(derivo_grad, args),
                            # derivo's generated function called directly: the code without the
                            # Derivative wrapper's call overhead
-                           "generated": Candidate(derivo_grad._function, args),
+                           "generated": Candidate(derivo_grad.derivo_function, args),
                            "hand": Candidate(hand, args)}
         self.fd_check = fd_check
         self.rtol = rtol
@@ -663,15 +663,15 @@ def cold_first_use(trials):
 
 
 def call_overhead(rounds, target):
-    """{label: (overhead min, overhead median, generated call min)} of calling a Derivative over
-    Derivative._function, seconds per call, timed interleaved."""
+    """{label: (overhead min, overhead median, generated call min)} of calling a derivative over its
+    generated function (derivo_function), seconds per call, timed interleaved."""
     cases = [("seed-004 f_grad (2 floats)", ex_seed004.f_grad, (2.0, 5.0)),
              ("Bessel grad (int, float)", ex_bessel.besselj_grad, (2, 1.0)),
              ("MLP 3-4-2 grad (6 arrays)", ex_mlp.loss_grad, ex_mlp.problem(3, 4, 2, 1))]
     out = {}
     for label, d, args in cases:
         wrapped = timeit.Timer("fn(*args)", globals={"fn": d, "args": args})
-        direct = timeit.Timer("fn(*args)", globals={"fn": d._function, "args": args})
+        direct = timeit.Timer("fn(*args)", globals={"fn": d.derivo_function, "args": args})
         number, _ = calibrate(direct, target)
         pairs = []
         for r in range(rounds):
@@ -795,7 +795,7 @@ def main(argv=None):
 
     overhead_rounds = 5 if options.quick else 41
     overhead, cache_hit = call_overhead(overhead_rounds, target / 2)
-    print(f"cached call overhead: Derivative(*args) minus Derivative._function(*args), {overhead_rounds} paired rounds: "
+    print(f"cached call overhead: Derivative(*args) minus its derivo_function(*args), {overhead_rounds} paired rounds: "
           f"difference of the minima, median of the differences, the generated function's minimum")
     print(f"{'derivative':36s} {'overhead min':>13s} {'median':>10s} {'generated':>10s}")
     for label, (best, median, gen) in overhead.items():

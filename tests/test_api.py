@@ -4,8 +4,8 @@ Values are compared with closed forms, never with derivo itself.
 """
 
 import copy
-import functools
 import importlib.util
+import inspect
 import math
 import os
 import pickle
@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import traceback
+import types
 
 import numpy as np
 import pytest
@@ -122,11 +123,12 @@ def typed_power(x, type="square"):
 
 
 def test_the_entry_checks_each_argument_in_one_line():
-    guard = derivo.api.entry_guard(derivo.grad(poly, wrt=(0, 1))._function, {"x", "y"}, False)
+    guard = derivo.api.entry_guard(derivo.grad(poly, wrt=(0, 1)).derivo_function, {"x", "y"},
+                                   False)
     assert guard == (
         "if not ((derivo_type(x) is derivo_float or derivo_type(x) is derivo_int) and "
         "(derivo_type(y) is derivo_float or derivo_type(y) is derivo_int)):\n"
-        "    return derivo_call_checked((x, y), {})\n")
+        "    return derivo_self._call_checked((x, y), {})\n")
 
 
 def test_the_entry_of_array_code_checks_only_the_differentiated_arrays():
@@ -138,14 +140,14 @@ def test_the_entry_of_array_code_checks_only_the_differentiated_arrays():
     assert derivo.api.entry_guard(weights_only, set(), True) == ""
 
 
-def shadows_the_guard(derivo_type, derivo_float=2.0):
-    return derivo_type * derivo_float
+def shadows_the_guard(derivo_type, derivo_float=2.0, derivo_self=1.0):
+    return derivo_type * derivo_float * derivo_self
 
 
 def test_the_guard_reads_names_the_generated_code_does_not_use():
-    df = derivo.grad(shadows_the_guard, wrt=(0, 1))
-    assert_close(df(3.0, 5.0), (5.0, 3.0))
-    assert_close(df(3, 5), (5.0, 3.0))
+    df = derivo.grad(shadows_the_guard, wrt=(0, 1, 2))
+    assert_close(df(3.0, 5.0), (5.0, 3.0, 15.0))
+    assert_close(df(3, 5, derivo_self=2.0), (10.0, 6.0, 15.0))
     with pytest.raises(derivo.DerivoError, match="derivo_type='3'"):
         df("3", 5.0)
 
@@ -166,16 +168,17 @@ def test_an_array_passed_by_keyword_to_scalar_code_switches_to_array_code():
     gradient = df(3.0, scale=np.array(2.0), power=2)
     assert np.shape(gradient) == ()
     assert_close(gradient, 9.0)
-    assert df._array_function is not None
+    assert df.__self__._array_function is not None
 
 
-def test_a_derivative_calls_a_partial_of_the_generated_code_behind_its_guard():
+def test_a_derivative_is_the_generated_code_behind_its_guard_bound_to_its_derivative():
     df = derivo.grad(poly)
-    assert isinstance(df, functools.partial)
-    assert df.func is not df._function
-    assert df.func.__code__.co_filename == df._function.__code__.co_filename
-    assert df.func.__code__.co_firstlineno == df._function.__code__.co_firstlineno
-    assert df.func.__globals__["derivo_call_checked"] == df._call_checked
+    assert isinstance(df, types.MethodType) and isinstance(df.__self__, derivo.Derivative)
+    assert df.__func__ is not df.derivo_function
+    assert df.__code__.co_filename == df.derivo_function.__code__.co_filename
+    assert df.__code__.co_firstlineno == df.derivo_function.__code__.co_firstlineno
+    assert list(inspect.signature(df).parameters) == ["x", "y"]
+    assert df.__name__ == "poly_grad" and df.__doc__ == df.__self__.__doc__
 
 
 def test_a_traceback_through_the_entry_shows_the_generated_line():
@@ -427,6 +430,6 @@ def test_traceback_shows_generated_lines():
 def test_a_derivative_copies_deep_copies_and_pickles():
     df = derivo.grad(poly, wrt=(0, 1))
     for twin in (copy.copy(df), copy.deepcopy(df), pickle.loads(pickle.dumps(df))):
-        assert isinstance(twin, derivo.Derivative) and twin is not df
+        assert isinstance(twin, derivo.Derivative)
         assert twin.source == df.source
         assert_close(twin(1.5, -2.0), df(1.5, -2.0))

@@ -25,10 +25,12 @@ KIND_LABELS = {"grad": "Gradient", "value_and_grad": "Value and gradient",
 
 _NDARRAY = np.ndarray
 _PLAIN_REALS = frozenset({float, int})
-#: What a Derivative's entry reads besides its arguments (see entry_guard); the
-#: Derivative binds derivo_call_checked.
+#: What a Derivative's entry reads besides its arguments (see entry_guard).
 _GUARD_GLOBALS = {"derivo_type": type, "derivo_float": float, "derivo_int": int,
-                  "derivo_ndarray": _NDARRAY, "derivo_call_checked": None}
+                  "derivo_ndarray": _NDARRAY}
+#: The names the entry adds to the generated code: its first parameter, the
+#: Derivative it is bound to, and the guard's globals.
+_ENTRY_NAMES = ("derivo_self", *_GUARD_GLOBALS)
 # The kinds whose differentiated arguments a call checks (derivo.vjp and derivo.jvp
 # choose theirs by type before calling).
 _TYPE_CHECKED_KINDS = ("grad", "value_and_grad")
@@ -65,33 +67,42 @@ class Generated(NamedTuple):
     namespace: dict
     user_sources: dict
     build: Build
-    entry_code: object  # the code of the Derivative's entry, or None (see _entry)
-    guard_names: dict  # the names the entry's guard reads (see entry_guard)
+    entry_code: object  # the code of the Derivative's entry (see _entry)
+    entry_names: dict  # the names the entry adds (see _entry_names)
 
 
-class Derivative(functools.partial):
+class _DerivativeType(type):
+    # What derivo.grad returns is a Derivative's entry bound to it (see Derivative),
+    # and isinstance(df, derivo.Derivative) holds for it.
+    def __instancecheck__(cls, obj):
+        return type.__instancecheck__(cls, obj) or \
+            type.__instancecheck__(cls, getattr(obj, "__self__", None))
+
+
+class Derivative(metaclass=_DerivativeType):
     """A generated derivative: call it like the function it was made from.
 
     ``.source`` is the code that runs; ``.save(path)`` writes it as a standalone
     module.  A function that does not use NumPy gets scalar code; if it is then
     called with arrays, derivo generates (once) array code for it.
 
-    A call runs the *entry*: the generated function compiled again with a guard
-    on its ``def`` line (see :func:`entry_guard`) that checks the argument types;
-    a call the guard does not pass takes :meth:`_call_checked`.  The guard and
-    the generated code share one frame, and being a ``functools.partial`` of the
-    entry keeps the call in C: a wrapper's frame or a Python-level ``__call__``
-    would cost more than many whole gradients.
+    What the user calls is ``.call``: the *entry*, the generated function compiled
+    again with one more parameter first, bound to this Derivative, and a guard on
+    its ``def`` line (see :func:`entry_guard`) that checks the argument types; a
+    call the guard does not pass takes :meth:`_call_checked`.  A bound method
+    costs a few nanoseconds over calling the generated function; a Python-level
+    ``__call__`` or a ``functools.partial`` subclass cost ten times that, more than
+    many whole gradients.  The entry carries the public attributes (``source``,
+    ``save``, ``kind``, ``wrt``...), which the bound method shows as its own.
     """
 
-    def __new__(cls, func, kind, wrt, tuple_wrt, loops=("stack", None, "revolve")):
+    def __init__(self, func, kind, wrt, tuple_wrt, loops=("stack", None, "revolve")):
         arrays = uses_numpy(func)
         generated = _generate(func, kind, wrt, tuple_wrt, arrays, loops)
         positional = [p.name for p in _parameters(func) if p.kind != p.KEYWORD_ONLY]
         # (position or None, name) of each argument whose type is checked
-        checked = [(positional.index(n) if n in positional else None, n) for n in wrt] \
+        self._checked = [(positional.index(n) if n in positional else None, n) for n in wrt] \
             if kind in _TYPE_CHECKED_KINDS else []
-        self = super().__new__(cls, _entry(generated))
         self.__wrapped__ = func
         self.kind = kind
         self.wrt = wrt
@@ -102,17 +113,20 @@ class Derivative(functools.partial):
         self.derivo_function = self._function  # what derivo differentiates in a caller
         self._array_function = self._function if arrays else None
         self._scalar_only = not arrays
-        self._checked = checked
         self.source = generated.source
         self.__name__ = self._function.__name__
         self.__doc__ = "{} of {} with respect to {}.".format(
             KIND_LABELS[kind], func.__qualname__, ", ".join(wrt))
-        functools.update_wrapper(self, func, assigned=("__module__", "__qualname__"),
-                                 updated=())
-        if generated.entry_code is not None:
-            self.func.__globals__[generated.guard_names["derivo_call_checked"]] = \
-                self._call_checked
-        return self
+        entry = _entry(generated)
+        entry.__module__ = func.__module__
+        entry.__doc__ = self.__doc__
+        entry.__dict__.update(
+            source=self.source, kind=kind, wrt=wrt, save=self.save,
+            module_source=self.module_source, derivo_function=self._function,
+            __wrapped__=func,
+            # the entry's own (inspect drops the bound first one), not __wrapped__'s
+            __signature__=inspect.signature(entry))
+        self.call = types.MethodType(entry, self)
 
     def _call_checked(self, args, kwargs):
         if self._checked:
@@ -147,9 +161,15 @@ class Derivative(functools.partial):
 
     def __reduce__(self):
         # Copied or unpickled, a derivative is made again from what it was made of
-        # (a cache hit when this process made it already): not functools.partial's
-        # state, whose entry function belongs to this one.
+        # (a cache hit when this process made it already).
         return Derivative, (self.__wrapped__, self.kind, self.wrt, self._tuple_wrt, self._loops)
+
+    def __getattr__(self, name):
+        # A bound method pickles as getattr(its __self__, its __name__): this is how
+        # an unpickled derivative finds its entry again.
+        if name == self.__dict__.get("__name__"):
+            return self.call
+        raise AttributeError(name)
 
     def module_source(self):
         """The text :meth:`save` writes: imports, the user functions the generated
@@ -183,14 +203,14 @@ class Derivative(functools.partial):
 def entry_guard(function, checked, arrays, names=None):
     """The statement a :class:`Derivative`'s entry runs before the generated code
     ``function``: a call whose arguments are not of the types the code was
-    generated for goes to ``derivo_call_checked(args, kwargs)``.
+    generated for goes to ``derivo_self._call_checked(args, kwargs)``.
 
     A differentiated argument (a name in ``checked``) must be a float or an int,
     or in array code a real array; an argument of scalar code must not be an
-    array (that call switches to array code).  ``names`` renames the globals the
-    guard reads (see :func:`_guard_names`).  "" when there is nothing to check.
+    array (that call switches to array code).  ``names`` renames the names the
+    guard reads (see :func:`_entry_names`).  "" when there is nothing to check.
     """
-    names = dict(zip(_GUARD_GLOBALS, _GUARD_GLOBALS), **(names or {}))
+    names = dict(zip(_ENTRY_NAMES, _ENTRY_NAMES), **(names or {}))
     real = "({derivo_type}({arg}) is {derivo_float} or {derivo_type}({arg}) is {derivo_int})"
     real_array = ("({derivo_type}({arg}) is {derivo_ndarray} and {arg}.dtype.kind in 'fiu' or "
                   + real[1:])
@@ -207,17 +227,17 @@ def entry_guard(function, checked, arrays, names=None):
             tests.append(not_array.format(arg=param.name, **names))
     if not tests:
         return ""
-    fallback = "{}(({}{}), {{{}}})".format(
-        names["derivo_call_checked"], ", ".join(positional), "," if len(positional) == 1 else "",
+    fallback = "{}._call_checked(({}{}), {{{}}})".format(
+        names["derivo_self"], ", ".join(positional), "," if len(positional) == 1 else "",
         ", ".join("{0!r}: {0}".format(name) for name in keywords))
     return "if not ({}):\n    return {}\n".format(" and ".join(tests), fallback)
 
 
-def _guard_names(function):
-    """A name for each of the guard's globals that ``function``'s code does not use."""
+def _entry_names(function):
+    """A name for each of :data:`_ENTRY_NAMES` that ``function``'s code does not use."""
     taken = _names_used(function.__code__)
     names = {}
-    for name in _GUARD_GLOBALS:
+    for name in _ENTRY_NAMES:
         names[name] = name
         while names[name] in taken:
             names[name] += "_"
@@ -233,14 +253,11 @@ def _names_used(code):
 
 
 def _entry(generated):
-    """The function a Derivative calls: a new copy of the generated function
-    behind its guard (the Derivative binds the guard's ``derivo_call_checked``),
-    or the generated function itself when there is nothing to check."""
+    """A new copy of the generated function behind its guard, with the Derivative
+    to bind it to as first parameter (see :class:`Derivative`)."""
     function = generated.function
-    if generated.entry_code is None:
-        return function
     scope = dict(function.__globals__)
-    scope.update((generated.guard_names[name], value) for name, value in _GUARD_GLOBALS.items())
+    scope.update((generated.entry_names[name], value) for name, value in _GUARD_GLOBALS.items())
     exec(generated.entry_code, scope)
     entry = scope[function.__name__]
     entry.__defaults__ = function.__defaults__
@@ -294,11 +311,12 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
         compiled.__defaults__ = func.__defaults__
         compiled.__kwdefaults__ = func.__kwdefaults__
         checked = names if kind in _TYPE_CHECKED_KINDS else ()
-        guard_names = _guard_names(compiled)
-        guard = entry_guard(compiled, set(checked), arrays, guard_names)
-        entry_code = codegen.compile_with_prologue(compiled, source, guard) if guard else None
+        entry_names = _entry_names(compiled)
+        guard = entry_guard(compiled, set(checked), arrays, entry_names)
+        entry_code = codegen.compile_with_prologue(compiled, source, guard,
+                                                   entry_names["derivo_self"])
         return Generated(compiled, source, module.namespace, module.user_sources, module,
-                         entry_code, guard_names)
+                         entry_code, entry_names)
 
     key = cache.key_of(func, kind, names, tuple_wrt, arrays, loops)
     return cache.lookup(key, build, lambda generated: generated.build.still_valid())
@@ -306,12 +324,12 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
 
 def _derivative(func, wrt, kind, loops=("stack", None, "revolve")):
     if isinstance(func, Derivative):
-        func = func._function  # derivo reads its generated code like any other function
+        func = func.derivo_function  # derivo reads its generated code like any other function
     if not callable(func) or not hasattr(func, "__code__"):
         parse(func)  # raises the error that explains what is missing
         raise DerivoError("derivo differentiates Python functions, got {!r}".format(func))
     names = resolve_wrt(func, wrt)
-    return Derivative(func, kind, names, isinstance(wrt, (tuple, list)), loops)
+    return Derivative(func, kind, names, isinstance(wrt, (tuple, list)), loops).call
 
 
 LOOP_STRATEGIES = ("stack", "checkpoint", "reversible")
@@ -508,7 +526,7 @@ def hessian(func, wrt=0):
     names = resolve_wrt(func, wrt)
     many = isinstance(wrt, (tuple, list))
     gradient = _derivative(func, names, "grad") if not many else \
-        Derivative(func, "grad", names, True)
+        Derivative(func, "grad", names, True).call
 
     @functools.wraps(func)
     def hessian_fn(*args, **kwargs):
@@ -547,7 +565,7 @@ def hvp(func, primals, tangents):
     differentiable = tuple(i for i, p in enumerate(primals) if _differentiable(p))
     if not differentiable:
         return tuple(None for _ in primals)
-    gradient = Derivative(func, "grad", resolve_wrt(func, differentiable), True)
+    gradient = Derivative(func, "grad", resolve_wrt(func, differentiable), True).call
     _, product = jvp(gradient, primals, tangents)
     product = iter(product)
     return tuple(next(product) if i in differentiable else None for i in range(len(primals)))

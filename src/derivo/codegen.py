@@ -53,9 +53,10 @@ def compile_source(source, label):
     return compile(source, filename, "exec")
 
 
-def compile_with_prologue(function, source, prologue):
-    """The code of a module defining ``function`` again with the statements of
-    ``prologue`` run first; ``source`` is the text ``function`` was compiled from.
+def compile_with_prologue(function, source, prologue, first_parameter):
+    """The code of a module defining ``function`` again, with ``first_parameter``
+    before its parameters and the statements of ``prologue`` run first; ``source``
+    is the text ``function`` was compiled from.
 
     The prologue stands on the ``def`` line and every other line keeps its
     place, so a traceback through the new function shows the generated source.
@@ -70,6 +71,8 @@ def compile_with_prologue(function, source, prologue):
                 node.col_offset = definition.col_offset
                 node.end_col_offset = definition.col_offset + len("def")
     definition.body[:0] = statements
+    definition.args.args.insert(0, ast.arg(first_parameter, lineno=definition.lineno,
+                                           col_offset=definition.col_offset))
     return compile(ast.Module([definition], []), function.__code__.co_filename, "exec")
 
 
