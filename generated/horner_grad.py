@@ -7,8 +7,7 @@ def horner_grad(coefficients, x):
     push = stack.append
     pop = stack.pop
     value = 0.0
-    for i in range(len(coefficients)):
-        c = coefficients[i]
+    for c in coefficients:
         push(value)
         value = value * x + c
     # reverse sweep

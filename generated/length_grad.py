@@ -17,8 +17,7 @@ def path_length_grad(points):
     total = 0.0
     previous = points[0]
     seq1 = points[1:]
-    for i in range(len(seq1)):
-        point = seq1[i]
+    for point in seq1:
         push(step)
         step = point - previous
         push(t1)

@@ -27,10 +27,8 @@ def squared_error_grad(coefficients, xs, ys):
     push = stack.append
     pop = stack.pop
     r = None
-    t1 = None
     seq1 = range(len(xs))
     for i in seq1:
-        push(t1)
         t1 = xs[i]
         t2 = horner(coefficients, t1)
         push(r)
@@ -40,6 +38,7 @@ def squared_error_grad(coefficients, xs, ys):
     btotal = 1.0 / len(xs)
     bcoefficients = 0.0
     for i in reversed(seq1):
+        t1 = xs[i]
         # line 32: total = total + r * r
         br = btotal * r * 2
         # line 31: r = horner(coefficients, xs[i]) - ys[i]
@@ -47,5 +46,4 @@ def squared_error_grad(coefficients, xs, ys):
         r = pop()
         bcoefficients1 = horner_vjp(bt2, coefficients, t1)
         bcoefficients = add_adjoints(bcoefficients, bcoefficients1)
-        t1 = pop()
     return bcoefficients

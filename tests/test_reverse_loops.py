@@ -223,6 +223,85 @@ def test_an_item_an_adjoint_reads_after_its_loop_is_still_saved():
                                 item_read_after_its_loop(xs, c - h)) / (2 * h), rel=1e-7)
 
 
+def items_by_index(xs, c):
+    s = c
+    for i in range(len(xs)):
+        t = xs[i]
+        s = s * math.cos(t) + t
+    return s
+
+
+def previous_trips_item(xs, c):
+    s = c
+    t = c
+    for i in range(len(xs)):
+        s = s * math.sin(t)  # the previous trip's t: it cannot be read again
+        t = xs[i]
+        s = s + t * t
+    return s
+
+
+def item_at_a_moving_index(xs, c):
+    s = c
+    k = 0
+    for i in range(len(xs) - 1):
+        t = xs[k]
+        k = k + 1
+        s = s * math.cos(t) + xs[i + 1]
+    return s
+
+
+def last_of_a_growing_list(xs, c):
+    ys = [c]
+    s = 0.0
+    for i in range(len(xs)):
+        t = ys[-1]
+        ys.append(t * xs[i])
+        s = s + math.sin(t)
+    return s
+
+
+def items_overwritten_in_the_loop(x, c):
+    y = x * c
+    s = 0.0
+    for i in range(len(x)):
+        t = y[i]
+        y[i] = t * t
+        s = s + t * y[i]
+    return s
+
+
+def test_an_item_read_by_index_is_read_again_instead_of_saved():
+    df = derivo.grad(items_by_index, wrt=(0, 1))
+    assert "push(t)" not in df.source
+    assert df.source.split("for i in reversed(")[1].split("\n")[1].strip() == "t = xs[i]"
+    xs, c = [0.3, -0.7, 1.1, 2.5], 0.8
+    gx, gc = df(xs, c)
+    assert gx == pytest.approx(list_gradient(items_by_index, xs, c), rel=1e-7)
+
+
+@pytest.mark.parametrize("f", [previous_trips_item, item_at_a_moving_index,
+                               last_of_a_growing_list])
+def test_an_item_that_would_read_differently_in_the_reverse_loop_is_saved(f):
+    df = derivo.grad(f, wrt=(0, 1))
+    assert "push(t)" in df.source
+    xs, c = [0.3, -0.7, 1.1, 2.5], 0.8
+    gx, gc = df(xs, c)
+    assert gx == pytest.approx(list_gradient(f, xs, c), rel=1e-6, abs=1e-9)
+    h = 1e-6
+    assert gc == pytest.approx((f(xs, c + h) - f(xs, c - h)) / (2 * h), rel=1e-6)
+
+
+def test_an_item_of_an_array_the_loop_writes_into_is_saved():
+    df = derivo.grad(items_overwritten_in_the_loop)
+    assert "push(t)" in df.source
+    x, c = [0.3, -0.7, 1.1, 2.5], 0.8
+
+    def on_array(values, c):
+        return items_overwritten_in_the_loop(np.array(values), c)
+    assert df(np.array(x), c) == pytest.approx(list_gradient(on_array, x, c), rel=1e-6)
+
+
 def test_a_reversible_loop_over_values():
     # the row was saved like any overwritten value, which loops="reversible" refused
     df = derivo.grad(scaled_by_items, wrt=(0, 1), loops="reversible")

@@ -306,6 +306,7 @@ class Analysis:
                 row = S.copy_location(S.assign(stmt.target.id, S.subscript(
                     S.name(items.id), S.name(index))), stmt)
                 row.item = True  # cheaper to read again than to save (see _flow_loop)
+                stmt.row = row
                 stmt.target = S.store(index)
                 stmt.iter = S.call(S.name("range"), S.call(S.name("len"), S.name(items.id)))
                 stmt.body.insert(1 if stmt.trips else 0, row)  # after the trip counter
@@ -844,13 +845,11 @@ class Analysis:
 
     def _flow_loop(self, loop, read, assigned):
         target = {loop.target.id} if isinstance(loop, S.For) else set()
-        for stmt in loop.body:
-            # ``row = X[i]`` of a loop over values (X unchanged by the loop, or
-            # index_loops_over_values would have left the loop alone): the
-            # reverse loop reads the row again at the top of each trip instead of
-            # saving it, unless the row is assigned again in the loop or an
-            # adjoint before the loop needs its old value.
-            if getattr(stmt, "item", False):
+        for position, stmt in enumerate(loop.body):
+            # The reverse loop reads an item ``t = X[i]`` again at the top of each
+            # trip instead of saving it, unless t is assigned again in the loop or
+            # an adjoint before the loop needs its old value.
+            if getattr(stmt, "item", False) or _item_read_again(loop, position):
                 name = stmt.targets[0].id
                 assignments = [n for n in S.walk(loop) if isinstance(n, S.Name)
                                and isinstance(n.ctx, S.Store) and n.id == name]
@@ -872,6 +871,27 @@ class Analysis:
             head |= back
         self._depth -= 1
         return head | (breaks - target) | self._exit_reads(loop)
+
+
+def _item_read_again(loop, position):
+    """Whether ``t = X[i]``, statement ``position`` of a for loop's body, gives
+    the same value when the reverse loop runs it at the top of the same trip: X
+    and the names of the index other than the loop's target are not changed by
+    the loop (no assignment, item write or method call such as an append), and
+    no statement before it in the body reads t (the previous trip's).  ``row = X[i]`` of a loop over values is one by construction."""
+    stmt = loop.body[position]
+    if not (isinstance(loop, S.For) and isinstance(loop.target, S.Name)
+            and isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)
+            and isinstance(stmt.value, S.Subscript) and isinstance(stmt.value.value, S.Name)):
+        return False
+    name = stmt.targets[0].id
+    written = S.stored_names(loop.body) | {
+        n for s in S.walk(loop) if is_item_write(s) for n in assigned_names(s)} | {
+        n.func.value.id for n in S.walk(loop) if isinstance(n, S.Call)  # xs.append(v)
+        and isinstance(n.func, S.Attribute) and isinstance(n.func.value, S.Name)}
+    reads = {stmt.value.value.id} | (_names(stmt.value.slice) - {loop.target.id})
+    return not (reads & written or loop.target.id in written or name in reads
+                or any(name in _names(s) for s in loop.body[:position]))
 
 
 _INVERSE_OPS = {S.Add: S.Sub, S.Sub: S.Add, S.Mult: S.Div, S.Div: S.Mult}

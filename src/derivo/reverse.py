@@ -284,10 +284,16 @@ class Sweep:
         body = loop.body
         if loop.trips and not self.needs_trip_counter(loop):
             body = body[1:]  # the trip counter's increment
-        body = self.primal(body)
         if isinstance(loop, S.While):
-            return S.copy_location(S.while_(S.deepcopy(loop.test), body), loop)
-        return S.copy_location(S.for_(loop.target.id, S.deepcopy(loop.iter), body), loop)
+            return S.copy_location(S.while_(S.deepcopy(loop.test), self.primal(body)), loop)
+        target, iterable = loop.target.id, loop.iter
+        row = getattr(loop, "row", None)  # row = X[i] of a loop over values
+        if row is not None and id(row) in self.analysis.reloads:
+            # Only the reverse loop reads X[i] (again), so this one iterates over X
+            # as the user wrote it: cheaper than counting and indexing.
+            target, iterable = row.targets[0].id, row.value.value
+            body = [stmt for stmt in body if stmt is not row]
+        return S.copy_location(S.for_(target, S.deepcopy(iterable), self.primal(body)), loop)
 
     def save(self, ident, stmt=None):
         """``push(x)`` before ``stmt`` overwrites x; a copy of the part an
