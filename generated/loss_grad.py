@@ -15,12 +15,11 @@ def loss_grad(A1, b1, A2, b2, X, Y):
     t6 = s1 @ t5
     s2 = t6 + b2
     r = s2 - Y
-    t7 = r * r
     t8 = X.shape[0]
     # reverse sweep
     # line 29: return 0.5 * np.sum(r * r) / X.shape[0]
     bt9 = 1.0 / t8 * 0.5
-    bt7 = expand(bt9, t7, None, False)
+    bt7 = expand(bt9, r, None, False)
     br = bt7 * r * 2
     # line 28: r = s2 - Y
     bs2 = unbroadcast(br, s2)

@@ -34,10 +34,9 @@ def rnn_loss_grad(W, U, b, V, c, h0, xs, target):
     t1 = V @ h
     y = t1 + c
     r = y - target
-    t2 = r * r
     # reverse sweep
     # line 23: return 0.5 * np.sum(r * r)
-    bt2 = expand(0.5, t2, None, False)
+    bt2 = expand(0.5, r, None, False)
     br = bt2 * r * 2
     # line 22: r = y - target
     by = unbroadcast(br, y)

@@ -365,3 +365,34 @@ def test_a_temporary_read_once_by_the_next_statement_folds_into_it():
 def test_other_temporaries_stay(source):
     body = textwrap.indent(source, "    ")
     assert optimized("def f(a, b, x):\n" + body + "\n") == source.splitlines()
+
+
+def shapes_read(source):
+    tree = function(source)
+    return [line.strip() for line in
+            S.to_source(optimize(tree, {"expand", "unbroadcast"})).splitlines()[1:]]
+
+
+def test_a_shape_is_read_from_the_name_a_temporary_has_it_from():
+    out = shapes_read("""
+        def f(r, g):
+            t1 = r * r
+            t2 = -t1
+            t3 = t2 / 2.0
+            return expand(g, t3, None, False), unbroadcast(g, t1)
+    """)
+    assert out == ["return expand(g, r, None, False), unbroadcast(g, r)"]
+
+
+@pytest.mark.parametrize("source", [
+    # a sum or a repetition can change a list's length; r changes; r given to a call;
+    # a call that is not a shape reader
+    "t1 = r + r\nreturn expand(g, t1, None, False)",
+    "t1 = r * 2\nreturn expand(g, t1, None, False)",
+    "t1 = r * r\nr = g\nreturn expand(g, t1, None, False), r",
+    "t1 = r * r\nh(r)\nreturn expand(g, t1, None, False)",
+    "t1 = r * r\nreturn zeros_for(g, t1)",
+])
+def test_other_shapes_are_read_where_they_were(source):
+    body = textwrap.indent(source, "    ")
+    assert shapes_read("def f(r, g):\n" + body + "\n") == source.splitlines()

@@ -141,14 +141,17 @@ def simplify(expression):
     return _Simplify().visit(_FoldTests().visit(expression))
 
 
-def optimize(function):
+def optimize(function, shape_readers=()):
     """Fold seeds, drop copies and recomputations between names assigned once,
-    merge an adjoint's first two contributions, then remove assignments whose
-    value nothing reads, unless marked ``effects`` (a pop,
-    or a call derivo cannot see into)."""
+    let calls of ``shape_readers`` (names of helpers that read their second
+    argument only for its shape) read a shape from where it came from, merge an
+    adjoint's first two contributions, then remove assignments whose value
+    nothing reads, unless marked ``effects`` (a pop, or a call derivo cannot see
+    into)."""
     _fold_seeds(function)
     _drop_copies(function)
     _drop_recomputations(function)
+    _shapes_from_sources(function, shape_readers)
     for node in S.walk(function):
         # bx += -e reads better as bx -= e
         if isinstance(node, S.AugAssign) and isinstance(node.op, S.Add) and \
@@ -258,6 +261,51 @@ def _drop_recomputations(function):
     _rename(function, renames)
 
 
+def _shapes_from_sources(function, shape_readers):
+    """``expand(g, t7, None, False)`` reads t7 only for its shape.  When
+    ``t7 = r * r`` (or ``r / r``, ``r * 2.0``, ``-r``), r has that shape, and
+    reading r instead lets ``t7 = r * r`` go if nothing else reads it: the
+    gradient of ``np.sum(r * r)`` need not compute ``r * r``.
+
+    Both names are assigned once, and r is never given to a call or asked for a
+    method, so its shape is the same wherever it is read.  Forms that change a
+    list's length (``r + r``, ``r * 2``) do not count.
+    """
+    stores = _store_counts(function)
+    exposed = _exposed_to_changes(function, harmless=shape_readers)
+    same_shape = {}
+    for stmt in S.walk(function):
+        target = _single_target(stmt)
+        source = _shape_source(stmt.value) if target else None
+        if source and stores[target] == 1 and stores[source] == 1 and source not in exposed:
+            same_shape[target] = source
+    for node in S.walk(function):
+        if isinstance(node, S.Call) and isinstance(node.func, S.Name) and \
+                node.func.id in shape_readers and len(node.args) > 1 and \
+                isinstance(node.args[1], S.Name) and node.args[1].id in same_shape:
+            name = node.args[1].id
+            while name in same_shape:
+                name = same_shape[name]
+            node.args[1] = S.name(name)
+
+
+def _shape_source(value):
+    """The name whose shape ``value`` has by its form alone, or None."""
+    if isinstance(value, S.UnaryOp) and isinstance(value.op, (S.USub, S.UAdd)) and \
+            isinstance(value.operand, S.Name):
+        return value.operand.id
+    if not isinstance(value, S.BinOp) or isinstance(value.op, S.Add):
+        return None
+    left, right = value.left, value.right
+    if isinstance(left, S.Name) and isinstance(right, S.Name) and left.id == right.id:
+        return left.id
+    for name, other in ((left, right), (right, left)):
+        if isinstance(name, S.Name) and isinstance(other, S.Constant) and \
+                type(other.value) is float:
+            return name.id
+    return None
+
+
 def _store_counts(tree):
     """{name: how many times ``tree`` assigns it} (parameters count once)."""
     return collections.Counter(n.id for n in S.walk(tree)
@@ -276,13 +324,15 @@ def _pure_arithmetic(node):
                        S.gast.unaryop, S.gast.expr_context)) for n in S.walk(node))
 
 
-def _exposed_to_changes(function):
-    """Names written into (``x[i] = v``), passed to a call, or whose method is called."""
+def _exposed_to_changes(function, harmless=()):
+    """Names written into (``x[i] = v``), passed to a call (other than one of the
+    functions named in ``harmless``), or whose method is called."""
     exposed = set()
     for node in S.walk(function):
         if isinstance(node, S.Subscript) and isinstance(node.ctx, S.Store):
             exposed |= _reads(node.value)
-        elif isinstance(node, S.Call):
+        elif isinstance(node, S.Call) and not (isinstance(node.func, S.Name)
+                                               and node.func.id in harmless):
             exposed |= {a.id for a in list(node.args) + [k.value for k in node.keywords]
                         if isinstance(a, S.Name)}
             if isinstance(node.func, S.Attribute) and isinstance(node.func.value, S.Name):

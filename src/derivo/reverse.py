@@ -117,7 +117,9 @@ class Sweep:
             self.name, seeds + params, out, defaults=S.deepcopy(args.defaults),
             kwonly=[a.id for a in args.kwonlyargs], kw_defaults=S.deepcopy(args.kw_defaults))
         self.add_items_in_place(function)
-        return optimize.optimize(function)
+        shape_readers = {name for name, obj in self.module.namespace.items()
+                         if any(obj is helper for helper in runtime.SHAPE_READERS)}
+        return optimize.optimize(function, shape_readers)
 
     def add_items_in_place(self, function):
         """``bX[i] += g`` for ``bX = add_at(bX, g, X, i)`` where add_at's checks

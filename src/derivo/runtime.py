@@ -216,6 +216,11 @@ def shaped_like(adjoint, like):
     return np.broadcast_to(adjoint, _shape(like)).copy()
 
 
+#: The helpers that read their second argument only for its shape (see
+#: optimize._shapes_from_sources).
+SHAPE_READERS = (unbroadcast, expand, shaped_like)
+
+
 def zeros_for(like):
     """The zero adjoint of the container ``like`` that its items' adjoints are
     added into: a list of zeros when like is a list (or a tuple of values of
