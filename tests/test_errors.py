@@ -346,3 +346,105 @@ def test_a_derivative_where_the_function_is_undefined_raises_like_it():
         square_root(-INF)
     with pytest.raises(ValueError):
         derivo.grad(square_root)(-INF)
+
+
+# --- + and * of lists: Python joins and repeats them --------------------------------
+
+def joins_written_lists(a, b):
+    z = [a, b] + [b * 2.0]
+    return z[0] * z[2] + z[1]
+
+
+def repeats_a_written_list(a, b):
+    z = [a, b] * 2
+    return z[0] * z[3]
+
+
+def joins_written_tuples(a, b):
+    z = (a, b) + (a * b,)
+    return z[2] + z[0]
+
+
+def extends_an_appended_list(a, b):
+    z = []
+    z.append(a)
+    z = z + [b]
+    return z[0] * z[1]
+
+
+@pytest.mark.parametrize("f, marker", [
+    (joins_written_lists, "z = [a, b] + [b * 2.0]"),
+    (repeats_a_written_list, "z = [a, b] * 2"),
+    (joins_written_tuples, "z = (a, b) + (a * b,)"),
+    (extends_an_appended_list, "z = z + [b]"),
+])
+def test_joining_or_repeating_a_list_the_function_builds_is_refused(f, marker):
+    err = refusal(f, 0.5, 2.0, wrt=(0, 1))
+    assert_points_at(err, line_of(f, marker), "list or a tuple")
+
+
+def joins_its_arguments(xs, ys):
+    zs = xs + ys
+    return sum(zs)
+
+
+def doubles_its_argument(xs):
+    return sum(xs * 2)
+
+
+def joins_rows(X):
+    s = 0.0
+    for i in range(len(X) - 1):
+        pair = X[i] + X[i + 1]
+        s = s + pair[0] * pair[-1]
+    return s
+
+
+def joined_by_a_helper(xs, ys):
+    return xs + ys
+
+
+def joins_through_a_helper(xs):
+    total = 0.0
+    for z in joined_by_a_helper(xs, xs):
+        total = total + z * z
+    return total
+
+
+@pytest.mark.parametrize("f, args, marker", [
+    (joins_its_arguments, ([0.1, 0.2], [0.3]), "zs = xs + ys"),
+    (doubles_its_argument, ((0.1, 0.2),), "return sum(xs * 2)"),
+    (joins_rows, ([[1.0, 2.0], [0.5, -1.0]],), "pair = X[i] + X[i + 1]"),
+    (joins_through_a_helper, ([0.1, 0.2],), "return xs + ys"),
+])
+def test_joining_or_repeating_lists_passed_in_is_refused_when_called(f, args, marker):
+    err = refusal(f, *args, wrt=tuple(range(len(args))))
+    source = joined_by_a_helper if f is joins_through_a_helper else f
+    assert_points_at(err, line_of(source, marker), "list or a tuple")
+
+
+def adds_neighbours(X):
+    s = 0.0
+    for i in range(len(X) - 1):
+        s = s + (X[i] + X[i + 1]) * X[i]
+    return s
+
+
+def test_the_same_operations_on_numbers_and_arrays_are_differentiated():
+    # the items of a flat list are numbers, and + of arrays adds them
+    g = derivo.grad(adds_neighbours)([1.0, 2.0, 0.5])
+    # s = (X0 + X1) X0 + (X1 + X2) X1
+    assert g == pytest.approx([2 * 1.0 + 2.0, 1.0 + 2 * 2.0 + 0.5, 2.0])
+    assert "list or a tuple" in str(refusal(adds_neighbours, [[1.0], [2.0], [0.5]]))
+    xs, ys = np.array([0.1, 0.2]), np.array([0.3, 0.5])
+    gx, gy = derivo.grad(joins_its_arguments, wrt=(0, 1))(xs, ys)
+    assert gx == pytest.approx([1.0, 1.0]) and gy == pytest.approx([1.0, 1.0])
+
+
+def shifted_by_a_written_list(x):
+    return np.sum((x + [1.0, 2.0]) ** 2)
+
+
+def test_an_array_plus_a_constant_list_is_differentiated():
+    x = np.array([0.5, -1.0])
+    assert derivo.grad(shifted_by_a_written_list)(x) == pytest.approx(2 * (x + [1.0, 2.0]))

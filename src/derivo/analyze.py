@@ -34,14 +34,15 @@ sharing
 
 import collections
 import functools
+import types
 
 import numpy as np
 
 from . import checkpoints, rules
 from . import syntax as S
-from .errors import NoDerivativeRule, UnsupportedSyntax
+from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .outline import Loop
-from .parse import parameter_names
+from .parse import parameter_names, parse
 from .ssa import is_append, shared_sources
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
@@ -183,6 +184,27 @@ class Analysis:
                 self.shared_checks[id(stmt)] = (source, str(error))
             else:
                 raise error
+
+    def refuse_joined_sequences(self):
+        """Refuse ``+`` or ``*`` of a differentiated list or tuple the function
+        builds (``[a, b] + [c]``, ``[a] * 3``, ``xs + ys`` with xs appended to):
+        Python joins or repeats it, while the adjoints of + and * are those of
+        numbers and arrays, so the derivative would be silently wrong.  (A list
+        the caller passes is checked when the call comes: see
+        :func:`sequence_arithmetic`.)"""
+        tuples = {s.targets[0].id for s in S.walk(self.normalized.tree)
+                  if isinstance(s, S.Assign) and isinstance(s.targets[0], S.Name)
+                  and isinstance(s.value, S.Tuple)}
+        for node in S.walk(self.normalized.tree):
+            if not (isinstance(node, S.BinOp) and isinstance(node.op, (S.Add, S.Mult))):
+                continue
+            for operand in (node.left, node.right):
+                built = isinstance(operand, (S.List, S.Tuple, S.gast.ListComp)) or \
+                    isinstance(operand, S.Name) and operand.id in self.lists | tuples or \
+                    isinstance(operand, S.Call) and \
+                    self.parsed.callee_key(operand) in (list, tuple, sorted)
+                if built and self.differentiable_names(operand) & self.active:
+                    raise _joined_sequence_error(self.parsed, node, operand)
 
     # --- activity ----------------------------------------------------------
 
@@ -977,6 +999,93 @@ def tree_params(tree):
 
 
 
+def _joined_sequence_error(parsed, node, operand, cause=""):
+    text = S.expr_source(operand)
+    if isinstance(operand, S.Tuple):
+        text = "(" + text + ")"
+    return parsed.error(
+        UnsupportedSyntax, node, "cannot differentiate {!r}: {!r} may be a list or a tuple{}, "
+        "and + joins such sequences, * repeats them; derivo differentiates + and * of "
+        "numbers and arrays (build the list item by item, or use NumPy arrays)".format(
+            S.expr_source(node), text, cause), "list arithmetic")
+
+
+def sequence_arithmetic(func, _seen=frozenset()):
+    """Where ``func`` applies + or * to what it reads from its parameters:
+    {parameter: (depth, error)}, the shallowest depth at which a value read from
+    the parameter is an operand (0: the parameter itself, a slice or a copy of
+    it; 1: an item; 2: an item of an item), through calls of user functions too,
+    and the error to raise.  Called with a list whose values at that depth are
+    lists or tuples, the function joins or repeats sequences (see
+    ``api.Derivative._check_arguments``).  Read from the source as written, so
+    an operation derivo would not differentiate counts too."""
+    parsed = parse(func)
+    params = tree_params(parsed.tree)
+    derived = {p: {p: 0} for p in params}  # name -> {parameter: depth}
+    found = {}
+
+    def depths(node):
+        if isinstance(node, S.Name):
+            return derived.get(node.id, {})
+        if isinstance(node, S.Subscript):
+            step = 0 if isinstance(node.slice, S.Slice) else 1
+            return {p: d + step for p, d in depths(node.value).items()}
+        if isinstance(node, S.Call) and len(node.args) == 1 and \
+                parsed.callee_key(node) in (list, tuple, sorted, reversed):
+            return depths(node.args[0])
+        if isinstance(node, S.IfExp):
+            return _shallowest(depths(node.body), depths(node.orelse))
+        return {}
+
+    def note(param, depth, node, operand, cause=""):
+        if param not in found or depth < found[param][0]:
+            found[param] = (depth, _joined_sequence_error(parsed, node, operand, cause))
+
+    changed = True
+    while changed:
+        changed = False
+        for node in S.walk(parsed.tree):
+            targets = []
+            if isinstance(node, S.Assign) and isinstance(node.targets[0], S.Name):
+                targets = [(node.targets[0].id, depths(node.value))]
+            elif isinstance(node, S.For) and isinstance(node.target, S.Name):
+                targets = [(node.target.id, {p: d + 1 for p, d in depths(node.iter).items()})]
+            for name, new in targets:
+                merged = _shallowest(derived.get(name, {}), new)
+                if merged != derived.get(name, {}):
+                    derived[name] = merged
+                    changed = True
+    for node in S.walk(parsed.tree):
+        if isinstance(node, (S.BinOp, S.AugAssign)) and isinstance(node.op, (S.Add, S.Mult)):
+            operands = (node.left, node.right) if isinstance(node, S.BinOp) else \
+                (node.target, node.value)
+            for operand in operands:
+                for param, depth in depths(operand).items():
+                    note(param, depth, node, operand)
+        elif isinstance(node, S.Call):
+            callee = parsed.resolve_callee(node)
+            if not (isinstance(callee, types.FunctionType) and callee not in _seen
+                    and not S.is_derivo(callee)):
+                continue
+            try:
+                inner = sequence_arithmetic(callee, _seen | {func})
+            except DerivoError:  # no source: derivo will refuse the call itself
+                continue
+            for position, name in enumerate(parameter_names(callee)):
+                argument = node.args[position] if position < len(node.args) else next(
+                    (k.value for k in node.keywords if k.arg == name), None)
+                if argument is not None and name in inner:
+                    depth, error = inner[name]
+                    for param, outer in depths(argument).items():
+                        if param not in found or outer + depth < found[param][0]:
+                            found[param] = (outer + depth, error)
+    return {p: found[p] for p in params if p in found}
+
+
+def _shallowest(a, b):
+    return {p: min(a.get(p, d), b.get(p, d)) for p, d in {**a, **b}.items()}
+
+
 def analyze(normalized, wrt, arrays=False, loops="stack"):
     """Run all analyses of ``normalized`` for differentiation w.r.t. ``wrt`` names."""
     analysis = Analysis(normalized, wrt, arrays, loops)
@@ -985,6 +1094,7 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     analysis.compute_lists()
     analysis.compute_read_item_by_item()
     analysis.refuse_shared_writes()
+    analysis.refuse_joined_sequences()
     analysis.plan_statements()
     analysis.compute_saving()
     return analysis

@@ -15,6 +15,7 @@ import numpy as np
 from . import __version__, cache, codegen
 from .errors import DerivoError
 from .parse import parse
+from .analyze import sequence_arithmetic
 from .checkpoints import SCHEDULES
 from .transform import Build, uses_numpy
 
@@ -52,6 +53,13 @@ def _is_real(value):
         # the types of a list of plain numbers collected at C speed: this runs on every call
         return set(map(type, value)) <= _PLAIN_REALS or all(_is_real(item) for item in value)
     return False
+
+
+def _nesting(value):
+    """How deep lists and tuples nest in ``value``: 0 for a number or an array."""
+    if isinstance(value, (list, tuple)):
+        return 1 + max(map(_nesting, value), default=0)
+    return 0
 
 
 def _short_repr(value):
@@ -139,7 +147,9 @@ class Derivative(metaclass=_DerivativeType):
 
     def _check_arguments(self, args, kwargs):
         """Refuse a differentiated argument that is not real: a string, None, a
-        bool or a complex number would give a meaningless derivative."""
+        bool or a complex number would give a meaningless derivative.  Refuse a
+        list or tuple the function would join or repeat with + or *, whose
+        adjoint would be silently wrong."""
         for index, name in self._checked:
             value = args[index] if index is not None and index < len(args) else \
                 kwargs.get(name, _DEFAULT)
@@ -149,6 +159,14 @@ class Derivative(metaclass=_DerivativeType):
                     "real numbers (float, int, NumPy arrays of them, or lists and tuples of "
                     "those), got {}".format(self.__wrapped__.__qualname__, name,
                                             _short_repr(value), type(value).__name__))
+            if type(value) in (list, tuple) and name in self._sequence_arithmetic:
+                depth, error = self._sequence_arithmetic[name]
+                if depth < _nesting(value):
+                    raise error
+
+    @functools.cached_property
+    def _sequence_arithmetic(self):
+        return sequence_arithmetic(self.__wrapped__)
 
     def _for_arrays(self):
         if self._array_function is None:
