@@ -302,6 +302,98 @@ def test_an_item_of_an_array_the_loop_writes_into_is_saved():
     assert df(np.array(x), c) == pytest.approx(list_gradient(on_array, x, c), rel=1e-6)
 
 
+def weighted_by_position(xs, c):
+    s = c
+    for i, x in enumerate(xs):
+        s = s * math.cos(x) + i * x
+    return s
+
+
+def weighted_from_one(xs, c):
+    s = c
+    for i, x in enumerate(xs, 1):
+        s = s + i * math.sin(x * s)
+    return s
+
+
+def index_changed_in_the_body(xs, c):
+    s = c
+    for i, x in enumerate(xs):
+        i = i * 2
+        s = s + i * x * x
+    return s
+
+
+def zipped_dot(xs, ys, c):
+    s = c
+    for x, y in zip(xs, ys):
+        s = s * y + math.sin(x * y)
+    return s
+
+
+def zipped_three(xs, ys, zs):
+    s = 0.0
+    for x, y, z in zip(xs, ys, zs):
+        s = s + x * y * z
+    return s
+
+
+def backwards_recurrence(xs, c):
+    s = c
+    for x in reversed(xs):
+        s = s * x + math.sin(s)
+    return s
+
+
+@pytest.mark.parametrize("f, args", [
+    (weighted_by_position, ([0.3, -0.7, 1.1], 0.8)),
+    (weighted_from_one, ([0.3, -0.7, 1.1], 0.8)),
+    (index_changed_in_the_body, ([0.3, -0.7, 1.1], 0.8)),
+    (zipped_dot, ([0.3, -0.7, 1.1], [1.5, 0.4], 0.8)),   # zip stops at the shorter
+    (zipped_three, ([0.3, -0.7], [1.5, 0.4], [2.0, -1.0])),
+    (backwards_recurrence, ([0.3, -0.7, 1.1], 0.8)),
+])
+def test_loops_over_enumerate_zip_and_reversed(f, args):
+    df = derivo.grad(f, wrt=tuple(range(len(args))))
+    code = [line for line in df.source.splitlines() if not line.strip().startswith("#")]
+    assert not any("enumerate(" in line or " zip(" in line for line in code)
+    grads = df(*args)
+    for k, (g, value) in enumerate(zip(grads, args)):
+        def moved(v, k=k):
+            return f(*args[:k], v, *args[k + 1:])
+        if isinstance(value, list):
+            assert g == pytest.approx(list_gradient(moved, value), rel=1e-6, abs=1e-9)
+        else:
+            h = 1e-6
+            assert g == pytest.approx((moved(value + h) - moved(value - h)) / (2 * h), rel=1e-6)
+
+
+def test_a_reversible_loop_over_zip():
+    df = derivo.grad(zipped_three, wrt=(0, 1, 2), loops="reversible")
+    assert "push" not in df.source
+    xs, ys, zs = [0.3, -0.7], [1.5, 0.4], [2.0, -1.0]
+    assert df(xs, ys, zs) == pytest.approx(
+        ([y * z for y, z in zip(ys, zs)], [x * z for x, z in zip(xs, zs)],
+         [x * y for x, y in zip(xs, ys)]), rel=1e-12)
+
+
+def rows_weighted(X, w):
+    s = 0.0
+    for row, weight in zip(X, w):
+        s = s + np.sum(np.tanh(row)) * weight
+    return s
+
+
+def test_zip_over_the_rows_of_an_array_in_both_modes():
+    X, w = np.linspace(-1.0, 1.0, 6).reshape(2, 3), np.array([1.0, 2.0])
+    gX, gw = derivo.grad(rows_weighted, wrt=(0, 1))(X, w)
+    np.testing.assert_allclose(gX, (1 - np.tanh(X) ** 2) * w[:, None], rtol=1e-12)
+    np.testing.assert_allclose(gw, np.tanh(X).sum(axis=1), rtol=1e-12)
+    tX, tw = np.ones_like(X), np.array([0.5, -1.0])
+    _, tangent = derivo.jvp(rows_weighted, (X, w), (tX, tw))
+    assert tangent == pytest.approx(np.sum(gX * tX) + np.sum(gw * tw), rel=1e-12)
+
+
 def test_a_reversible_loop_over_values():
     # the row was saved like any overwritten value, which loops="reversible" refused
     df = derivo.grad(scaled_by_items, wrt=(0, 1), loops="reversible")

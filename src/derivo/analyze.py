@@ -303,10 +303,14 @@ class Analysis:
     def index_loops_over_values(self):
         """``for row in X`` over a differentiated array or list becomes
         ``for i in range(len(X)): row = X[i]``, so the read of each row gets the
-        adjoint of any other indexing.  Returns whether any loop changed (activity
-        must then be computed again).  A loop whose body rebinds or writes into
-        ``X`` keeps its form, and is refused later with the reason."""
+        adjoint of any other indexing; so do ``for i, row in enumerate(X)``,
+        ``for x, y in zip(X, Y)`` (over ``range(min(len(X), len(Y)))``) and
+        ``for row in reversed(X)`` (over ``range(len(X) - 1, -1, -1)``).  Returns
+        whether any loop changed (activity must then be computed again).  A loop
+        whose body rebinds or writes into ``X`` keeps its form, and is refused
+        later with the reason."""
         changed = False
+        namer = self.normalized.namer
         for block in S.blocks(self.normalized.tree):
             for stmt in list(block):
                 if not (isinstance(stmt, S.For) and isinstance(stmt.target, S.Name)
@@ -315,26 +319,95 @@ class Analysis:
                         and self.parsed.resolve("range") is range
                         and self.parsed.resolve("len") is len):
                     continue
-                written = S.stored_names(stmt.body) | {
-                    name for s in S.walk(stmt) if is_item_write(s) for name in assigned_names(s)}
-                if _names(stmt.iter) & written:
+                form = self._loop_form(block, stmt)
+                if form is None:
                     continue
-                items = stmt.iter
-                if not isinstance(items, S.Name):
-                    items = S.name(self.normalized.namer.fresh("items"))
-                    block.insert(block.index(stmt), S.copy_location(
-                        S.assign(items.id, stmt.iter), stmt))
-                index = self.normalized.namer.fresh("i")
-                row = S.copy_location(S.assign(stmt.target.id, S.subscript(
-                    S.name(items.id), S.name(index))), stmt)
-                row.item = True  # cheaper to read again than to save (see _flow_loop)
-                stmt.row = row
+                kind, sequences, targets, start, dropped = form
+                body = [s for s in stmt.body if s not in dropped]
+                written = S.stored_names(body) | {
+                    name for s in S.walk(stmt) if is_item_write(s) for name in assigned_names(s)}
+                if any(_names(items) & written for items in sequences):
+                    continue
+                block[:] = [s for s in block if s not in dropped]
+                names = []
+                for items in sequences:
+                    if not isinstance(items, S.Name):
+                        temporary = namer.fresh("items")
+                        block.insert(block.index(stmt), S.copy_location(
+                            S.assign(temporary, items), stmt))
+                        items = S.name(temporary)
+                    names.append(items.id)
+                heads = []
+                if kind == "enumerate" and start is None and targets[0] not in written:
+                    index, targets = targets[0], targets[1:]
+                else:
+                    index = namer.fresh("i")
+                    if kind == "enumerate":
+                        count = S.name(index) if start is None else \
+                            S.binop(S.name(index), S.Add(), S.deepcopy(start))
+                        heads.append(S.copy_location(S.assign(targets[0], count), stmt))
+                        targets = targets[1:]
+                for target, items in zip(targets, names):
+                    row = S.copy_location(S.assign(target, S.subscript(
+                        S.name(items), S.name(index))), stmt)
+                    row.item = True  # cheaper to read again than to save (see _flow_loop)
+                    heads.append(row)
+                if kind == "values":
+                    stmt.row = heads[0]
+                lengths = [S.call(S.name("len"), S.name(items)) for items in names]
+                if kind == "reversed":
+                    bounds = [S.binop(lengths[0], S.Sub(), S.const(1)), S.const(-1),
+                              S.const(-1)]
+                elif len(lengths) > 1:
+                    bounds = [S.call(S.name("min"), *lengths)]
+                else:
+                    bounds = lengths
                 stmt.target = S.store(index)
-                stmt.iter = S.call(S.name("range"), S.call(S.name("len"), S.name(items.id)))
-                stmt.body.insert(1 if stmt.trips else 0, row)  # after the trip counter
-                self.local_names |= {index, items.id}
+                stmt.iter = S.call(S.name("range"), *bounds)
+                stmt.body[:] = body[:1] + heads + body[1:] if stmt.trips else heads + body
+                self.local_names |= {index, *names}
                 changed = True
         return changed
+
+    def _loop_form(self, block, loop):
+        """(kind, sequences, targets, start, statements to drop) of a for loop over
+        values ("values"), ``enumerate(X[, start])``, ``zip(X, Y, ...)`` or
+        ``reversed(X)``, or None.  ssa left ``for x, y in zip(xs, ys)`` as
+        ``seq1 = zip(xs, ys)`` before ``for item1 in seq1: seq2 = item1;
+        x = seq2[0]; y = seq2[1]``."""
+        iterable, dropped = loop.iter, []
+        position = block.index(loop)
+        if isinstance(iterable, S.Name):
+            for earlier in reversed(block[max(0, position - 2):position]):
+                if isinstance(earlier, S.Assign) and isinstance(earlier.targets[0], S.Name) \
+                        and earlier.targets[0].id == iterable.id:
+                    if isinstance(earlier.value, S.Call):
+                        iterable, dropped = earlier.value, [earlier]
+                    break
+        callee = self.parsed.callee_key(iterable) if isinstance(iterable, S.Call) else None
+        kind = {enumerate: "enumerate", zip: "zip", reversed: "reversed"}.get(
+            callee if callable(callee) else None)
+        if kind is None:
+            return ("values", [loop.iter], [loop.target.id], None, [])
+        args = iterable.args
+        counts = {"enumerate": (1, 2), "zip": range(1, len(args) + 1), "reversed": (1,)}
+        if iterable.keywords or len(args) not in counts[kind] or \
+                any(isinstance(a, S.gast.Starred) for a in args) or \
+                kind == "zip" and len(args) > 1 and self.parsed.resolve("min") is not min:
+            return None
+        if kind == "reversed":
+            return (kind, args, [loop.target.id], None, dropped)
+        width = 2 if kind == "enumerate" else len(args)
+        unpack = _unpacking(loop, width)
+        if unpack is None:
+            return None
+        targets = [s.targets[0].id for s in unpack[1:]]
+        sequences = args[:1] if kind == "enumerate" else args
+        start = args[1] if kind == "enumerate" and len(args) == 2 else None
+        if start is not None and not (isinstance(start, S.Constant) or isinstance(
+                start, S.Name) and start.id not in S.stored_names(loop.body)):
+            return None
+        return (kind, sequences, targets, start, dropped + unpack)
 
     def compute_lists(self):
         """Names holding Python lists (appended to, or assigned a list), and
@@ -893,6 +966,27 @@ class Analysis:
             head |= back
         self._depth -= 1
         return head | (breaks - target) | self._exit_reads(loop)
+
+
+def _unpacking(loop, width):
+    """The statements ssa made of ``for a, b in ...`` (``width`` names) at the top
+    of the loop's body: ``seq2 = item1``, ``a = seq2[0]``, ``b = seq2[1]``, with
+    item1 and seq2 read nowhere else; or None."""
+    top = 1 if loop.trips else 0
+    unpack = loop.body[top:top + width + 1]
+    if len(unpack) != width + 1 or not all(
+            isinstance(s, S.Assign) and isinstance(s.targets[0], S.Name) for s in unpack):
+        return None
+    whole = unpack[0].targets[0].id
+    if not (isinstance(unpack[0].value, S.Name) and unpack[0].value.id == loop.target.id
+            and all(isinstance(s.value, S.Subscript) and isinstance(s.value.value, S.Name)
+                    and s.value.value.id == whole and isinstance(s.value.slice, S.Constant)
+                    and s.value.slice.value == k for k, s in enumerate(unpack[1:]))):
+        return None
+    reads = collections.Counter(n.id for n in S.walk(loop) if isinstance(n, S.Name))
+    if reads[loop.target.id] != 2 or reads[whole] != width + 1:
+        return None
+    return unpack
 
 
 def _item_read_again(loop, position):
