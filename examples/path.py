@@ -8,7 +8,8 @@ descent on the inner vertices, with the ends held, pulls the path straight.
 
 The function loops `for point in points[1:]`, over the rows of the array being differentiated;
 derivo differentiates it as `for i in range(len(...)): point = ...[i]`, so each row's adjoint
-goes back to its row of `points`.
+goes back to its row of `points`.  `segment_lengths` walks the same path as Python is often
+written, `for start, end in zip(points, points[1:])`, which derivo indexes the same way.
 
     python examples/path.py
 """
@@ -28,6 +29,16 @@ def path_length(points):
 
 
 length_grad = derivo.grad(path_length)
+
+
+def segment_lengths(points):
+    total = 0.0
+    for start, end in zip(points, points[1:]):
+        total = total + np.linalg.norm(end - start)
+    return total
+
+
+segments_grad = derivo.grad(segment_lengths)
 
 
 def unit_vector_difference(points):
@@ -63,6 +74,10 @@ def main():
     print(f"largest difference from the closed form u_i - u_(i+1): {error:.2e}")
     if error > 1e-12:
         raise SystemExit("the gradient disagrees with the closed form")
+    zipped = np.max(np.abs(segments_grad(points) - gradient))
+    print(f"the same over zip(points, points[1:]): largest difference {zipped:.2e}")
+    if zipped > 1e-12:
+        raise SystemExit("the two formulations disagree")
     straight = straighten(points)
     chord = np.linalg.norm(points[-1] - points[0])
     print(f"after 200 descent steps: {path_length(straight):.6f} (the straight line: {chord:.6f})")

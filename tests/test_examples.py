@@ -16,7 +16,8 @@ from examples.integrator import (PARAMETERS, predator_prey, predator_prey_grad,
                                  predator_prey_grad_stack)
 from examples.horner import horner, horner_grad, squared_error, squared_error_grad
 from examples.nesting import curvature, penalized, penalized_grad, slope
-from examples.path import length_grad, path_length, unit_vector_difference
+from examples.path import (length_grad, path_length, segment_lengths, segments_grad,
+                           unit_vector_difference)
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p.name for p in (REPO / "examples").glob("*.py") if p.stem != "__init__")
@@ -36,6 +37,10 @@ def test_path_length_gradient_is_the_difference_of_unit_vectors(n, dimension):
     assert np.allclose(length_grad(points), unit_vector_difference(points), rtol=1e-12, atol=1e-14)
     assert np.array_equal(points, before)  # the caller's array is not written
     assert path_length(points) > 0
+    # the same path walked over zip(points, points[1:])
+    assert segment_lengths(points) == pytest.approx(path_length(points), rel=1e-14)
+    assert np.allclose(segments_grad(points), unit_vector_difference(points), rtol=1e-12,
+                       atol=1e-14)
 
 
 @pytest.mark.parametrize("gradient", [predator_prey_grad, predator_prey_grad_stack])
