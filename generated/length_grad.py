@@ -34,10 +34,10 @@ def path_length_grad(points):
     bseq1 = 0.0
     for i in reversed(range(len(seq1))):
         point = seq1[i]
-        # line 26: previous = point
+        # line 27: previous = point
         bpoint = bprevious
         previous = pop()
-        # line 25: total = total + np.sqrt(np.sum(step * step))
+        # line 26: total = total + np.sqrt(np.sum(step * step))
         total = pop()
         bt3 = unbroadcast(btotal, t2) * (0.5 / t2)
         bt1 = expand(bt3, t1, None, False)
@@ -45,13 +45,13 @@ def path_length_grad(points):
         btotal = unbroadcast(btotal, total)
         t2 = pop()
         t1 = pop()
-        # line 24: step = point - previous
+        # line 25: step = point - previous
         bpoint = bpoint + unbroadcast(bstep, point)
         bprevious = unbroadcast(-bstep, previous)
         step = pop()
-        # line 23: for point in points[1:]:
+        # line 24: for point in points[1:]:
         bseq1 = add_at(bseq1, bpoint, seq1, i)
     bpoints = getitem_vjp(bseq1, points, slice(1, None, None))
-    # line 22: previous = points[0]
+    # line 23: previous = points[0]
     bpoints = add_at(bpoints, bprevious, points, 0)
     return bpoints

@@ -7,7 +7,8 @@ for a written array, a rebinding after a write).  Each program is
     def f(x, c):            # x a float array of 4, c a float
         s = 0.0
         y = x * 1.0
-        <a loop (for, nested for, while) or straight-line code over random statements>
+        <a loop (for, nested for, while, over enumerate, zip or reversed of x) or
+         straight-line code over random statements>
         return s + np.sum(y * y) * 0.1
 
 whose statements read items (``y[i]``, ``x[k]``, ``y[i - 1]``), slices, masks and
@@ -62,12 +63,17 @@ def program(seed):
             return "np.sum({0}[{0} > 0.0])".format(a)
         return "np.sum({0}[::2] * {0}[1::2])".format(a)
 
+    shape = rng.random()
+    values = ["v"] if 0.4 <= shape < 0.7 else []  # the items a loop over values gives
+    values += ["w"] if 0.5 <= shape < 0.6 else []
     body = []
     for _ in range(rng.randint(2, 5)):
         a, b = rng.choice(arrays), rng.choice(arrays)
         written = a if a != "x" else "y"
         kind = rng.random()
-        if kind < 0.35:
+        if values and kind < 0.15:
+            body.append("s = s + {} * {}".format(rng.choice(values), read(a)))
+        elif kind < 0.35:
             body.append("s = s + {} * {}".format(read(a), read(b)))
         elif kind < 0.5:
             body.append("{}[{}] = np.tanh({} * c) + {}".format(written, index(), read(b), read(a)))
@@ -85,15 +91,21 @@ def program(seed):
         else:
             body.append("y[{}] = y[{}] * {}".format(index(), index(), read(b)))
     lines = ["import numpy as np", "", "", "def f(x, c):", "    s = 0.0", "    y = x * 1.0"]
-    shape = rng.random()
-    if shape < 0.5:
+    if shape < 0.4:
         lines += ["    for i in range(x.shape[0]):", "        k = (i + 1) % 4"]
         lines += ["        " + line for line in body]
     elif shape < 0.7:
+        heads = [(0.5, "    for i, v in enumerate(x):"), (0.6, "    for v, w in zip(x, x[::-1]):"),
+                 (0.7, "    for v in reversed(x):")]
+        head = next(line for bound, line in heads if shape < bound)
+        counted = "enumerate" not in head
+        lines += ["    i = 0"] * counted + [head, "        k = (i + 1) % 4"]
+        lines += ["        " + line for line in body] + ["        i = i + 1"] * counted
+    elif shape < 0.8:
         lines += ["    for j in range(2):", "        for i in range(x.shape[0]):",
                   "            k = (i + j) % 4"]
         lines += ["            " + line for line in body]
-    elif shape < 0.85:
+    elif shape < 0.9:
         lines += ["    i = 0", "    while i < x.shape[0]:", "        k = (i + 2) % 4"]
         lines += ["        " + line for line in body] + ["        i = i + 1"]
     else:

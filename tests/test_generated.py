@@ -82,6 +82,7 @@ EXAMPLE_ARGUMENTS = {
     "logistic_grad": importlib.import_module("examples.logistic").binary_problem(n=6, d=3),
     "softmax_grad": importlib.import_module("examples.logistic").multiclass_problem(n=6, d=3, k=4),
     "length_grad": (importlib.import_module("examples.path").zigzag(5),),
+    "segments_grad": (importlib.import_module("examples.path").zigzag(5),),
     "horner_grad": ([2.0, -3.0, 0.5, 1.0], 1.5),
     "squared_error_grad": ([0.3, -1.0, 2.0], [-1.0, 0.25, 2.0], [1.0, 0.0, 0.5]),
     "rnn_grad": (*importlib.import_module("examples.rnn").initial(3, 2, 1),

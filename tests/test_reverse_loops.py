@@ -368,6 +368,44 @@ def test_loops_over_enumerate_zip_and_reversed(f, args):
             assert g == pytest.approx((moved(value + h) - moved(value - h)) / (2 * h), rel=1e-6)
 
 
+def counted_over_reversed(x, c):
+    s = c
+    for _ in reversed(x):  # its items are not differentiated, its body is
+        s = s * c + 1.0
+    return s
+
+
+def named_pairs(xs, ys):
+    pairs = zip(xs, ys)
+    s = 0.0
+    for x, y in pairs:
+        s = s + x * y
+    return s
+
+
+def test_iterators_whose_items_are_not_differentiated_are_indexed_too():
+    # the reverse loop cannot run a reversed(...) or zip(...) iterator backwards
+    dc = derivo.grad(counted_over_reversed, wrt=1)(np.zeros(3), 0.5)
+    assert dc == pytest.approx(4 * 0.5 ** 3 + 2 * 0.5 + 1)  # s = c^4 + c^2 + c + 1
+    assert derivo.grad(named_pairs, wrt=(0, 1))([0.1, 0.5], [2.0, 3.0]) == \
+        pytest.approx(([2.0, 3.0], [0.1, 0.5]))
+
+
+def writes_what_it_enumerates(x, c):
+    y = x * c
+    s = 0.0
+    for i, v in enumerate(y):
+        y[i] = v * v
+        s = s + y[i]
+    return s
+
+
+def test_a_loop_that_changes_what_it_enumerates_is_refused():
+    with pytest.raises(derivo.DerivoError, match=r"test_reverse_loops.py:\d+:\d+: .*"
+                                                 r"enumerate.*changes 'y'"):
+        derivo.grad(writes_what_it_enumerates)(np.array([0.5, 1.5]), 2.0)
+
+
 def test_a_reversible_loop_over_zip():
     df = derivo.grad(zipped_three, wrt=(0, 1, 2), loops="reversible")
     assert "push" not in df.source

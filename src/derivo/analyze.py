@@ -306,16 +306,18 @@ class Analysis:
         adjoint of any other indexing; so do ``for i, row in enumerate(X)``,
         ``for x, y in zip(X, Y)`` (over ``range(min(len(X), len(Y)))``) and
         ``for row in reversed(X)`` (over ``range(len(X) - 1, -1, -1)``).  Returns
-        whether any loop changed (activity must then be computed again).  A loop
-        whose body rebinds or writes into ``X`` keeps its form, and is refused
-        later with the reason."""
+        whether any loop changed (activity must then be computed again).
+
+        The last three are indexed whenever the loop's body is differentiated,
+        even over values that are not: the reverse loop could not run their
+        iterators backwards.  A loop whose body rebinds or writes into ``X``
+        keeps its form: over values it is refused later with the reason, over
+        an iterator here."""
         changed = False
         namer = self.normalized.namer
         for block in S.blocks(self.normalized.tree):
             for stmt in list(block):
                 if not (isinstance(stmt, S.For) and isinstance(stmt.target, S.Name)
-                        and stmt.target.id in self.active
-                        and self.differentiable_names(stmt.iter) & self.active
                         and self.parsed.resolve("range") is range
                         and self.parsed.resolve("len") is len):
                     continue
@@ -323,11 +325,23 @@ class Analysis:
                 if form is None:
                     continue
                 kind, sequences, targets, start, dropped = form
+                if not (stmt.target.id in self.active
+                        and self.differentiable_names(stmt.iter) & self.active
+                        or kind != "values" and S.stored_names(stmt.body) & self.active):
+                    continue
                 body = [s for s in stmt.body if s not in dropped]
                 written = S.stored_names(body) | {
                     name for s in S.walk(stmt) if is_item_write(s) for name in assigned_names(s)}
-                if any(_names(items) & written for items in sequences):
+                overwritten = next((items for items in sequences if _names(items) & written),
+                                   None)
+                if overwritten is not None and kind == "values":
                     continue
+                if overwritten is not None:
+                    raise self.parsed.error(
+                        UnsupportedSyntax, stmt, "cannot differentiate this loop over {}(...): "
+                        "its body changes {!r}, which it iterates over; loop over "
+                        "range(len(...)) and index instead".format(
+                            kind, S.expr_source(overwritten)), "loop over an iterator")
                 block[:] = [s for s in block if s not in dropped]
                 names = []
                 for items in sequences:
@@ -373,12 +387,14 @@ class Analysis:
         """(kind, sequences, targets, start, statements to drop) of a for loop over
         values ("values"), ``enumerate(X[, start])``, ``zip(X, Y, ...)`` or
         ``reversed(X)``, or None.  ssa left ``for x, y in zip(xs, ys)`` as
-        ``seq1 = zip(xs, ys)`` before ``for item1 in seq1: seq2 = item1;
-        x = seq2[0]; y = seq2[1]``."""
+        ``seq1 = zip(xs, ys)`` before the loop (and what it hoisted out of it),
+        ``for item1 in seq1: seq2 = item1; x = seq2[0]; y = seq2[1]``."""
         iterable, dropped = loop.iter, []
         position = block.index(loop)
-        if isinstance(iterable, S.Name):
-            for earlier in reversed(block[max(0, position - 2):position]):
+        reads = sum(isinstance(n, S.Name) and isinstance(n.ctx, S.Load) and n.id == iterable.id
+                    for n in S.walk(self.normalized.tree)) if isinstance(iterable, S.Name) else 0
+        if reads == 1:  # the loop's own: the assignment can go
+            for earlier in reversed(block[:position]):
                 if isinstance(earlier, S.Assign) and isinstance(earlier.targets[0], S.Name) \
                         and earlier.targets[0].id == iterable.id:
                     if isinstance(earlier.value, S.Call):
