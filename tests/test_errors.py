@@ -448,3 +448,88 @@ def shifted_by_a_written_list(x):
 def test_an_array_plus_a_constant_list_is_differentiated():
     x = np.array([0.5, -1.0])
     assert derivo.grad(shifted_by_a_written_list)(x) == pytest.approx(2 * (x + [1.0, 2.0]))
+
+
+# --- values derivo cannot follow: dicts, sets, changes in place ---------------------
+
+def through_a_dict(a, b):
+    d = {"x": a, "y": b}
+    return d["x"] * d["y"]
+
+
+def through_a_set(a, b):
+    s = {a, b}
+    return max(s)
+
+
+def a_dict_for_the_record(a, b):
+    record = {"a": a}  # reaches no result: harmless
+    return a * b
+
+
+@pytest.mark.parametrize("f, marker, kind", [
+    (through_a_dict, 'd = {"x": a, "y": b}', "dict"),
+    (through_a_set, "s = {a, b}", "set"),
+])
+def test_a_dict_or_set_of_differentiated_values_is_refused_in_both_modes(f, marker, kind):
+    # both used to give a zero derivative
+    assert_points_at(refusal(f, 0.5, 2.0, wrt=(0, 1)), line_of(f, marker), kind)
+    with pytest.raises(DerivoError, match=kind):
+        derivo.jvp(f, (0.5, 2.0), (1.0, 0.0))
+
+
+def test_a_dict_that_reaches_no_result_is_fine():
+    assert derivo.grad(a_dict_for_the_record, wrt=(0, 1))(0.5, 2.0) == pytest.approx((2.0, 0.5))
+
+
+def extends(a, b):
+    xs = [1.0]
+    xs.extend([a, b])
+    return xs[1] * xs[2]
+
+
+def fills(a, b):
+    x = np.zeros(2)
+    x.fill(a)
+    return np.sum(x) * b
+
+
+def sorts(a, b):
+    xs = [b, a]
+    xs.sort()
+    return xs[0] * 2.0 + xs[1]
+
+
+def copies_into(a, b):
+    x = np.zeros(2)
+    np.copyto(x, np.array([a, b]))
+    return x[0] * x[1]
+
+
+def writes_out(a, b):
+    x = np.zeros(2)
+    np.multiply(np.array([a, a]), b, out=x)
+    return np.sum(x)
+
+
+def adds_at(a, b):
+    x = np.zeros(2)
+    np.add.at(x, [0, 0], a)
+    return x[0] * b
+
+
+def pops(a, b):
+    xs = [a, b, a * b]
+    xs.pop()
+    return xs[0] * xs[-1]
+
+
+@pytest.mark.parametrize("f, marker", [
+    (extends, "xs.extend([a, b])"), (fills, "x.fill(a)"), (sorts, "xs.sort()"),
+    (copies_into, "np.copyto(x, np.array([a, b]))"),
+    (writes_out, "np.multiply(np.array([a, a]), b, out=x)"),
+    (adds_at, "np.add.at(x, [0, 0], a)"), (pops, "xs.pop()"),
+])
+def test_a_change_in_place_derivo_cannot_follow_is_refused(f, marker):
+    # each gave a silently wrong (mostly zero) derivative, pops an IndexError
+    assert_points_at(refusal(f, 0.5, 2.0, wrt=(0, 1)), line_of(f, marker), "in place")

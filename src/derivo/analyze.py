@@ -218,8 +218,10 @@ class Analysis:
                 found.add(node.id)
             elif isinstance(node, S.IfExp):
                 stack += [node.body, node.orelse]
-            elif isinstance(node, (S.BoolOp, S.Tuple, S.List)):
+            elif isinstance(node, (S.BoolOp, S.Tuple, S.List, S.gast.Set)):
                 stack += getattr(node, "values", None) or node.elts
+            elif isinstance(node, S.gast.Dict):
+                stack += node.values
             elif isinstance(node, S.Call) and getattr(node, "user_function", None):
                 stack += list(node.args) + [k.value for k in node.keywords]
             else:
@@ -270,6 +272,61 @@ class Analysis:
         self._propagate_activity()
         if self.index_loops_over_values():
             self._propagate_activity()
+        self._refuse_dicts_and_sets()
+        self._refuse_hidden_writes()
+
+    def _refuse_hidden_writes(self):
+        """Refuse a change in place that derivo cannot see, to a value that reaches
+        a result: a method call whose result is dropped (``xs.extend(v)``,
+        ``x.fill(a)``, ``xs.sort()``; ``xs.append(v)`` is followed), a NumPy
+        function that writes into its first argument (``np.copyto(x, v)``), or an
+        ``out=`` argument.  Activity would not flow through it, and the
+        derivative would silently miss it."""
+        local = self.local_names
+        for node in S.walk(self.normalized.tree):
+            changed = None
+            if isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
+                    not is_append(node):
+                call = node.value
+                if isinstance(call.func, S.Attribute) and isinstance(call.func.value, S.Name) \
+                        and call.func.value.id in local:
+                    changed = call.func.value
+                elif call.args and isinstance(call.args[0], S.Name) and (
+                        self.parsed.callee_key(call) in _WRITES_INTO_FIRST_ARGUMENT or
+                        getattr(call.func, "attr", None) == "at"):  # np.add.at(x, i, v)
+                    changed = call.args[0]
+            if isinstance(node, S.Call):
+                changed = changed or next((k.value for k in node.keywords if k.arg == "out"
+                                           and isinstance(k.value, S.Name)), None)
+            if changed is not None and changed.id in local and changed.id in self.useful:
+                raise self.parsed.error(
+                    UnsupportedSyntax, node, "cannot differentiate {!r}: it changes {!r} in "
+                    "place, which derivo does not follow (only x[i] = v and xs.append(v)); "
+                    "compute a new value and assign it".format(
+                        S.expr_source(getattr(node, "value", node)), changed.id),
+                    "change in place")
+
+    def _refuse_dicts_and_sets(self):
+        """Refuse a dict or set of differentiated values that reaches a result:
+        derivo's adjoints and tangents follow numbers, arrays, lists and tuples,
+        and would miss what goes through ``d["x"]``, leaving a zero derivative."""
+        for stmt in S.walk(self.normalized.tree):
+            if isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & self.active:
+                value = stmt.value
+            elif isinstance(stmt, S.For) and isinstance(stmt.target, S.Name) and \
+                    stmt.target.id in self.active:
+                value = stmt.iter
+            else:
+                continue
+            for node in S.walk(value):
+                if isinstance(node, (S.gast.Dict, S.gast.Set)) and \
+                        self.differentiable_names(node) & self.active:
+                    kind = "dict" if isinstance(node, S.gast.Dict) else "set"
+                    raise self.parsed.error(
+                        UnsupportedSyntax, node, "cannot differentiate through a {} of "
+                        "differentiated values: derivo follows derivatives through numbers, "
+                        "arrays, lists and tuples; use a tuple, a list or separate "
+                        "variables".format(kind), kind)
 
     def _propagate_activity(self):
         assignments = [s for s in S.walk(self.normalized.tree)
@@ -299,6 +356,7 @@ class Analysis:
                     useful |= sources
                     changed = True
         self.active = varied & useful
+        self.useful = useful
 
     def index_loops_over_values(self):
         """``for row in X`` over a differentiated array or list becomes
@@ -1209,6 +1267,10 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     analysis.compute_saving()
     return analysis
 
+
+#: NumPy functions that write into their first argument
+_WRITES_INTO_FIRST_ARGUMENT = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
+                               np.random.shuffle)
 
 #: math functions of an iterable: the adjoint of a list given to one is a list
 _MATH_OVER_ITERABLES = ("fsum", "prod", "dist", "sumprod")
