@@ -801,8 +801,8 @@ class Analysis:
                     "for over a value")
             if not isinstance(stmt, S.Assign):
                 continue
-            if self.arrays and getattr(stmt, "aliased_update", None) and \
-                    set(assigned_names(stmt)) & self.active:
+            if self.arrays and getattr(stmt, "aliased_update", None) and (
+                    set(assigned_names(stmt)) & self.active or stmt.aliased_update in self.active):
                 name = stmt.value.left.id
                 raise self.parsed.error(
                     UnsupportedSyntax, stmt, "cannot differentiate {0!r} updated in place: "
