@@ -25,12 +25,9 @@ horner_grad = derivo.grad(horner, wrt=(0, 1))
 
 
 def squared_error(coefficients, xs, ys):
-    """Mean squared error of the polynomial on the samples (xs[i], ys[i])."""
-    total = 0.0
-    for i in range(len(xs)):
-        r = horner(coefficients, xs[i]) - ys[i]
-        total = total + r * r
-    return total / len(xs)
+    """Mean squared error of the polynomial on the samples (xs[i], ys[i]), written as Python
+    is: derivo differentiates the generator expression as the loop it stands for."""
+    return sum((horner(coefficients, x) - y) ** 2 for x, y in zip(xs, ys)) / len(xs)
 
 
 squared_error_grad = derivo.grad(squared_error)

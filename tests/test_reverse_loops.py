@@ -512,3 +512,79 @@ def test_items_written_after_a_loop_over_them():
     np.testing.assert_allclose(derivo.grad(written_after_a_loop_over_it)(x, 0.7),
                                2 * x * 1.7, rtol=1e-12)
     assert s > 0
+
+
+# --- comprehensions and generator expressions ------------------------------------------
+
+def sum_of_squares(xs):
+    return sum(x * x for x in xs)
+
+
+def positive_part(xs, c):
+    return sum(x * c for x in xs if x > 0.2)
+
+
+def all_products(xs, ys):
+    return sum(x * y for x in xs for y in ys)
+
+
+def shadowed_by_the_comprehension(xs, x):
+    s = sum(x * 2.0 for x in xs)
+    return s * x
+
+
+def sines(xs):
+    ys = [math.sin(x) for x in xs]
+    return ys[0] * ys[-1]
+
+
+def weighted_sum(xs):
+    return sum(i * x for i, x in enumerate(xs))
+
+
+def double_sum(xs):
+    return sum(sum(x * y for y in xs) for x in xs)
+
+
+def row_norms(X):
+    total = 0.0
+    for row in X:
+        total = total + math.sqrt(sum(v * v for v in row))
+    return total
+
+
+def scaled_array(xs, w):
+    v = np.array([x * w for x in xs])
+    return np.sum(v * v)
+
+
+@pytest.mark.parametrize("f, args", [
+    (sum_of_squares, ([0.5, 2.0, -1.0],)),
+    (positive_part, ([0.1, 0.5, 2.0], 3.0)),
+    (all_products, ([0.5, 2.0], [1.0, 3.0])),
+    (shadowed_by_the_comprehension, ([0.5, 2.0], 3.0)),
+    (sines, ([0.5, 2.0, 1.0],)),
+    (weighted_sum, ([0.5, 2.0, 1.0],)),
+    (double_sum, ([0.5, 2.0],)),
+    (scaled_array, ([0.5, 2.0], 3.0)),
+])
+def test_comprehensions_are_differentiated_as_loops(f, args):
+    grads = derivo.grad(f, wrt=tuple(range(len(args))))(*args)
+    for k, (g, value) in enumerate(zip(grads, args)):
+        def moved(v, k=k):
+            return f(*args[:k], v, *args[k + 1:])
+        if isinstance(value, list):
+            assert g == pytest.approx(list_gradient(moved, value), rel=1e-6, abs=1e-9)
+        else:
+            h = 1e-6
+            assert g == pytest.approx((moved(value + h) - moved(value - h)) / (2 * h), rel=1e-6)
+
+
+def test_a_generator_expression_over_rows_in_both_modes():
+    X = [[0.5, 2.0], [1.0, -3.0]]
+    gX = derivo.grad(row_norms)(X)
+    np.testing.assert_allclose(gX, [[v / math.hypot(*row) for v in row] for row in X],
+                               rtol=1e-12)
+    values = np.array(X)
+    _, tangent = derivo.jvp(row_norms, (values,), (np.ones_like(values),))
+    assert tangent == pytest.approx(sum(map(sum, gX)), rel=1e-12)

@@ -52,6 +52,30 @@ def helper(a, b):
     return a * b
 
 
+# --- comprehensions -----------------------------------------------------------------
+
+def squares_above(xs, c):
+    x = 2.0  # the comprehension's x is its own
+    return sum(x * x for x in xs if x > c) + x
+
+
+def pairs_of(xs, ys):
+    zs = [x * y for x in xs for y in ys if y != x]
+    return zs
+
+
+def test_a_comprehension_becomes_a_loop_building_a_list():
+    assert lines(squares_above)[1:8] == [
+        "x = 2.0", "items = []", "for x1 in xs:", "cond1 = x1 > c", "if cond1:",
+        "t1 = x1 * x1", "items.append(t1)"]
+    assert run_normalized(squares_above, [0.5, 1.5, 3.0], 1.0) == 2.25 + 9.0 + 2.0
+
+
+def test_nested_generators_and_conditions_keep_their_order():
+    assert run_normalized(pairs_of, [1.0, 2.0], [2.0, 3.0]) == [2.0, 3.0, 6.0]
+    assert not nodes(norm(pairs_of), gast.ListComp)
+
+
 # --- assignments ------------------------------------------------------------------
 
 def augmented(x):
@@ -527,10 +551,10 @@ REFUSED_SOURCES = {
     gast.Import: ("def f(x):\n    import os\n    return x\n", 4),
     gast.ImportFrom: ("def f(x):\n    from os import path\n    return x\n", 4),
     gast.NamedExpr: ("def f(x):\n    y = (z := x)\n    return y\n", 9),
-    gast.ListComp: ("def f(x):\n    y = [v for v in x]\n    return y\n", 8),
+    gast.ListComp: ("def f(x):\n    while [v for v in x]:\n        pass\n    return x\n", 10),
     gast.SetComp: ("def f(x):\n    y = {v for v in x}\n    return y\n", 8),
     gast.DictComp: ("def f(x):\n    y = {v: v for v in x}\n    return y\n", 8),
-    gast.GeneratorExp: ("def f(x):\n    y = (v for v in x)\n    return y\n", 8),
+    gast.GeneratorExp: ("def f(x):\n    y = x if x else sum(v for v in x)\n    return y\n", 23),
     gast.Match: ("def f(x):\n    match x:\n        case 1:\n            pass\n"
                  "    return x\n", 4),
 }

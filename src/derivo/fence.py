@@ -28,10 +28,13 @@ REFUSED = {
     S.gast.Import: "imports inside a differentiated function are not supported",
     S.gast.ImportFrom: "imports inside a differentiated function are not supported",
     S.gast.NamedExpr: "assignment expressions (:=) are not supported",
-    S.gast.ListComp: "comprehensions are not supported; write a for loop",
-    S.gast.SetComp: "comprehensions are not supported; write a for loop",
-    S.gast.DictComp: "comprehensions are not supported; write a for loop",
-    S.gast.GeneratorExp: "generator expressions are not supported; write a for loop",
+    # ssa lowers the others into loops (see ssa._lower_comprehensions)
+    S.gast.ListComp: "a comprehension in a while test or under and, or, if-else is not "
+                     "supported; compute it in a statement of its own",
+    S.gast.SetComp: "set comprehensions are not supported; write a for loop",
+    S.gast.DictComp: "dict comprehensions are not supported; write a for loop",
+    S.gast.GeneratorExp: "a generator expression in a while test or under and, or, if-else "
+                         "is not supported; compute it in a statement of its own",
     S.gast.Match: "'match' is not supported",
 }
 REFUSED_CALLS = {"exec", "eval", "globals", "locals", "vars", "setattr", "delattr"}

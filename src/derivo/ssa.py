@@ -26,6 +26,8 @@ appear (the fence below rejects what cannot be normalised):
               subscripts -- so the reverse sweep may evaluate it again safely
 
 Further invariants:
+- a list comprehension or generator expression is a list built by a loop before
+  its statement (see :func:`_lower_comprehensions`);
 - augmented, chained and tuple assignments are split into single assignments;
 - every assignment in the function's top-level block creates a fresh name when
   it would overwrite a value (``y = y * y`` becomes ``y1 = y * y``), so straight
@@ -71,8 +73,9 @@ class Normalized:
 def normalize(parsed):
     """Normalise ``parsed`` (a :class:`derivo.parse.Parsed`) into statement form."""
     tree = S.deepcopy(parsed.tree)
-    check_supported(parsed, tree)
     namer = Namer(names_in(tree) | set(parsed.globals) | set(parsed.closure))
+    _lower_comprehensions(tree.body, namer)
+    check_supported(parsed, tree)
     _ReturnLowering(parsed, namer).run(tree)
     *body, final = tree.body
     normalizer = _Normalizer(parsed, namer)
@@ -860,6 +863,85 @@ def _is_append(value):
 def is_append(stmt):
     """Whether ``stmt`` is ``xs.append(item)`` on a list ``xs``."""
     return isinstance(stmt, S.Expr) and _is_append(stmt.value)
+
+
+#: Where a statement evaluates an expression once, before anything else it does.
+_EVALUATED_FIRST = {S.Assign: "value", S.gast.AugAssign: "value", S.gast.AnnAssign: "value",
+                    S.Return: "value", S.Expr: "value", S.If: "test", S.For: "iter"}
+
+
+def _lower_comprehensions(block, namer):
+    """``[e for x in xs if c]``, or the generator expression ``(e for x in xs)``,
+    in a statement becomes a list built before it, the loop derivo differentiates
+    like any other (``items1 = []``, ``for x1 in xs: if c: items1.append(e)``),
+    with the comprehension's variables renamed so they stay its own.
+
+    Only where the statement evaluates the expression first and once (not in a
+    ``while`` test, nor under ``and``, ``or`` or a conditional expression, which
+    may skip it); elsewhere the fence refuses it.  A generator expression is
+    consumed at once, which is what ``sum``, ``max`` and the like do with it.
+    """
+    index = 0
+    while index < len(block):
+        stmt = block[index]
+        field = _EVALUATED_FIRST.get(type(stmt))
+        found = _comprehension_in(stmt, field) if field else None
+        if found is None:
+            for nested in ("body", "orelse"):
+                if isinstance(getattr(stmt, nested, None), list):
+                    _lower_comprehensions(getattr(stmt, nested), namer)
+            index += 1
+            continue
+        parent, attr, position, comprehension = found
+        items = namer.fresh("items")
+        renames = {n.id: namer.fresh(n.id) for g in comprehension.generators
+                   for n in S.walk(g.target) if isinstance(n, S.Name)}
+
+        def renamed(node):
+            node = S.deepcopy(node)
+            for name in S.walk(node):
+                if isinstance(name, S.Name) and name.id in renames:
+                    name.id = renames[name.id]
+            return node
+
+        body = [S.Expr(value=S.call(S.attribute(S.name(items), "append"),
+                                     renamed(comprehension.elt)))]
+        for number, generator in reversed(list(enumerate(comprehension.generators))):
+            for condition in reversed(generator.ifs):
+                body = [S.if_(renamed(condition), body)]
+            # the first iterable is evaluated outside the comprehension's scope
+            iterable = renamed(generator.iter) if number else generator.iter
+            body = [S.for_(renamed(generator.target), iterable, body)]
+        built = [S.assign(items, S.gast.List(elts=[], ctx=S.Load()))] + body
+        for new in built:
+            for node in S.walk(new):
+                S.copy_location(node, comprehension)
+        if position is None:
+            setattr(parent, attr, S.name(items))
+        else:
+            getattr(parent, attr)[position] = S.name(items)
+        block[index:index] = built  # examined again: the new loop may hold another
+
+
+def _comprehension_in(stmt, field):
+    """(parent, field, position in the field or None, node) of the first list
+    comprehension or generator expression the statement's ``field`` surely
+    evaluates, or None."""
+    pending = [(stmt, field, None, getattr(stmt, field))]
+    while pending:
+        parent, attr, position, node = pending.pop(0)
+        if isinstance(node, (S.gast.ListComp, S.gast.GeneratorExp)) and \
+                not any(g.is_async for g in node.generators):
+            return parent, attr, position, node
+        if not isinstance(node, S.AST) or \
+                isinstance(node, (S.gast.IfExp, S.gast.BoolOp, S.gast.Lambda)):
+            continue
+        for name, value in S.gast.iter_fields(node):
+            if isinstance(value, list):
+                pending += [(node, name, index, child) for index, child in enumerate(value)]
+            else:
+                pending.append((node, name, None, value))
+    return None
 
 
 def _mark_aliased_updates(tree):
