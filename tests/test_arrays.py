@@ -746,3 +746,93 @@ def test_forward_mode_over_a_loop_over_rows():
     expected = (iterate_rows(x + h * dx, w) - iterate_rows(x - h * dx, w)) / (2 * h)
     assert value == pytest.approx(iterate_rows(x, w))
     assert tangent == pytest.approx(expected, rel=1e-6)
+
+
+# --- found by an adversarial review: each gave a silently wrong or crashing derivative ---
+
+def sum_of_cast_squares(v):
+    return np.sum(v.astype(float) ** 2)
+
+
+def filled(x):
+    return np.sum(np.full(3, x) ** 2)
+
+
+def filled_like(v):
+    return np.sum(np.full_like(v, v[0]) * v)
+
+
+def fortran_order(x):
+    return np.sum(np.reshape(x, (2, 3), order="F") * np.arange(6.0).reshape(2, 3))
+
+
+def fortran_ravel(A):
+    return np.sum(np.ravel(A, order="F") * np.arange(6.0)) + np.sum(A.flatten("F") ** 2)
+
+
+def clipped_above(x):
+    return np.sum(np.clip(x, None, 0.8) ** 2)
+
+
+def power_of_zero(x, y):
+    return np.sum(x ** y)
+
+
+@pytest.mark.parametrize("f, args, wrt", [
+    (sum_of_cast_squares, (np.array([0.3, 0.7, 1.1]),), 0),
+    (filled, (1.3,), 0),
+    (filled_like, (np.array([0.3, 0.7, 1.1]),), 0),
+    (fortran_order, (np.linspace(0.1, 0.6, 6),), 0),
+    (fortran_ravel, (np.linspace(0.1, 0.6, 6).reshape(2, 3),), 0),
+    (clipped_above, (np.array([0.3, 1.7, -1.1]),), 0),
+    (power_of_zero, (np.array([0.5, 1.0, 2.0]), 2.0), (0, 1)),
+])
+def test_numpy_functions_a_review_found_wrong_now_match_in_both_modes(f, args, wrt):
+    assert_gradient(f, args, wrt)
+    positions = wrt if isinstance(wrt, tuple) else (wrt,)
+    tangents = tuple(np.ones_like(a) if k in positions else None for k, a in enumerate(args))
+    tangents = tuple(1.0 if t is not None and np.ndim(t) == 0 else t for t in tangents)
+    grads = derivo.grad(f, wrt=wrt)(*args)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    _, tangent = derivo.jvp(f, args, tangents)
+    assert tangent == pytest.approx(sum(np.sum(g) for g in grads), rel=1e-10)
+
+
+def test_the_exponent_derivative_at_a_zero_base_is_its_limit():
+    gx, gy = derivo.grad(power_of_zero, wrt=(0, 1))(np.array([0.0, 1.0, 2.0]), 2.0)
+    np.testing.assert_allclose(gy, 4 * np.log(2.0), rtol=1e-14)
+    assert derivo.grad(lambda_free_power, wrt=(0, 1))(0.0, 2.5) == (0.0, 0.0)
+
+
+def lambda_free_power(x, y):
+    return x ** y
+
+
+def spaced(x):
+    return np.sum(np.linspace(0.0, x, 5) ** 2)
+
+
+def remainder(x):
+    q, r = divmod(x, 0.7)
+    return r
+
+
+def writes_twice_at_one_place(x):
+    y = x.copy()
+    y[[0, 0]] *= 2.0
+    return np.sum(y)
+
+
+def one_norm(x):
+    return np.linalg.norm(x, ord=1)
+
+
+def test_what_derivo_cannot_differentiate_there_is_refused():
+    with pytest.raises(derivo.NoDerivativeRule, match="linspace"):
+        derivo.grad(spaced)(1.3)
+    with pytest.raises(derivo.NoDerivativeRule, match="divmod"):
+        derivo.grad(remainder)(1.37)
+    with pytest.raises(derivo.DerivoError, match="repeats a position"):
+        derivo.grad(writes_twice_at_one_place)(np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(derivo.DerivoError, match="ord=1"):
+        derivo.jvp(one_norm, (np.array([1.0, -2.0, 3.0]),), (np.array([1.0, 0.0, 0.0]),))

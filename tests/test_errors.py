@@ -533,3 +533,57 @@ def pops(a, b):
 def test_a_change_in_place_derivo_cannot_follow_is_refused(f, marker):
     # each gave a silently wrong (mostly zero) derivative, pops an IndexError
     assert_points_at(refusal(f, 0.5, 2.0, wrt=(0, 1)), line_of(f, marker), "in place")
+
+
+def set_first(y, v):
+    y[0] = v
+
+
+def add_to(xs, v):
+    xs.append(v)
+
+
+def increment(v):
+    v += 1.0
+    return v
+
+
+def changed_by_a_helper(x):
+    y = x.copy()
+    set_first(y, 5.0)
+    return np.sum(y * y)
+
+
+def appended_by_a_helper(x):
+    xs = [x]
+    add_to(xs, x * x)
+    return sum(xs)
+
+
+def incremented_by_a_helper(x):
+    y = x * 1.0
+    z = increment(y)
+    return np.sum(y * z)
+
+
+@pytest.mark.parametrize("f, args, marker", [
+    (changed_by_a_helper, (np.array([1.0, 2.0, 3.0]),), "set_first(y, 5.0)"),
+    (appended_by_a_helper, (1.3,), "add_to(xs, x * x)"),
+    (incremented_by_a_helper, (np.array([1.0, 2.0]),), "z = increment(y)"),
+])
+def test_a_helper_that_changes_its_argument_in_place_is_refused(f, args, marker):
+    # each gave a silently wrong gradient: derivo did not follow the change
+    assert_points_at(refusal(f, *args), line_of(f, marker), "in place")
+
+
+def scalar_step(s, x):
+    s += x * 0.5  # a float: rebinding, not a change in place
+    return s
+
+
+def steps(a, b):
+    return scalar_step(a, b) * a
+
+
+def test_a_helper_updating_a_float_parameter_is_differentiated():
+    assert derivo.grad(steps, wrt=(0, 1))(0.5, 2.0) == pytest.approx((2 * 0.5 + 1.0, 0.25))

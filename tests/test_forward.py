@@ -600,3 +600,16 @@ def test_a_loop_over_values_that_breaks_keeps_its_loop_variable():
             gradient = derivo.grad(product_until_small, wrt=(0, 1))(x0, x1)
             assert gradient[0] * direction[0] + gradient[1] * direction[1] == \
                 pytest.approx(tangent, rel=1e-12, abs=1e-15)
+
+
+GLOBAL_ARRAY = np.zeros(2)
+
+
+def writes_a_global(x):
+    GLOBAL_ARRAY[0] = x * x
+    return np.sum(GLOBAL_ARRAY)
+
+
+def test_forward_mode_writing_into_a_global_array():
+    # the tangent of the global started as 0.0 and could not be written into
+    assert derivo.jvp(writes_a_global, (1.3,), (1.0,))[1] == pytest.approx(2.6)

@@ -588,3 +588,30 @@ def test_a_generator_expression_over_rows_in_both_modes():
     values = np.array(X)
     _, tangent = derivo.jvp(row_norms, (values,), (np.ones_like(values),))
     assert tangent == pytest.approx(sum(map(sum, gX)), rel=1e-12)
+
+
+def loop_variable_kept(x, n):
+    i = x
+    for i in range(n):
+        pass
+    return i * x
+
+
+def item_kept(x, xs):
+    v = x
+    for v in xs:
+        pass
+    return v * x
+
+
+@pytest.mark.parametrize("f, args, expected", [
+    (loop_variable_kept, (1.3, 0), 2.6),   # no trip: i is still x
+    (loop_variable_kept, (1.3, 3), 2.0),   # i is 2
+    (item_kept, (1.3, []), 2.6),
+    (item_kept, (1.3, [2.0]), 2.0),
+])
+def test_a_loop_variable_after_its_loop_in_every_mode(f, args, expected):
+    # no trip raised UnboundLocalError in the generated code
+    for loops in ("stack", "reversible"):
+        assert derivo.grad(f, loops=loops)(*args) == pytest.approx(expected)
+    assert derivo.jvp(f, args, (1.0, None))[1] == pytest.approx(expected)

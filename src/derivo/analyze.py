@@ -297,7 +297,8 @@ class Analysis:
                     changed = call.args[0]
             if isinstance(node, S.Call):
                 changed = changed or next((k.value for k in node.keywords if k.arg == "out"
-                                           and isinstance(k.value, S.Name)), None)
+                                           and isinstance(k.value, S.Name)), None) or \
+                    self._argument_a_helper_changes(node)
             if changed is not None and changed.id in local and changed.id in self.useful:
                 raise self.parsed.error(
                     UnsupportedSyntax, node, "cannot differentiate {!r}: it changes {!r} in "
@@ -305,6 +306,24 @@ class Analysis:
                     "compute a new value and assign it".format(
                         S.expr_source(getattr(node, "value", node)), changed.id),
                     "change in place")
+
+    def _argument_a_helper_changes(self, call):
+        """The name given to a user function that changes that parameter in place
+        (``setfirst(y, v)`` with ``def setfirst(y, v): y[0] = v``), or None."""
+        callee = getattr(call, "user_function", None) or self.parsed.callee_key(call)
+        if not (isinstance(callee, types.FunctionType) and not rules.is_primitive(callee)
+                and not S.is_derivo(callee)):
+            return None
+        try:
+            written = parameter_writes(callee, self.arrays)
+        except DerivoError:  # no source: transforming the call reports it
+            return None
+        for position, name in enumerate(parameter_names(callee)):
+            argument = call.args[position] if position < len(call.args) else next(
+                (k.value for k in call.keywords if k.arg == name), None)
+            if name in written and isinstance(argument, S.Name):
+                return argument
+        return None
 
     def _refuse_dicts_and_sets(self):
         """Refuse a dict or set of differentiated values that reaches a result:
@@ -804,6 +823,12 @@ class Analysis:
             if self.arrays and getattr(stmt, "aliased_update", None) and (
                     set(assigned_names(stmt)) & self.active or stmt.aliased_update in self.active):
                 name = stmt.value.left.id
+                if name == stmt.aliased_update:  # a helper's v += e, pasted here (see inline)
+                    raise self.parsed.error(
+                        UnsupportedSyntax, stmt, "cannot differentiate this call: the function "
+                        "updates its argument {0!r} in place (+= and the like), which NumPy "
+                        "does and derivo does not follow; give it a copy ({0}.copy())".format(
+                            name), "aliased update")
                 raise self.parsed.error(
                     UnsupportedSyntax, stmt, "cannot differentiate {0!r} updated in place: "
                     "it is another name for {1!r}, which NumPy would update too; write "
@@ -932,6 +957,8 @@ class Analysis:
         return saved[0], inverse
 
     def _has_reverse(self, compound, needed):
+        if isinstance(compound, S.For) and compound.target.id in self.active:
+            return True  # its reverse drops the target's adjoint (see reverse.Sweep.loop)
         for stmt in S.walk(compound.body + getattr(compound, "orelse", [])):
             if (isinstance(stmt, S.Assign) or is_append(stmt)) and \
                     set(assigned_names(stmt)) & (self.active | needed):
@@ -1176,6 +1203,46 @@ def _joined_sequence_error(parsed, node, operand, cause=""):
         "and + joins such sequences, * repeats them; derivo differentiates + and * of "
         "numbers and arrays (build the list item by item, or use NumPy arrays)".format(
             S.expr_source(node), text, cause), "list arithmetic")
+
+
+def parameter_writes(func, arrays, _seen=frozenset()):
+    """The parameters ``func`` changes in place, read from its source: written
+    into (``y[0] = v``), appended to or given a method call as a statement
+    (``ys.append(v)``), updated with ``+=`` and the like when values may be
+    arrays, or given to a user function that changes them."""
+    tree = parse(func).tree
+    params = set(tree_params(tree))
+    written = set()
+    for node in S.walk(tree):
+        if isinstance(node, (S.Assign, S.gast.AugAssign)):
+            for target in getattr(node, "targets", None) or [node.target]:
+                base = target
+                while isinstance(base, (S.Subscript, S.Attribute)):
+                    base = base.value
+                if isinstance(base, S.Name) and (base is not target or arrays and
+                                                 isinstance(node, S.gast.AugAssign)):
+                    written.add(base.id)
+        elif isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
+                isinstance(node.value.func, S.Attribute) and \
+                isinstance(node.value.func.value, S.Name):
+            written.add(node.value.func.value.id)
+    parsed = parse(func)
+    for call in S.walk(tree):
+        if not isinstance(call, S.Call):
+            continue
+        callee = parsed.resolve_callee(call)
+        if isinstance(callee, types.FunctionType) and callee not in _seen and \
+                not rules.is_primitive(callee) and not S.is_derivo(callee):
+            try:
+                inner = parameter_writes(callee, arrays, _seen | {func})
+            except DerivoError:
+                continue
+            for position, name in enumerate(parameter_names(callee)):
+                argument = call.args[position] if position < len(call.args) else next(
+                    (k.value for k in call.keywords if k.arg == name), None)
+                if name in inner and isinstance(argument, S.Name):
+                    written.add(argument.id)
+    return written & params
 
 
 def sequence_arithmetic(func, _seen=frozenset()):

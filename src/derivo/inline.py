@@ -77,6 +77,12 @@ def _inline(stmt, caller, normalize_function, depth):
         else:
             copies.append(S.assign(target.id, _substituted(S.name(result), renames, bindings)))
     statements = [_substituted(s, renames, bindings) for s in S.deepcopy(body)] + copies
+    for original, pasted in zip(body, statements):
+        # v += e on a parameter given the caller's y: NumPy changes y too, which the
+        # statement form does not (analyze refuses it in array code, as for y = x)
+        updated = original.value.left.id if getattr(original, "augmented", False) else None
+        if isinstance(bindings.get(updated), S.Name):
+            pasted.aliased_update = bindings[updated].id
     for new in statements:
         for node in S.walk(new):
             if hasattr(node, "lineno"):

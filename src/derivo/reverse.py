@@ -559,6 +559,11 @@ class Sweep:
             self.last_line = last_line
             self.namer.taken = taken | set(self.adjoints.values())
             body = body_fn()
+            if isinstance(loop, S.For) and loop.target.id in self.analysis.active:
+                # Each trip assigns the target a value of the (undifferentiated)
+                # iterable: what reached it after the loop came from there, unless
+                # no trip ran and it still holds its earlier value (see ssa).
+                self.zero.add(loop.target.id)
             if head <= self.zero:
                 break
             head &= self.zero

@@ -491,7 +491,12 @@ class _Normalizer:
             hoisted, iterable = self.hoist_calls(iterable, stmt, top=True)
             out += hoisted + [S.assign(temp, iterable)]
             iterable = S.name(temp)
+        before = self.current.get(stmt.target.id, stmt.target.id) \
+            if stmt.target.id in self.assigned else None
         target = self.write(stmt.target.id)
+        if before is not None and before != target:
+            # a loop that runs no trip leaves the variable's earlier value
+            out.append(S.copy_location(S.assign(target, S.name(before)), stmt))
         body = self.nested(stmt.body)
         out += self.hoist_invariants(body, _changed_names(body) | {target})
         loop = S.for_(target, iterable, body)

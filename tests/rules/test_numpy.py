@@ -56,6 +56,7 @@ COND = np.array([[True, False, True, False],
                  [False, True, True, False],
                  [True, True, False, False]])
 LO = np.array([-0.9, -0.3, 0.0, 0.3])
+ONES34 = np.ones((3, 4))
 """
 CLIP_POINTS = (-0.9, -0.5, -0.3, 0.0, 0.3, 0.7)
 
@@ -235,6 +236,16 @@ probe(np.prod, "np.prod(x0, axis=1)", with_zero(2, 3))
 
 # Shapes.
 probe(np.reshape, "np.reshape(x0, (4, 3))", normal(3, 4))
+probe(np.reshape, "np.reshape(x0, (4, 3), order='F')", normal(3, 4))
+probe(np.ravel, "np.ravel(x0, order='F')", normal(3, 4))
+probe(Method("flatten"), "x0.flatten('F')", normal(3, 4))
+probe(Method("ravel"), "x0.ravel(order='F')", normal(3, 4))
+probe(np.full, "np.full((2, 3), x0)", normal())
+probe(np.full, "np.full((2, 3), x0)", normal(3))
+probe(np.full_like, "np.full_like(ONES34, x0)", normal(4))
+probe(Method("astype"), "x0.astype(float)", normal(3, 4))
+probe(Method("astype"), "x0.astype(np.float64) * x0", normal(3))
+probe(np.clip, "np.clip(x0, None, 0.7)", avoiding(3, 4))
 probe(np.reshape, "np.reshape(x0, -1)", normal(3, 4))
 probe(np.reshape, "np.reshape(x0, (2, -1, 2))", normal(3, 4))
 probe(np.ravel, "np.ravel(x0)", normal(3, 4))
@@ -380,14 +391,17 @@ def test_table_covers_the_issue_list():
                 np.min, np.linalg.norm, np.linalg.solve, np.linalg.inv, np.trace, np.einsum,
                 np.reshape, np.transpose, np.expand_dims, np.squeeze, np.concatenate,
                 np.stack, np.hstack, np.vstack, np.shape, np.zeros, np.ones, np.zeros_like,
-                np.ones_like, np.full, np.arange, np.linspace]
+                np.ones_like, np.full]
     missing = [f.__name__ for f in required if not rules.is_primitive(f)]
     assert not missing
     for key in (S.MatMult, GETITEM, Method("T"), Method("sum"), Method("reshape"),
                 Method("dot")):
         assert key in rules.RULES
-    for f in (np.sign, np.zeros, np.arange, np.argmax, np.floor):
+    for f in (np.sign, np.zeros, np.argmax, np.floor):
         assert rules.is_nondifferentiable(f)
+    # their values move with their arguments: refused when those are differentiated
+    for f in (np.arange, np.linspace):
+        assert rules.is_primitive(f) and not rules.is_nondifferentiable(f)
 
 
 @pytest.mark.parametrize("expr", ["np.einsum('ii->i', x0)", "np.linalg.norm(x0, ord=1)",

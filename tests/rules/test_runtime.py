@@ -55,7 +55,7 @@ import numpy as np
 
 from derivo.runtime import (add_adjoints, add_at, addable, copy_of, dot_vjp_left, dot_vjp_right, einsum_vjp,
                             expand, extremum_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
-                            inner_vjp_right, log, matmul_vjp_left, matmul_vjp_right, norm_vjp,
+                            inner_vjp_right, log, log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp,
                             owned, part, pop_adjoint, scalar_seed, shaped_like, split_like,
                             swap_last, transpose_vjp, unbroadcast, unstack, vstack_vjp,
                             zero_gradient, zeroed)
@@ -95,6 +95,8 @@ def probe(primitive, expr, *args):
 # The scalar helper of the builtins table.
 probe(runtime.log, "log(x0)", positive(3, 4))
 probe(runtime.log, "log(x0)", positive())
+probe(runtime.log_times, "log_times(x0, x1)", normal(3, 4), positive(3, 4))
+probe(runtime.log_times, "log_times(x0, x1)", normal(), positive())
 
 # Broadcasting: unbroadcast sums down to like's shape, shaped_like broadcasts up.
 for _like, _shape in (("L4", (3, 4)), ("L31", (3, 4)), ("L34", (3, 4)), ("1.0", (3, 4)),
@@ -206,7 +208,7 @@ for _expr, _shape in (("getitem_vjp(x0, L34, 1)", (4,)), ("getitem_vjp(x0, L5, s
     probe(runtime.getitem_vjp, _expr, normal(*_shape))
 probe(runtime.getitem_vjp, "getitem_vjp(x0, x1, IDX)", normal(4, 4), normal(3, 4))
 for _expr, _shape in (("part(x0, 1)", (3, 4)), ("part(x0, (slice(None), 2))", (3, 4)),
-                      ("part(x0, IDX)", (3, 4)), ("part(x0, MASK)", (3, 4)),
+                      ("part(x0, IDX[[0, 1, 3]])", (3, 4)), ("part(x0, MASK)", (3, 4)),
                       ("part(x0, 2)", ())):
     probe(runtime.part, _expr, normal(*_shape))
 for _expr, _shape in (("zeroed(x0, 1)", (3, 4)), ("zeroed(x0, (slice(None), 2))", (3, 4)),

@@ -32,6 +32,7 @@ from ..errors import DerivoError
 RULES = {}
 #: functions whose result is never differentiated (comparisons are handled by ssa)
 NONDIFFERENTIABLE = set()
+WITHOUT_RULE = set()
 OPERATOR_FUNCTIONS = {S.Add: operator.add, S.Sub: operator.sub, S.Mult: operator.mul,
                       S.Div: operator.truediv, S.Pow: operator.pow, S.Mod: operator.mod,
                       S.MatMult: operator.matmul, S.USub: operator.neg, S.UAdd: operator.pos}
@@ -254,6 +255,13 @@ def nondifferentiable(*primitives):
     NONDIFFERENTIABLE.update(primitives)
 
 
+def without_rule(*primitives):
+    """Declare functions derivo evaluates as they are, whose results move with
+    their arguments but have no rule here (``np.arange``, ``np.linspace``): a
+    differentiated argument is refused."""
+    WITHOUT_RULE.update(primitives)
+
+
 def lookup(primitive, nargs, keywords=()):
     """The rule for ``primitive`` called with ``nargs`` positional arguments and
     these keyword names, or None."""
@@ -269,7 +277,7 @@ def lookup(primitive, nargs, keywords=()):
 
 def is_primitive(obj):
     try:
-        return obj in RULES or obj in NONDIFFERENTIABLE
+        return obj in RULES or obj in NONDIFFERENTIABLE or obj in WITHOUT_RULE
     except TypeError:
         return False
 

@@ -8,8 +8,8 @@ elementwise, gives its VJP instead (``defvjp``).
 import math
 
 from .. import syntax as S
-from ..runtime import copysign_one, log
-from . import defpartials, defvjp, nondifferentiable
+from ..runtime import copysign_one, log_times
+from . import defpartials, defvjp, nondifferentiable, without_rule
 
 
 # --- operators (keyed by their syntax node class) ---------------------------
@@ -18,7 +18,7 @@ defpartials(S.Add, lambda ans, x, y: 1, lambda ans, x, y: 1, label="+")
 defpartials(S.Sub, lambda ans, x, y: 1, lambda ans, x, y: -1, label="-")
 defpartials(S.Mult, lambda ans, x, y: y, lambda ans, x, y: x, label="*")
 defpartials(S.Div, lambda ans, x, y: 1 / y, lambda ans, x, y: -ans / y, label="/")
-defpartials(S.Pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: ans * log(x), label="**")
+defpartials(S.Pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_times(ans, x), label="**")
 defpartials(S.Mod, lambda ans, x, y: 1, lambda ans, x, y: -((x - ans) / y), label="%")
 defpartials(S.USub, lambda ans, x: -1, label="unary -")
 defpartials(S.UAdd, lambda ans, x: 1, label="unary +")
@@ -27,12 +27,13 @@ defpartials(S.UAdd, lambda ans, x: 1, label="unary +")
 
 defpartials(abs, lambda ans, x: copysign_one(x))
 defpartials(float, lambda ans, x: 1)
-defpartials(pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: ans * log(x))
+defpartials(pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_times(ans, x))
 # Ties go to the first argument, as Python's min and max return the first.
 defpartials(max, lambda ans, x, y: 1.0 if x >= y else 0.0, lambda ans, x, y: 0.0 if x >= y else 1.0)
 defpartials(min, lambda ans, x, y: 1.0 if x <= y else 0.0, lambda ans, x, y: 0.0 if x <= y else 1.0)
 defvjp(sum, lambda g, ans, iterable, start=0: [g] * len(iterable), lambda g, ans, iterable, start=0: g)
-nondifferentiable(int, round, bool, len, range, isinstance, divmod, print)
+nondifferentiable(int, round, bool, len, range, isinstance, print)
+without_rule(divmod)  # its remainder has a derivative (x % y has a rule)
 
 # --- math -------------------------------------------------------------------
 
@@ -57,7 +58,7 @@ defpartials(math.log1p, lambda ans, x: 1 / (1 + x))
 defpartials(math.log2, lambda ans, x: 1 / (x * math.log(2)))
 defpartials(math.log10, lambda ans, x: 1 / (x * math.log(10)))
 defpartials(math.sqrt, lambda ans, x: 0.5 / ans)
-defpartials(math.pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: ans * math.log(x))
+defpartials(math.pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_times(ans, x))
 defpartials(math.hypot, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
 defpartials(math.erf, lambda ans, x: 2 / math.sqrt(math.pi) * math.exp(-x * x))
 defpartials(math.erfc, lambda ans, x: -2 / math.sqrt(math.pi) * math.exp(-x * x))

@@ -11,10 +11,10 @@ import numpy as np
 
 from .. import syntax as S
 from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
-                       getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right,
+                       getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, log_times,
                        matmul_vjp_left, matmul_vjp_right, norm_vjp, prod_vjp, split_like,
                        swap_last, transpose_vjp, unbroadcast, unstack, vstack_vjp)
-from . import GETITEM, Method, defpartials, defvjp, nondifferentiable
+from . import GETITEM, Method, defpartials, defvjp, nondifferentiable, without_rule
 
 # --- elementwise --------------------------------------------------------------
 
@@ -35,11 +35,14 @@ defpartials(np.arctan, lambda ans, x: 1 / (1 + x * x))
 defpartials(np.arcsin, lambda ans, x: 1 / np.sqrt(1 - x * x))
 defpartials(np.arccos, lambda ans, x: -1 / np.sqrt(1 - x * x))
 defpartials(np.negative, lambda ans, x: -1)
-defpartials(np.power, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: ans * np.log(x))
+defpartials(np.power, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_times(ans, x))
 defpartials(np.maximum, lambda ans, x, y: x >= y, lambda ans, x, y: x < y)
 defpartials(np.minimum, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
 defpartials(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: np.exp(y - ans))
-defpartials(np.clip, lambda ans, a, a_min, a_max: (a >= a_min) & (a <= a_max), None, None)
+defpartials(np.clip, lambda ans, a, a_min, a_max: ans == a, None, None)  # a bound may be None
+defvjp(np.full, None, lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value))
+defvjp(np.full_like, None, lambda g, ans, a, fill_value, dtype=None: unbroadcast(g, fill_value))
+defvjp(Method("astype"), lambda g, ans, a, dtype, *options: np.reshape(g, np.shape(a)) if np.asarray(ans).dtype.kind == "f" else np.zeros(np.shape(a)))
 defvjp(np.where, None,
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y))
@@ -83,15 +86,15 @@ for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")
 
 # Functions that only rearrange (or copy) their argument: the adjoint is the
 # output's adjoint in the argument's shape.
-defvjp(np.reshape, lambda g, ans, a, shape=None, order="C": np.reshape(g, np.shape(a)))
-defvjp(np.ravel, lambda g, ans, a, order="C": np.reshape(g, np.shape(a)))
+defvjp(np.reshape, lambda g, ans, a, shape=None, order="C": np.reshape(g, np.shape(a), order=order))
+defvjp(np.ravel, lambda g, ans, a, order="C": np.reshape(g, np.shape(a), order=order))
 defvjp(np.squeeze, lambda g, ans, a, axis=None: np.reshape(g, np.shape(a)))
 defvjp(np.expand_dims, lambda g, ans, a, axis: np.reshape(g, np.shape(a)))
 for _copy in (np.atleast_1d, np.atleast_2d, np.copy, np.asarray, np.array):
     defvjp(_copy, lambda g, ans, a, dtype=None: np.reshape(g, np.shape(a)))
 defvjp(Method("reshape"), lambda g, ans, a, *shape: np.reshape(g, np.shape(a)))
 for _method in ("ravel", "flatten", "copy"):
-    defvjp(Method(_method), lambda g, ans, a, order="C": np.reshape(g, np.shape(a)))
+    defvjp(Method(_method), lambda g, ans, a, order="C": np.reshape(g, np.shape(a), order=order))
 defvjp(Method("squeeze"), lambda g, ans, a, axis=None: np.reshape(g, np.shape(a)))
 defvjp(np.transpose, lambda g, ans, a, axes=None: transpose_vjp(g, (axes,)))
 defvjp(Method("transpose"), lambda g, ans, a, *axes: transpose_vjp(g, axes))
@@ -106,10 +109,11 @@ defvjp(np.vstack, lambda g, ans, arrays: vstack_vjp(g, arrays))
 defvjp(GETITEM, lambda g, ans, x, index: getitem_vjp(g, x, index), label="[]")
 
 nondifferentiable(
-    np.shape, np.ndim, np.size, np.zeros, np.ones, np.zeros_like, np.ones_like, np.full,
-    np.full_like, np.empty, np.arange, np.linspace, np.eye, np.identity, np.sign,
+    np.shape, np.ndim, np.size, np.zeros, np.ones, np.zeros_like, np.ones_like, np.empty,
+    np.eye, np.identity, np.sign,
     np.argmax, np.argmin, np.argsort, np.floor, np.ceil, np.round, np.rint, np.isnan,
     np.isinf, np.isfinite, np.allclose, np.isclose, np.array_equal, np.any, np.all,
     np.greater, np.less, np.equal, np.count_nonzero,
     Method("shape"), Method("ndim"), Method("size"), Method("dtype"), Method("argmax"),
-    Method("argmin"), Method("astype"), Method("any"), Method("all"))
+    Method("argmin"), Method("any"), Method("all"))
+without_rule(np.arange, np.linspace)

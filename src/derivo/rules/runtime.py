@@ -24,7 +24,8 @@ import numpy as np
 
 from ..runtime import (add_adjoints, add_at, addable, copy_of, copysign_one, dot_vjp_left,
                        dot_vjp_right, einsum_vjp, expand, extremum_vjp, getitem_vjp,
-                       hstack_vjp, inner_vjp_left, inner_vjp_right, log, matmul_vjp_left,
+                       hstack_vjp, inner_vjp_left, inner_vjp_right, log, log_times,
+                       matmul_vjp_left,
                        matmul_vjp_right, norm_vjp, owned, part, pop_adjoint, scalar_seed,
                        shaped_like, split_like, swap_last, transpose_vjp, unbroadcast,
                        unshared, unstack, vstack_vjp, zero_gradient, zeroed, zeros_for)
@@ -41,6 +42,7 @@ nondifferentiable(unshared)
 # --- the scalar helpers of the builtins table ------------------------------------------
 
 defpartials(log, lambda ans, x: 1 / x)
+defpartials(log_times, lambda result, power, x: log(x), lambda result, power, x: power / x)
 
 # --- broadcasting and reductions -----------------------------------------------------
 

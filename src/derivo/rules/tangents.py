@@ -11,7 +11,7 @@ JVP is the primitive applied to the tangent.
 import numpy as np
 
 from .. import syntax as S
-from ..runtime import expand, prod_vjp
+from ..runtime import expand, norm_vjp, prod_vjp
 from . import GETITEM, Method, defjvp
 
 # --- builtins --------------------------------------------------------------------
@@ -35,7 +35,8 @@ defjvp(np.trace, lambda t, ans, a: np.trace(t))
 defjvp(np.linalg.inv, lambda t, ans, a: -(ans @ t @ ans))
 defjvp(np.linalg.solve, lambda t, ans, a, b: -np.linalg.solve(a, t @ ans),
        lambda t, ans, a, b: np.linalg.solve(a, t))
-defjvp(np.linalg.norm, lambda t, ans, x, ord=None, axis=None, keepdims=False: np.sum(x * t, axis=axis, keepdims=keepdims) / ans)
+# through norm_vjp, which refuses the norms derivo does not differentiate
+defjvp(np.linalg.norm, lambda t, ans, x, ord=None, axis=None, keepdims=False: np.sum(norm_vjp(np.ones(np.shape(ans)), ans, x, ord, axis, keepdims) * t, axis=axis, keepdims=keepdims))
 defjvp(np.einsum, None, lambda t, ans, subscripts, a: np.einsum(subscripts, t))
 defjvp(np.einsum, None, lambda t, ans, subscripts, a, b: np.einsum(subscripts, t, b),
        lambda t, ans, subscripts, a, b: np.einsum(subscripts, a, t))
@@ -53,11 +54,17 @@ for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")
 
 # --- shapes --------------------------------------------------------------------------
 
-for _reshape in (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.atleast_1d,
-                 np.atleast_2d, np.copy, np.asarray, np.array):
+for _reshape in (np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.copy,
+                 np.asarray, np.array):
     defjvp(_reshape, lambda t, ans, a, *shape: np.reshape(t, np.shape(ans)))
-for _method in ("reshape", "ravel", "flatten", "squeeze", "copy"):
+for _method in ("reshape", "squeeze"):
     defjvp(Method(_method), lambda t, ans, a, *shape: np.reshape(t, np.shape(ans)))
+defjvp(np.reshape, lambda t, ans, a, shape=None, order="C": np.reshape(t, np.shape(ans), order=order))
+for _ravel in (np.ravel, Method("ravel"), Method("flatten"), Method("copy")):
+    defjvp(_ravel, lambda t, ans, a, order="C": np.reshape(t, np.shape(ans), order=order))
+defjvp(np.full, None, lambda t, ans, shape, fill_value, dtype=None: t + np.zeros(np.shape(ans)))
+defjvp(np.full_like, None, lambda t, ans, a, fill_value, dtype=None: t + np.zeros(np.shape(ans)))
+defjvp(Method("astype"), lambda t, ans, a, dtype, *options: np.reshape(t, np.shape(ans)) if np.asarray(ans).dtype.kind == "f" else np.zeros(np.shape(ans)))
 defjvp(np.transpose, lambda t, ans, a, axes=None: np.transpose(t, axes))
 defjvp(Method("transpose"), lambda t, ans, a, *axes: np.asarray(t).transpose(*axes))
 defjvp(Method("T"), lambda t, ans, a: np.transpose(t))
