@@ -13,7 +13,7 @@ for a written array, a rebinding after a write).  Each program is
 
 whose statements read items (``y[i]``, ``x[k]``, ``y[i - 1]``), slices, masks and
 repeated fancy indices, write items and slices of ``y``, rebind ``y`` and give it
-another name (``z = y``).  For each, with ``loops="stack"``, ``"checkpoint"`` and
+another name (``z = y``), and sum generator expressions and list comprehensions.  For each, with ``loops="stack"``, ``"checkpoint"`` and
 ``"reversible"`` (which accepts about one program in five):
 
 - derivo's gradient equals central finite differences (rtol 1e-4), or derivo
@@ -86,8 +86,12 @@ def program(seed):
             body.append("y = {} * c".format(a))
         elif kind < 0.8:
             body.append("y[1:3] = {}[0:2] * c".format(a))
-        elif kind < 0.9:
+        elif kind < 0.85:
             body.append("s = s + np.sum({} * {}) * 0.1".format(a, b))
+        elif kind < 0.9:
+            body.append(rng.choice(["s = s + sum(v * c for v in {} if v > 0.0) * 0.1",
+                                    "s = s + sum([{0}[j] * {0}[3 - j] for j in range(4)]) * 0.1"])
+                        .format(a))
         else:
             body.append("y[{}] = y[{}] * {}".format(index(), index(), read(b)))
     lines = ["import numpy as np", "", "", "def f(x, c):", "    s = 0.0", "    y = x * 1.0"]
