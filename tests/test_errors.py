@@ -587,3 +587,58 @@ def steps(a, b):
 
 def test_a_helper_updating_a_float_parameter_is_differentiated():
     assert derivo.grad(steps, wrt=(0, 1))(0.5, 2.0) == pytest.approx((2 * 0.5 + 1.0, 0.25))
+
+
+def writes_into_its_rows(X, a):
+    Y = X * 1.0
+    for row in Y:
+        row[0] = row[1] * a
+    return np.sum(Y * Y)
+
+
+def scales_its_rows(X, a):
+    Y = X * 1.0
+    for i, row in enumerate(Y):
+        row *= a
+    return np.sum(Y * Y)
+
+
+def updates_what_it_iterates(x, a):
+    y = x * 1.0
+    s = 0.0
+    for v in y:
+        y += a
+        s = s + v * v
+    return s
+
+
+@pytest.mark.parametrize("f, marker, words", [
+    (writes_into_its_rows, "row[0] = row[1] * a", "loop takes"),
+    (scales_its_rows, "row *= a", "loop takes"),
+    (updates_what_it_iterates, "y += a", "updated in place"),
+])
+def test_a_loop_changing_what_it_iterates_over_is_refused_in_both_modes(f, marker, words):
+    # each was silently wrong: a row is a view, and y += a changes the array being read
+    X = np.array([[0.3, -0.7], [1.1, 0.5]])
+    args = (X, 1.3) if f is not updates_what_it_iterates else (X[0], 1.3)
+    assert_points_at(refusal(f, *args, wrt=(0, 1)), line_of(f, marker), words)
+    with pytest.raises(DerivoError, match=words):
+        derivo.jvp(f, args, (np.ones_like(args[0]), 1.0))
+
+
+def several_values(x, y):
+    return x * x * y + math.sin(x * y)
+
+
+GRADIENT_OF_SEVERAL = derivo.grad(several_values, wrt=(0, 1))
+
+
+def through_a_tuple_gradient(x, y):
+    t = GRADIENT_OF_SEVERAL(x, y)
+    return t[0] * t[1]
+
+
+def test_differentiating_through_a_derivative_of_several_values_is_refused():
+    # its vector-Jacobian product multiplied a tuple cotangent elementwise: wrong
+    with pytest.raises(DerivoError, match="returns several values"):
+        derivo.grad(through_a_tuple_gradient, wrt=(0, 1))(0.7, 1.3)

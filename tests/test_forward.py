@@ -541,9 +541,25 @@ def test_forward_over_reverse_through_loops(f, args, wrt):
     assert_close(second, numeric_grad(gradient, args, w, h=1e-5), rtol=1e-5, atol=1e-6)
 
 
-def test_hessian_of_a_vector_function_of_arrays():
-    x = np.array([0.3, -0.5, 0.8])
-    np.testing.assert_allclose(derivo.hessian(arrays.plain_sum_of_squares)(x), 2 * np.eye(3))
+def products_of_items(x, a):
+    y = x * a  # no NumPy in the source: scalar code, switched to array code for arrays
+    return y[0] * y[1] + y[2]
+
+
+def test_hessian_and_hvp_of_plain_code_called_with_arrays():
+    # the tangent of the scalar code had no broadcasting rules: silently wrong
+    x, a = np.array([0.3, 0.5, 0.8]), 0.8
+    (xx, xa), (ax, aa) = derivo.hessian(products_of_items, wrt=(0, 1))(x, a)
+    np.testing.assert_allclose(xx, a * a * np.array([[0, 1, 0], [1, 0, 0], [0, 0, 0]]))
+    np.testing.assert_allclose(xa, [2 * a * x[1], 2 * a * x[0], 1.0])
+    assert aa == pytest.approx(2 * x[0] * x[1])
+    _, product = derivo.hvp(products_of_items, (x, a), (np.zeros(3), 1.0))
+    assert product == pytest.approx(2 * x[0] * x[1])
+
+
+def test_the_hessian_of_a_function_returning_an_array_is_refused():
+    with pytest.raises(derivo.DerivoError, match="returning a scalar"):
+        derivo.hessian(arrays.plain_sum_of_squares)(np.array([0.3, -0.5, 0.8]))
 
 
 def test_forward_over_forward():

@@ -275,6 +275,19 @@ class Analysis:
         self._refuse_dicts_and_sets()
         self._refuse_hidden_writes()
 
+    def _refuse_writes_into_items(self, body, items):
+        """A write into an item a loop takes from what it iterates over (``for row
+        in Y: row[0] = v``): a row is a view, and the write changes Y too."""
+        for stmt in S.walk(body):
+            if isinstance(stmt, S.Assign) and (
+                    is_item_write(stmt) or self.arrays and getattr(stmt, "augmented", False)) \
+                    and assigned_names(stmt)[0] in items:
+                raise self.parsed.error(
+                    UnsupportedSyntax, stmt, "cannot differentiate a write into {!r}, an item "
+                    "this loop takes from what it iterates over (a row is a view of its "
+                    "array): index the array instead".format(assigned_names(stmt)[0]),
+                    "write into a loop item")
+
     def _refuse_hidden_writes(self):
         """Refuse a change in place that derivo cannot see, to a value that reaches
         a result: a method call whose result is dropped (``xs.extend(v)``,
@@ -283,6 +296,19 @@ class Analysis:
         ``out=`` argument.  Activity would not flow through it, and the
         derivative would silently miss it."""
         local = self.local_names
+        for loop in S.walk(self.normalized.tree):
+            if isinstance(loop, S.For) and isinstance(loop.target, S.Name) and \
+                    (_names(loop.iter) | S.stored_names(loop.body)) & self.varied:
+                items = {loop.target.id}
+                for stmt in loop.body:  # and what ssa unpacked it into: item1[0], item1[1]
+                    if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and (
+                            isinstance(stmt.value, S.Name) and stmt.value.id in items or
+                            isinstance(stmt.value, S.Subscript) and
+                            isinstance(stmt.value.value, S.Name) and
+                            stmt.value.value.id in items and
+                            isinstance(stmt.value.slice, S.Constant)):
+                        items.add(stmt.targets[0].id)
+                self._refuse_writes_into_items(loop.body, items)
         for node in S.walk(self.normalized.tree):
             changed = None
             if isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
@@ -375,7 +401,7 @@ class Analysis:
                     useful |= sources
                     changed = True
         self.active = varied & useful
-        self.useful = useful
+        self.varied, self.useful = varied, useful
 
     def index_loops_over_values(self):
         """``for row in X`` over a differentiated array or list becomes
@@ -419,6 +445,7 @@ class Analysis:
                         "its body changes {!r}, which it iterates over; loop over "
                         "range(len(...)) and index instead".format(
                             kind, S.expr_source(overwritten)), "loop over an iterator")
+                self._refuse_writes_into_items(body, targets)
                 block[:] = [s for s in block if s not in dropped]
                 names = []
                 for items in sequences:

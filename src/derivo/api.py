@@ -551,7 +551,7 @@ def hessian(func, wrt=0):
         bound = inspect.signature(func).bind(*args, **kwargs)
         bound.apply_defaults()
         inputs = [bound.arguments[n] for n in names]
-        tangent = _derivative(gradient, names, "jvp")
+        tangent = _derivative(_code_for(gradient, bound.arguments.values()), names, "jvp")
         columns = [[] for _ in inputs]   # columns[k]: one tangent per component of input k
         for k, value in enumerate(inputs):
             for j in range(np.size(value)):
@@ -566,6 +566,14 @@ def hessian(func, wrt=0):
         return blocks[0][0]
 
     return hessian_fn
+
+
+def _code_for(derivative, values):
+    """The generated code a derivative runs on ``values``: its array code when one
+    is an array (scalar code has no broadcasting rules to differentiate)."""
+    if any(type(v) is _NDARRAY for v in values):
+        return derivative.__self__._for_arrays()
+    return derivative
 
 
 def _hessian_block(columns, i, row_input, column_input):
@@ -584,7 +592,7 @@ def hvp(func, primals, tangents):
     if not differentiable:
         return tuple(None for _ in primals)
     gradient = Derivative(func, "grad", resolve_wrt(func, differentiable), True).call
-    _, product = jvp(gradient, primals, tangents)
+    _, product = jvp(_code_for(gradient, primals), primals, tangents)
     product = iter(product)
     return tuple(next(product) if i in differentiable else None for i in range(len(primals)))
 

@@ -475,6 +475,17 @@ class _Normalizer:
         return hoisted + self.counted(loop, stmt)
 
     def stmt_For(self, stmt):
+        updated = next((s for s in S.walk(stmt.body) if isinstance(s, S.gast.AugAssign)
+                        and isinstance(s.target, S.Name) and isinstance(stmt.iter, S.Name)
+                        and s.target.id == stmt.iter.id), None)
+        if updated is not None:
+            # An array (or list) updated in place changes what the loop reads next;
+            # the statement form would rebind the name and iterate the old values.
+            raise self.parsed.error(
+                UnsupportedSyntax, updated, "cannot differentiate {0!r} updated in place in "
+                "a loop over {0}: later trips read the new values; loop over "
+                "range(len({0})) and index it".format(updated.target.id),
+                "loop over an updated value")
         if not isinstance(stmt.target, S.Name) or stmt.target.id in S.stored_names(stmt.body):
             # for a, b in pairs:  ->  for item in pairs: a, b = item
             # and so for a target the body assigns too: the reverse sweep's loop

@@ -87,8 +87,15 @@ class Build:
                 "cannot take the {} of derivo-generated code over arrays yet: it takes one "
                 "tangent pass per parameter, which derivo does only for floats; use "
                 "derivo.hessian or derivo.hvp".format(kind.replace("_", " ")))
-        tangent = self.add(func, wrt, "jvp")
         tree = parse(func).tree
+        returned = tree.body[-1].value if isinstance(tree.body[-1], S.Return) else None
+        if kind == "vjp" and isinstance(returned, S.Tuple):
+            raise DerivoError(
+                "cannot differentiate through {}, a derivative that returns several values "
+                "(a gradient with respect to several parameters, or a value and a gradient): "
+                "derivo's tangent passes over generated code give one result's derivative; "
+                "take a derivative with respect to one parameter at a time".format(tree.name))
+        tangent = self.add(func, wrt, "jvp")
         args = tree.args
         params = [a.id for a in args.args]
         keywords = [S.gast.keyword(arg=a.id, value=S.name(a.id)) for a in args.kwonlyargs]
