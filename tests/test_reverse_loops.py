@@ -615,3 +615,37 @@ def test_a_loop_variable_after_its_loop_in_every_mode(f, args, expected):
     for loops in ("stack", "reversible"):
         assert derivo.grad(f, loops=loops)(*args) == pytest.approx(expected)
     assert derivo.jvp(f, args, (1.0, None))[1] == pytest.approx(expected)
+
+
+def rebuilds_its_list(xs, a):
+    s = 0.0
+    for k in range(2):
+        s = s + xs[0]
+        xs = [xs[0] * a, xs[1]]
+    return s
+
+
+def rebuilds_it_by_comprehension(xs, a):
+    s = 0.0
+    for k in range(2):
+        s = s + xs[0] * xs[1]
+        xs = [v * a for v in xs]
+    return s
+
+
+@pytest.mark.parametrize("f", [rebuilds_its_list, rebuilds_it_by_comprehension])
+def test_a_list_rebuilt_in_a_loop_in_both_modes(f):
+    # the list's adjoint (and tangent) started as 0.0 and was indexed: TypeError
+    xs, a = [0.3, 0.5], 0.8
+    gx, ga = derivo.grad(f, wrt=(0, 1))(xs, a)
+    assert gx == pytest.approx(list_gradient(f, xs, a), rel=1e-6, abs=1e-9)
+    h = 1e-6
+    slope = (f(xs, a + h) - f(xs, a - h)) / (2 * h)
+    assert ga == pytest.approx(slope, rel=1e-6)
+    assert derivo.jvp(f, (xs, a), (None, 1.0))[1] == pytest.approx(slope, rel=1e-6)
+
+
+def test_the_hessian_with_respect_to_a_list():
+    # the gradient of a list is a list: its zero was 0.0, which the tangent code indexed
+    np.testing.assert_allclose(derivo.hessian(sum_of_squares)([0.3, 0.5]), 2 * np.eye(2))
+    assert derivo.grad(positive_part, wrt=(0, 1))([-0.3, -0.5], 2.0) == ([0.0, 0.0], 0.0)

@@ -142,9 +142,11 @@ class Analysis:
         reaches z's adjoint, so the derivative would be silently wrong.  Reverse
         mode only: tangents share memory as the values do."""
         tree = self.normalized.tree
+        # ys = items1, the list a comprehension built: nothing changes it afterwards
         aliases = [(stmt, source) for stmt in S.walk(tree)
                    if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)
-                   for source in shared_sources(stmt.value, self.parsed, self.lists)]
+                   for source in shared_sources(stmt.value, self.parsed, self.lists)
+                   if source not in self.normalized.built]
         if not aliases:
             return
         group = {}  # union of names that may share memory
@@ -540,6 +542,11 @@ class Analysis:
         self.lists |= {s.targets[0].id for s in S.walk(tree)
                        if isinstance(s, S.Assign) and isinstance(s.targets[0], S.Name)
                        and isinstance(s.value, S.List)}
+        copies = [(s.targets[0].id, s.value.id) for s in S.walk(tree) if isinstance(s, S.Assign)
+                  and isinstance(s.targets[0], S.Name) and isinstance(s.value, S.Name)]
+        while any(source in self.lists and target not in self.lists
+                  for target, source in copies):  # ys = items1: a list too
+            self.lists |= {target for target, source in copies if source in self.lists}
         self.containers = self.lists | {n.value.id for n in S.walk(tree)
                                         if isinstance(n, S.Subscript)
                                         and isinstance(n.value, S.Name)}

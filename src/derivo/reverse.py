@@ -37,7 +37,8 @@ class Sweep:
         self.name = name
         self.adjoints = {}
         self.zero = set()           # active names whose adjoint is a symbolic zero
-        self.materialized = set()   # ... made a real 0.0 where control paths meet
+        self.materialized = set()
+        self.loop_depth = 0  # reverse loops open around the statement being reversed   # ... made a real 0.0 where control paths meet
         self.starts = {}            # id(counted loop) -> name of its counter at entry
         self.uses_stack = bool(analysis.pushes) or any(
             isinstance(callee, Loop) for _, callee, _ in analysis.calls)
@@ -434,7 +435,9 @@ class Sweep:
         if own:
             total = own[0]
             for term in own[1:]:
-                total = S.binop(total, S.Add(), term)
+                # a container's adjoints are lists, which + would join
+                total = S.call(self.runtime("add_adjoints"), total, term) \
+                    if target in self.analysis.containers else S.binop(total, S.Add(), term)
             total = optimize.simplify(total)
             if not (isinstance(total, S.Name) and total.id == self.adjoint(target)):
                 out.append(S.assign(self.adjoint(target), total))
@@ -558,7 +561,9 @@ class Sweep:
             self.zero = set(head)
             self.last_line = last_line
             self.namer.taken = taken | set(self.adjoints.values())
+            self.loop_depth += 1
             body = body_fn()
+            self.loop_depth -= 1
             if isinstance(loop, S.For) and loop.target.id in self.analysis.active:
                 # Each trip assigns the target a value of the (undifferentiated)
                 # iterable: what reached it after the loop came from there, unless
@@ -645,7 +650,12 @@ class ExpressionAdjoint:
                 out.append(S.assign(temp, adjoint))
                 adjoint = S.name(temp)
             for index in entry.active:
-                element = S.subscript(S.deepcopy(adjoint), S.const(index))
+                if self.sweep.loop_depth and isinstance(adjoint, S.Name):
+                    # in a loop the adjoint may be the 0.0 a trip started from
+                    element = S.call(self.sweep.runtime("part"), S.deepcopy(adjoint),
+                                     S.const(index))
+                else:
+                    element = S.subscript(S.deepcopy(adjoint), S.const(index))
                 self._backprop(entry.operands[index], element, out)
             return
         rule = entry.rule

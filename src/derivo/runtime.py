@@ -55,8 +55,13 @@ def _ndim(value):
 
 
 def zero_gradient(like):
-    """The gradient of an argument nothing depends on: zero of its shape."""
-    return np.zeros(np.shape(like)) if isinstance(like, np.ndarray) else 0.0
+    """The gradient of an argument nothing depends on: zero of its shape (a list
+    of them for a list, as a list's gradient is)."""
+    if isinstance(like, np.ndarray):
+        return np.zeros(np.shape(like))
+    if type(like) is list:
+        return [zero_gradient(item) for item in like]
+    return 0.0
 
 
 def scalar_seed(result):

@@ -58,11 +58,12 @@ JUMPS = (S.Break, S.Continue, S.gast.Raise, S.Return)
 class Normalized:
     """A function in statement form, plus what later stages need to know."""
 
-    def __init__(self, parsed, tree, results, namer):
+    def __init__(self, parsed, tree, results, namer, built=frozenset()):
         self.parsed = parsed
         self.tree = tree            # FunctionDef in statement form
         self.results = results      # names returned: [name] or [name0, name1, ...]
         self.namer = namer          # hands out names free in this function
+        self.built = built          # the lists comprehensions became (see _lower_comprehensions)
 
     @property
     def params(self):
@@ -74,7 +75,8 @@ def normalize(parsed):
     """Normalise ``parsed`` (a :class:`derivo.parse.Parsed`) into statement form."""
     tree = S.deepcopy(parsed.tree)
     namer = Namer(names_in(tree) | set(parsed.globals) | set(parsed.closure))
-    _lower_comprehensions(tree.body, namer)
+    built = set()
+    _lower_comprehensions(tree.body, namer, built)
     check_supported(parsed, tree)
     _ReturnLowering(parsed, namer).run(tree)
     *body, final = tree.body
@@ -88,7 +90,7 @@ def normalize(parsed):
     _mark_aliased_updates(tree)
     returned = tree.body[-1].value
     results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
-    return Normalized(parsed, tree, results, namer)
+    return Normalized(parsed, tree, results, namer, frozenset(built))
 
 
 # --- returns ------------------------------------------------------------------
@@ -886,7 +888,7 @@ _EVALUATED_FIRST = {S.Assign: "value", S.gast.AugAssign: "value", S.gast.AnnAssi
                     S.Return: "value", S.Expr: "value", S.If: "test", S.For: "iter"}
 
 
-def _lower_comprehensions(block, namer):
+def _lower_comprehensions(block, namer, built):
     """``[e for x in xs if c]``, or the generator expression ``(e for x in xs)``,
     in a statement becomes a list built before it, the loop derivo differentiates
     like any other (``items1 = []``, ``for x1 in xs: if c: items1.append(e)``),
@@ -896,6 +898,8 @@ def _lower_comprehensions(block, namer):
     ``while`` test, nor under ``and``, ``or`` or a conditional expression, which
     may skip it); elsewhere the fence refuses it.  A generator expression is
     consumed at once, which is what ``sum``, ``max`` and the like do with it.
+    The names of the lists go into ``built``: each is filled before its one read,
+    and made anew before it is filled again.
     """
     index = 0
     while index < len(block):
@@ -905,11 +909,12 @@ def _lower_comprehensions(block, namer):
         if found is None:
             for nested in ("body", "orelse"):
                 if isinstance(getattr(stmt, nested, None), list):
-                    _lower_comprehensions(getattr(stmt, nested), namer)
+                    _lower_comprehensions(getattr(stmt, nested), namer, built)
             index += 1
             continue
         parent, attr, position, comprehension = found
         items = namer.fresh("items")
+        built.add(items)
         renames = {n.id: namer.fresh(n.id) for g in comprehension.generators
                    for n in S.walk(g.target) if isinstance(n, S.Name)}
 
@@ -928,15 +933,15 @@ def _lower_comprehensions(block, namer):
             # the first iterable is evaluated outside the comprehension's scope
             iterable = renamed(generator.iter) if number else generator.iter
             body = [S.for_(renamed(generator.target), iterable, body)]
-        built = [S.assign(items, S.gast.List(elts=[], ctx=S.Load()))] + body
-        for new in built:
+        loop = [S.assign(items, S.gast.List(elts=[], ctx=S.Load()))] + body
+        for new in loop:
             for node in S.walk(new):
                 S.copy_location(node, comprehension)
         if position is None:
             setattr(parent, attr, S.name(items))
         else:
             getattr(parent, attr)[position] = S.name(items)
-        block[index:index] = built  # examined again: the new loop may hold another
+        block[index:index] = loop  # examined again: the new loop may hold another
 
 
 def _comprehension_in(stmt, field):
