@@ -359,6 +359,30 @@ def test_save_writes_a_module_that_runs(tmp_path):
     assert_close(g(-0.5, 4.0), poly_dx(-0.5, 4.0))
 
 
+def looped(x, y):
+    s = x
+    for _ in range(3):
+        s = s * y + math.sin(x)
+    return s
+
+
+LOOPED_GRAD = derivo.grad(looped)
+
+
+def calls_a_derivative(x, y):
+    return LOOPED_GRAD(x, y) * y
+
+
+def test_a_saved_module_defines_the_derivatives_its_code_calls(tmp_path):
+    # it called LOOPED_GRAD without defining it: NameError
+    df = derivo.grad(calls_a_derivative, wrt=(0, 1))
+    target = tmp_path / "calls.py"
+    df.save(target)
+    assert "LOOPED_GRAD = looped_grad" in target.read_text()
+    g = exec_saved(target, df.__name__)
+    assert_close(g(0.7, 1.3), df(0.7, 1.3))
+
+
 def test_saved_bessel_matches_scipy(tmp_path):
     special = pytest.importorskip("scipy.special")
     path = tmp_path / "bessel_save.py"
