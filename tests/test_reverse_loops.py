@@ -649,3 +649,23 @@ def test_the_hessian_with_respect_to_a_list():
     # the gradient of a list is a list: its zero was 0.0, which the tangent code indexed
     np.testing.assert_allclose(derivo.hessian(sum_of_squares)([0.3, 0.5]), 2 * np.eye(2))
     assert derivo.grad(positive_part, wrt=(0, 1))([-0.3, -0.5], 2.0) == ([0.0, 0.0], 0.0)
+
+
+def sums_in_a_loop(xs, c):
+    x = c  # not the comprehension's x
+    s = 0.0
+    for k in range(3):
+        s = s + sum(x * 2.0 for x in xs) * x
+        x = x * 0.9
+    return s
+
+
+def test_a_checkpointed_loop_holding_a_comprehension():
+    # loops="checkpoint" took the comprehension's x for a variable the loop carries
+    xs, c = [0.3, -0.2], 0.7
+    h = 1e-6
+    slope = (sums_in_a_loop(xs, c + h) - sums_in_a_loop(xs, c - h)) / (2 * h)
+    for loops in ("stack", "checkpoint"):
+        gx, gc = derivo.grad(sums_in_a_loop, wrt=(0, 1), loops=loops)(xs, c)
+        assert gc == pytest.approx(slope, rel=1e-6)
+        assert gx == pytest.approx(list_gradient(sums_in_a_loop, xs, c), rel=1e-6)

@@ -246,13 +246,39 @@ def _names_value(names):
     return S.name(names[0]) if len(names) == 1 else S.tuple_([S.name(n) for n in names])
 
 
+_COMPREHENSIONS = (S.gast.ListComp, S.gast.GeneratorExp, S.gast.SetComp, S.gast.DictComp)
+
+
+def _names_in_scope(tree):
+    """The Name nodes of ``tree`` (or a list of trees) but a comprehension's own
+    variables, which live in the comprehension alone (ssa lowers it later)."""
+    own = {id(n) for c in S.walk(tree) if isinstance(c, _COMPREHENSIONS)
+           for n in _comprehension_variables(c)}
+    return [n for n in S.walk(tree) if isinstance(n, S.Name) and id(n) not in own]
+
+
+def _comprehension_variables(comprehension):
+    """The Name nodes of a comprehension's variables: its targets, and their
+    reads in it (its first iterable is read outside)."""
+    generators = comprehension.generators
+    names = {n.id for g in generators for n in S.walk(g.target) if isinstance(n, S.Name)}
+    scope = [getattr(comprehension, field) for field in ("elt", "key", "value")
+             if hasattr(comprehension, field)]
+    scope += [g.target for g in generators] + [c for g in generators for c in g.ifs]
+    scope += [g.iter for g in generators[1:]]
+    return [n for n in S.walk(scope) if isinstance(n, S.Name) and n.id in names]
+
+
+def _stored(tree):
+    return {n.id for n in _names_in_scope(tree) if isinstance(n.ctx, S.Store)}
+
+
 def _loads(nodes):
     """Names read by ``nodes``, in order of first appearance."""
     seen = {}
-    for node in nodes:
-        for inner in S.walk(node):
-            if isinstance(inner, S.Name) and isinstance(inner.ctx, S.Load):
-                seen.setdefault(inner.id, None)
+    for inner in _names_in_scope(list(nodes)):
+        if isinstance(inner.ctx, S.Load):
+            seen.setdefault(inner.id, None)
     return list(seen)
 
 
@@ -261,10 +287,11 @@ def _assigned(block):
     in order of first appearance."""
     seen = {}
     for stmt in block:
-        for node in S.walk(stmt):
-            if isinstance(node, S.Name) and isinstance(node.ctx, S.Store):
+        for node in _names_in_scope(stmt):
+            if isinstance(node.ctx, S.Store):
                 seen.setdefault(node.id, None)
-            elif isinstance(node, S.Subscript) and isinstance(node.ctx, S.Store):
+        for node in S.walk(stmt):
+            if isinstance(node, S.Subscript) and isinstance(node.ctx, S.Store):
                 base = node.value
                 while isinstance(base, S.Subscript):
                     base = base.value
@@ -292,7 +319,7 @@ def _exposed(block, defined):
             reads |= set(_loads([head])) - defined
             inner = set(defined)
             if isinstance(stmt, S.For):
-                inner |= S.stored_names(stmt.target)
+                inner |= _stored(stmt.target)
             reads |= _exposed(stmt.body, inner)
         else:
             # An augmented assignment reads its target, and x[i] = v reads x.
@@ -300,7 +327,7 @@ def _exposed(block, defined):
             if isinstance(stmt, S.AugAssign) and isinstance(stmt.target, S.Name):
                 loads.add(stmt.target.id)
             reads |= loads - defined
-            defined |= S.stored_names(stmt)
+            defined |= _stored(stmt)
     return reads
 
 
@@ -325,7 +352,7 @@ def _defined_before(block, loop, defined):
         if stmt is loop:
             return defined
         if any(node is loop for node in S.walk(stmt)):
-            start = defined | (S.stored_names(stmt.target) if isinstance(stmt, S.For) else set())
+            start = defined | (_stored(stmt.target) if isinstance(stmt, S.For) else set())
             for inner in (stmt.body, stmt.orelse):
                 found = _defined_before(inner, loop, start)
                 if found is not None:
@@ -337,5 +364,5 @@ def _defined_before(block, loop, defined):
             _exposed(stmt.orelse, else_defined)
             defined |= then_defined & else_defined
         elif not isinstance(stmt, (S.For, S.While)):
-            defined |= S.stored_names(stmt)
+            defined |= _stored(stmt)
     return None
