@@ -669,3 +669,16 @@ def test_a_checkpointed_loop_holding_a_comprehension():
         gx, gc = derivo.grad(sums_in_a_loop, wrt=(0, 1), loops=loops)(xs, c)
         assert gc == pytest.approx(slope, rel=1e-6)
         assert gx == pytest.approx(list_gradient(sums_in_a_loop, xs, c), rel=1e-6)
+
+
+def over_reversed(xs, c):
+    s = c
+    for x in reversed(xs):
+        s = s * x + c
+    return s
+
+
+def test_checkpointing_a_loop_over_an_iterator_is_refused():
+    # it crashed with a TypeError: checkpoints resume a loop at a trip number
+    with pytest.raises(derivo.UnsupportedSyntax, match=r"reversed\(xs\).*an iterator"):
+        derivo.grad(over_reversed, wrt=1, loops="checkpoint")([0.3, 0.5], 0.8)

@@ -130,6 +130,11 @@ def _outline(parsed, tree, loop, slots, schedule, names):
     if isinstance(loop, S.For) and not isinstance(loop.target, S.Name):
         raise _error(parsed, loop.target, "needs one loop variable, not {!r}".format(
             S.expr_source(loop.target)))
+    if isinstance(loop, S.For) and isinstance(loop.iter, S.Call) and \
+            parsed.resolve_callee(loop.iter) in (enumerate, zip, reversed, iter, map, filter):
+        # checkpoints resume a loop at a trip number: it needs a sequence to index
+        raise _error(parsed, loop.iter, "iterates over {!r}, an iterator; loop over "
+                     "range(len(...)) and index".format(S.expr_source(loop.iter)))
     target = [loop.target.id] if isinstance(loop, S.For) else []
     header = [loop.test] if isinstance(loop, S.While) else []
     read_after = set(_loads(_after(tree.body, loop)))
