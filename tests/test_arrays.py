@@ -836,3 +836,35 @@ def test_what_derivo_cannot_differentiate_there_is_refused():
         derivo.grad(writes_twice_at_one_place)(np.array([1.0, 2.0, 3.0]))
     with pytest.raises(derivo.DerivoError, match="ord=1"):
         derivo.jvp(one_norm, (np.array([1.0, -2.0, 3.0]),), (np.array([1.0, 0.0, 0.0]),))
+
+
+def writes_two_columns(x):
+    Y = np.zeros((2, 5))
+    Y[:, [0, 2]] = x
+    return np.sum(Y * Y)
+
+
+def accumulate(total, v):
+    total += v
+    return total
+
+
+def accumulated(x):
+    y = 0.5
+    y = accumulate(y, np.sin(x))
+    return y * y
+
+
+def as_array(xs):
+    xs = np.asarray(xs)
+    return np.sum(xs * xs)
+
+
+def test_what_review_found_refused_needlessly_in_array_code():
+    # a column index was checked against the first axis; a helper's += on the value the
+    # caller rebinds; a list argument rebound to an array
+    np.testing.assert_allclose(derivo.grad(writes_two_columns)(np.ones((2, 2))), 2 * np.ones((2, 2)))
+    assert derivo.grad(accumulated)(0.7) == pytest.approx(2 * (0.5 + np.sin(0.7)) * np.cos(0.7))
+    np.testing.assert_allclose(derivo.grad(as_array)([0.3, 0.5]), [0.6, 1.0])
+    df = derivo.grad(as_array)
+    assert isinstance(df, derivo.Derivative) and not isinstance(df.save, derivo.Derivative)

@@ -464,6 +464,7 @@ def through_a_set(a, b):
 
 def a_dict_for_the_record(a, b):
     record = {"a": a}  # reaches no result: harmless
+    assert record["a"] == a
     return a * b
 
 

@@ -682,3 +682,54 @@ def test_checkpointing_a_loop_over_an_iterator_is_refused():
     # it crashed with a TypeError: checkpoints resume a loop at a trip number
     with pytest.raises(derivo.UnsupportedSyntax, match=r"reversed\(xs\).*an iterator"):
         derivo.grad(over_reversed, wrt=1, loops="checkpoint")([0.3, 0.5], 0.8)
+
+
+def a_loop_that_may_not_run_then_one_that_does(x, n):
+    s = x
+    for i in range(n):
+        s = s * 2.0
+    for i in range(2):
+        s = s + x
+    return s * i
+
+
+def test_a_loop_variable_is_copied_only_from_a_surely_bound_value():
+    # with n = 0 the copy before the second loop read an unbound i
+    assert derivo.grad(a_loop_that_may_not_run_then_one_that_does)(1.5, 0) == 3.0
+    assert derivo.grad(a_loop_that_may_not_run_then_one_that_does)(1.5, 2) == 6.0
+
+
+def consumes_with_next(xs, c):
+    return next(x for x in xs if x > 0) * c
+
+
+def checks_with_all(xs, c):
+    assert all(x > -10.0 for x in xs)
+    return sum(x * c for x in xs)
+
+
+def test_a_generator_expression_is_lowered_only_where_it_is_consumed_at_once():
+    assert derivo.grad(checks_with_all, wrt=1)([0.3, 0.5], 0.8) == pytest.approx(0.8)
+    with pytest.raises(derivo.UnsupportedSyntax, match="generator expression"):
+        derivo.grad(consumes_with_next, wrt=1)([0.3, 0.5], 0.8)
+
+
+def sorted_constants(x):
+    keys = [3.0, 1.0, 2.0]
+    keys.sort()  # nothing differentiated in it: harmless
+    s = 0.0
+    for k in keys:
+        s = s + x * k * k
+    return s
+
+
+def comprehension_then_write(xs, a):
+    ys = [x * a for x in xs]
+    ys[0] = ys[1] * a
+    return ys[0] + ys[1]
+
+
+def test_what_review_found_refused_needlessly_is_differentiated():
+    assert derivo.grad(sorted_constants)(1.5) == pytest.approx(14.0)
+    assert derivo.grad(comprehension_then_write, wrt=1)([0.3, 0.5], 0.8) == \
+        pytest.approx(2 * 0.5 * 0.8 + 0.5)

@@ -43,7 +43,7 @@ from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .outline import Loop
 from .parse import parameter_names, parse
-from .ssa import is_append, shared_sources
+from .ssa import is_append, normalize, shared_sources
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
 SCALAR_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
@@ -327,7 +327,9 @@ class Analysis:
                 changed = changed or next((k.value for k in node.keywords if k.arg == "out"
                                            and isinstance(k.value, S.Name)), None) or \
                     self._argument_a_helper_changes(node)
-            if changed is not None and changed.id in local and changed.id in self.useful:
+            # (a change that involves nothing differentiated, keys.sort(), is harmless)
+            if changed is not None and changed.id in local and changed.id in self.useful \
+                    and ({changed.id} | _names(node)) & self.varied:
                 raise self.parsed.error(
                     UnsupportedSyntax, node, "cannot differentiate {!r}: it changes {!r} in "
                     "place, which derivo does not follow (only x[i] = v and xs.append(v)); "
@@ -1228,15 +1230,15 @@ def tree_params(tree):
 
 
 
-def _joined_sequence_error(parsed, node, operand, cause=""):
+def _joined_sequence_error(parsed, node, operand):
     text = S.expr_source(operand)
     if isinstance(operand, S.Tuple):
         text = "(" + text + ")"
     return parsed.error(
-        UnsupportedSyntax, node, "cannot differentiate {!r}: {!r} may be a list or a tuple{}, "
+        UnsupportedSyntax, node, "cannot differentiate {!r}: {!r} may be a list or a tuple, "
         "and + joins such sequences, * repeats them; derivo differentiates + and * of "
         "numbers and arrays (build the list item by item, or use NumPy arrays)".format(
-            S.expr_source(node), text, cause), "list arithmetic")
+            S.expr_source(node), text), "list arithmetic")
 
 
 def parameter_writes(func, arrays, _seen=frozenset()):
@@ -1244,7 +1246,8 @@ def parameter_writes(func, arrays, _seen=frozenset()):
     into (``y[0] = v``), appended to or given a method call as a statement
     (``ys.append(v)``), updated with ``+=`` and the like when values may be
     arrays, or given to a user function that changes them."""
-    tree = parse(func).tree
+    parsed = parse(func)
+    tree = parsed.tree
     params = set(tree_params(tree))
     written = set()
     for node in S.walk(tree):
@@ -1260,7 +1263,6 @@ def parameter_writes(func, arrays, _seen=frozenset()):
                 isinstance(node.value.func, S.Attribute) and \
                 isinstance(node.value.func.value, S.Name):
             written.add(node.value.func.value.id)
-    parsed = parse(func)
     for call in S.walk(tree):
         if not isinstance(call, S.Call):
             continue
@@ -1286,10 +1288,12 @@ def sequence_arithmetic(func, _seen=frozenset()):
     it; 1: an item; 2: an item of an item), through calls of user functions too,
     and the error to raise.  Called with a list whose values at that depth are
     lists or tuples, the function joins or repeats sequences (see
-    ``api.Derivative._check_arguments``).  Read from the source as written, so
-    an operation derivo would not differentiate counts too."""
-    parsed = parse(func)
-    params = tree_params(parsed.tree)
+    ``api.Derivative._check_arguments``).  Read from the statement form, where a
+    rebinding at the top level is a new name (``xs = np.asarray(xs)`` is an
+    array); an operation derivo would not differentiate counts too."""
+    normalized = normalize(parse(func))
+    parsed, tree = normalized.parsed, normalized.tree
+    params = normalized.params
     derived = {p: {p: 0} for p in params}  # name -> {parameter: depth}
     found = {}
 
@@ -1299,21 +1303,27 @@ def sequence_arithmetic(func, _seen=frozenset()):
         if isinstance(node, S.Subscript):
             step = 0 if isinstance(node.slice, S.Slice) else 1
             return {p: d + step for p, d in depths(node.value).items()}
-        if isinstance(node, S.Call) and len(node.args) == 1 and \
-                parsed.callee_key(node) in (list, tuple, sorted, reversed):
-            return depths(node.args[0])
+        if isinstance(node, S.Call):
+            callee = parsed.callee_key(node)
+            if callee in (list, tuple, sorted, reversed) and len(node.args) == 1:
+                return depths(node.args[0])
+            if callee in (zip, enumerate):
+                # its items are tuples: item[0] of zip(xs, ys) is an item of xs
+                sequences = node.args if callee is zip else node.args[:1]
+                return _shallowest(*({p: d - 1 for p, d in depths(a).items()}
+                                     for a in sequences), {})
         if isinstance(node, S.IfExp):
             return _shallowest(depths(node.body), depths(node.orelse))
         return {}
 
-    def note(param, depth, node, operand, cause=""):
+    def note(param, depth, node, operand):
         if param not in found or depth < found[param][0]:
-            found[param] = (depth, _joined_sequence_error(parsed, node, operand, cause))
+            found[param] = (depth, _joined_sequence_error(parsed, node, operand))
 
     changed = True
     while changed:
         changed = False
-        for node in S.walk(parsed.tree):
+        for node in S.walk(tree):
             targets = []
             if isinstance(node, S.Assign) and isinstance(node.targets[0], S.Name):
                 targets = [(node.targets[0].id, depths(node.value))]
@@ -1324,17 +1334,15 @@ def sequence_arithmetic(func, _seen=frozenset()):
                 if merged != derived.get(name, {}):
                     derived[name] = merged
                     changed = True
-    for node in S.walk(parsed.tree):
-        if isinstance(node, (S.BinOp, S.AugAssign)) and isinstance(node.op, (S.Add, S.Mult)):
-            operands = (node.left, node.right) if isinstance(node, S.BinOp) else \
-                (node.target, node.value)
-            for operand in operands:
+    for node in S.walk(tree):
+        if isinstance(node, S.BinOp) and isinstance(node.op, (S.Add, S.Mult)):
+            for operand in (node.left, node.right):
                 for param, depth in depths(operand).items():
                     note(param, depth, node, operand)
         elif isinstance(node, S.Call):
-            callee = parsed.resolve_callee(node)
+            callee = getattr(node, "user_function", None) or parsed.resolve_callee(node)
             if not (isinstance(callee, types.FunctionType) and callee not in _seen
-                    and not S.is_derivo(callee)):
+                    and not rules.is_primitive(callee) and not S.is_derivo(callee)):
                 continue
             try:
                 inner = sequence_arithmetic(callee, _seen | {func})
@@ -1351,8 +1359,12 @@ def sequence_arithmetic(func, _seen=frozenset()):
     return {p: found[p] for p in params if p in found}
 
 
-def _shallowest(a, b):
-    return {p: min(a.get(p, d), b.get(p, d)) for p, d in {**a, **b}.items()}
+def _shallowest(*depths):
+    merged = {}
+    for each in depths:
+        for param, depth in each.items():
+            merged[param] = min(merged.get(param, depth), depth)
+    return merged
 
 
 def analyze(normalized, wrt, arrays=False, loops="stack"):

@@ -83,8 +83,10 @@ class _DerivativeType(type):
     # What derivo.grad returns is a Derivative's entry bound to it (see Derivative),
     # and isinstance(df, derivo.Derivative) holds for it.
     def __instancecheck__(cls, obj):
+        # an entry carries derivo_function; a Derivative's other methods do not
         return type.__instancecheck__(cls, obj) or \
-            type.__instancecheck__(cls, getattr(obj, "__self__", None))
+            type.__instancecheck__(cls, getattr(obj, "__self__", None)) and \
+            "derivo_function" in getattr(getattr(obj, "__func__", None), "__dict__", {})
 
 
 class Derivative(metaclass=_DerivativeType):

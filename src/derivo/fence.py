@@ -33,8 +33,9 @@ REFUSED = {
                      "supported; compute it in a statement of its own",
     S.gast.SetComp: "set comprehensions are not supported; write a for loop",
     S.gast.DictComp: "dict comprehensions are not supported; write a for loop",
-    S.gast.GeneratorExp: "a generator expression in a while test or under and, or, if-else "
-                         "is not supported; compute it in a statement of its own",
+    S.gast.GeneratorExp: "a generator expression is differentiated as the argument of sum, "
+                         "min, max, any, all, list, tuple or sorted, outside a while test "
+                         "and and, or, if-else; write a list comprehension instead",
     S.gast.Match: "'match' is not supported",
 }
 REFUSED_CALLS = {"exec", "eval", "globals", "locals", "vars", "setattr", "delattr"}

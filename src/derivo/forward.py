@@ -78,8 +78,9 @@ class Tangents:
     def zero_of(self, ident):
         """A zero tangent for the variable ``ident``, one that can be written into
         if ``ident`` is (a list's tangent is a list)."""
+        # a global (written into, as only a used name gets here) surely holds a value
         if ident not in self.defined and ident in self.analysis.local_names:
-            return S.const(0.0)  # (a global, written into, surely holds a value)
+            return S.const(0.0)
         if ident in self.analysis.lists or (ident in self.written and not self.arrays):
             return S.binop(S.gast.List(elts=[S.const(0.0)], ctx=S.Load()), S.Mult(),
                            S.call(self.builtin("len"), S.name(ident)))

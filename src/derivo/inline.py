@@ -77,12 +77,18 @@ def _inline(stmt, caller, normalize_function, depth):
         else:
             copies.append(S.assign(target.id, _substituted(S.name(result), renames, bindings)))
     statements = [_substituted(s, renames, bindings) for s in S.deepcopy(body)] + copies
+    rebound = {t.id for t in targets}
+    read_later = {n.id for n in S.walk(caller.tree) if isinstance(n, S.Name)
+                  and isinstance(n.ctx, S.Load) and getattr(n, "lineno", 0) > stmt.lineno}
     for original, pasted in zip(body, statements):
-        # v += e on a parameter given the caller's y: NumPy changes y too, which the
-        # statement form does not (analyze refuses it in array code, as for y = x)
+        # v += e on a parameter given the caller's y, which the caller reads later:
+        # NumPy changes y too, which the statement form does not (analyze refuses it
+        # in array code, as for y = x); y = acc(y, e) rebinds y to that same array
         updated = original.value.left.id if getattr(original, "augmented", False) else None
-        if isinstance(bindings.get(updated), S.Name):
-            pasted.aliased_update = bindings[updated].id
+        argument = bindings.get(updated)
+        if isinstance(argument, S.Name) and argument.id not in rebound and \
+                argument.id in read_later:
+            pasted.aliased_update = argument.id
     for new in statements:
         for node in S.walk(new):
             if hasattr(node, "lineno"):

@@ -294,7 +294,7 @@ def _shape_source(value):
     if isinstance(value, S.UnaryOp) and isinstance(value.op, (S.USub, S.UAdd)) and \
             isinstance(value.operand, S.Name):
         return value.operand.id
-    if not isinstance(value, S.BinOp) or isinstance(value.op, S.Add):
+    if not isinstance(value, S.BinOp) or isinstance(value.op, (S.Add, S.MatMult)):
         return None
     left, right = value.left, value.right
     if isinstance(left, S.Name) and isinstance(right, S.Name) and left.id == right.id:

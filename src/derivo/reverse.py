@@ -37,8 +37,8 @@ class Sweep:
         self.name = name
         self.adjoints = {}
         self.zero = set()           # active names whose adjoint is a symbolic zero
-        self.materialized = set()
-        self.loop_depth = 0  # reverse loops open around the statement being reversed   # ... made a real 0.0 where control paths meet
+        self.materialized = set()   # ... made a real 0.0 where control paths meet
+        self.loop_depth = 0         # reverse loops open around the statement reversed
         self.starts = {}            # id(counted loop) -> name of its counter at entry
         self.uses_stack = bool(analysis.pushes) or any(
             isinstance(callee, Loop) for _, callee, _ in analysis.calls)

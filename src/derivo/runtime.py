@@ -218,7 +218,7 @@ def log_times(ans, x):
     """``ans * log(x)``, the partial of ``ans = x ** y`` in y, with 0 where ans is
     0: the limit at x = 0 for y > 0, where log(0) would raise or give -inf
     times 0; NaN where x < 0, as NumPy gives."""
-    if type(ans) is float:
+    if type(ans) is float or type(ans) is int:
         if ans == 0:
             return 0.0
         return ans * math.log(x) if x > 0 else math.nan
@@ -355,27 +355,22 @@ def part(adjoint, index):
     """``adjoint[index]``, where a zero adjoint may be a plain ``0.0``: the adjoint
     of what an in-place write ``x[index] = v`` wrote.  An index that repeats a
     position is refused: NumPy keeps the last of the values written there."""
-    if type(index) is list or type(index) is np.ndarray or type(index) is tuple:
-        _refuse_repeats(index, np.shape(adjoint)[:1] or (None,))
+    if type(adjoint) is np.ndarray and (type(index) is list or type(index) is np.ndarray or (
+            type(index) is tuple and any(type(i) in (list, np.ndarray) for i in index))):
+        _refuse_repeats(adjoint, index)
     # np.ndim of a list would copy it into an array: a loop would pay len(list) a trip
     if type(adjoint) is list or np.ndim(adjoint):
         return adjoint[index]
     return adjoint
 
 
-def _refuse_repeats(index, length):
-    for component in index if type(index) is tuple else (index,):
-        if type(component) not in (list, np.ndarray):
-            continue
-        positions = np.asarray(component)
-        if positions.dtype.kind in "iu" and positions.size > 1:
-            if length[0]:
-                positions = positions % length[0]
-            if np.unique(positions).size < positions.size:
-                raise DerivoError(
-                    "derivo does not differentiate a write through an index that repeats a "
-                    "position ({!r}): NumPy keeps only the last value written there; write "
-                    "each position once".format(component))
+def _refuse_repeats(adjoint, index):
+    positions = np.arange(adjoint.size).reshape(adjoint.shape)[index]
+    if np.unique(positions).size < np.size(positions):
+        raise DerivoError(
+            "derivo does not differentiate a write through an index that repeats a position "
+            "({!r}): NumPy keeps only the last value written there; write each position "
+            "once".format(index))
 
 
 def zeroed(adjoint, index):

@@ -44,6 +44,8 @@ Further invariants:
 - arrays written in place are copies derivo owns (``tree.owned``, ``stmt.owns``).
 """
 
+import math
+
 import numpy as np
 
 from . import rules
@@ -76,7 +78,7 @@ def normalize(parsed):
     tree = S.deepcopy(parsed.tree)
     namer = Namer(names_in(tree) | set(parsed.globals) | set(parsed.closure))
     built = set()
-    _lower_comprehensions(tree.body, namer, built)
+    _lower_comprehensions(tree.body, namer, built, parsed)
     check_supported(parsed, tree)
     _ReturnLowering(parsed, namer).run(tree)
     *body, final = tree.body
@@ -85,7 +87,7 @@ def normalize(parsed):
     _refuse_partial_jumps(body, parsed)
     tree.body = normalizer.function_body(tree, body, final)
     _share_repeated_terms(tree, namer, normalizer.written)
-    _mark_owned(tree, normalizer.written, parsed)
+    _mark_owned(tree, normalizer.written, parsed, built)
     _mark_opaque(tree, parsed)
     _mark_aliased_updates(tree)
     returned = tree.body[-1].value
@@ -262,12 +264,15 @@ class _Normalizer:
         self.current = {}       # user name -> the name holding its current value
         self.depth = 0          # 0 in the function's top-level block
         self.assigned = set()   # names holding a value at the top level so far
+        self.bound = set()      # ... surely: parameters and top-level assignments, not a
+        #                         loop's variable (a loop may run no trip) nor a branch's
         self.tuples = {}        # name of a tuple split at the top level -> element names
         self.written = set()    # names of arrays written in place (x[i] = v)
 
     def function_body(self, tree, body, final_return):
         args = tree.args
         self.assigned = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+        self.bound = set(self.assigned)
         out = self.block(body)
         final = S.copy_location(S.return_(self.read(final_return.value)), final_return)
         return out + [final]
@@ -507,7 +512,8 @@ class _Normalizer:
         before = self.current.get(stmt.target.id, stmt.target.id) \
             if stmt.target.id in self.assigned else None
         target = self.write(stmt.target.id)
-        if before is not None and before != target:
+        self.bound.discard(target)
+        if before in self.bound and before != target:
             # a loop that runs no trip leaves the variable's earlier value
             out.append(S.copy_location(S.assign(target, S.name(before)), stmt))
         body = self.nested(stmt.body)
@@ -576,11 +582,15 @@ class _Normalizer:
             new = self.namer.numbered(ident.rstrip("0123456789") or ident)
             self.current[ident] = new
             self.assigned.add(new)
+            self.bound.add(new)
             return new
         # A write inside a branch or loop still means a later top-level write
         # overwrites a value.
         self.assigned.add(ident)
-        return self.current.get(ident, ident)
+        name = self.current.get(ident, ident)
+        if self.depth == 0:
+            self.bound.add(name)
+        return name
 
     def read(self, node):
         """A copy of ``node`` with names renamed to their current versions and
@@ -806,14 +816,15 @@ def _conditional_parts(stmt):
     return parts
 
 
-def _mark_owned(tree, written, parsed):
+def _mark_owned(tree, written, parsed, built=frozenset()):
     """Mark where an array written in place must first be copied.
 
     derivo never writes into an array the caller passed in, nor into one that
     another name may share: a parameter written in place is copied on entry
     (``tree.owned``), and so is a written array after an assignment from a call
     that may return shared memory (``stmt.owns``).  Writing into an array that
-    is, by its assignment, a name for another array or a view is refused.
+    is, by its assignment, a name for another array or a view is refused; the
+    list a comprehension built (one of ``built``) is no other name's.
     """
     params = {a.id for a in tree.args.args + tree.args.kwonlyargs}
     tree.owned = sorted(written & params)
@@ -822,6 +833,9 @@ def _mark_owned(tree, written, parsed):
                 and stmt.targets[0].id in written:
             value = stmt.value
             callee = parsed.callee_key(value) if isinstance(value, S.Call) else None
+            if isinstance(value, S.Name) and value.id in built:
+                stmt.owns = False
+                continue
             if may_share_memory(value, parsed):
                 # In Python both names would see the write; derivo, which must not
                 # write into memory it does not own, cannot honour that.
@@ -885,10 +899,13 @@ def is_append(stmt):
 
 #: Where a statement evaluates an expression once, before anything else it does.
 _EVALUATED_FIRST = {S.Assign: "value", S.gast.AugAssign: "value", S.gast.AnnAssign: "value",
-                    S.Return: "value", S.Expr: "value", S.If: "test", S.For: "iter"}
+                    S.Return: "value", S.Expr: "value", S.If: "test", S.For: "iter",
+                    S.gast.Assert: "test"}
+#: Functions that consume a generator expression at once, as they would a list.
+_CONSUMERS = (sum, min, max, any, all, list, tuple, sorted, math.fsum, math.prod)
 
 
-def _lower_comprehensions(block, namer, built):
+def _lower_comprehensions(block, namer, built, parsed):
     """``[e for x in xs if c]``, or the generator expression ``(e for x in xs)``,
     in a statement becomes a list built before it, the loop derivo differentiates
     like any other (``items1 = []``, ``for x1 in xs: if c: items1.append(e)``),
@@ -897,7 +914,8 @@ def _lower_comprehensions(block, namer, built):
     Only where the statement evaluates the expression first and once (not in a
     ``while`` test, nor under ``and``, ``or`` or a conditional expression, which
     may skip it); elsewhere the fence refuses it.  A generator expression is
-    consumed at once, which is what ``sum``, ``max`` and the like do with it.
+    lowered only as the argument of a function that consumes it at once, as a
+    list would be (``sum``, ``max``, ``all``..., see ``_CONSUMERS``).
     The names of the lists go into ``built``: each is filled before its one read,
     and made anew before it is filled again.
     """
@@ -905,11 +923,11 @@ def _lower_comprehensions(block, namer, built):
     while index < len(block):
         stmt = block[index]
         field = _EVALUATED_FIRST.get(type(stmt))
-        found = _comprehension_in(stmt, field) if field else None
+        found = _comprehension_in(stmt, field, parsed) if field else None
         if found is None:
             for nested in ("body", "orelse"):
                 if isinstance(getattr(stmt, nested, None), list):
-                    _lower_comprehensions(getattr(stmt, nested), namer, built)
+                    _lower_comprehensions(getattr(stmt, nested), namer, built, parsed)
             index += 1
             continue
         parent, attr, position, comprehension = found
@@ -944,15 +962,16 @@ def _lower_comprehensions(block, namer, built):
         block[index:index] = loop  # examined again: the new loop may hold another
 
 
-def _comprehension_in(stmt, field):
+def _comprehension_in(stmt, field, parsed):
     """(parent, field, position in the field or None, node) of the first list
-    comprehension or generator expression the statement's ``field`` surely
-    evaluates, or None."""
+    comprehension, or generator expression given to one of ``_CONSUMERS``, the
+    statement's ``field`` surely evaluates, or None."""
     pending = [(stmt, field, None, getattr(stmt, field))]
     while pending:
         parent, attr, position, node = pending.pop(0)
-        if isinstance(node, (S.gast.ListComp, S.gast.GeneratorExp)) and \
-                not any(g.is_async for g in node.generators):
+        consumed = isinstance(node, S.gast.ListComp) or isinstance(node, S.gast.GeneratorExp) \
+            and isinstance(parent, S.Call) and parsed.callee_key(parent) in _CONSUMERS
+        if consumed and not any(g.is_async for g in node.generators):
             return parent, attr, position, node
         if not isinstance(node, S.AST) or \
                 isinstance(node, (S.gast.IfExp, S.gast.BoolOp, S.gast.Lambda)):
