@@ -348,9 +348,7 @@ class Analysis:
             written = parameter_writes(callee, self.arrays)
         except DerivoError:  # no source: transforming the call reports it
             return None
-        for position, name in enumerate(parameter_names(callee)):
-            argument = call.args[position] if position < len(call.args) else next(
-                (k.value for k in call.keywords if k.arg == name), None)
+        for name, argument in _arguments(call, callee):
             if name in written and isinstance(argument, S.Name):
                 return argument
         return None
@@ -1077,11 +1075,12 @@ class Analysis:
 
     def _flow_loop(self, loop, read, assigned):
         target = {loop.target.id} if isinstance(loop, S.For) else set()
+        written = _changed_in(loop)
         for position, stmt in enumerate(loop.body):
             # The reverse loop reads an item ``t = X[i]`` again at the top of each
             # trip instead of saving it, unless t is assigned again in the loop or
             # an adjoint before the loop needs its old value.
-            if getattr(stmt, "item", False) or _item_read_again(loop, position):
+            if getattr(stmt, "item", False) or _item_read_again(loop, position, written):
                 name = stmt.targets[0].id
                 assignments = [n for n in S.walk(loop) if isinstance(n, S.Name)
                                and isinstance(n.ctx, S.Store) and n.id == name]
@@ -1126,22 +1125,27 @@ def _unpacking(loop, width):
     return unpack
 
 
-def _item_read_again(loop, position):
+def _changed_in(loop):
+    """Names a loop assigns, writes into or calls a method of (``xs.append(v)``)."""
+    return S.stored_names(loop.body) | {
+        n for s in S.walk(loop) if is_item_write(s) for n in assigned_names(s)} | {
+        n.func.value.id for n in S.walk(loop) if isinstance(n, S.Call)
+        and isinstance(n.func, S.Attribute) and isinstance(n.func.value, S.Name)}
+
+
+def _item_read_again(loop, position, written):
     """Whether ``t = X[i]``, statement ``position`` of a for loop's body, gives
     the same value when the reverse loop runs it at the top of the same trip: X
-    and the names of the index other than the loop's target are not changed by
-    the loop (no assignment, item write or method call such as an append), and
-    no statement before it in the body reads t (the previous trip's).  ``row = X[i]`` of a loop over values is one by construction."""
+    and the names of the index other than the loop's target are not among the
+    names the loop changes (``written``, see :func:`_changed_in`), and no
+    statement before it in the body reads t (the previous trip's).  ``row =
+    X[i]`` of a loop over values is one by construction."""
     stmt = loop.body[position]
     if not (isinstance(loop, S.For) and isinstance(loop.target, S.Name)
             and isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)
             and isinstance(stmt.value, S.Subscript) and isinstance(stmt.value.value, S.Name)):
         return False
     name = stmt.targets[0].id
-    written = S.stored_names(loop.body) | {
-        n for s in S.walk(loop) if is_item_write(s) for n in assigned_names(s)} | {
-        n.func.value.id for n in S.walk(loop) if isinstance(n, S.Call)  # xs.append(v)
-        and isinstance(n.func, S.Attribute) and isinstance(n.func.value, S.Name)}
     reads = {stmt.value.value.id} | (_names(stmt.value.slice) - {loop.target.id})
     return not (reads & written or loop.target.id in written or name in reads
                 or any(name in _names(s) for s in loop.body[:position]))
@@ -1241,6 +1245,14 @@ def _joined_sequence_error(parsed, node, operand):
             S.expr_source(node), text), "list arithmetic")
 
 
+def _arguments(call, callee):
+    """(parameter name, the argument node given for it, or None) for each of
+    ``callee``'s parameters in ``call``."""
+    for position, name in enumerate(parameter_names(callee)):
+        yield name, call.args[position] if position < len(call.args) else next(
+            (k.value for k in call.keywords if k.arg == name), None)
+
+
 def parameter_writes(func, arrays, _seen=frozenset()):
     """The parameters ``func`` changes in place, read from its source: written
     into (``y[0] = v``), appended to or given a method call as a statement
@@ -1273,9 +1285,7 @@ def parameter_writes(func, arrays, _seen=frozenset()):
                 inner = parameter_writes(callee, arrays, _seen | {func})
             except DerivoError:
                 continue
-            for position, name in enumerate(parameter_names(callee)):
-                argument = call.args[position] if position < len(call.args) else next(
-                    (k.value for k in call.keywords if k.arg == name), None)
+            for name, argument in _arguments(call, callee):
                 if name in inner and isinstance(argument, S.Name):
                     written.add(argument.id)
     return written & params
@@ -1348,9 +1358,7 @@ def sequence_arithmetic(func, _seen=frozenset()):
                 inner = sequence_arithmetic(callee, _seen | {func})
             except DerivoError:  # no source: derivo will refuse the call itself
                 continue
-            for position, name in enumerate(parameter_names(callee)):
-                argument = node.args[position] if position < len(node.args) else next(
-                    (k.value for k in node.keywords if k.arg == name), None)
+            for name, argument in _arguments(node, callee):
                 if argument is not None and name in inner:
                     depth, error = inner[name]
                     for param, outer in depths(argument).items():
