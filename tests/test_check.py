@@ -76,6 +76,14 @@ def test_cli_check_refuses_a_non_literal_argument():
     assert done.stderr.count("\n") == 1 and "not a Python literal" in done.stderr
 
 
+def test_cli_check_reports_a_failing_function_in_one_line():
+    # the order v is an int the loop counts with: a finite-difference step breaks it
+    done = run_cli("check", "examples/bessel.py", "besselj", "--args", "2", "1.0", "--wrt", "v")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "bessel.py:" in done.stderr
+    assert "besselj raised TypeError" in done.stderr
+
+
 def test_forward_gradient_is_unbiased():
     # The mean of M estimates has standard error ~ sqrt((n + 1) / M) |grad| per
     # component; 4000 samples of a 3-vector gradient stay within 5 of those.

@@ -20,6 +20,7 @@ import ast
 import importlib.util
 import os
 import sys
+import traceback
 
 import numpy as np
 
@@ -76,6 +77,12 @@ def check(argv):
         result = check_grad(func, *values, wrt=wrt if isinstance(wrt, tuple) else (wrt,))
     except DerivoError as exc:
         print("derivo: error: {}".format(exc), file=sys.stderr)
+        return USAGE_ERROR
+    except Exception as exc:  # the function failed at the point or a step away from it
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        print("{}:{}: {} raised {}: {} (at the arguments, or at a finite-difference step "
+              "from them)".format(frame.filename, frame.lineno, args.function,
+                                  type(exc).__name__, exc), file=sys.stderr)
         return USAGE_ERROR
     print("derivo:             {}".format(_show(result.derivo)))
     print("finite differences: {}".format(_show(result.numeric)))
