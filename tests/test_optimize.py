@@ -77,14 +77,15 @@ def function(source):
     return S.parse_function(textwrap.dedent(source))
 
 
-def optimized(source, mark=None):
+def optimized(source, mark=None, shape_readers=()):
     """Statement lines of ``source`` after optimize; ``mark`` (a line) gets ``effects``."""
     tree = function(source)
     if mark is not None:
         for node in S.walk(tree):
             if isinstance(node, S.Assign) and S.to_source(node).strip() == mark:
                 node.effects = True
-    return [line.strip() for line in S.to_source(optimize(tree)).splitlines()[1:]]
+    return [line.strip() for line in
+            S.to_source(optimize(tree, shape_readers)).splitlines()[1:]]
 
 
 def test_unread_pure_assignment_is_removed():
@@ -368,9 +369,7 @@ def test_other_temporaries_stay(source):
 
 
 def shapes_read(source):
-    tree = function(source)
-    return [line.strip() for line in
-            S.to_source(optimize(tree, {"expand", "unbroadcast"})).splitlines()[1:]]
+    return optimized(source, shape_readers={"expand", "unbroadcast"})
 
 
 def test_a_shape_is_read_from_the_name_a_temporary_has_it_from():

@@ -203,6 +203,19 @@ def list_gradient(f, xs, *rest, h=1e-6):
     return out
 
 
+def assert_matches_differences(f, args, grads):
+    """Each gradient in ``grads`` (one per argument of ``f``, a float or a list of
+    floats) equals central differences."""
+    for k, (g, value) in enumerate(zip(grads, args)):
+        def moved(v, k=k):
+            return f(*args[:k], v, *args[k + 1:])
+        if isinstance(value, list):
+            assert g == pytest.approx(list_gradient(moved, value), rel=1e-6, abs=1e-9)
+        else:
+            h = 1e-6
+            assert g == pytest.approx((moved(value + h) - moved(value - h)) / (2 * h), rel=1e-6)
+
+
 def test_the_reverse_loop_reads_each_item_again_instead_of_saving_it():
     df = derivo.grad(sines_of_items)
     assert "push" not in df.source and "pass" not in df.source  # nor a primal loop left
@@ -357,15 +370,7 @@ def test_loops_over_enumerate_zip_and_reversed(f, args):
     df = derivo.grad(f, wrt=tuple(range(len(args))))
     code = [line for line in df.source.splitlines() if not line.strip().startswith("#")]
     assert not any("enumerate(" in line or " zip(" in line for line in code)
-    grads = df(*args)
-    for k, (g, value) in enumerate(zip(grads, args)):
-        def moved(v, k=k):
-            return f(*args[:k], v, *args[k + 1:])
-        if isinstance(value, list):
-            assert g == pytest.approx(list_gradient(moved, value), rel=1e-6, abs=1e-9)
-        else:
-            h = 1e-6
-            assert g == pytest.approx((moved(value + h) - moved(value - h)) / (2 * h), rel=1e-6)
+    assert_matches_differences(f, args, df(*args))
 
 
 def counted_over_reversed(x, c):
@@ -569,15 +574,7 @@ def scaled_array(xs, w):
     (scaled_array, ([0.5, 2.0], 3.0)),
 ])
 def test_comprehensions_are_differentiated_as_loops(f, args):
-    grads = derivo.grad(f, wrt=tuple(range(len(args))))(*args)
-    for k, (g, value) in enumerate(zip(grads, args)):
-        def moved(v, k=k):
-            return f(*args[:k], v, *args[k + 1:])
-        if isinstance(value, list):
-            assert g == pytest.approx(list_gradient(moved, value), rel=1e-6, abs=1e-9)
-        else:
-            h = 1e-6
-            assert g == pytest.approx((moved(value + h) - moved(value - h)) / (2 * h), rel=1e-6)
+    assert_matches_differences(f, args, derivo.grad(f, wrt=tuple(range(len(args))))(*args))
 
 
 def test_a_generator_expression_over_rows_in_both_modes():

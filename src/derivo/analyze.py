@@ -435,8 +435,7 @@ class Analysis:
                         or kind != "values" and S.stored_names(stmt.body) & self.active):
                     continue
                 body = [s for s in stmt.body if s not in dropped]
-                written = S.stored_names(body) | {
-                    name for s in S.walk(stmt) if is_item_write(s) for name in assigned_names(s)}
+                written = _changed_in(body)
                 overwritten = next((items for items in sequences if _names(items) & written),
                                    None)
                 if overwritten is not None and kind == "values":
@@ -1075,7 +1074,7 @@ class Analysis:
 
     def _flow_loop(self, loop, read, assigned):
         target = {loop.target.id} if isinstance(loop, S.For) else set()
-        written = _changed_in(loop)
+        written = _changed_in(loop.body)
         for position, stmt in enumerate(loop.body):
             # The reverse loop reads an item ``t = X[i]`` again at the top of each
             # trip instead of saving it, unless t is assigned again in the loop or
@@ -1125,11 +1124,11 @@ def _unpacking(loop, width):
     return unpack
 
 
-def _changed_in(loop):
-    """Names a loop assigns, writes into or calls a method of (``xs.append(v)``)."""
-    return S.stored_names(loop.body) | {
-        n for s in S.walk(loop) if is_item_write(s) for n in assigned_names(s)} | {
-        n.func.value.id for n in S.walk(loop) if isinstance(n, S.Call)
+def _changed_in(block):
+    """Names ``block`` assigns, writes into or calls a method of (``xs.append(v)``)."""
+    return S.stored_names(block) | {
+        n for s in S.walk(block) if is_item_write(s) for n in assigned_names(s)} | {
+        n.func.value.id for n in S.walk(block) if isinstance(n, S.Call)
         and isinstance(n.func, S.Attribute) and isinstance(n.func.value, S.Name)}
 
 
