@@ -18,8 +18,6 @@ def horner_grad(coefficients, x):
         # line 20: value = value * x + c
         value = pop()
         bx += bvalue * value
-        bc = bvalue
+        bcoefficients[i] = bvalue
         bvalue = bvalue * x
-        # line 19: for c in coefficients:
-        bcoefficients[i] += bc
     return bcoefficients, bx

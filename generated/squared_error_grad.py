@@ -16,10 +16,8 @@ def horner_vjp(bvalue, coefficients, x):
     bcoefficients = zeros_for(coefficients)
     for i in reversed(range(len(coefficients))):
         # line 20: value = value * x + c
-        bc = bvalue
+        bcoefficients[i] = bvalue
         bvalue = bvalue * x
-        # line 19: for c in coefficients:
-        bcoefficients[i] += bc
     return bcoefficients
 
 

@@ -395,3 +395,47 @@ def test_a_shape_is_read_from_the_name_a_temporary_has_it_from():
 def test_other_shapes_are_read_where_they_were(source):
     body = textwrap.indent(source, "    ")
     assert shapes_read("def f(r, g):\n" + body + "\n") == source.splitlines()
+
+
+def test_a_copy_read_by_an_item_store_is_stored_in_its_place():
+    out = optimized("""
+        def f(bvalue, x, n, bX):
+            for i in range(n):
+                bc = bvalue
+                bvalue = bvalue * x
+                bX[i] += bc
+            return bX
+    """)
+    assert out == ["for i in range(n):", "bX[i] += bvalue", "bvalue = bvalue * x", "return bX"]
+
+
+@pytest.mark.parametrize("between", [
+    "i = i + 1",              # the position changes
+    "t = bX[0] * x",          # the container is read
+    "bc2 = bc * 2",           # the copy has another reader
+    "bX = [bvalue]",          # the container changes
+    "if x:\n                    x = 1",  # not a plain assignment
+])
+def test_a_copy_stays_when_the_store_would_see_or_change_something_else(between):
+    source = """
+        def f(bvalue, x, n, bX):
+            for i in range(n):
+                bc = bvalue
+                bvalue = bvalue * x
+                {}
+                bX[i] += bc
+            return bX, bc2
+    """.format(between)
+    assert "bc = bvalue" in optimized(source)
+
+
+def test_a_copy_stays_when_another_name_may_hold_the_container():
+    out = optimized("""
+        def f(bvalue, x, bX):
+            alias = bX
+            bc = bvalue
+            bvalue = g(alias)
+            bX[0] += bc
+            return bX, bvalue
+    """)
+    assert "bc = bvalue" in out

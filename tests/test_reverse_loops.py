@@ -730,3 +730,48 @@ def test_what_review_found_refused_needlessly_is_differentiated():
     assert derivo.grad(sorted_constants)(1.5) == pytest.approx(14.0)
     assert derivo.grad(comprehension_then_write, wrt=1)([0.3, 0.5], 0.8) == \
         pytest.approx(2 * 0.5 * 0.8 + 0.5)
+
+
+def polynomial_of_items_from_one(xs, c):
+    s = 0.0
+    for i in range(1, len(xs)):
+        s = s * c + math.sin(xs[i])
+    return s
+
+
+def positive_items_polynomial(xs, c):
+    s = 0.0
+    for i in range(len(xs)):
+        if xs[i] > 0:
+            s = s * c + xs[i]
+    return s
+
+
+def items_around_the_end(xs, c):
+    s = c
+    for i in range(-2, 3):  # xs[-1] and xs[2] are one item
+        s = s * c + xs[i]
+    return s
+
+
+def each_item_three_times(xs, c):
+    s = 0.0
+    for i in range(len(xs)):
+        for _ in range(3):
+            s = s * c + xs[i]
+    return s
+
+
+@pytest.mark.parametrize("f, stored", [
+    (polynomial_of_items_from_one, True),
+    (positive_items_polynomial, True),
+    (items_around_the_end, False),
+    (each_item_three_times, False),
+])
+def test_an_item_adjoint_is_stored_where_its_position_is_surely_still_zero(f, stored):
+    # The reverse loop of a range that never repeats a position stores each item's
+    # adjoint (bxs[i] = g) instead of adding it to the zero it surely still is.
+    df = derivo.grad(f, wrt=(0, 1))
+    assert ("bxs[i] = " in df.source) is stored and ("bxs[i] += " in df.source) is not stored
+    args = ([0.5, -1.5, 2.0], 0.7)
+    assert_matches_differences(f, args, df(*args))

@@ -159,6 +159,7 @@ def optimize(function, shape_readers=()):
             node.op, node.value = S.Sub(), node.value.operand
     _merge_contributions(function)
     _fold_single_uses(function)
+    _store_copies_directly(function)
     dead = _DeadCode()
     dead.block(function.body, set())
     dead.remove = True
@@ -171,7 +172,7 @@ def _fold_seeds(function):
     by its value, simplifying where it lands: ``bx = bout / x`` becomes
     ``bx = 1.0 / x``, ``bx += -bout * math.cos(x)`` becomes ``bx += -math.cos(x)``.
     An assignment that folding leaves a number (``bt = bout``) is folded next."""
-    stores = _store_counts(function)
+    stores = store_counts(function)
     seeds = {s.targets[0].id: s.value for s in S.walk(function)
              if getattr(s, "seed", False) and stores.get(s.targets[0].id) == 1}
 
@@ -206,7 +207,7 @@ def _drop_copies(function):
     parameter: b is renamed a and the copy goes (``by1 = bresult1`` after
     ``bresult, bresult1 = bresults`` becomes ``bresult, by1 = bresults``).
     With one assignment each, a and b hold the same value wherever either is read."""
-    stores = _store_counts(function)
+    stores = store_counts(function)
     for arg in function.args.args + function.args.kwonlyargs:
         stores[arg.id] = 2  # a parameter is assigned by every call: never renamed
     renames, body, touched, comment = {}, [], set(), None
@@ -238,7 +239,7 @@ def _drop_recomputations(function):
     changed in place: arithmetic alone (a list display would be a new list), and
     neither name written into, given to a call, or asked for a method.
     """
-    stores = _store_counts(function.body)
+    stores = store_counts(function.body)
     params = {arg.id for arg in function.args.args + function.args.kwonlyargs}
     exposed = _exposed_to_changes(function)
 
@@ -271,7 +272,7 @@ def _shapes_from_sources(function, shape_readers):
     method, so its shape is the same wherever it is read.  Forms that change a
     list's length (``r + r``, ``r * 2``) do not count.
     """
-    stores = _store_counts(function)
+    stores = store_counts(function)
     exposed = _exposed_to_changes(function, harmless=shape_readers)
     same_shape = {}
     for stmt in S.walk(function):
@@ -306,7 +307,7 @@ def _shape_source(value):
     return None
 
 
-def _store_counts(tree):
+def store_counts(tree):
     """{name: how many times ``tree`` assigns it} (parameters count once)."""
     return collections.Counter(n.id for n in S.walk(tree)
                                if isinstance(n, S.Name) and not isinstance(n.ctx, S.Load))
@@ -371,7 +372,7 @@ def _fold_single_uses(function):
     Only arithmetic moves, and only into the first operand of the next
     statement: nothing else is evaluated between its old place and its new one.
     """
-    stores = _store_counts(function)
+    stores = store_counts(function)
     loads = collections.Counter(n.id for n in S.walk(function)
                                 if isinstance(n, S.Name) and isinstance(n.ctx, S.Load))
     for statements in S.blocks(function):
@@ -388,6 +389,78 @@ def _fold_single_uses(function):
                 del statements[index]
             else:
                 index += 1
+
+
+def _store_copies_directly(function):
+    """``bc = bvalue`` whose one reader is a later ``bX[i] += bc`` (or ``=``) in the
+    same block becomes ``bX[i] += bvalue`` in the copy's place: the reverse of
+    ``value = value * x + c`` in ``for c in X`` adds to X's adjoint straight away,
+    as a person writes it, though ``bvalue`` changes in between.
+
+    The statements in between assign names only (``=``, ``+=``), none that the
+    store reads or bc, and do not read bX, which no other name holds: moving the
+    store up changes nothing they see.
+    """
+    stores = store_counts(function)
+    loads = collections.Counter(n.id for n in S.walk(function)
+                                if isinstance(n, S.Name) and isinstance(n.ctx, S.Load))
+    held = _held_elsewhere(function)
+    for statements in S.blocks(function):
+        for index, copy in enumerate(statements):
+            name = _single_target(copy)
+            if not name or not isinstance(copy.value, S.Name) or stores[name] != 1 or \
+                    loads[name] != 1 or getattr(copy, "effects", False):
+                continue
+            for later in range(index + 1, len(statements)):
+                stmt = statements[later]
+                store = _item_store_of(stmt, name)
+                if store is not None and store.value.id not in held:
+                    container, touched = store.value.id, _reads(store) | {name}
+                    between = statements[index + 1:later]
+                    if all(S.is_comment(s) or _assigned_name(s) not in touched | {None}
+                           and container not in _reads(s) for s in between):
+                        stmt.value = copy.value
+                        statements[index] = stmt
+                        del statements[later]
+                        _drop_emptied_comment(statements, later)
+                    break
+                if not (S.is_comment(stmt) or _assigned_name(stmt)):
+                    break
+
+
+def _item_store_of(stmt, name):
+    """``X[i]`` when ``stmt`` is ``X[i] = name`` or ``X[i] += name``, X a name."""
+    target = stmt.targets[0] if isinstance(stmt, S.Assign) and len(stmt.targets) == 1 \
+        else getattr(stmt, "target", None) if isinstance(stmt, S.AugAssign) else None
+    if isinstance(target, S.Subscript) and isinstance(target.value, S.Name) and \
+            isinstance(stmt.value, S.Name) and stmt.value.id == name:
+        return target
+    return None
+
+
+def _assigned_name(stmt):
+    """The name ``stmt`` assigns when it is ``name = e`` or ``name += e``, else None."""
+    if isinstance(stmt, S.AugAssign) and isinstance(stmt.target, S.Name):
+        return stmt.target.id
+    return _single_target(stmt)
+
+
+def _held_elsewhere(function):
+    """Names whose value another name may hold too: read other than as ``X[...]``
+    or in the final return."""
+    returned = {id(n) for n in S.walk(function.body[-1])} \
+        if isinstance(function.body[-1], S.Return) else set()
+    bases = {id(n.value) for n in S.walk(function) if isinstance(n, S.Subscript)}
+    return {n.id for n in S.walk(function) if isinstance(n, S.Name) and
+            isinstance(n.ctx, S.Load) and id(n) not in bases | returned}
+
+
+def _drop_emptied_comment(statements, index):
+    """Drop the source-line comment before ``statements[index]`` (a statement just
+    removed) when no code is left under it."""
+    if index > 0 and S.is_comment(statements[index - 1]) and \
+            (index == len(statements) or S.is_comment(statements[index])):
+        del statements[index - 1]
 
 
 def _first_operand(node):

@@ -145,7 +145,7 @@ class Sweep:
                 continue
             for stmt in zeros:
                 stmt.value = S.call(self.runtime("zeros_for"), S.name(ident))
-            rewritten = {id(s) for s in scatters}
+            rewritten, adds = {id(s) for s in scatters}, []
             for block in S.blocks(function):
                 for index in reversed(range(len(block))):
                     stmt = block[index]
@@ -156,13 +156,16 @@ class Sweep:
                         target=S.gast.Subscript(value=S.name(name), slice=position,
                                                 ctx=S.Store()),
                         op=S.Add(), value=adjoint), stmt)
+                    adds.append(add)
                     total = stmt.value.args[0]
                     if isinstance(total, S.Name) and total.id == name:  # add_at(bX, ...)
                         block[index] = add
                     else:  # the first contribution, getitem_vjp(g, X, i)
-                        block[index:index + 1] = [
-                            S.assign(name, S.call(self.runtime("zeros_for"), S.name(ident))),
-                            add]
+                        zeros.append(S.assign(name, S.call(self.runtime("zeros_for"),
+                                                           S.name(ident))))
+                        block[index:index + 1] = [zeros[-1], add]
+            if len(zeros) == len(adds) == 1:
+                _assign_first_add(function, zeros[0], adds[0], self.module.namespace)
 
     def returned(self):
         grads = [self.gradient(w) for w in self.analysis.wrt]
@@ -592,6 +595,80 @@ class Sweep:
                                                          step=None))
             header = S.for_(loop.target.id, S.call(self.builtin("reversed"), iterable), body)
         return before + [S.copy_location(header, loop)]
+
+
+def _assign_first_add(function, zeros, add, namespace):
+    """``bX[i] += g`` becomes ``bX[i] = g`` where bX[i] is surely still zero: ``zeros``
+    (``bX = zeros_for(X)``) and ``add`` are bX's only writes, and ``add`` runs after
+    it in the same block, or at most once per trip of a loop that block runs next,
+    over a range whose positions never repeat.  The store is what a person writes
+    (Horner's reverse loop stores each coefficient's adjoint) and costs less than
+    reading the zero back to add to it."""
+    places = _places(function)
+    zeros_block, zeros_loops = places[id(zeros)]
+    add_block, add_loops = places[id(add)]
+    if add_block is zeros_block:
+        first = add_block.index(zeros) < add_block.index(add)
+    else:
+        loop = add_loops[-1] if add_loops[:-1] == zeros_loops else None
+        first = isinstance(loop, S.For) and any(s is loop for s in zeros_block) and \
+            zeros_block.index(zeros) < zeros_block.index(loop) and \
+            isinstance(add.target.slice, S.Name) and \
+            add.target.slice.id == getattr(loop.target, "id", None) and \
+            loop.target.id not in S.stored_names(loop.body) and \
+            _distinct(loop.iter, namespace, _values_of_names_assigned_once(function))
+    if first:
+        add_block[add_block.index(add)] = S.copy_location(
+            S.gast.Assign(targets=[add.target], value=add.value, type_comment=None), add)
+
+
+def _places(function):
+    """{id(statement): (the block holding it, the loops around it, innermost last)}."""
+    places = {}
+
+    def visit(block, loops):
+        for stmt in block:
+            places[id(stmt)] = (block, loops)
+            for field in ("body", "orelse"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list):
+                    looped = field == "body" and isinstance(stmt, (S.For, S.While))
+                    visit(inner, loops + (stmt,) if looped else loops)
+    visit(function.body, ())
+    return places
+
+
+def _distinct(iterable, namespace, values):
+    """Whether ``iterable`` (in generated code that reads ``namespace``) yields
+    distinct non-negative positions: ``range(n)`` or ``range(k, n)`` with k a
+    number, maybe sliced, maybe reversed, maybe named (``values`` holds what a
+    name assigned once was assigned)."""
+    if _calls(iterable, reversed, namespace):
+        iterable = iterable.args[0]
+    if isinstance(iterable, S.Name):
+        iterable = values.get(iterable.id)
+    if isinstance(iterable, S.Subscript) and isinstance(iterable.slice, S.Slice) and \
+            iterable.slice.step is None:
+        iterable = iterable.value
+    if not _calls(iterable, range, namespace) or len(iterable.args) > 2:
+        return False
+    start = iterable.args[0] if len(iterable.args) == 2 else None
+    return start is None or isinstance(start, S.Constant) and type(start.value) is int \
+        and start.value >= 0
+
+
+def _values_of_names_assigned_once(function):
+    counts = optimize.store_counts(function)
+    return {stmt.targets[0].id: stmt.value for stmt in S.walk(function)
+            if isinstance(stmt, S.Assign) and len(stmt.targets) == 1 and
+            isinstance(stmt.targets[0], S.Name) and counts[stmt.targets[0].id] == 1}
+
+
+def _calls(node, builtin, namespace):
+    """Whether ``node`` calls ``builtin`` with positional arguments."""
+    return isinstance(node, S.Call) and isinstance(node.func, S.Name) and \
+        namespace.get(node.func.id, getattr(builtins, node.func.id, None)) is builtin and \
+        node.args and not node.keywords
 
 
 def _cheap(adjoint):
