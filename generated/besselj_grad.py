@@ -34,5 +34,4 @@ def besselj_grad(v, z, atol=1e-08):
     bs += 1.0
     # line 16: s = (z / 2) ** v / math.factorial(v)
     bt2 += bs / math.factorial(v) * (v * t2 ** (v - 1))
-    bz = bt2 / 2
-    return bz
+    return bt2 / 2

@@ -5,9 +5,10 @@ import math
 def energy_grad_jvp(dx, x, a):
     bt1 = 2 * (x * x - 1.0)
     dbt1 = 2 * (dx * x * 2)
-    bx = bt1 * x * 2 + a + 0.1 * math.cos(3.0 * x) * 3.0
-    dbx = (dbt1 * x + bt1 * dx) * 2 - 0.1 * (3.0 * dx * math.sin(3.0 * x)) * 3.0
-    return bx, dbx
+    # line 5: return bt1 * x * 2 + a + 0.1 * math.cos(3.0 * x) * 3.0
+    result = bt1 * x * 2 + a + 0.1 * math.cos(3.0 * x) * 3.0
+    dresult = (dbt1 * x + bt1 * dx) * 2 - 0.1 * (3.0 * dx * math.sin(3.0 * x)) * 3.0
+    return result, dresult
 
 
 def energy_grad_grad(x, a):

@@ -5,6 +5,4 @@ import math
 def f_grad(x1, x2):
     # reverse sweep
     # line 14: return math.log(x1) + x1 * x2 - math.sin(x2)
-    bx1 = 1.0 / x1 + x2
-    bx2 = x1 - math.cos(x2)
-    return bx1, bx2
+    return 1.0 / x1 + x2, x1 - math.cos(x2)

@@ -8,16 +8,16 @@ def penalized_grad(x, a):
     # reverse sweep
     # line 37: return energy(x, a) + 0.5 * g * g
     bg = g * 0.5 * 2
-    bx1 = bt1 * x * 2
+    bx = bt1 * x * 2
     ba = x
-    bx1 += a
-    bx1 += 0.1 * math.cos(3.0 * x) * 3.0
+    bx += a
+    bx += 0.1 * math.cos(3.0 * x) * 3.0
     # line 36: g = slope(x, a)
     bt3 = bg * 2
     bbt1 = bt3 * x
-    bx1 += bt3 * bt1
+    bx += bt3 * bt1
     ba += bg
-    bx1 -= bg * 3.0 * 0.1 * math.sin(3.0 * x) * 3.0
+    bx -= bg * 3.0 * 0.1 * math.sin(3.0 * x) * 3.0
     bt4 = bbt1 * 2
-    bx1 += bt4 * x * 2
-    return bx1, ba
+    bx += bt4 * x * 2
+    return bx, ba

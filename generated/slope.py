@@ -6,5 +6,4 @@ def energy_grad(x, a):
     # reverse sweep
     # line 20: return (x * x - 1.0) ** 2 + a * x + 0.1 * math.sin(3.0 * x)
     bt1 = 2 * (x * x - 1.0)
-    bx = bt1 * x * 2 + a + 0.1 * math.cos(3.0 * x) * 3.0
-    return bx
+    return bt1 * x * 2 + a + 0.1 * math.cos(3.0 * x) * 3.0

@@ -164,7 +164,7 @@ class Sweep:
                         zeros.append(S.assign(name, S.call(self.runtime("zeros_for"),
                                                            S.name(ident))))
                         block[index:index + 1] = [zeros[-1], add]
-            if len(zeros) == len(adds) == 1:
+            if not self.arrays and len(zeros) == len(adds) == 1:  # items are numbers
                 _assign_first_add(function, zeros[0], adds[0], self.module.namespace)
 
     def returned(self):
