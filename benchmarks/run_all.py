@@ -39,6 +39,7 @@ _ROOT = os.path.dirname(_HERE)
 sys.path[:0] = [_HERE, _ROOT]
 
 import derivo  # noqa: E402
+from _timing import call_timer  # noqa: E402  (benchmarks/_timing.py)
 import bessel as bench_bessel  # noqa: E402  (benchmarks/bessel.py: the hand adjoint and its checks)
 import mlp as bench_mlp  # noqa: E402  (benchmarks/mlp.py)
 import pendulum as bench_pendulum  # noqa: E402  (benchmarks/pendulum.py)
@@ -214,7 +215,7 @@ class Competitors:
 
 
 class Candidate:
-    """One timed callable: fn(*args) per call; `scale` multiplies its time (extrapolation)."""
+    """One timed callable: fn called with args written out (fn(a0, a1)) per call; `scale` multiplies its time (extrapolation)."""
 
     def __init__(self, fn, args, scale=1.0, reference=None):
         self.fn = fn
@@ -336,7 +337,7 @@ def interleaved(candidates, rounds, target):
     rounds spread over the run (its calibration call is its first sample)."""
     timers, numbers, plans, samples = {}, {}, {}, {}
     for name, c in candidates.items():
-        timers[name] = timeit.Timer("fn(*args)", globals={"fn": c.fn, "args": c.args})
+        timers[name] = call_timer(c.fn, c.args)
         samples[name] = []
         numbers[name], one_call = calibrate(timers[name], target)
         if one_call >= SLOW_CALL:
@@ -670,8 +671,8 @@ def call_overhead(rounds, target):
              ("MLP 3-4-2 grad (6 arrays)", ex_mlp.loss_grad, ex_mlp.problem(3, 4, 2, 1))]
     out = {}
     for label, d, args in cases:
-        wrapped = timeit.Timer("fn(*args)", globals={"fn": d, "args": args})
-        direct = timeit.Timer("fn(*args)", globals={"fn": d.derivo_function, "args": args})
+        wrapped = call_timer(d, args)
+        direct = call_timer(d.derivo_function, args)
         number, _ = calibrate(direct, target)
         pairs = []
         for r in range(rounds):
@@ -795,7 +796,7 @@ def main(argv=None):
 
     overhead_rounds = 5 if options.quick else 41
     overhead, cache_hit = call_overhead(overhead_rounds, target / 2)
-    print(f"cached call overhead: Derivative(*args) minus its derivo_function(*args), {overhead_rounds} paired rounds: "
+    print(f"cached call overhead: derivative(a0, a1) minus its derivo_function(a0, a1), {overhead_rounds} paired rounds: "
           f"difference of the minima, median of the differences, the generated function's minimum")
     print(f"{'derivative':36s} {'overhead min':>13s} {'median':>10s} {'generated':>10s}")
     for label, (best, median, gen) in overhead.items():
