@@ -473,3 +473,28 @@ def test_a_result_assigned_with_effects_keeps_its_name():
             return b
     """, mark="b = pop()")
     assert out == ["b = pop()", "return b"]
+
+
+def test_a_copy_in_a_loop_is_read_through():
+    out = optimized("""
+        def f(g, xs):
+            s = 0.0
+            for i in range(len(xs)):
+                bt4 = g
+                bt2 = bt4
+                s += bt2 * xs[i]
+            return s
+    """)
+    assert out == ["s = 0.0", "for i in range(len(xs)):", "s += g * xs[i]", "return s"]
+
+
+@pytest.mark.parametrize("loop", [
+    # the copied name changes before the copy is read; the copy is read on the next trip,
+    # or after the loop
+    "for i in range(n):\n    b = a\n    a = a * 2\n    s += b",
+    "for i in range(n):\n    s += b * 1.5\n    b = a",
+    "for i in range(n):\n    b = a\ns += b",
+])
+def test_other_copies_in_a_loop_stay(loop):
+    body = textwrap.indent("s = 0.0\n" + loop + "\nreturn s, a", "    ")
+    assert "b = a" in optimized("def f(a, n):\n" + body + "\n")

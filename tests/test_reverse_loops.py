@@ -577,6 +577,28 @@ def test_comprehensions_are_differentiated_as_loops(f, args):
     assert_matches_differences(f, args, derivo.grad(f, wrt=tuple(range(len(args))))(*args))
 
 
+def sum_and_last_item(xs, c):
+    items = []
+    for x in xs:
+        items.append(x * c)
+    last = items[-1]
+    return sum(items) + last * 3.0
+
+
+def test_each_item_of_a_sum_reads_the_sums_adjoint():
+    # The adjoint of sum(items) is one value for every item: the reverse loop reads
+    # it, where it popped it from a list of copies.
+    df = derivo.grad(positive_part, wrt=(0, 1))
+    assert "pop_adjoint" not in df.source and "bitems" not in df.source
+    args = ([0.1, 0.5, 2.0], 3.0)
+    assert_matches_differences(positive_part, args, df(*args))
+    # items[-1] gets more than the sum's adjoint: the list of adjoints stays
+    df = derivo.grad(sum_and_last_item, wrt=(0, 1))
+    assert "pop_adjoint" in df.source
+    args = ([0.1, 0.5, 2.0], 3.0)
+    assert_matches_differences(sum_and_last_item, args, df(*args))
+
+
 def test_a_generator_expression_over_rows_in_both_modes():
     X = [[0.5, 2.0], [1.0, -3.0]]
     gX = derivo.grad(row_norms)(X)

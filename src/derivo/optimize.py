@@ -150,6 +150,7 @@ def optimize(function, shape_readers=()):
     into)."""
     _fold_seeds(function)
     _drop_copies(function)
+    _read_through_copies_in_blocks(function)
     _drop_recomputations(function)
     _shapes_from_sources(function, shape_readers)
     for node in S.walk(function):
@@ -230,6 +231,34 @@ def _drop_copies(function):
     _rename(function, renames)
 
 
+def _read_through_copies_in_blocks(function):
+    """``a = b`` in a loop's or a branch's block, a assigned nowhere else and read
+    only further down that block: a's readers read b, and the copy goes (the
+    reverse loop of ``sum(f(x) for x in xs)`` had ``bt4 = bt3; bt2 = bt4``).  b is
+    not assigned further down the block, so it holds the copied value wherever a
+    was read.  (Copies at the top level are :func:`_drop_copies`'.)"""
+    stores = store_counts(function)
+    for statements in S.blocks(function):
+        if statements is function.body:
+            continue
+        index = 0
+        while index < len(statements):
+            copy = statements[index]
+            a, after = single_target(copy), statements[index + 1:]
+            b = copy.value.id if a and isinstance(copy.value, S.Name) else None
+            readers = [n for n in S.walk(function) if isinstance(n, S.Name) and n.id == a and
+                       isinstance(n.ctx, S.Load)] if b else []
+            below = {id(n) for n in S.walk(after)}
+            if b and stores[a] == 1 and not getattr(copy, "effects", False) and \
+                    all(id(n) in below for n in readers) and b not in S.stored_names(after):
+                for reader in readers:
+                    reader.id = b
+                del statements[index]
+                _drop_emptied_comment(statements, index)
+            else:
+                index += 1
+
+
 def _drop_recomputations(function):
     """``b = e`` at the top level after ``a = e`` (the same arithmetic on names
     that keep one value) becomes a read of a: a gradient that calls a gradient
@@ -249,7 +278,7 @@ def _drop_recomputations(function):
 
     computed, renames, body = {}, {}, []
     for stmt in function.body:
-        target = _single_target(stmt)
+        target = single_target(stmt)
         if target and unchanging(target) and target not in exposed and \
                 not getattr(stmt, "effects", False) and _pure_arithmetic(stmt.value) and \
                 all(unchanging(name) for name in _reads(stmt.value)):
@@ -277,7 +306,7 @@ def _shapes_from_sources(function, shape_readers):
     exposed = _exposed_to_changes(function, harmless=shape_readers)
     same_shape = {}
     for stmt in S.walk(function):
-        target = _single_target(stmt)
+        target = single_target(stmt)
         source = _shape_source(stmt.value) if target else None
         if source and stores[target] == 1 and stores[source] == 1 and source not in exposed:
             same_shape[target] = source
@@ -352,7 +381,7 @@ def _merge_contributions(function):
         index = 0
         while index + 1 < len(statements):
             first, second = statements[index], statements[index + 1]
-            name = _single_target(first)
+            name = single_target(first)
             update = _update_of(second, name) if name else None
             if update is not None and name not in _reads(update[1]) and \
                     not any(getattr(s, "effects", False) for s in (first, second)):
@@ -380,8 +409,8 @@ def _fold_single_uses(function):
         index = 0
         while index + 1 < len(statements):
             first, second = statements[index], statements[index + 1]
-            name = _single_target(first)
-            use = _first_operand(second.value) if _single_target(second) else None
+            name = single_target(first)
+            use = _first_operand(second.value) if single_target(second) else None
             if name and _TEMPORARY.match(name) and stores[name] == loads[name] == 1 and \
                     _pure_arithmetic(first.value) and isinstance(use, S.Name) and \
                     use.id == name and not any(getattr(s, "effects", False)
@@ -408,7 +437,7 @@ def _store_copies_directly(function):
     held = _held_elsewhere(function)
     for statements in S.blocks(function):
         for index, copy in enumerate(statements):
-            name = _single_target(copy)
+            name = single_target(copy)
             if not name or not isinstance(copy.value, S.Name) or stores[name] != 1 or \
                     loads[name] != 1 or getattr(copy, "effects", False):
                 continue
@@ -452,7 +481,7 @@ def _return_short_results(function):
                                 if isinstance(n, S.Name) and isinstance(n.ctx, S.Load))
     assigned = [stmt for stmt in body[:-1] if not S.is_comment(stmt)][-len(results):]
     if len(assigned) != len(results) or any(
-            not isinstance(result, S.Name) or _single_target(stmt) != result.id or
+            not isinstance(result, S.Name) or single_target(stmt) != result.id or
             stores[result.id] != 1 or loads[result.id] != 1 or
             getattr(stmt, "effects", False) or not _arithmetic(stmt.value)
             for stmt, result in zip(assigned, results)):
@@ -488,7 +517,7 @@ def _assigned_name(stmt):
     """The name ``stmt`` assigns when it is ``name = e`` or ``name += e``, else None."""
     if isinstance(stmt, S.AugAssign) and isinstance(stmt.target, S.Name):
         return stmt.target.id
-    return _single_target(stmt)
+    return single_target(stmt)
 
 
 def _held_elsewhere(function):
@@ -532,7 +561,7 @@ def _replace(tree, old, new):
     return Replace().visit(tree)
 
 
-def _single_target(stmt):
+def single_target(stmt):
     if isinstance(stmt, S.Assign) and len(stmt.targets) == 1 and \
             isinstance(stmt.targets[0], S.Name):
         return stmt.targets[0].id
@@ -544,7 +573,7 @@ def _update_of(stmt, name):
     if isinstance(stmt, S.AugAssign) and isinstance(stmt.op, (S.Add, S.Sub)) and \
             isinstance(stmt.target, S.Name) and stmt.target.id == name:
         return stmt.op, stmt.value
-    value = stmt.value if _single_target(stmt) == name else None
+    value = stmt.value if single_target(stmt) == name else None
     if isinstance(value, S.BinOp) and isinstance(value.op, (S.Add, S.Sub)) and \
             isinstance(value.left, S.Name) and value.left.id == name:
         return value.op, value.right

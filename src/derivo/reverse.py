@@ -118,6 +118,7 @@ class Sweep:
             self.name, seeds + params, out, defaults=S.deepcopy(args.defaults),
             kwonly=[a.id for a in args.kwonlyargs], kw_defaults=S.deepcopy(args.kw_defaults))
         self.add_items_in_place(function)
+        self.read_uniform_adjoints(function)
         shape_readers = {name for name, obj in self.module.namespace.items()
                          if any(obj is helper for helper in runtime.SHAPE_READERS)}
         return optimize.optimize(function, shape_readers)
@@ -166,6 +167,40 @@ class Sweep:
                         block[index:index + 1] = [zeros[-1], add]
             if not self.arrays and len(zeros) == len(adds) == 1:  # items are numbers
                 _assign_first_add(function, zeros[0], adds[0], self.module.namespace)
+
+    def read_uniform_adjoints(self, function):
+        """``bt = g`` for ``bitems, bt = pop_adjoint(bitems)`` where bitems is
+        ``[g] * n`` (the adjoint of ``sum(items)``), g a number or a name that
+        keeps one value (assigned once, outside any loop): every item's adjoint is
+        g, so the reverse of ``sum(f(x) for x in xs)`` reads g on each trip and
+        the list of copies goes."""
+        pops = {name for name, obj in self.module.namespace.items()
+                if obj is runtime.pop_adjoint}
+        stores = optimize.store_counts(function)
+        constant = S.stored_names([stmt for stmt in function.body
+                                   if not isinstance(stmt, (S.For, S.While))]) | {
+            arg.id for arg in function.args.args + function.args.kwonlyargs}
+        for stmt in function.body:
+            name = optimize.single_target(stmt)
+            value = stmt.value if name else None
+            if not (isinstance(value, S.BinOp) and isinstance(value.op, S.Mult) and
+                    isinstance(value.left, S.List) and len(value.left.elts) == 1):
+                continue
+            each = value.left.elts[0]
+            if not (isinstance(each, S.Constant) or isinstance(each, S.Name) and
+                    stores[each.id] == 1 and each.id in constant):
+                continue
+            reads = [n for n in S.walk(function) if isinstance(n, S.Name) and n.id == name and
+                     isinstance(n.ctx, S.Load)]
+            popping = [s for s in S.walk(function) if isinstance(s, S.Assign) and
+                       isinstance(s.targets[0], S.Tuple) and len(s.targets[0].elts) == 2 and
+                       isinstance(s.value, S.Call) and isinstance(s.value.func, S.Name) and
+                       s.value.func.id in pops and len(s.value.args) == 1 and
+                       any(s.value.args[0] is n for n in reads)]
+            if len(popping) == len(reads) == stores[name] - 1:
+                for pop in popping:
+                    pop.targets[0] = pop.targets[0].elts[1]
+                    pop.value = S.deepcopy(each)
 
     def returned(self):
         grads = [self.gradient(w) for w in self.analysis.wrt]
