@@ -409,6 +409,29 @@ def test_a_copy_read_by_an_item_store_is_stored_in_its_place():
     assert out == ["for i in range(n):", "bX[i] += bvalue", "bvalue = bvalue * x", "return bX"]
 
 
+def test_a_value_read_by_an_item_store_is_stored_where_it_is_computed():
+    out = optimized("""
+        def f(bs, s, c, n, bX):
+            for i in range(n):
+                bt1 = bs * s
+                bs = bs * c
+                bX[i] += bt1
+            return bX
+    """)
+    assert out == ["for i in range(n):", "bX[i] += bs * s", "bs = bs * c", "return bX"]
+
+
+def test_a_value_computed_from_the_container_keeps_its_store_in_place():
+    out = optimized("""
+        def f(bs, c, bX):
+            bt1 = bX[1] * bs
+            bs = bs * c
+            bX[0] += bt1
+            return bX, bs
+    """)
+    assert "bt1 = bX[1] * bs" in out
+
+
 @pytest.mark.parametrize("between", [
     "i = i + 1",              # the position changes
     "t = bX[0] * x",          # the container is read

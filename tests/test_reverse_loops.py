@@ -373,6 +373,26 @@ def test_loops_over_enumerate_zip_and_reversed(f, args):
     assert_matches_differences(f, args, df(*args))
 
 
+def test_the_reverse_of_a_loop_over_reversed_walks_forwards():
+    df = derivo.grad(backwards_recurrence, wrt=(0, 1))
+    assert "    for i in range(len(xs)):\n" in df.source and "for i in reversed(" not in df.source
+    args = ([0.3, -0.7, 1.1], 0.8)
+    assert_matches_differences(backwards_recurrence, args, df(*args))
+
+
+def user_counts_down(xs, c):
+    s = c
+    for i in range(len(xs) - 1, -1, -1):
+        s = s * xs[i] + math.sin(s)
+    return s
+
+
+def test_a_loop_counting_down_is_walked_up_by_its_reverse():
+    df = derivo.grad(user_counts_down, wrt=(0, 1))
+    args = ([0.3, -0.7, 1.1], 0.8)
+    assert_matches_differences(user_counts_down, args, df(*args))
+
+
 def counted_over_reversed(x, c):
     s = c
     for _ in reversed(x):  # its items are not differentiated, its body is

@@ -160,7 +160,7 @@ def optimize(function, shape_readers=()):
             node.op, node.value = S.Sub(), node.value.operand
     _merge_contributions(function)
     _fold_single_uses(function)
-    _store_copies_directly(function)
+    _store_where_computed(function)
     _return_short_results(function)
     dead = _DeadCode()
     dead.block(function.body, set())
@@ -421,35 +421,36 @@ def _fold_single_uses(function):
                 index += 1
 
 
-def _store_copies_directly(function):
-    """``bc = bvalue`` whose one reader is a later ``bX[i] += bc`` (or ``=``) in the
-    same block becomes ``bX[i] += bvalue`` in the copy's place: the reverse of
-    ``value = value * x + c`` in ``for c in X`` adds to X's adjoint straight away,
-    as a person writes it, though ``bvalue`` changes in between.
+def _store_where_computed(function):
+    """``bc = e`` whose one reader is a later ``bX[i] += bc`` (or ``=``) in the same
+    block becomes ``bX[i] += e`` in bc's place: the reverse of ``value = value * x
+    + c`` in ``for c in X`` adds ``bvalue`` to X's adjoint straight away, as a
+    person writes it, though ``bvalue`` changes in between.  e is evaluated
+    where it was.
 
     The statements in between assign names only (``=``, ``+=``), none that the
-    store reads or bc, and do not read bX, which no other name holds: moving the
-    store up changes nothing they see.
+    store reads or bc, and neither they nor e read bX, which no other name holds:
+    moving the store up changes nothing they see.
     """
     stores = store_counts(function)
     loads = collections.Counter(n.id for n in S.walk(function)
                                 if isinstance(n, S.Name) and isinstance(n.ctx, S.Load))
     held = _held_elsewhere(function)
     for statements in S.blocks(function):
-        for index, copy in enumerate(statements):
-            name = single_target(copy)
-            if not name or not isinstance(copy.value, S.Name) or stores[name] != 1 or \
-                    loads[name] != 1 or getattr(copy, "effects", False):
+        for index, computed in enumerate(statements):
+            name = single_target(computed)
+            if not name or stores[name] != 1 or loads[name] != 1 or \
+                    getattr(computed, "effects", False):
                 continue
             for later in range(index + 1, len(statements)):
                 stmt = statements[later]
                 store = _item_store_of(stmt, name)
-                if store is not None and store.value.id not in held:
+                if store is not None and store.value.id not in held | _reads(computed.value):
                     container, touched = store.value.id, _reads(store) | {name}
                     between = statements[index + 1:later]
                     if all(S.is_comment(s) or _assigned_name(s) not in touched | {None}
                            and container not in _reads(s) for s in between):
-                        stmt.value = copy.value
+                        stmt.value = computed.value
                         statements[index] = stmt
                         del statements[later]
                         _drop_emptied_comment(statements, later)

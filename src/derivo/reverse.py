@@ -623,6 +623,10 @@ class Sweep:
         elif isinstance(loop, S.While):
             header = S.for_(self.namer.fresh("_"), S.call(self.builtin("range"),
                                                           S.name(loop.trips)), body)
+        elif not loop.trips and _counts_down(loop.iter, self.module.namespace):
+            # for x in reversed(xs) walked range(len(xs) - 1, -1, -1): back is range(len(xs))
+            count = S.deepcopy(loop.iter.args[0].left)
+            header = S.for_(loop.target.id, S.call(self.builtin("range"), count), body)
         else:
             iterable = S.deepcopy(loop.iter)
             if loop.trips:
@@ -690,6 +694,21 @@ def _distinct(iterable, namespace, values):
     start = iterable.args[0] if len(iterable.args) == 2 else None
     return start is None or isinstance(start, S.Constant) and type(start.value) is int \
         and start.value >= 0
+
+
+def _counts_down(iterable, namespace):
+    """Whether ``iterable`` is ``range(n - 1, -1, -1)``, which ``range(n)`` reverses."""
+    if not (_calls(iterable, range, namespace) and len(iterable.args) == 3):
+        return False
+    first, stop, step = iterable.args
+    return isinstance(first, S.BinOp) and isinstance(first.op, S.Sub) and \
+        _is_constant(first.right, 1) and _is_constant(stop, -1) and _is_constant(step, -1)
+
+
+def _is_constant(node, value):
+    if isinstance(node, S.UnaryOp) and isinstance(node.op, S.USub):
+        return _is_constant(node.operand, -value)
+    return isinstance(node, S.Constant) and type(node.value) is int and node.value == value
 
 
 def _values_of_names_assigned_once(function):
