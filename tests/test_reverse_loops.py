@@ -393,6 +393,33 @@ def test_a_loop_counting_down_is_walked_up_by_its_reverse():
     assert_matches_differences(user_counts_down, args, df(*args))
 
 
+def over_dict_values(d, c):
+    s = 0.0
+    for i, v in enumerate(d.values()):
+        s = s + v * c * i
+    return s
+
+
+def over_a_map(xs, c):
+    s = c
+    for a, b in zip(map(math.sin, xs), xs):
+        s = s * a + b * c
+    return s
+
+
+@pytest.mark.parametrize("f, args", [
+    (over_dict_values, ({"a": 1.0, "b": 2.0, "c": -0.5}, 0.7)),
+    (over_a_map, ([0.3, -0.7, 1.1], 0.8)),
+])
+def test_a_loop_over_an_iterator_of_constants_is_reversed_over_a_list_of_it(f, args):
+    # The reverse loop indexes what the loop iterated; d.values() and map(...) cannot
+    # be indexed (this raised TypeError from inside the generated code).
+    dc = derivo.grad(f, wrt=1)(*args)
+    h = 1e-6
+    assert dc == pytest.approx((f(args[0], args[1] + h) - f(args[0], args[1] - h)) / (2 * h),
+                               rel=1e-7)
+
+
 def counted_over_reversed(x, c):
     s = c
     for _ in reversed(x):  # its items are not differentiated, its body is

@@ -450,6 +450,8 @@ class Analysis:
                 block[:] = [s for s in block if s not in dropped]
                 names = []
                 for items in sequences:
+                    if self._maybe_an_iterator(items):  # indexed below: a list of it
+                        items = S.copy_location(S.call(S.name("list"), items), stmt)
                     if not isinstance(items, S.Name):
                         temporary = namer.fresh("items")
                         block.insert(block.index(stmt), S.copy_location(
@@ -487,6 +489,22 @@ class Analysis:
                 self.local_names |= {index, *names}
                 changed = True
         return changed
+
+    def _maybe_an_iterator(self, sequence):
+        """Whether a loop's sequence, not differentiated, may be an iterator or a
+        view that cannot be indexed (``map(f, xs)``, ``d.values()``): a call of
+        anything but range, list, tuple, sorted or a NumPy function, or a name
+        assigned once such a call."""
+        if isinstance(sequence, S.Name):
+            values = [s.value for s in S.walk(self.normalized.tree) if isinstance(s, S.Assign)
+                      and sequence.id in S.stored_names(s.targets)]
+            sequence = values[0] if len(values) == 1 else None
+        if not isinstance(sequence, S.Call) or self.parsed.resolve("list") is not list or \
+                self.differentiable_names(sequence) & self.active:
+            return False
+        callee = self.parsed.callee_key(sequence)
+        return callee not in (range, list, tuple, sorted) and \
+            not (getattr(callee, "__module__", None) or "").startswith("numpy")
 
     def _loop_form(self, block, loop):
         """(kind, sequences, targets, start, statements to drop) of a for loop over
