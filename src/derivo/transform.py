@@ -48,10 +48,11 @@ class Build:
         """Whether every free name of every function involved means what it did."""
         return all(parsed.resolve(ident) is obj for parsed, ident, obj in self.guards)
 
-    def add(self, func, wrt, kind, tuple_wrt=False, name=None):
-        """Transform ``func`` and append its derivative; return the new function's name."""
+    def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None):
+        """Transform ``func`` and append its derivative; return the new function's name.
+        ``call`` is (the parsed caller, the call) when a caller's call needs it."""
         if kind != "jvp" and is_generated(func):
-            return self.add_over_tangents(func, wrt, kind, tuple_wrt, name)
+            return self.add_over_tangents(func, wrt, kind, tuple_wrt, name, call)
         parsed = parse(func)
         if kind != "jvp" and not isinstance(func, Outlined):
             parsed = outline_loops(parsed, self.loops, self.checkpoints, self.schedule,
@@ -77,7 +78,7 @@ class Build:
         finally:
             self.in_progress.pop()
 
-    def add_over_tangents(self, func, wrt, kind, tuple_wrt, name):
+    def add_over_tangents(self, func, wrt, kind, tuple_wrt, name, call=None):
         """The gradient (or VJP) of code derivo generated, by forward mode over it:
         one tangent pass per parameter in ``wrt``.  Its reverse sweep pops a
         stack, which reverse mode cannot undo; its tangent code needs no stack.
@@ -90,11 +91,15 @@ class Build:
         tree = parse(func).tree
         returned = tree.body[-1].value if isinstance(tree.body[-1], S.Return) else None
         if kind == "vjp" and isinstance(returned, S.Tuple):
-            raise DerivoError(
+            message = (
                 "cannot differentiate through {}, a derivative that returns several values "
                 "(a gradient with respect to several parameters, or a value and a gradient): "
                 "derivo's tangent passes over generated code give one result's derivative; "
                 "take a derivative with respect to one parameter at a time".format(tree.name))
+            if call is None:
+                raise DerivoError(message)
+            caller, node = call
+            raise caller.error(UnsupportedSyntax, node, message, "derivative of a derivative")
         tangent = self.add(func, wrt, "jvp")
         args = tree.args
         params = [a.id for a in args.args]
@@ -170,7 +175,7 @@ class Build:
                 call.col_offset, "recursion")
         name = made[key] = self.names.fresh("{}_{}".format(callee.__name__, kind))
         self.add(callee, list(params), kind, tuple_wrt=kind == "vjp" and len(params) > 1,
-                 name=name)
+                 name=name, call=(caller, call))
         return name
 
     def template_names(self, template, local_names):
