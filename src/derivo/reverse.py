@@ -177,9 +177,10 @@ class Sweep:
         pops = {name for name, obj in self.module.namespace.items()
                 if obj is runtime.pop_adjoint}
         stores = optimize.store_counts(function)
-        constant = S.stored_names([stmt for stmt in function.body
-                                   if not isinstance(stmt, (S.For, S.While))]) | {
-            arg.id for arg in function.args.args + function.args.kwonlyargs}
+        places = _places(function)
+        constant = {arg.id for arg in function.args.args + function.args.kwonlyargs} | {
+            name for stmt in S.walk(function) if isinstance(stmt, S.Assign) and
+            not places[id(stmt)][1] for name in S.stored_names(stmt.targets)}
         for stmt in function.body:
             name = optimize.single_target(stmt)
             value = stmt.value if name else None
