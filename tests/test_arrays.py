@@ -868,3 +868,60 @@ def test_what_review_found_refused_needlessly_in_array_code():
     np.testing.assert_allclose(derivo.grad(as_array)([0.3, 0.5]), [0.6, 1.0])
     df = derivo.grad(as_array)
     assert isinstance(df, derivo.Derivative) and not isinstance(df.save, derivo.Derivative)
+
+
+# --- lists of arrays given to code that does not use NumPy ---------------------------------
+
+def running_cost(vs):
+    position = 0.0
+    cost = 0.0
+    for i in range(len(vs)):
+        cost = cost + position * position
+        position = position + vs[i]
+    return cost.sum()
+
+
+def running_cost_over_values(vs):
+    position = 0.0
+    cost = 0.0
+    for v in vs:
+        cost = cost + position * position
+        position = position + v
+    return cost.sum()
+
+
+def damped_sum(vs, c):
+    s = 0.0
+    for i in range(len(vs)):
+        s = s + vs[i] + s * c
+    return s @ s
+
+
+def list_of_arrays_gradient(f, vs, *rest):
+    """Central differences of f with respect to each array of the list vs."""
+    out = []
+    for k, v in enumerate(vs):
+        g = np.zeros(v.shape)
+        for position in np.ndindex(v.shape):
+            step = np.zeros(v.shape)
+            step[position] = H
+            up, down = list(vs), list(vs)
+            up[k], down[k] = v + step, v - step
+            g[position] = (f(up, *rest) - f(down, *rest)) / (2 * H)
+        out.append(g)
+    return out
+
+
+@pytest.mark.parametrize("f", [running_cost, running_cost_over_values, damped_sum])
+def test_a_list_of_arrays_given_to_scalar_code_gets_the_array_code(f):
+    # Scalar code added the arrays in place where it adds numbers (bvs[i] = bpos, then
+    # bpos += ...), changing adjoints it had stored already; the last item's adjoint
+    # was 0.0 among arrays.
+    vs = [np.array([1.0, 2.0]), np.array([0.5, -1.0]), np.array([2.0, 0.3])]
+    rest = (0.5,) if f is damped_sum else ()
+    grads = derivo.grad(f, wrt=tuple(range(1 + len(rest))))(vs, *rest)
+    for got, expected in zip(grads[0], list_of_arrays_gradient(f, vs, *rest)):
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
+    if rest:
+        h = H
+        assert grads[1] == pytest.approx((f(vs, 0.5 + h) - f(vs, 0.5 - h)) / (2 * h), rel=1e-6)

@@ -3,7 +3,6 @@ the Derivative object."""
 
 import functools
 import inspect
-import itertools
 import os
 import tempfile
 import types
@@ -52,6 +51,18 @@ def _is_real(value):
         # the types of a list of plain numbers collected at C speed: this runs on every call
         return set(map(type, value)) <= _PLAIN_REALS or all(_is_real(item) for item in value)
     return False
+
+
+def _holds_array(value, item_types=None):
+    """Whether ``value`` is an array, or a list or tuple holding one at any depth
+    (``item_types``: the types of its items, when already collected).  Scalar
+    code run on it would add arrays in place where it adds numbers."""
+    if type(value) is _NDARRAY:
+        return True
+    if type(value) not in (list, tuple):
+        return False
+    types = set(map(type, value)) if item_types is None else item_types
+    return not types <= _PLAIN_REALS and any(map(_holds_array, value))
 
 
 def _nesting(value):
@@ -138,15 +149,18 @@ class Derivative(metaclass=_DerivativeType):
         self.call = types.MethodType(entry, self)
 
     def _call_checked(self, args, kwargs):
+        values = [*args, *kwargs.values()]
+        # the types of each list's items, collected once at C speed for both checks:
+        # this runs on every call with a list
+        item_types = {id(v): set(map(type, v)) for v in values if type(v) in (list, tuple)}
         if self._checked:
-            self._check_arguments(args, kwargs)
-        if self._scalar_only:  # scalar code called with an array switches to array code
-            for arg in itertools.chain(args, kwargs.values()):
-                if type(arg) is _NDARRAY:
-                    return self._for_arrays()(*args, **kwargs)
+            self._check_arguments(args, kwargs, item_types)
+        # scalar code called with arrays, or lists of them, switches to array code
+        if self._scalar_only and any(_holds_array(v, item_types.get(id(v))) for v in values):
+            return self._for_arrays()(*args, **kwargs)
         return self._function(*args, **kwargs)
 
-    def _check_arguments(self, args, kwargs):
+    def _check_arguments(self, args, kwargs, item_types):
         """Refuse a differentiated argument that is not real: a string, None, a
         bool or a complex number would give a meaningless derivative.  Refuse a
         list or tuple the function would join or repeat with + or *, whose
@@ -154,8 +168,7 @@ class Derivative(metaclass=_DerivativeType):
         for index, name in self._checked:
             value = args[index] if index is not None and index < len(args) else \
                 kwargs.get(name, _DEFAULT)
-            # a list of plain numbers, the common case, is checked in one pass at C speed
-            flat = type(value) in (list, tuple) and set(map(type, value)) <= _PLAIN_REALS
+            flat = type(value) in (list, tuple) and item_types[id(value)] <= _PLAIN_REALS
             if value is not _DEFAULT and not flat and not _is_real(value):
                 raise DerivoError(
                     "{}: cannot differentiate with respect to {}={}: derivo differentiates "
@@ -585,7 +598,7 @@ def hessian(func, wrt=0):
 def _code_for(derivative, values):
     """The generated code a derivative runs on ``values``: its array code when one
     is an array (scalar code has no broadcasting rules to differentiate)."""
-    if any(type(v) is _NDARRAY for v in values):
+    if any(map(_holds_array, values)):
         return derivative.__self__._for_arrays()
     return derivative
 

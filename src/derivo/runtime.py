@@ -228,8 +228,13 @@ def log_times(ans, x):
 
 def shaped_like(adjoint, like):
     """A gradient in the shape of its argument (a loop that never ran leaves 0.0)."""
-    if _shape(adjoint) == _shape(like):
-        return adjoint
+    try:
+        if _shape(adjoint) == _shape(like):
+            return adjoint
+    except ValueError:  # a ragged list: of arrays, or of arrays and zeros
+        if not isinstance(adjoint, list):
+            adjoint = [adjoint] * len(like)
+        return [shaped_like(a, item) for a, item in zip(adjoint, like)]
     return np.broadcast_to(adjoint, _shape(like)).copy()
 
 
