@@ -1051,3 +1051,19 @@ def test_a_checkpointed_loop_reading_a_list():
         down[k] -= h
         assert bxs[k] == pytest.approx((reads_a_list(up, c) - reads_a_list(down, c)) / (2 * h),
                                        rel=1e-7)
+
+
+def scaled_items_summed_twice(xs, c):
+    items = []
+    for i in range(len(xs)):
+        items.append(xs[i] * c)
+    return sum(items) + sum(items)
+
+
+def test_a_checkpointed_list_summed_twice_adds_its_adjoints_item_by_item():
+    # The loop's list came back from the checkpointed loop, never appended to where it
+    # is summed: its two adjoints were joined ([1.0] * n + [1.0] * n), not added.
+    xs, c = [0.5, -1.5, 2.0], 0.7
+    gx, gc = stack_and_checkpoint(scaled_items_summed_twice, (xs, c), wrt=(0, 1))
+    np.testing.assert_allclose(gx, [2 * c] * 3, rtol=1e-12)
+    assert gc == pytest.approx(2 * sum(xs), rel=1e-12)

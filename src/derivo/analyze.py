@@ -43,7 +43,7 @@ from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .outline import Loop
 from .parse import parameter_names, parse
-from .ssa import is_append, normalize, shared_sources
+from .ssa import CONSUMERS, is_append, normalize, shared_sources
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
 SCALAR_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
@@ -550,10 +550,11 @@ class Analysis:
 
     def compute_lists(self):
         """Names holding Python lists (appended to, or assigned a list), and
-        containers: those, every indexed name, which may be a list too, and every
+        containers: those, every indexed name, which may be a list too, every
         name given to a call of a user function (whose VJP gives back a list for
-        a list).  The adjoint of a container may be a list of adjoints, added
-        element by element."""
+        a list), and every name given whole to ``sum``, ``max``... (a checkpointed
+        loop's list is a list the function never appends to).  The adjoint of a
+        container may be a list of adjoints, added element by element."""
         tree = self.normalized.tree
         self.lists = {s.value.func.value.id for s in S.walk(tree) if is_append(s)}
         self.lists |= {s.targets[0].id for s in S.walk(tree)
@@ -571,6 +572,15 @@ class Analysis:
                             and getattr(call, "user_function", None) is not None
                             for argument in call.args + [k.value for k in call.keywords]
                             if isinstance(argument, S.Name)}
+        self.containers |= {call.args[0].id for call in S.walk(tree) if isinstance(call, S.Call)
+                            and call.args and isinstance(call.args[0], S.Name)
+                            and self._consumes_first_argument(call)}
+
+    def _consumes_first_argument(self, call):
+        """Whether ``call`` iterates its first argument whole (``sum(xs)``,
+        ``max(xs)``, not ``max(a, b)``)."""
+        callee = self.parsed.callee_key(call)
+        return any(callee is c for c in CONSUMERS) and (len(call.args) == 1 or callee is sum)
 
     def compute_read_item_by_item(self):
         """Parameters that may hold containers, that the function never assigns,

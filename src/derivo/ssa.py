@@ -902,7 +902,9 @@ _EVALUATED_FIRST = {S.Assign: "value", S.gast.AugAssign: "value", S.gast.AnnAssi
                     S.Return: "value", S.Expr: "value", S.If: "test", S.For: "iter",
                     S.gast.Assert: "test"}
 #: Functions that consume a generator expression at once, as they would a list.
-_CONSUMERS = (sum, min, max, any, all, list, tuple, sorted, math.fsum, math.prod)
+#: The functions that consume an iterable whole (given a generator expression, ssa
+#: lowers it into the list it would be).
+CONSUMERS = (sum, min, max, any, all, list, tuple, sorted, math.fsum, math.prod)
 
 
 def _lower_comprehensions(block, namer, built, parsed):
@@ -915,7 +917,7 @@ def _lower_comprehensions(block, namer, built, parsed):
     ``while`` test, nor under ``and``, ``or`` or a conditional expression, which
     may skip it); elsewhere the fence refuses it.  A generator expression is
     lowered only as the argument of a function that consumes it at once, as a
-    list would be (``sum``, ``max``, ``all``..., see ``_CONSUMERS``).
+    list would be (``sum``, ``max``, ``all``..., see ``CONSUMERS``).
     The names of the lists go into ``built``: each is filled before its one read,
     and made anew before it is filled again.
     """
@@ -964,13 +966,13 @@ def _lower_comprehensions(block, namer, built, parsed):
 
 def _comprehension_in(stmt, field, parsed):
     """(parent, field, position in the field or None, node) of the first list
-    comprehension, or generator expression given to one of ``_CONSUMERS``, the
+    comprehension, or generator expression given to one of ``CONSUMERS``, the
     statement's ``field`` surely evaluates, or None."""
     pending = [(stmt, field, None, getattr(stmt, field))]
     while pending:
         parent, attr, position, node = pending.pop(0)
         consumed = isinstance(node, S.gast.ListComp) or isinstance(node, S.gast.GeneratorExp) \
-            and isinstance(parent, S.Call) and parsed.callee_key(parent) in _CONSUMERS
+            and isinstance(parent, S.Call) and parsed.callee_key(parent) in CONSUMERS
         if consumed and not any(g.is_async for g in node.generators):
             return parent, attr, position, node
         if not isinstance(node, S.AST) or \
