@@ -639,6 +639,25 @@ def through_a_tuple_gradient(x, y):
     return t[0] * t[1]
 
 
+def product_of_items(xs):
+    return xs[0] * xs[1] * xs[1]
+
+
+GRADIENT_OF_ITEMS = derivo.grad(product_of_items)
+
+
+def through_a_list_gradient(xs):
+    gradient = GRADIENT_OF_ITEMS(xs)
+    return gradient[0] + gradient[1]
+
+
+def test_differentiating_through_a_derivative_of_a_list_is_refused():
+    # its tangent passes took a float direction for the list: TypeError inside them
+    error = refusal(through_a_list_gradient, [1.0, 2.0])
+    assert_points_at(error, line_of(through_a_list_gradient, "GRADIENT_OF_ITEMS(xs)"),
+                     "reads as a list or an array")
+
+
 def test_differentiating_through_a_derivative_of_several_values_is_refused():
     # its vector-Jacobian product multiplied a tuple cotangent elementwise: wrong
     error = refusal(through_a_tuple_gradient, 0.7, 1.3, wrt=(0, 1))

@@ -25,6 +25,18 @@ from .ssa import normalize
 KIND_SUFFIX = {"grad": "grad", "value_and_grad": "value_and_grad", "vjp": "vjp", "jvp": "jvp"}
 
 
+def _read_as_containers(tree, params):
+    """The names of ``params`` that ``tree`` indexes, iterates or takes the length of."""
+    read = {n.value.id for n in S.walk(tree) if isinstance(n, S.Subscript) and
+            isinstance(n.value, S.Name)}
+    read |= {n.iter.id for n in S.walk(tree) if isinstance(n, S.For) and
+             isinstance(n.iter, S.Name)}
+    read |= {n.args[0].id for n in S.walk(tree) if isinstance(n, S.Call) and
+             isinstance(n.func, S.Name) and n.func.id == "len" and n.args and
+             isinstance(n.args[0], S.Name)}
+    return read & set(params)
+
+
 class Build:
     """One generated module under construction."""
 
@@ -90,14 +102,22 @@ class Build:
                 "derivo.hessian or derivo.hvp".format(kind.replace("_", " ")))
         tree = parse(func).tree
         returned = tree.body[-1].value if isinstance(tree.body[-1], S.Return) else None
+        containers = sorted(_read_as_containers(tree, wrt))
+        message = None
         if kind == "vjp" and isinstance(returned, S.Tuple):
             message = (
                 "cannot differentiate through {}, a derivative that returns several values "
                 "(a gradient with respect to several parameters, or a value and a gradient): "
                 "derivo's tangent passes over generated code give one result's derivative; "
                 "take a derivative with respect to one parameter at a time".format(tree.name))
-            if call is None:
-                raise DerivoError(message)
+        elif containers:
+            message = (
+                "cannot differentiate through {} with respect to {}, which it reads as a list "
+                "or an array: derivo's tangent passes over generated code take one float "
+                "direction per parameter".format(tree.name, ", ".join(containers)))
+        if message and call is None:
+            raise DerivoError(message)
+        if message:
             caller, node = call
             raise caller.error(UnsupportedSyntax, node, message, "derivative of a derivative")
         tangent = self.add(func, wrt, "jvp")
