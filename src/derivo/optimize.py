@@ -212,22 +212,18 @@ def _drop_copies(function):
     stores = store_counts(function)
     for arg in function.args.args + function.args.kwonlyargs:
         stores[arg.id] = 2  # a parameter is assigned by every call: never renamed
-    renames, body, touched, comment = {}, [], set(), None
-    for stmt in function.body:
-        if S.is_comment(stmt):
-            comment = stmt
-        if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
-                isinstance(stmt.value, S.Name) and not getattr(stmt, "effects", False):
-            a, b = stmt.targets[0].id, stmt.value.id
-            if stores.get(a) == 1 and stores.get(b) == 1 and b not in renames.values() \
-                    and a not in renames and b not in renames:
-                renames[b] = a
-                touched.add(id(comment))
-                continue
-        body.append(stmt)
-    # A source-line comment left with no code under it goes too.
-    function.body[:] = [stmt for index, stmt in enumerate(body) if not (
-        id(stmt) in touched and (index + 1 == len(body) or S.is_comment(body[index + 1])))]
+    renames, body, index = {}, function.body, 0
+    while index < len(body):
+        stmt = body[index]
+        a = single_target(stmt)
+        b = stmt.value.id if a and isinstance(stmt.value, S.Name) else None
+        if b and not getattr(stmt, "effects", False) and stores.get(a) == 1 and \
+                stores.get(b) == 1 and b not in renames.values() and \
+                a not in renames and b not in renames:
+            renames[b] = a
+            index = _remove(body, index)
+        else:
+            index += 1
     _rename(function, renames)
 
 
@@ -253,8 +249,7 @@ def _read_through_copies_in_blocks(function):
                     all(id(n) in below for n in readers) and b not in S.stored_names(after):
                 for reader in readers:
                     reader.id = b
-                del statements[index]
-                _drop_emptied_comment(statements, index)
+                index = _remove(statements, index)
             else:
                 index += 1
 
@@ -452,8 +447,7 @@ def _store_where_computed(function):
                            and container not in _reads(s) for s in between):
                         stmt.value = computed.value
                         statements[index] = stmt
-                        del statements[later]
-                        _drop_emptied_comment(statements, later)
+                        _remove(statements, later)
                     break
                 if not (S.is_comment(stmt) or _assigned_name(stmt)):
                     break
@@ -531,12 +525,15 @@ def _held_elsewhere(function):
             isinstance(n.ctx, S.Load) and id(n) not in bases | returned}
 
 
-def _drop_emptied_comment(statements, index):
-    """Drop the source-line comment before ``statements[index]`` (a statement just
-    removed) when no code is left under it."""
+def _remove(statements, index):
+    """Delete ``statements[index]``, and the source-line comment above it when no
+    code is left under that; return the index of the statement that followed."""
+    del statements[index]
     if index > 0 and S.is_comment(statements[index - 1]) and \
             (index == len(statements) or S.is_comment(statements[index])):
         del statements[index - 1]
+        return index - 1
+    return index
 
 
 def _first_operand(node):
