@@ -925,3 +925,19 @@ def test_a_list_of_arrays_given_to_scalar_code_gets_the_array_code(f):
     if rest:
         h = H
         assert grads[1] == pytest.approx((f(vs, 0.5 + h) - f(vs, 0.5 - h)) / (2 * h), rel=1e-6)
+
+
+def weighted(c, vs):
+    s = 0.0
+    for i in range(len(vs)):
+        s = s + vs[i] * c
+    return s @ s
+
+
+def test_a_list_of_arrays_not_differentiated_also_gets_the_array_code():
+    # it passed the entry's check, which looked for arrays only: scalar code then
+    # returned an array for the float c
+    vs = [np.array([1.0, 2.0]), np.array([0.5, -1.0])]
+    got = derivo.grad(weighted)(0.7, vs)
+    assert got == pytest.approx((weighted(0.7 + H, vs) - weighted(0.7 - H, vs)) / (2 * H),
+                                rel=1e-6)

@@ -478,7 +478,7 @@ def test_short_results_are_returned_as_expressions():
     # a helper's result, a copy, names assigned in the other order, a name read
     # elsewhere, a line too long
     "bw = unbroadcast(g, w)\nbb = g * 2\nreturn bw, bb",
-    "bx0 = bx\nreturn a, bx0",
+    "bx0 = bx\nbb = g * 2\nreturn bx0, bb",
     "bb = g * 2\nbw = g * 3\nreturn bw, bb",
     "bw = g * 2\nbb = bw * 3\nreturn bw, bb",
     "bw = g * 2 + g * g * 3 + g * g * g * 4\nbb = g * 3 + g * g * 4 + g * g * g * g * 5\n"

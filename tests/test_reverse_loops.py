@@ -1,5 +1,6 @@
 """How loops are reversed: ``loops="stack"`` (default) and ``loops="reversible"``."""
 
+import itertools
 import math
 import tracemalloc
 
@@ -387,10 +388,18 @@ def user_counts_down(xs, c):
     return s
 
 
-def test_a_loop_counting_down_is_walked_up_by_its_reverse():
-    df = derivo.grad(user_counts_down, wrt=(0, 1))
+def user_counts_down_from_the_last_but_one(xs, c):
+    s = c
+    for i in range(len(xs) - 2, -1, -1):
+        s = s * xs[i] + math.sin(s)
+    return s
+
+
+@pytest.mark.parametrize("f", [user_counts_down, user_counts_down_from_the_last_but_one])
+def test_a_loop_counting_down_is_walked_up_by_its_reverse(f):
+    df = derivo.grad(f, wrt=(0, 1))
     args = ([0.3, -0.7, 1.1], 0.8)
-    assert_matches_differences(user_counts_down, args, df(*args))
+    assert_matches_differences(f, args, df(*args))
 
 
 def over_dict_values(d, c):
@@ -418,6 +427,32 @@ def test_a_loop_over_an_iterator_of_constants_is_reversed_over_a_list_of_it(f, a
     h = 1e-6
     assert dc == pytest.approx((f(args[0], args[1] + h) - f(args[0], args[1] - h)) / (2 * h),
                                rel=1e-7)
+
+
+def over_an_endless_count(xs, c):
+    s = 0.0
+    for i, x in zip(itertools.count(), xs):
+        s = s + x * c * i
+    return s
+
+
+def over_an_iterator_read_again(ws, c):
+    it = map(float, ws)
+    s = 0.0
+    for i, w in enumerate(it):
+        s = s + w * c
+        if i == 0:
+            break
+    return s + sum(it) * c
+
+
+@pytest.mark.parametrize("f, args", [
+    (over_an_endless_count, ([1.0, 2.0], 0.5)),            # a list of it never ends
+    (over_an_iterator_read_again, ([1.0, 2.0, 3.0], 0.7)),  # a list of it takes what sum reads
+])
+def test_other_iterators_are_not_made_lists(f, args):
+    with pytest.raises(TypeError):
+        derivo.value_and_grad(f, wrt=1)(*args)
 
 
 def counted_over_reversed(x, c):

@@ -491,20 +491,27 @@ class Analysis:
         return changed
 
     def _maybe_an_iterator(self, sequence):
-        """Whether a loop's sequence, not differentiated, may be an iterator or a
-        view that cannot be indexed (``map(f, xs)``, ``d.values()``): a call of
-        anything but range, list, tuple, sorted or a NumPy function, or a name
-        assigned once such a call."""
+        """Whether a loop's sequence, not differentiated and read by the loop alone,
+        is a dict's view or a ``map``/``filter`` of one that cannot be indexed
+        (``d.values()``, ``map(f, xs)``): the reverse loop indexes a list of it.
+        Other iterators are left alone: one could be endless (``itertools.count()``)."""
         if isinstance(sequence, S.Name):
             values = [s.value for s in S.walk(self.normalized.tree) if isinstance(s, S.Assign)
                       and sequence.id in S.stored_names(s.targets)]
-            sequence = values[0] if len(values) == 1 else None
+            others = sum(isinstance(n, S.Name) and isinstance(n.ctx, S.Load) and
+                         n.id == sequence.id and n is not sequence
+                         for n in S.walk(self.normalized.tree))
+            sequence = values[0] if len(values) == 1 and not others else None
         if not isinstance(sequence, S.Call) or self.parsed.resolve("list") is not list or \
                 self.differentiable_names(sequence) & self.active:
             return False
         callee = self.parsed.callee_key(sequence)
-        return callee not in (range, list, tuple, sorted) and \
-            not (getattr(callee, "__module__", None) or "").startswith("numpy")
+        if callee is map or callee is filter:  # of parameters, or of views
+            return len(sequence.args) > 1 and all(
+                isinstance(a, S.Name) and a.id in tree_params(self.normalized.tree) or
+                self._maybe_an_iterator(a) for a in sequence.args[1:])
+        return isinstance(callee, rules.Method) and \
+            callee.name in ("values", "keys", "items") and not sequence.args
 
     def _loop_form(self, block, loop):
         """(kind, sequences, targets, start, statements to drop) of a for loop over

@@ -26,7 +26,8 @@ KIND_LABELS = {"grad": "Gradient", "value_and_grad": "Value and gradient",
 _NDARRAY = np.ndarray
 _PLAIN_REALS = frozenset({float, int})
 #: What a Derivative's entry reads besides its arguments (see entry_guard).
-_GUARD_GLOBALS = {"derivo_float": float, "derivo_int": int, "derivo_ndarray": _NDARRAY}
+_GUARD_GLOBALS = {"derivo_float": float, "derivo_int": int, "derivo_ndarray": _NDARRAY,
+                  "derivo_containers": frozenset({_NDARRAY, list, tuple})}
 #: The names the entry adds to the generated code: its first parameter, the
 #: Derivative it is bound to, and the guard's globals.
 _ENTRY_NAMES = ("derivo_self", *_GUARD_GLOBALS)
@@ -250,7 +251,8 @@ def entry_guard(function, checked, arrays, names=None):
 
     A differentiated argument (a name in ``checked``) must be a float or an int,
     or in array code a real array; an argument of scalar code must not be an
-    array (that call switches to array code).  ``names`` renames the names the
+    array, a list or a tuple (the checked call switches to array code for an array
+    or a list holding one).  ``names`` renames the names the
     guard reads (see :func:`_entry_names`).  "" when there is nothing to check.
     """
     names = dict(zip(_ENTRY_NAMES, _ENTRY_NAMES), **(names or {}))
@@ -259,7 +261,8 @@ def entry_guard(function, checked, arrays, names=None):
     real = "({arg}.__class__ is {derivo_float} or {arg}.__class__ is {derivo_int})"
     real_array = ("({arg}.__class__ is {derivo_ndarray} and {arg}.dtype.kind in 'fiu' or "
                   + real[1:])
-    not_array = "{arg}.__class__ is not {derivo_ndarray}"
+    # an array, or a list that may hold arrays, takes the checked call (to array code)
+    not_array = "{arg}.__class__ not in {derivo_containers}"
     params = list(inspect.signature(function).parameters.values())
     # parse makes positional-only parameters ordinary ones, and *args is refused
     assert all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)

@@ -239,19 +239,19 @@ def _read_through_copies_in_blocks(function):
             continue
         index = 0
         while index < len(statements):
-            copy = statements[index]
-            a, after = single_target(copy), statements[index + 1:]
-            b = copy.value.id if a and isinstance(copy.value, S.Name) else None
-            readers = [n for n in S.walk(function) if isinstance(n, S.Name) and n.id == a and
-                       isinstance(n.ctx, S.Load)] if b else []
-            below = {id(n) for n in S.walk(after)}
-            if b and stores[a] == 1 and not getattr(copy, "effects", False) and \
-                    all(id(n) in below for n in readers) and b not in S.stored_names(after):
-                for reader in readers:
-                    reader.id = b
-                index = _remove(statements, index)
-            else:
-                index += 1
+            copy, a = statements[index], single_target(statements[index])
+            if a and isinstance(copy.value, S.Name) and stores[a] == 1 and \
+                    not getattr(copy, "effects", False):
+                b, after = copy.value.id, statements[index + 1:]
+                readers = [n for n in S.walk(function) if isinstance(n, S.Name) and
+                           n.id == a and isinstance(n.ctx, S.Load)]
+                below = {id(n) for n in S.walk(after)}
+                if all(id(n) in below for n in readers) and b not in S.stored_names(after):
+                    for reader in readers:
+                        reader.id = b
+                    index = _remove(statements, index)
+                    continue
+            index += 1
 
 
 def _drop_recomputations(function):
@@ -332,6 +332,12 @@ def _shape_source(value):
     return None
 
 
+def load_counts(tree):
+    """{name: how many times ``tree`` reads it}."""
+    return collections.Counter(n.id for n in S.walk(tree)
+                               if isinstance(n, S.Name) and isinstance(n.ctx, S.Load))
+
+
 def store_counts(tree):
     """{name: how many times ``tree`` assigns it} (parameters count once)."""
     return collections.Counter(n.id for n in S.walk(tree)
@@ -398,8 +404,7 @@ def _fold_single_uses(function):
     statement: nothing else is evaluated between its old place and its new one.
     """
     stores = store_counts(function)
-    loads = collections.Counter(n.id for n in S.walk(function)
-                                if isinstance(n, S.Name) and isinstance(n.ctx, S.Load))
+    loads = load_counts(function)
     for statements in S.blocks(function):
         index = 0
         while index + 1 < len(statements):
@@ -428,8 +433,7 @@ def _store_where_computed(function):
     moving the store up changes nothing they see.
     """
     stores = store_counts(function)
-    loads = collections.Counter(n.id for n in S.walk(function)
-                                if isinstance(n, S.Name) and isinstance(n.ctx, S.Load))
+    loads = load_counts(function)
     held = _held_elsewhere(function)
     for statements in S.blocks(function):
         for index, computed in enumerate(statements):
@@ -472,8 +476,7 @@ def _return_short_results(function):
         return
     results = final.value.elts if isinstance(final.value, S.Tuple) else [final.value]
     stores = store_counts(function)
-    loads = collections.Counter(n.id for n in S.walk(function)
-                                if isinstance(n, S.Name) and isinstance(n.ctx, S.Load))
+    loads = load_counts(function)
     assigned = [stmt for stmt in body[:-1] if not S.is_comment(stmt)][-len(results):]
     if len(assigned) != len(results) or any(
             not isinstance(result, S.Name) or single_target(stmt) != result.id or

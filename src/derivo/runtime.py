@@ -232,8 +232,10 @@ def shaped_like(adjoint, like):
         if _shape(adjoint) == _shape(like):
             return adjoint
     except ValueError:  # a ragged list: of arrays, or of arrays and zeros
-        if not isinstance(adjoint, list):
+        if not isinstance(adjoint, (list, tuple)):
             adjoint = [adjoint] * len(like)
+        if len(adjoint) != len(like):
+            raise
         return [shaped_like(a, item) for a, item in zip(adjoint, like)]
     return np.broadcast_to(adjoint, _shape(like)).copy()
 

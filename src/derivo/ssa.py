@@ -901,7 +901,6 @@ def is_append(stmt):
 _EVALUATED_FIRST = {S.Assign: "value", S.gast.AugAssign: "value", S.gast.AnnAssign: "value",
                     S.Return: "value", S.Expr: "value", S.If: "test", S.For: "iter",
                     S.gast.Assert: "test"}
-#: Functions that consume a generator expression at once, as they would a list.
 #: The functions that consume an iterable whole (given a generator expression, ssa
 #: lowers it into the list it would be).
 CONSUMERS = (sum, min, max, any, all, list, tuple, sorted, math.fsum, math.prod)

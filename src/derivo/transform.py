@@ -25,15 +25,21 @@ from .ssa import normalize
 KIND_SUFFIX = {"grad": "grad", "value_and_grad": "value_and_grad", "vjp": "vjp", "jvp": "jvp"}
 
 
+#: Calls that read an argument as a whole list or array.
+_WHOLE_READERS = {"len", "sum", "list", "tuple", "zip", "enumerate", "reversed", "sorted",
+                  "asarray", "array", "shape", "size", "stack", "concatenate", "zeros_for"}
+
+
 def _read_as_containers(tree, params):
-    """The names of ``params`` that ``tree`` indexes, iterates or takes the length of."""
+    """The names of ``params`` that ``tree`` indexes, iterates, or gives to a call
+    that reads it whole (``len(xs)``, ``np.asarray(xs)``)."""
     read = {n.value.id for n in S.walk(tree) if isinstance(n, S.Subscript) and
             isinstance(n.value, S.Name)}
     read |= {n.iter.id for n in S.walk(tree) if isinstance(n, S.For) and
              isinstance(n.iter, S.Name)}
-    read |= {n.args[0].id for n in S.walk(tree) if isinstance(n, S.Call) and
-             isinstance(n.func, S.Name) and n.func.id == "len" and n.args and
-             isinstance(n.args[0], S.Name)}
+    read |= {a.id for n in S.walk(tree) if isinstance(n, S.Call) and
+             getattr(n.func, "id", getattr(n.func, "attr", None)) in _WHOLE_READERS
+             for a in n.args if isinstance(a, S.Name)}
     return read & set(params)
 
 
@@ -62,7 +68,8 @@ class Build:
 
     def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None):
         """Transform ``func`` and append its derivative; return the new function's name.
-        ``call`` is (the parsed caller, the call) when a caller's call needs it."""
+        ``call`` is (the parsed caller, the call) when a caller calls the derivative,
+        for the location of an error."""
         if kind != "jvp" and is_generated(func):
             return self.add_over_tangents(func, wrt, kind, tuple_wrt, name, call)
         parsed = parse(func)
@@ -95,16 +102,16 @@ class Build:
         one tangent pass per parameter in ``wrt``.  Its reverse sweep pops a
         stack, which reverse mode cannot undo; its tangent code needs no stack.
         Exact, and as cheap as reverse mode for a few parameters."""
-        if self.arrays:
-            raise DerivoError(
-                "cannot take the {} of derivo-generated code over arrays yet: it takes one "
-                "tangent pass per parameter, which derivo does only for floats; use "
-                "derivo.hessian or derivo.hvp".format(kind.replace("_", " ")))
         tree = parse(func).tree
         returned = tree.body[-1].value if isinstance(tree.body[-1], S.Return) else None
         containers = sorted(_read_as_containers(tree, wrt))
         message = None
-        if kind == "vjp" and isinstance(returned, S.Tuple):
+        if self.arrays:
+            message = (
+                "cannot take the {} of derivo-generated code over arrays yet: it takes one "
+                "tangent pass per parameter, which derivo does only for floats; use "
+                "derivo.hessian or derivo.hvp".format(kind.replace("_", " ")))
+        elif kind == "vjp" and isinstance(returned, S.Tuple):
             message = (
                 "cannot differentiate through {}, a derivative that returns several values "
                 "(a gradient with respect to several parameters, or a value and a gradient): "
