@@ -215,7 +215,8 @@ class Competitors:
 
 
 class Candidate:
-    """One timed callable: fn called with args written out (fn(a0, a1)) per call; `scale` multiplies its time (extrapolation)."""
+    """One timed callable: fn(a0, a1, ...) per call (see _timing.call_timer); `scale`
+    multiplies its time (extrapolation)."""
 
     def __init__(self, fn, args, scale=1.0, reference=None):
         self.fn = fn

@@ -492,7 +492,8 @@ def _return_short_results(function):
 
 
 def _arithmetic(node):
-    """Operators on names and numbers, and calls of a module's function (``math.cos``)."""
+    """Operators on names and numbers, and calls of a name's attribute without
+    keywords (``math.cos(x)``, ``x.sum()``)."""
     return isinstance(node, (S.BinOp, S.UnaryOp, S.Call)) and all(
         isinstance(n, (S.BinOp, S.UnaryOp, S.Name, S.Constant, S.gast.operator,
                        S.gast.unaryop, S.gast.expr_context)) or

@@ -128,7 +128,9 @@ class Sweep:
         are sure to pass: X is a parameter the function reads only item by item,
         at integer positions (``X[i]`` with i counting a range, ``X[2]``), and no
         item it reads is a container itself.  Then X's adjoint starts as
-        ``zeros_for(X)``, and no other name ever holds it or an item of it."""
+        ``zeros_for(X)``, and no other name ever holds it or an item of it.  In
+        scalar code, where the items are numbers, an add into a position surely
+        still zero becomes a store (see :func:`_assign_first_add`)."""
         assignments = [n for n in S.walk(function) if isinstance(n, (S.Assign, S.AugAssign))]
         for ident in self.analysis.read_item_by_item:
             name = self.adjoint(ident)
