@@ -457,3 +457,21 @@ def test_a_derivative_copies_deep_copies_and_pickles():
         assert isinstance(twin, derivo.Derivative)
         assert twin.source == df.source
         assert_close(twin(1.5, -2.0), df(1.5, -2.0))
+
+
+def read_whole_and_as_numbers(c, vs, n, alias):
+    first = alias
+    return math.sin(c) * vs[0] + n * c + first
+
+
+def test_parameters_read_as_numbers_alone_are_checked_for_arrays_only():
+    # The entry of scalar code sends a list given for a parameter the code may read
+    # whole to the checked call (it may hold arrays); the others pay one test.
+    whole = derivo.analyze.parameters_read_whole(read_whole_and_as_numbers)
+    assert whole == {"vs", "alias"}
+    df = derivo.grad(read_whole_and_as_numbers)
+    guard = derivo.api.entry_guard(df.derivo_function, {"c"}, False,
+                                   numbers={"c", "n"})
+    assert "n.__class__ is not derivo_ndarray" in guard
+    assert "vs.__class__ not in derivo_containers" in guard
+    assert_close(df(0.5, [2.0], 3.0, 1.0), math.cos(0.5) * 2.0 + 3.0)

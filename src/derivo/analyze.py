@@ -1325,6 +1325,29 @@ def parameter_writes(func, arrays, _seen=frozenset()):
     return written & params
 
 
+def parameters_read_whole(func):
+    """The parameters of ``func`` its code may read as a list or an array: every
+    one read other than as an operand of arithmetic or a comparison, or as an
+    argument of a ``math`` function.  (The entry of scalar code sends a list or an
+    array given for one of them to the checked call; see ``api.entry_guard``.)"""
+    parsed = parse(func)
+    tree = parsed.tree
+    args = tree.args
+    params = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+    parents = {id(child): parent for parent in S.walk(tree)
+               for child in S.gast.iter_child_nodes(parent)}
+
+    def as_number(node):
+        parent = parents.get(id(node))
+        if isinstance(parent, (S.BinOp, S.UnaryOp, S.Compare)):
+            return True
+        return isinstance(parent, S.Call) and node in parent.args and \
+            getattr(parsed.resolve_callee(parent), "__module__", None) == "math"
+
+    return {n.id for n in S.walk(tree.body) if isinstance(n, S.Name) and n.id in params
+            and isinstance(n.ctx, S.Load) and not as_number(n)}
+
+
 def sequence_arithmetic(func, _seen=frozenset()):
     """Where ``func`` applies + or * to what it reads from its parameters:
     {parameter: (depth, error)}, the shallowest depth at which a value read from

@@ -14,7 +14,7 @@ import numpy as np
 from . import __version__, cache, codegen
 from .errors import DerivoError
 from .parse import parse
-from .analyze import sequence_arithmetic
+from .analyze import parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
 from .transform import Build, uses_numpy
 
@@ -244,16 +244,17 @@ class Derivative(metaclass=_DerivativeType):
         return path
 
 
-def entry_guard(function, checked, arrays, names=None):
+def entry_guard(function, checked, arrays, names=None, numbers=()):
     """The statement a :class:`Derivative`'s entry runs before the generated code
     ``function``: a call whose arguments are not of the types the code was
     generated for goes to ``derivo_self._call_checked(args, kwargs)``.
 
     A differentiated argument (a name in ``checked``) must be a float or an int,
     or in array code a real array; an argument of scalar code must not be an
-    array, a list or a tuple (the checked call switches to array code for an array
-    or a list holding one).  ``names`` renames the names the
-    guard reads (see :func:`_entry_names`).  "" when there is nothing to check.
+    array, nor a list or a tuple unless its code reads it only as a number (a name
+    in ``numbers``): the checked call switches to array code for an array or a
+    list holding one.  ``names`` renames the names the guard reads (see
+    :func:`_entry_names`).  "" when there is nothing to check.
     """
     names = dict(zip(_ENTRY_NAMES, _ENTRY_NAMES), **(names or {}))
     # x.__class__ rather than type(x): one attribute read costs less than a call,
@@ -261,8 +262,9 @@ def entry_guard(function, checked, arrays, names=None):
     real = "({arg}.__class__ is {derivo_float} or {arg}.__class__ is {derivo_int})"
     real_array = ("({arg}.__class__ is {derivo_ndarray} and {arg}.dtype.kind in 'fiu' or "
                   + real[1:])
-    # an array, or a list that may hold arrays, takes the checked call (to array code)
-    not_array = "{arg}.__class__ not in {derivo_containers}"
+    not_array = "{arg}.__class__ is not {derivo_ndarray}"
+    # a list that may hold arrays takes the checked call too (to array code)
+    not_container = "{arg}.__class__ not in {derivo_containers}"
     params = list(inspect.signature(function).parameters.values())
     # parse makes positional-only parameters ordinary ones, and *args is refused
     assert all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)
@@ -272,7 +274,8 @@ def entry_guard(function, checked, arrays, names=None):
         if param.name in checked:
             tests.append((real_array if arrays else real).format(arg=param.name, **names))
         elif not arrays:
-            tests.append(not_array.format(arg=param.name, **names))
+            test = not_array if param.name in numbers else not_container
+            tests.append(test.format(arg=param.name, **names))
     if not tests:
         return ""
     fallback = "{}._call_checked(({}{}), {{{}}})".format(
@@ -360,7 +363,8 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
         compiled.__kwdefaults__ = func.__kwdefaults__
         checked = names if kind in _TYPE_CHECKED_KINDS else ()
         entry_names = _entry_names(compiled)
-        guard = entry_guard(compiled, set(checked), arrays, entry_names)
+        numbers = {p.name for p in _parameters(func)} - parameters_read_whole(func)
+        guard = entry_guard(compiled, set(checked), arrays, entry_names, numbers)
         entry_code = codegen.compile_with_prologue(compiled, source, guard,
                                                    entry_names["derivo_self"])
         return Generated(compiled, source, module.namespace, module.user_sources, module,
