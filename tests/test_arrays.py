@@ -941,3 +941,18 @@ def test_a_list_of_arrays_not_differentiated_also_gets_the_array_code():
     got = derivo.grad(weighted)(0.7, vs)
     assert got == pytest.approx((weighted(0.7 + H, vs) - weighted(0.7 - H, vs)) / (2 * H),
                                 rel=1e-6)
+
+
+def nested_weighted(c, vs):
+    s = 0.0
+    for i in range(len(vs)):
+        for j in range(len(vs[i])):
+            s = s + vs[i][j] * c
+    return s @ s
+
+
+def test_lists_of_lists_of_arrays_get_the_array_code_too():
+    vs = [[np.array([1.0, 2.0]), np.array([0.5, -1.0])], [np.array([2.0, 0.3])]]
+    got = derivo.grad(nested_weighted)(0.7, vs)
+    expected = (nested_weighted(0.7 + H, vs) - nested_weighted(0.7 - H, vs)) / (2 * H)
+    assert got == pytest.approx(expected, rel=1e-6)
