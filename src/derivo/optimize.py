@@ -40,7 +40,8 @@ def is_number(node):
     return _number(node) is not None
 
 
-def _is(node, value):
+def is_literal(node, value):
+    """Whether ``node`` is a numeric literal equal to ``value`` (``-1`` for -1)."""
     number = _number(node)
     return number is not None and number == value
 
@@ -59,7 +60,7 @@ class _Simplify(S.NodeTransformer):
 
     def visit_BinOp(self, node):
         if isinstance(node.op, S.Mult) and isinstance(node.right, S.BinOp) and \
-                isinstance(node.right.op, S.Div) and _is(node.right.left, 1):
+                isinstance(node.right.op, S.Div) and is_literal(node.right.left, 1):
             # g * (1 / y) is g / y (before 1 / 3 folds to a rounded 0.333...)
             node = S.binop(node.left, S.Div(), node.right.right)
         self.generic_visit(node)
@@ -71,13 +72,13 @@ class _Simplify(S.NodeTransformer):
                 Fraction(a) / Fraction(b) == Fraction(a / b):
             return _constant(a / b)  # only exact quotients: 1.0 / 2.0, not 1 / 3
         if isinstance(op, S.Mult):
-            if _is(right, 1):
+            if is_literal(right, 1):
                 return left
-            if _is(left, 1):
+            if is_literal(left, 1):
                 return right
-            if _is(right, -1):
+            if is_literal(right, -1):
                 return self.visit(S.neg(left))
-            if _is(left, -1):
+            if is_literal(left, -1):
                 return self.visit(S.neg(right))
             if isinstance(right, S.UnaryOp) and isinstance(right.op, S.USub):
                 return S.neg(S.binop(left, S.Mult(), right.operand))
@@ -91,9 +92,9 @@ class _Simplify(S.NodeTransformer):
             # dx * x + x * dx, the tangent of x * x: one product, doubled (exact:
             # a * b is b * a, and adding a number to itself only doubles it)
             return S.binop(left, S.Mult(), S.const(2))
-        if isinstance(op, S.Pow) and _is(right, 1):
+        if isinstance(op, S.Pow) and is_literal(right, 1):
             return left
-        if isinstance(op, S.Div) and _is(right, 1):
+        if isinstance(op, S.Div) and is_literal(right, 1):
             return left
         return node
 

@@ -685,14 +685,14 @@ def _distinct(iterable, namespace, values):
     distinct non-negative positions: ``range(n)`` or ``range(k, n)`` with k a
     number, maybe sliced, maybe reversed, maybe named (``values`` holds what a
     name assigned once was assigned)."""
-    if _calls(iterable, reversed, namespace):
+    if _calls_builtin(iterable, reversed, namespace):
         iterable = iterable.args[0]
     if isinstance(iterable, S.Name):
         iterable = values.get(iterable.id)
     if isinstance(iterable, S.Subscript) and isinstance(iterable.slice, S.Slice) and \
             iterable.slice.step is None:
         iterable = iterable.value
-    if not _calls(iterable, range, namespace) or len(iterable.args) > 2:
+    if not _calls_builtin(iterable, range, namespace) or len(iterable.args) > 2:
         return False
     start = iterable.args[0] if len(iterable.args) == 2 else None
     return start is None or isinstance(start, S.Constant) and type(start.value) is int \
@@ -701,17 +701,12 @@ def _distinct(iterable, namespace, values):
 
 def _counts_down(iterable, namespace):
     """Whether ``iterable`` is ``range(n - 1, -1, -1)``, which ``range(n)`` reverses."""
-    if not (_calls(iterable, range, namespace) and len(iterable.args) == 3):
+    if not (_calls_builtin(iterable, range, namespace) and len(iterable.args) == 3):
         return False
     first, stop, step = iterable.args
     return isinstance(first, S.BinOp) and isinstance(first.op, S.Sub) and \
-        _is_constant(first.right, 1) and _is_constant(stop, -1) and _is_constant(step, -1)
-
-
-def _is_constant(node, value):
-    if isinstance(node, S.UnaryOp) and isinstance(node.op, S.USub):
-        return _is_constant(node.operand, -value)
-    return isinstance(node, S.Constant) and type(node.value) is int and node.value == value
+        optimize.is_literal(first.right, 1) and optimize.is_literal(stop, -1) and \
+        optimize.is_literal(step, -1)
 
 
 def _values_of_names_assigned_once(function):
@@ -721,7 +716,7 @@ def _values_of_names_assigned_once(function):
             isinstance(stmt.targets[0], S.Name) and counts[stmt.targets[0].id] == 1}
 
 
-def _calls(node, builtin, namespace):
+def _calls_builtin(node, builtin, namespace):
     """Whether ``node`` calls ``builtin`` with positional arguments."""
     return isinstance(node, S.Call) and isinstance(node.func, S.Name) and \
         namespace.get(node.func.id, getattr(builtins, node.func.id, None)) is builtin and \
