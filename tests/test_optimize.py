@@ -77,6 +77,11 @@ def function(source):
     return S.parse_function(textwrap.dedent(source))
 
 
+def function_of(params, body):
+    """The source of ``def f(params):`` with ``body`` (unindented lines) under it."""
+    return "def f({}):\n{}\n".format(params, textwrap.indent(body, "    "))
+
+
 def optimized(source, mark=None, shape_readers=()):
     """Statement lines of ``source`` after optimize; ``mark`` (a line) gets ``effects``."""
     tree = function(source)
@@ -364,8 +369,7 @@ def test_a_temporary_read_once_by_the_next_statement_folds_into_it():
     "t1 = a + b\nd = a * 2\nc = np.exp(t1)\nreturn c + d",
 ])
 def test_other_temporaries_stay(source):
-    body = textwrap.indent(source, "    ")
-    assert optimized("def f(a, b, x):\n" + body + "\n") == source.splitlines()
+    assert optimized(function_of("a, b, x", source)) == source.splitlines()
 
 
 def shapes_read(source):
@@ -393,8 +397,7 @@ def test_a_shape_is_read_from_the_name_a_temporary_has_it_from():
     "t1 = r * r\nreturn zeros_for(g, t1)",
 ])
 def test_other_shapes_are_read_where_they_were(source):
-    body = textwrap.indent(source, "    ")
-    assert shapes_read("def f(r, g):\n" + body + "\n") == source.splitlines()
+    assert shapes_read(function_of("r, g", source)) == source.splitlines()
 
 
 def test_a_copy_read_by_an_item_store_is_stored_in_its_place():
@@ -485,8 +488,7 @@ def test_short_results_are_returned_as_expressions():
     "return bw, bb",
 ])
 def test_other_results_keep_their_names(source):
-    body = textwrap.indent(source, "    ")
-    assert optimized("def f(a, g, w, bx):\n" + body + "\n") == source.splitlines()
+    assert optimized(function_of("a, g, w, bx", source)) == source.splitlines()
 
 
 def test_a_result_assigned_with_effects_keeps_its_name():
@@ -519,5 +521,4 @@ def test_a_copy_in_a_loop_is_read_through():
     "for i in range(n):\n    b = a\ns += b",
 ])
 def test_other_copies_in_a_loop_stay(loop):
-    body = textwrap.indent("s = 0.0\n" + loop + "\nreturn s, a", "    ")
-    assert "b = a" in optimized("def f(a, n):\n" + body + "\n")
+    assert "b = a" in optimized(function_of("a, n", "s = 0.0\n" + loop + "\nreturn s, a"))

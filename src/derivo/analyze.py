@@ -496,12 +496,9 @@ class Analysis:
         (``d.values()``, ``map(f, xs)``): the reverse loop indexes a list of it.
         Other iterators are left alone: one could be endless (``itertools.count()``)."""
         if isinstance(sequence, S.Name):
-            values = [s.value for s in S.walk(self.normalized.tree) if isinstance(s, S.Assign)
-                      and sequence.id in S.stored_names(s.targets)]
-            others = sum(isinstance(n, S.Name) and isinstance(n.ctx, S.Load) and
-                         n.id == sequence.id and n is not sequence
-                         for n in S.walk(self.normalized.tree))
-            sequence = values[0] if len(values) == 1 and not others else None
+            tree = self.normalized.tree
+            others = S.load_counts(tree)[sequence.id] - any(n is sequence for n in S.walk(tree))
+            sequence = None if others else S.values_assigned_once(tree).get(sequence.id)
         if not isinstance(sequence, S.Call) or self.parsed.resolve("list") is not list or \
                 self.differentiable_names(sequence) & self.active:
             return False

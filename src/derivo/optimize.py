@@ -16,7 +16,6 @@ Multiplications by zero are never folded: ``0 * inf`` is ``nan``, and the
 generated code must propagate NaN and inf exactly like the user's function.
 """
 
-import collections
 import operator
 import re
 from fractions import Fraction
@@ -175,7 +174,7 @@ def _fold_seeds(function):
     by its value, simplifying where it lands: ``bx = bout / x`` becomes
     ``bx = 1.0 / x``, ``bx += -bout * math.cos(x)`` becomes ``bx += -math.cos(x)``.
     An assignment that folding leaves a number (``bt = bout``) is folded next."""
-    stores = store_counts(function)
+    stores = S.store_counts(function)
     seeds = {s.targets[0].id: s.value for s in S.walk(function)
              if getattr(s, "seed", False) and stores.get(s.targets[0].id) == 1}
 
@@ -210,13 +209,13 @@ def _drop_copies(function):
     parameter: b is renamed a and the copy goes (``by1 = bresult1`` after
     ``bresult, bresult1 = bresults`` becomes ``bresult, by1 = bresults``).
     With one assignment each, a and b hold the same value wherever either is read."""
-    stores = store_counts(function)
+    stores = S.store_counts(function)
     for arg in function.args.args + function.args.kwonlyargs:
         stores[arg.id] = 2  # a parameter is assigned by every call: never renamed
     renames, body, index = {}, function.body, 0
     while index < len(body):
         stmt = body[index]
-        a = single_target(stmt)
+        a = S.single_target(stmt)
         b = stmt.value.id if a and isinstance(stmt.value, S.Name) else None
         if b and not getattr(stmt, "effects", False) and stores.get(a) == 1 and \
                 stores.get(b) == 1 and b not in renames.values() and \
@@ -234,13 +233,13 @@ def _read_through_copies_in_blocks(function):
     reverse loop of ``sum(f(x) for x in xs)`` had ``bt4 = bt3; bt2 = bt4``).  b is
     not assigned further down the block, so it holds the copied value wherever a
     was read.  (Copies at the top level are :func:`_drop_copies`'.)"""
-    stores = store_counts(function)
+    stores = S.store_counts(function)
     for statements in S.blocks(function):
         if statements is function.body:
             continue
         index = 0
         while index < len(statements):
-            copy, a = statements[index], single_target(statements[index])
+            copy, a = statements[index], S.single_target(statements[index])
             if a and isinstance(copy.value, S.Name) and stores[a] == 1 and \
                     not getattr(copy, "effects", False):
                 b, after = copy.value.id, statements[index + 1:]
@@ -265,7 +264,7 @@ def _drop_recomputations(function):
     changed in place: arithmetic alone (a list display would be a new list), and
     neither name written into, given to a call, or asked for a method.
     """
-    stores = store_counts(function.body)
+    stores = S.store_counts(function.body)
     params = {arg.id for arg in function.args.args + function.args.kwonlyargs}
     exposed = _exposed_to_changes(function)
 
@@ -274,7 +273,7 @@ def _drop_recomputations(function):
 
     computed, renames, body = {}, {}, []
     for stmt in function.body:
-        target = single_target(stmt)
+        target = S.single_target(stmt)
         if target and unchanging(target) and target not in exposed and \
                 not getattr(stmt, "effects", False) and _pure_arithmetic(stmt.value) and \
                 all(unchanging(name) for name in _reads(stmt.value)):
@@ -298,11 +297,11 @@ def _shapes_from_sources(function, shape_readers):
     method, so its shape is the same wherever it is read.  Forms that change a
     list's length (``r + r``, ``r * 2``) do not count.
     """
-    stores = store_counts(function)
+    stores = S.store_counts(function)
     exposed = _exposed_to_changes(function, harmless=shape_readers)
     same_shape = {}
     for stmt in S.walk(function):
-        target = single_target(stmt)
+        target = S.single_target(stmt)
         source = _shape_source(stmt.value) if target else None
         if source and stores[target] == 1 and stores[source] == 1 and source not in exposed:
             same_shape[target] = source
@@ -333,16 +332,6 @@ def _shape_source(value):
     return None
 
 
-def load_counts(tree):
-    """{name: how many times ``tree`` reads it}."""
-    return collections.Counter(n.id for n in S.walk(tree)
-                               if isinstance(n, S.Name) and isinstance(n.ctx, S.Load))
-
-
-def store_counts(tree):
-    """{name: how many times ``tree`` assigns it} (parameters count once)."""
-    return collections.Counter(n.id for n in S.walk(tree)
-                               if isinstance(n, S.Name) and not isinstance(n.ctx, S.Load))
 
 
 def _rename(function, renames):
@@ -383,7 +372,7 @@ def _merge_contributions(function):
         index = 0
         while index + 1 < len(statements):
             first, second = statements[index], statements[index + 1]
-            name = single_target(first)
+            name = S.single_target(first)
             update = _update_of(second, name) if name else None
             if update is not None and name not in _reads(update[1]) and \
                     not any(getattr(s, "effects", False) for s in (first, second)):
@@ -404,14 +393,14 @@ def _fold_single_uses(function):
     Only arithmetic moves, and only into the first operand of the next
     statement: nothing else is evaluated between its old place and its new one.
     """
-    stores = store_counts(function)
-    loads = load_counts(function)
+    stores = S.store_counts(function)
+    loads = S.load_counts(function)
     for statements in S.blocks(function):
         index = 0
         while index + 1 < len(statements):
             first, second = statements[index], statements[index + 1]
-            name = single_target(first)
-            use = _first_operand(second.value) if single_target(second) else None
+            name = S.single_target(first)
+            use = _first_operand(second.value) if S.single_target(second) else None
             if name and _TEMPORARY.match(name) and stores[name] == loads[name] == 1 and \
                     _pure_arithmetic(first.value) and isinstance(use, S.Name) and \
                     use.id == name and not any(getattr(s, "effects", False)
@@ -433,12 +422,12 @@ def _store_where_computed(function):
     store reads or bc, and neither they nor e read bX, which no other name holds:
     moving the store up changes nothing they see.
     """
-    stores = store_counts(function)
-    loads = load_counts(function)
+    stores = S.store_counts(function)
+    loads = S.load_counts(function)
     held = _held_elsewhere(function)
     for statements in S.blocks(function):
         for index, computed in enumerate(statements):
-            name = single_target(computed)
+            name = S.single_target(computed)
             if not name or stores[name] != 1 or loads[name] != 1 or \
                     getattr(computed, "effects", False):
                 continue
@@ -476,11 +465,11 @@ def _return_short_results(function):
     if not isinstance(final, S.Return) or final.value is None:
         return
     results = final.value.elts if isinstance(final.value, S.Tuple) else [final.value]
-    stores = store_counts(function)
-    loads = load_counts(function)
+    stores = S.store_counts(function)
+    loads = S.load_counts(function)
     assigned = [stmt for stmt in body[:-1] if not S.is_comment(stmt)][-len(results):]
     if len(assigned) != len(results) or any(
-            not isinstance(result, S.Name) or single_target(stmt) != result.id or
+            not isinstance(result, S.Name) or S.single_target(stmt) != result.id or
             stores[result.id] != 1 or loads[result.id] != 1 or
             getattr(stmt, "effects", False) or not _arithmetic(stmt.value)
             for stmt, result in zip(assigned, results)):
@@ -517,7 +506,7 @@ def _assigned_name(stmt):
     """The name ``stmt`` assigns when it is ``name = e`` or ``name += e``, else None."""
     if isinstance(stmt, S.AugAssign) and isinstance(stmt.target, S.Name):
         return stmt.target.id
-    return single_target(stmt)
+    return S.single_target(stmt)
 
 
 def _held_elsewhere(function):
@@ -564,19 +553,13 @@ def _replace(tree, old, new):
     return Replace().visit(tree)
 
 
-def single_target(stmt):
-    if isinstance(stmt, S.Assign) and len(stmt.targets) == 1 and \
-            isinstance(stmt.targets[0], S.Name):
-        return stmt.targets[0].id
-    return None
-
 
 def _update_of(stmt, name):
     """(op, e) when ``stmt`` is ``name += e``, ``name -= e`` or ``name = name +/- e``."""
     if isinstance(stmt, S.AugAssign) and isinstance(stmt.op, (S.Add, S.Sub)) and \
             isinstance(stmt.target, S.Name) and stmt.target.id == name:
         return stmt.op, stmt.value
-    value = stmt.value if single_target(stmt) == name else None
+    value = stmt.value if S.single_target(stmt) == name else None
     if isinstance(value, S.BinOp) and isinstance(value.op, (S.Add, S.Sub)) and \
             isinstance(value.left, S.Name) and value.left.id == name:
         return value.op, value.right

@@ -178,13 +178,13 @@ class Sweep:
         the list of copies goes."""
         pops = {name for name, obj in self.module.namespace.items()
                 if obj is runtime.pop_adjoint}
-        stores = optimize.store_counts(function)
+        stores = S.store_counts(function)
         places = _places(function)
         constant = {arg.id for arg in function.args.args + function.args.kwonlyargs} | {
             name for stmt in S.walk(function) if isinstance(stmt, S.Assign) and
             not places[id(stmt)][1] for name in S.stored_names(stmt.targets)}
         for stmt in function.body:
-            name = optimize.single_target(stmt)
+            name = S.single_target(stmt)
             value = stmt.value if name else None
             if not (isinstance(value, S.BinOp) and isinstance(value.op, S.Mult) and
                     isinstance(value.left, S.List) and len(value.left.elts) == 1):
@@ -658,7 +658,7 @@ def _assign_first_add(function, zeros, add, namespace):
             isinstance(add.target.slice, S.Name) and \
             add.target.slice.id == getattr(loop.target, "id", None) and \
             loop.target.id not in S.stored_names(loop.body) and \
-            _distinct(loop.iter, namespace, _values_of_names_assigned_once(function))
+            _distinct(loop.iter, namespace, S.values_assigned_once(function))
     if first:
         add_block[add_block.index(add)] = S.copy_location(
             S.gast.Assign(targets=[add.target], value=add.value, type_comment=None), add)
@@ -707,13 +707,6 @@ def _counts_down(iterable, namespace):
     return isinstance(first, S.BinOp) and isinstance(first.op, S.Sub) and \
         optimize.is_literal(first.right, 1) and optimize.is_literal(stop, -1) and \
         optimize.is_literal(step, -1)
-
-
-def _values_of_names_assigned_once(function):
-    counts = optimize.store_counts(function)
-    return {stmt.targets[0].id: stmt.value for stmt in S.walk(function)
-            if isinstance(stmt, S.Assign) and len(stmt.targets) == 1 and
-            isinstance(stmt.targets[0], S.Name) and counts[stmt.targets[0].id] == 1}
 
 
 def _calls_builtin(node, builtin, namespace):

@@ -5,6 +5,7 @@ in gast's node classes (which broke tangent) or in astor touches one file.
 Trees are gast trees; node classes are re-exported for ``isinstance`` checks.
 """
 
+import collections
 import re
 
 import astor
@@ -36,6 +37,33 @@ def is_derivo(obj):
 def stored_names(tree):
     """Names a tree (or a list of trees) assigns: targets of assignments and loops."""
     return {n.id for n in walk(tree) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+
+
+def load_counts(tree):
+    """{name: how many times ``tree`` reads it}."""
+    return collections.Counter(n.id for n in walk(tree)
+                               if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load))
+
+
+def store_counts(tree):
+    """{name: how many times ``tree`` assigns it} (parameters count once)."""
+    return collections.Counter(n.id for n in walk(tree)
+                               if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load))
+
+
+def single_target(stmt):
+    """The name ``stmt`` assigns when it is ``name = e``, else None."""
+    if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 and \
+            isinstance(stmt.targets[0], gast.Name):
+        return stmt.targets[0].id
+    return None
+
+
+def values_assigned_once(tree):
+    """{name: e} for each name ``tree`` assigns once, by ``name = e``."""
+    counts = store_counts(tree)
+    return {stmt.targets[0].id: stmt.value for stmt in walk(tree)
+            if single_target(stmt) and counts[stmt.targets[0].id] == 1}
 
 
 def blocks(tree):
