@@ -5,8 +5,8 @@ horner(coefficients, x) runs one trip per coefficient (highest degree first):
     value = (((c0 * x + c1) * x + c2) * x + ...)
 
 Its gradient with respect to the list is the list of powers of x, and with respect to x the
-derivative polynomial. derivo's reverse sweep walks the list backwards and adds each
-coefficient's adjoint into one list (``bcoefficients[i] += bc``), so the gradient costs time
+derivative polynomial. derivo's reverse sweep walks the list backwards and stores each
+coefficient's adjoint in one list (``bcoefficients[i] = bvalue``), so the gradient costs time
 linear in the degree, as the loop does.
 
     python examples/horner.py

@@ -717,6 +717,35 @@ def test_an_array_read_from_a_list_unused_gets_a_zero_array():
     assert isinstance(g1, np.ndarray) and g1.shape == (3,) and not g1.any()
 
 
+def layer_loss(params, x):
+    W, (b, c) = params
+    return np.sum(np.tanh(W @ x + b) * c)
+
+
+def test_the_gradient_of_nested_tuples_of_arrays_has_their_structure():
+    W, b, c = np.arange(6.0).reshape(2, 3) / 10, np.array([0.1, -0.2]), np.array([1.0, 2.0])
+    x = np.array([0.5, -1.0, 2.0])
+    gW, (gb, gc) = grads = derivo.grad(layer_loss)((W, (b, c)), x)
+    assert type(grads) is tuple and type(grads[1]) is tuple
+    for index, gradient in enumerate((gW, gb, gc)):
+        def part(value, index=index):
+            parts = [W, b, c]
+            parts[index] = value
+            return layer_loss((parts[0], (parts[1], parts[2])), x)
+        np.testing.assert_allclose(gradient, numeric_gradient(part, [[W, b, c][index]], 0),
+                                   rtol=1e-6, atol=1e-9)
+    lists = derivo.grad(layer_loss)([W, [b, c]], x)
+    assert type(lists) is list and type(lists[1]) is list
+    np.testing.assert_array_equal(lists[1][1], gc)
+
+
+def test_an_unread_array_in_a_tuple_gets_a_zero_array():
+    gp, gx = derivo.grad(lambda p, x: np.sum(x * x), wrt=(0, 1))((np.ones(2), 2.0), np.ones(3))
+    assert type(gp) is tuple and gp[1] == 0.0
+    assert type(gp[0]) is np.ndarray and gp[0].shape == (2,) and not gp[0].any()
+    np.testing.assert_array_equal(gx, 2 * np.ones(3))
+
+
 def half_square_sum(x):
     return np.sum(x * x) / 2.0
 

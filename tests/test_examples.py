@@ -18,6 +18,7 @@ from examples.horner import horner, horner_grad, squared_error, squared_error_gr
 from examples.nesting import curvature, penalized, penalized_grad, slope
 from examples.path import (length_grad, path_length, segment_lengths, segments_grad,
                            unit_vector_difference)
+from examples.robust_line import KEEP, fit, points, trimmed_loss, trimmed_loss_grad
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p.name for p in (REPO / "examples").glob("*.py") if p.stem != "__init__")
@@ -83,3 +84,25 @@ def test_horner_squared_error_gradient_through_a_call_not_inlined():
         down[k] -= h
         expected = (squared_error(up, xs, ys) - squared_error(down, xs, ys)) / (2 * h)
         assert gradient[k] == pytest.approx(expected, rel=1e-7)
+
+
+@pytest.mark.parametrize("params", [(0.0, 0.0), (1.5, 2.0), (2.1, 0.7)])
+def test_trimmed_loss_gradient_is_a_tuple_matching_finite_differences(params):
+    xs, ys = points()
+    gradient = trimmed_loss_grad(params, xs, ys)
+    assert type(gradient) is tuple and {type(g) for g in gradient} == {float}
+    h = 1e-6
+    for i in range(2):
+        up, down = list(params), list(params)
+        up[i] += h
+        down[i] -= h
+        expected = (trimmed_loss(tuple(up), xs, ys) - trimmed_loss(tuple(down), xs, ys)) / (2 * h)
+        assert gradient[i] == pytest.approx(expected, rel=1e-6)
+
+
+def test_the_trimmed_fit_ignores_the_outliers():
+    xs, ys = points()
+    slope, intercept = fit((0.0, 0.0), xs, ys)
+    assert slope == pytest.approx(2.0, abs=0.02) and intercept == pytest.approx(1.0, abs=0.1)
+    residuals = sorted(abs(slope * x + intercept - y) for x, y in zip(xs, ys))
+    assert residuals[KEEP] > 10  # the three outliers are the points it does not fit

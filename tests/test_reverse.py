@@ -1532,6 +1532,61 @@ def test_gradient_with_respect_to_a_list_is_a_list():
     assert derivo.grad(list_loop)([1.5, 2.0, 3.0]) == [3.0, 4.0, 6.0]
 
 
+def largest_square(xs):
+    return max(x * x for x in xs) + min([x for x in xs if x > 0.0])
+
+
+def spread(xs):
+    ys = sorted(xs)
+    return ys[-1] - ys[0] + ys[1] * ys[2]
+
+
+@pytest.mark.parametrize("f", [largest_square, spread])
+def test_max_min_and_sorted_of_lists(f):
+    xs = [0.3, -1.7, 0.9, 0.4]
+    gradient = derivo.grad(f)(xs)
+    h = 1e-6
+    for i in range(len(xs)):
+        up, down = list(xs), list(xs)
+        up[i] += h
+        down[i] -= h
+        assert gradient[i] == pytest.approx((f(up) - f(down)) / (2 * h), abs=1e-7)
+
+
+def test_the_hessian_through_sorted():
+    # sorted, [0.3, -1.7, 0.9, 0.4] is [-1.7, 0.3, 0.4, 0.9]: ys[1] * ys[2] is
+    # xs[0] * xs[3], the one term of spread that is not linear
+    hessian = derivo.hessian(spread)([0.3, -1.7, 0.9, 0.4])
+    assert hessian.tolist() == [[0.0, 0.0, 0.0, 1.0], [0.0] * 4, [0.0] * 4,
+                                [1.0, 0.0, 0.0, 0.0]]
+
+def pair_product(p, x):
+    a, b = p
+    return a * b * x
+
+
+def test_gradient_with_respect_to_a_tuple_is_a_tuple_of_floats():
+    # as JAX and autograd give it (the generated code keeps it as an array)
+    gp, gx = derivo.grad(pair_product, wrt=(0, 1))((1.5, 2.0), 3.0)
+    assert gp == (6.0, 4.5) and type(gp) is tuple and {type(g) for g in gp} == {float}
+    assert gx == 3.0
+    value, gp = derivo.value_and_grad(pair_product)((1.5, 2), x=3.0)
+    assert value == 9.0 and gp == (6.0, 4.5) and type(gp) is tuple
+    assert derivo.grad(pair_product)([1.5, 2.0], 3.0) == [6.0, 4.5]
+
+
+def unused_sequence(p, x):
+    return x * x
+
+
+@pytest.mark.parametrize("p, zero", [([1.0, 2.0], [0.0, 0.0]), ((1.0, 2.0), (0.0, 0.0)),
+                                     ([[1.0], [2.0, 3.0]], [[0.0], [0.0, 0.0]])])
+def test_a_list_or_tuple_nothing_reads_gets_zeros_in_its_structure(p, zero):
+    gp, gx = derivo.grad(unused_sequence, wrt=(0, 1))(p, 3.0)
+    assert gp == zero and type(gp) is type(zero) and type(gp[0]) is type(zero[0])
+    assert gx == 6.0
+
+
 # --- programs the fuzzer (tests/test_fuzz.py) found derivo getting wrong --------
 
 

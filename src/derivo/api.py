@@ -66,6 +66,29 @@ def _holds_array(value, item_types=None):
     return not types <= _PLAIN_REALS and any(map(_holds_array, value))
 
 
+def _in_structure(gradient, value, item_types=None):
+    """``gradient`` in the structure of the argument ``value``, as JAX and autograd
+    give it: a tuple for a tuple and a list for a list, at every depth, Python
+    floats for its numbers, zeros where nothing reached.  The generated code keeps
+    the adjoint of a tuple of numbers as an array, and leaves 0.0 for a list it
+    never read.  ``item_types``: the types of value's items, when collected."""
+    kind = type(value)
+    if kind is _NDARRAY:
+        return gradient if np.shape(gradient) == value.shape else \
+            np.broadcast_to(gradient, value.shape).astype(float)
+    if kind is not list and kind is not tuple:
+        return float(gradient) if isinstance(gradient, np.floating) or \
+            type(gradient) is _NDARRAY and gradient.ndim == 0 else gradient
+    items = set(map(type, value)) if item_types is None else item_types
+    if kind is list and type(gradient) is list and len(gradient) == len(value) and \
+            items <= _PLAIN_REALS:  # the common case, a list of numbers: as it is
+        return gradient
+    if not (isinstance(gradient, (list, tuple)) or np.ndim(gradient) > 0) or \
+            len(gradient) != len(value):
+        gradient = [gradient] * len(value)
+    return kind(map(_in_structure, gradient, value))
+
+
 def _nesting(value):
     """How deep lists and tuples nest in ``value``: 0 for a number or an array."""
     if isinstance(value, (list, tuple)):
@@ -154,22 +177,46 @@ class Derivative(metaclass=_DerivativeType):
         # the types of each list's items, collected once at C speed for both checks:
         # this runs on every call with a list
         item_types = {id(v): set(map(type, v)) for v in values if type(v) in (list, tuple)}
-        if self._checked:
-            self._check_arguments(args, kwargs, item_types)
+        differentiated, structured = self._check_arguments(args, kwargs, item_types) \
+            if self._checked else ((), False)
         # scalar code called with arrays, or lists of them, switches to array code
         if self._scalar_only and any(_holds_array(v, item_types.get(id(v))) for v in values):
-            return self._for_arrays()(*args, **kwargs)
-        return self._function(*args, **kwargs)
+            result = self._for_arrays()(*args, **kwargs)
+            structured = bool(item_types)
+        else:
+            result = self._function(*args, **kwargs)
+        return self._in_structure(result, differentiated, item_types) if structured else result
+
+    def _in_structure(self, result, values, item_types):
+        """``result`` with the gradient of each list or tuple in ``values`` (the
+        differentiated arguments) in its structure (see :func:`_in_structure`)."""
+        grads = result[1] if self.kind == "value_and_grad" else result
+        single = len(values) == 1 and not self._tuple_wrt
+        grads = [gradient if type(value) not in (list, tuple) else
+                 _in_structure(gradient, value, item_types[id(value)])
+                 for gradient, value in zip((grads,) if single else grads, values)]
+        grads = grads[0] if single else tuple(grads)
+        return (result[0], grads) if self.kind == "value_and_grad" else grads
 
     def _check_arguments(self, args, kwargs, item_types):
         """Refuse a differentiated argument that is not real: a string, None, a
         bool or a complex number would give a meaningless derivative.  Refuse a
         list or tuple the function would join or repeat with + or *, whose
-        adjoint would be silently wrong."""
+        adjoint would be silently wrong.
+
+        Returns the differentiated arguments, and whether a gradient may need its
+        argument's structure: the scalar code gives a list of numbers its list of
+        adjoints, but keeps a tuple's as an array, and leaves 0.0 for an empty
+        list (for array code, see _call_checked).
+        """
+        values, structured = [], False
         for index, name in self._checked:
             value = args[index] if index is not None and index < len(args) else \
                 kwargs.get(name, _DEFAULT)
-            flat = type(value) in (list, tuple) and item_types[id(value)] <= _PLAIN_REALS
+            values.append(value)
+            kind = type(value)
+            flat = (kind is list or kind is tuple) and item_types[id(value)] <= _PLAIN_REALS
+            structured = structured or kind is tuple or kind is list and not (flat and value)
             if value is not _DEFAULT and not flat and not _is_real(value):
                 raise DerivoError(
                     "{}: cannot differentiate with respect to {}={}: derivo differentiates "
@@ -180,6 +227,7 @@ class Derivative(metaclass=_DerivativeType):
                 depth, error = self._sequence_arithmetic[name]
                 if depth < (1 if flat else _nesting(value)):
                     raise error
+        return values, structured
 
     @functools.cached_property
     def _sequence_arithmetic(self):

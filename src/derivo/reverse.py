@@ -219,9 +219,8 @@ class Sweep:
                 return S.call(self.runtime("shaped_like"), S.name(self.adjoint(ident)),
                               S.name(ident))
             return S.name(self.adjoint(ident))
-        if self.arrays:
-            return S.call(self.runtime("zero_gradient"), S.name(ident))
-        return S.const(0.0)
+        # not 0.0 in scalar code either: the argument may be a list or a tuple
+        return S.call(self.runtime("zero_gradient"), S.name(ident))
 
     # --- primal sweep ------------------------------------------------------------
 

@@ -56,11 +56,11 @@ def _ndim(value):
 
 def zero_gradient(like):
     """The gradient of an argument nothing depends on: zero of its shape (a list
-    of them for a list, as a list's gradient is)."""
+    of them for a list, a tuple for a tuple, as their gradients are)."""
     if isinstance(like, np.ndarray):
         return np.zeros(np.shape(like))
-    if type(like) is list:
-        return [zero_gradient(item) for item in like]
+    if type(like) is list or type(like) is tuple:
+        return type(like)(map(zero_gradient, like))
     return 0.0
 
 
@@ -267,6 +267,32 @@ def getitem_vjp(adjoint, like, index):
                 out[position] = value
         return out
     np.add.at(out, index, adjoint)
+    return out
+
+
+def first_equal_vjp(adjoint, ans, items):
+    """Adjoint of ``max(items)`` or ``min(items)`` of one list: all of it goes to
+    the first item equal to the result, the one Python's max and min return."""
+    out = zeros_for(items)
+    out[list(items).index(ans)] = adjoint
+    return out
+
+
+def _sorting_order(items):
+    """The positions of ``items`` in the order ``sorted(items)`` lists them (both stable)."""
+    return sorted(range(len(items)), key=items.__getitem__)
+
+
+def sort_like(tangent, items):
+    """``tangent`` (a list's) in the order ``sorted(items)`` puts the items."""
+    return [tangent[position] for position in _sorting_order(items)]
+
+
+def unsort(adjoint, items):
+    """Adjoint of ``sorted(items)``: each item's adjoint back where the item was."""
+    out = zeros_for(items)
+    for position, value in zip(_sorting_order(items), adjoint):
+        out[position] = value
     return out
 
 

@@ -7,6 +7,9 @@ table is tested without anyone writing a test for it:
   finite differences;
 - the dot-product test ``<JVP(v), u> == <v, VJP(u)>``: the JVP is built from the
   rule's partials, the VJP is derivo's generated reverse-mode code.
+
+The rules of functions of a whole list (``sum``, ``max(xs)``, ``sorted``, ``list``) are
+VJPs; the tests at the end check each against finite differences and its JVP.
 """
 
 import importlib.util
@@ -127,3 +130,64 @@ def test_templates_are_parsed_once():
     rule = rules.lookup(math.sin, 1)
     assert rule.templates[0].body is rules.lookup(math.sin, 1).templates[0].body
     assert S.expr_source(rule.templates[0].body) == "math.cos(x)"
+
+
+# --- functions of a whole list: sum, max, min, sorted, list, tuple (VJP rules) ---
+# Each contracts the function's output with weights us, so that its gradient with
+# respect to xs is the VJP of the weights and its tangent the JVP contracted with them.
+
+def whole_sum(xs, us):
+    return sum(xs) * us[0]
+
+
+def whole_max(xs, us):
+    return max(xs) * us[0]
+
+
+def whole_min(xs, us):
+    return min(xs) * us[0]
+
+
+def whole_sorted(xs, us):
+    ys = sorted(xs)
+    total = 0.0
+    for i in range(len(ys)):
+        total = total + us[i] * ys[i]
+    return total
+
+
+def whole_copies(xs, us):
+    ys = list(xs)
+    zs = tuple(x * x for x in ys)
+    return ys[0] * us[0] + zs[1] * us[1] + zs[2] * us[2]
+
+
+WHOLE_LIST = [whole_sum, whole_max, whole_min, whole_sorted, whole_copies]
+
+
+@pytest.mark.parametrize("f", WHOLE_LIST, ids=lambda f: f.__name__)
+def test_a_whole_list_rule_matches_finite_differences(f):
+    xs, us = [0.3, 1.7, -0.4, 0.9], [0.5, -1.25, 2.0, 0.75]
+    gradient = derivo.grad(f)(xs, us)
+    assert type(gradient) is list
+    expected = [central_difference(lambda *items: f(list(items), us), xs, i)
+                for i in range(len(xs))]
+    assert gradient == pytest.approx(expected, rel=1e-6, abs=1e-8)
+
+
+@pytest.mark.parametrize("f", WHOLE_LIST, ids=lambda f: f.__name__)
+def test_a_whole_list_rule_dot_product(f):
+    generator = random.Random(f.__name__)
+    xs = [generator.uniform(-2, 2) for _ in range(5)]
+    us = [generator.uniform(-2, 2) for _ in range(5)]
+    v = [generator.uniform(-2, 2) for _ in range(5)]
+    _, jvp = derivo.tangent(f)(v, xs, us)
+    vjp = derivo.grad(f)(xs, us)
+    assert jvp == pytest.approx(sum(a * b for a, b in zip(v, vjp)), rel=1e-12)
+
+
+def test_max_and_min_of_a_list_give_a_tie_to_the_first_item_as_python_does():
+    assert derivo.grad(whole_max)([1.0, 3.0, 3.0], [2.0]) == [0.0, 2.0, 0.0]
+    assert derivo.grad(whole_min)([1.0, -3.0, -3.0], [2.0]) == [0.0, 2.0, 0.0]
+    # sorted is stable: of two equal items, the first keeps the first place
+    assert derivo.grad(whole_sorted)([2.0, 1.0, 2.0], [1.0, 10.0, 100.0]) == [10.0, 1.0, 100.0]

@@ -54,11 +54,11 @@ PRELUDE = """\
 import numpy as np
 
 from derivo.runtime import (add_adjoints, add_at, addable, copy_of, dot_vjp_left, dot_vjp_right, einsum_vjp,
-                            expand, extremum_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
-                            inner_vjp_right, log, log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp,
-                            owned, part, pop_adjoint, scalar_seed, shaped_like, split_like,
-                            swap_last, transpose_vjp, unbroadcast, unstack, vstack_vjp,
-                            zero_gradient, zeroed)
+                            expand, extremum_vjp, first_equal_vjp, getitem_vjp, hstack_vjp,
+                            inner_vjp_left, inner_vjp_right, log, log_times, matmul_vjp_left,
+                            matmul_vjp_right, norm_vjp, owned, part, pop_adjoint, scalar_seed,
+                            shaped_like, sort_like, split_like, swap_last, transpose_vjp,
+                            unbroadcast, unsort, unstack, vstack_vjp, zero_gradient, zeroed)
 
 L4 = np.zeros(4)
 L5 = np.zeros(5)
@@ -67,6 +67,7 @@ L31 = np.zeros((3, 1))
 L34 = np.zeros((3, 4))
 L234 = np.zeros((2, 3, 4))
 LIST3 = [1.0, 2.0, 3.0]
+UNSORTED = [2.0, -1.0, 2.0, 0.5]
 IDX = np.array([0, 2, 2, 1])
 PERM = np.array([1, 2, 0])
 MASK = np.array([[True, False, True, True],
@@ -207,6 +208,12 @@ for _expr, _shape in (("getitem_vjp(x0, L34, 1)", (4,)), ("getitem_vjp(x0, L5, s
                       ("np.array(getitem_vjp(x0, LIST3, slice(0, 2)))", (2,))):
     probe(runtime.getitem_vjp, _expr, normal(*_shape))
 probe(runtime.getitem_vjp, "getitem_vjp(x0, x1, IDX)", normal(4, 4), normal(3, 4))
+
+# Of max(xs), min(xs) and sorted(xs) of a list (ties: UNSORTED holds 2.0 twice).
+probe(runtime.first_equal_vjp, "np.array(first_equal_vjp(x0, 2.0, UNSORTED))", normal())
+probe(runtime.first_equal_vjp, "first_equal_vjp(x0, 2.0, np.array(UNSORTED))", normal())
+probe(runtime.unsort, "np.array(unsort(x0, UNSORTED))", normal(4))
+probe(runtime.sort_like, "np.array(sort_like(x0, UNSORTED))", normal(4))
 for _expr, _shape in (("part(x0, 1)", (3, 4)), ("part(x0, (slice(None), 2))", (3, 4)),
                       ("part(x0, IDX[[0, 1, 3]])", (3, 4)), ("part(x0, MASK)", (3, 4)),
                       ("part(x0, 2)", ())):

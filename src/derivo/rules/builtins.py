@@ -1,14 +1,16 @@
 """Partial derivatives of Python's operators, builtins and the math module.
 
 One entry per primitive: ``defpartials(f, d f/d arg0, d f/d arg1, ...)``, each a
-lambda of ``(ans, *args)`` where ``ans = f(*args)``; ``sum`` of a sequence, not
-elementwise, gives its VJP instead (``defvjp``).
+lambda of ``(ans, *args)`` where ``ans = f(*args)``; a function of a whole list
+(``sum``, ``max(xs)``, ``sorted``, ``list``), not elementwise, gives its VJP instead
+(``defvjp``).
 """
 
 import math
 
 from .. import syntax as S
-from ..runtime import copysign_one, log_times
+from ..runtime import (add_adjoints, copysign_one, first_equal_vjp, log_times, unsort,
+                       zeros_for)
 from . import defpartials, defvjp, nondifferentiable, without_rule
 
 
@@ -28,9 +30,16 @@ defpartials(S.UAdd, lambda ans, x: 1, label="unary +")
 defpartials(abs, lambda ans, x: copysign_one(x))
 defpartials(float, lambda ans, x: 1)
 defpartials(pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_times(ans, x))
-# Ties go to the first argument, as Python's min and max return the first.
+# Ties go to the first argument (of a list, to the first item equal to the result),
+# as Python's min and max return the first.
 defpartials(max, lambda ans, x, y: 1.0 if x >= y else 0.0, lambda ans, x, y: 0.0 if x >= y else 1.0)
 defpartials(min, lambda ans, x, y: 1.0 if x <= y else 0.0, lambda ans, x, y: 0.0 if x <= y else 1.0)
+defvjp(max, lambda g, ans, iterable: first_equal_vjp(g, ans, iterable))
+defvjp(min, lambda g, ans, iterable: first_equal_vjp(g, ans, iterable))
+defvjp(sorted, lambda g, ans, iterable: unsort(g, iterable))
+# copies: the items' adjoints, in a list of their own
+defvjp(list, lambda g, ans, iterable: add_adjoints(zeros_for(iterable), g))
+defvjp(tuple, lambda g, ans, iterable: add_adjoints(zeros_for(iterable), g))
 defvjp(sum, lambda g, ans, iterable, start=0: [g] * len(iterable), lambda g, ans, iterable, start=0: g)
 nondifferentiable(int, round, bool, len, range, isinstance, print)
 without_rule(divmod)  # its remainder has a derivative (x % y has a rule)

@@ -11,11 +11,16 @@ JVP is the primitive applied to the tangent.
 import numpy as np
 
 from .. import syntax as S
-from ..runtime import expand, norm_vjp, prod_vjp
+from ..runtime import expand, norm_vjp, prod_vjp, sort_like
 from . import GETITEM, Method, defjvp
 
 # --- builtins --------------------------------------------------------------------
 
+defjvp(max, lambda t, ans, iterable: t[list(iterable).index(ans)])
+defjvp(min, lambda t, ans, iterable: t[list(iterable).index(ans)])
+defjvp(sorted, lambda t, ans, iterable: sort_like(t, iterable))
+defjvp(list, lambda t, ans, iterable: list(t))
+defjvp(tuple, lambda t, ans, iterable: tuple(t))
 defjvp(sum, lambda t, ans, iterable, start=0: sum(t), lambda t, ans, iterable, start=0: t)
 
 # --- NumPy ------------------------------------------------------------------------
