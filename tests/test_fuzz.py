@@ -38,7 +38,8 @@ branches and loops; tuple assignment, swaps and rotations; new locals first
 assigned inside a branch or loop; calls to generated helpers (one or two
 parameters, a default, keyword arguments, tuple results unpacked by the
 caller, helpers calling helpers, calls inside expressions and conditions);
-min/max (two and three arguments)/abs; pass, assert, bare strings.  Every
+min/max (two and three arguments)/abs; max, min, sorted, sum, list and tuple of a
+list or tuple of values; pass, assert, bare strings.  Every
 update is contractive or additive (wrapped in tanh/sin/cos, scaled by 0.5, ...)
 so values stay bounded and finite differences stay meaningful.
 
@@ -106,6 +107,7 @@ FEATURES = frozenset({
     "helper_nested",  # helpers calling helpers
     "helper_expr",    # helper calls inside expressions and conditions
     "minmax",         # min / max / abs
+    "whole_list",     # max, min, sorted, sum, list, tuple of a list or tuple of values
     "intmix",         # loop counters and n used as numbers in float arithmetic
     "param_assign",   # assignments to the (differentiated) parameters themselves
     "mod",            # float % (jumps; points near them are rejected)
@@ -213,7 +215,7 @@ class _Gen:
         and defined (denominators and log/sqrt arguments are kept positive)."""
         if depth <= 0:
             return self.atom(scope)
-        kind = self.pick(18)
+        kind = self.pick(19)
         d = depth - 1
         if kind == 0:
             return self.atom(scope)
@@ -264,6 +266,11 @@ class _Gen:
                 self.expr(scope, d), self.atom(scope))
         if kind == 16 and self.has("mod"):  # jumps at multiples of 0.7 (rejected near them)
             return "({} % 0.7)".format(self.expr(scope, d))
+        if kind == 17 and self.has("whole_list"):
+            items = ", ".join(self.expr(scope, d) for _ in range(2 + self.pick(2)))
+            return self.choose(("max([{}])", "min(({},))", "sorted([{}])[1]",
+                                "sum(sorted(({},)))", "list(({},))[-1]",
+                                "tuple([{}])[0]")).format(items)
         return "({} * {})".format(self.atom(scope), self.expr(scope, d))
 
     def cond(self, scope, depth=1):
