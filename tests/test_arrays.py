@@ -746,6 +746,17 @@ def test_an_unread_array_in_a_tuple_gets_a_zero_array():
     np.testing.assert_array_equal(gx, 2 * np.ones(3))
 
 
+def copied_product(a):
+    ys = list(a)
+    return ys[0] * ys[1]
+
+
+def test_an_array_copied_into_a_list_gets_an_array_gradient():
+    gradient = derivo.grad(copied_product)(np.array([0.3, -1.2, 2.5]))
+    assert type(gradient) is np.ndarray
+    np.testing.assert_array_equal(gradient, [-1.2, 0.3, 0.0])
+
+
 def half_square_sum(x):
     return np.sum(x * x) / 2.0
 

@@ -38,6 +38,10 @@ def simplified(text):
     ("1 / 3", "1 / 3"),
     ("dx * x + x * dx", "dx * x * 2"),
     ("a * b[i] + b[i] * a", "a * b[i] * 2"),
+    # 1.0 times a bool or an int is a float: the fold keeps that
+    ("1.0 * (x > 1.0)", "float(x > 1.0)"),
+    ("any(items) * 1.0", "float(any(items))"),
+    ("1 * (x > 1.0)", "x > 1.0"),
 ])
 def test_simplify_rule(before, after):
     assert simplified(before) == after

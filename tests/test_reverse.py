@@ -1560,6 +1560,67 @@ def test_the_hessian_through_sorted():
     assert hessian.tolist() == [[0.0, 0.0, 0.0, 1.0], [0.0] * 4, [0.0] * 4,
                                 [1.0, 0.0, 0.0, 0.0]]
 
+def masked(x):
+    return (x > 1.0) * x
+
+
+def masked_by_not(x):
+    return x * (not x > 3.0)
+
+
+@pytest.mark.parametrize("f, x, expected", [(masked, 2.0, 1.0), (masked, 0.5, 0.0),
+                                            (masked_by_not, 2.0, 1.0),
+                                            (masked_by_not, 4.0, 0.0)])
+def test_the_gradient_of_a_mask_times_a_value_is_a_float(f, x, expected):
+    gradient = derivo.grad(f)(x)
+    assert gradient == expected and type(gradient) is float
+
+def sorted_in_a_branch(xs, flag):
+    zs = sorted(xs)
+    if flag:
+        return zs[0] * 2.0
+    return 1.0
+
+
+def copied_rows(p):
+    ys = list(p)
+    return ys[0][0] * ys[1][1]
+
+
+def copied_tuple_in_a_loop(xs, n):
+    ys = tuple(xs)
+    s = 0.0
+    i = 0
+    while i < n:
+        s = s + ys[i]
+        i = i + 1
+    return s
+
+
+def read_in_a_loop(xs, n):
+    s = 0.0
+    i = 0
+    while i < n:
+        s = s + xs[i] ** 2
+        i = i + 1
+    return s
+
+
+@pytest.mark.parametrize("loops", ["stack", "reversible", "checkpoint"])
+def test_whole_list_rules_where_no_adjoint_reaches_the_list(loops):
+    assert derivo.grad(sorted_in_a_branch, loops=loops)([0.3, -1.2, 2.5], False) == \
+        [0.0, 0.0, 0.0]
+    assert derivo.grad(sorted_in_a_branch, loops=loops)([0.3, -1.2, 2.5], True) == \
+        [0.0, 2.0, 0.0]
+    assert derivo.grad(copied_tuple_in_a_loop, loops=loops)([0.3, -1.2], 0) == [0.0, 0.0]
+    assert derivo.grad(copied_tuple_in_a_loop, loops=loops)((0.3, -1.2), 1) == (1.0, 0.0)
+    assert derivo.grad(read_in_a_loop, loops=loops)([1.0, 2.0], 0) == [0.0, 0.0]
+
+
+def test_a_copied_list_of_lists():
+    assert derivo.grad(copied_rows)([[1.0, 2.0], [3.0, 4.0]]) == [[4.0, 0.0], [0.0, 1.0]]
+    assert derivo.grad(copied_rows)(((1.0, 2.0), (3.0, 4.0))) == ((4.0, 0.0), (0.0, 1.0))
+
 def pair_product(p, x):
     a, b = p
     return a * b * x

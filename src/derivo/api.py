@@ -68,14 +68,15 @@ def _holds_array(value, item_types=None):
 
 def _in_structure(gradient, value, item_types=None):
     """``gradient`` in the structure of the argument ``value``, as JAX and autograd
-    give it: a tuple for a tuple and a list for a list, at every depth, Python
-    floats for its numbers, zeros where nothing reached.  The generated code keeps
-    the adjoint of a tuple of numbers as an array, and leaves 0.0 for a list it
-    never read.  ``item_types``: the types of value's items, when collected."""
+    give it: a tuple for a tuple, a list for a list and an array for an array, at
+    every depth, zeros where nothing reached.  The generated code keeps the
+    adjoint of a tuple of numbers as an array (its items come back as Python
+    floats), and leaves 0.0 for a container no adjoint reached.  ``item_types``:
+    the types of value's items, when collected."""
     kind = type(value)
     if kind is _NDARRAY:
-        return gradient if np.shape(gradient) == value.shape else \
-            np.broadcast_to(gradient, value.shape).astype(float)
+        return gradient if type(gradient) is _NDARRAY and gradient.shape == value.shape else \
+            np.broadcast_to(np.asarray(gradient, dtype=float), value.shape).copy()
     if kind is not list and kind is not tuple:
         return float(gradient) if isinstance(gradient, np.floating) or \
             type(gradient) is _NDARRAY and gradient.ndim == 0 else gradient
@@ -177,21 +178,27 @@ class Derivative(metaclass=_DerivativeType):
         # the types of each list's items, collected once at C speed for both checks:
         # this runs on every call with a list
         item_types = {id(v): set(map(type, v)) for v in values if type(v) in (list, tuple)}
-        differentiated, structured = self._check_arguments(args, kwargs, item_types) \
-            if self._checked else ((), False)
+        differentiated = self._check_arguments(args, kwargs, item_types) if self._checked else ()
         # scalar code called with arrays, or lists of them, switches to array code
         if self._scalar_only and any(_holds_array(v, item_types.get(id(v))) for v in values):
             result = self._for_arrays()(*args, **kwargs)
-            structured = bool(item_types)
         else:
             result = self._function(*args, **kwargs)
-        return self._in_structure(result, differentiated, item_types) if structured else result
+        # a list or a tuple differentiated: its gradient in its structure
+        return self._in_structure(result, differentiated, item_types) if item_types else result
 
     def _in_structure(self, result, values, item_types):
         """``result`` with the gradient of each list or tuple in ``values`` (the
         differentiated arguments) in its structure (see :func:`_in_structure`)."""
         grads = result[1] if self.kind == "value_and_grad" else result
         single = len(values) == 1 and not self._tuple_wrt
+        for gradient, value in zip((grads,) if single else grads, values):
+            if type(value) is tuple or type(value) is list and not (
+                    type(gradient) is list and len(gradient) == len(value) and
+                    item_types[id(value)] <= _PLAIN_REALS):
+                break
+        else:  # the common case, lists of numbers with lists of adjoints: as they are
+            return result
         grads = [gradient if type(value) not in (list, tuple) else
                  _in_structure(gradient, value, item_types[id(value)])
                  for gradient, value in zip((grads,) if single else grads, values)]
@@ -204,19 +211,14 @@ class Derivative(metaclass=_DerivativeType):
         list or tuple the function would join or repeat with + or *, whose
         adjoint would be silently wrong.
 
-        Returns the differentiated arguments, and whether a gradient may need its
-        argument's structure: the scalar code gives a list of numbers its list of
-        adjoints, but keeps a tuple's as an array, and leaves 0.0 for an empty
-        list (for array code, see _call_checked).
+        Returns the differentiated arguments.
         """
-        values, structured = [], False
+        values = []
         for index, name in self._checked:
             value = args[index] if index is not None and index < len(args) else \
                 kwargs.get(name, _DEFAULT)
             values.append(value)
-            kind = type(value)
-            flat = (kind is list or kind is tuple) and item_types[id(value)] <= _PLAIN_REALS
-            structured = structured or kind is tuple or kind is list and not (flat and value)
+            flat = type(value) in (list, tuple) and item_types[id(value)] <= _PLAIN_REALS
             if value is not _DEFAULT and not flat and not _is_real(value):
                 raise DerivoError(
                     "{}: cannot differentiate with respect to {}={}: derivo differentiates "
@@ -227,7 +229,7 @@ class Derivative(metaclass=_DerivativeType):
                 depth, error = self._sequence_arithmetic[name]
                 if depth < (1 if flat else _nesting(value)):
                     raise error
-        return values, structured
+        return values
 
     @functools.cached_property
     def _sequence_arithmetic(self):

@@ -72,9 +72,9 @@ class _Simplify(S.NodeTransformer):
             return _constant(a / b)  # only exact quotients: 1.0 / 2.0, not 1 / 3
         if isinstance(op, S.Mult):
             if is_literal(right, 1):
-                return left
+                return _as_float_if(left, right)
             if is_literal(left, 1):
-                return right
+                return _as_float_if(right, left)
             if is_literal(right, -1):
                 return self.visit(S.neg(left))
             if is_literal(left, -1):
@@ -96,6 +96,21 @@ class _Simplify(S.NodeTransformer):
         if isinstance(op, S.Div) and is_literal(right, 1):
             return left
         return node
+
+
+#: Calls whose result is a bool or an int whatever their arguments.
+_WHOLE_NUMBER_CALLS = {"any", "all", "bool", "len", "int"}
+
+
+def _as_float_if(value, one):
+    """``value`` for ``value * one``: ``float(value)`` where ``one`` is 1.0 and
+    value surely a bool or an int (a comparison, ``any(...)``), so that a
+    gradient such as ``(x > 1.0) * x``'s stays a float."""
+    whole = isinstance(value, S.Compare) or \
+        isinstance(value, S.UnaryOp) and isinstance(value.op, S.Not) or \
+        isinstance(value, S.Call) and isinstance(value.func, S.Name) and \
+        value.func.id in _WHOLE_NUMBER_CALLS
+    return S.call(S.name("float"), value) if whole and type(_number(one)) is float else value
 
 
 def _commuted_products(left, right):

@@ -56,11 +56,11 @@ def _ndim(value):
 
 def zero_gradient(like):
     """The gradient of an argument nothing depends on: zero of its shape (a list
-    of them for a list, a tuple for a tuple, as their gradients are)."""
+    of them for a list or a tuple, as the adjoints of their items are kept)."""
     if isinstance(like, np.ndarray):
         return np.zeros(np.shape(like))
     if type(like) is list or type(like) is tuple:
-        return type(like)(map(zero_gradient, like))
+        return [zero_gradient(item) for item in like]
     return 0.0
 
 
@@ -283,17 +283,39 @@ def _sorting_order(items):
     return sorted(range(len(items)), key=items.__getitem__)
 
 
+def _is_zero(adjoint):
+    """Whether ``adjoint`` is the 0.0 a container's adjoint starts as (before any add)."""
+    return not isinstance(adjoint, (list, tuple, np.ndarray)) and adjoint == 0
+
+
 def sort_like(tangent, items):
     """``tangent`` (a list's) in the order ``sorted(items)`` puts the items."""
+    if _is_zero(tangent):
+        return tangent
     return [tangent[position] for position in _sorting_order(items)]
 
 
 def unsort(adjoint, items):
     """Adjoint of ``sorted(items)``: each item's adjoint back where the item was."""
+    if _is_zero(adjoint):
+        return adjoint
     out = zeros_for(items)
     for position, value in zip(_sorting_order(items), adjoint):
         out[position] = value
     return out
+
+
+def copy_vjp(adjoint, items):
+    """Adjoint of ``list(items)`` or ``tuple(items)``: the copy's, a list of its
+    own (an array for an array)."""
+    if _is_zero(adjoint):
+        return adjoint
+    if isinstance(items, np.ndarray):
+        out = np.zeros(items.shape)
+        for position, value in enumerate(adjoint):
+            out[position] += value
+        return out
+    return list(adjoint)
 
 
 def split_like(adjoint, arrays, axis):

@@ -53,7 +53,7 @@ RTOL = 1e-6
 PRELUDE = """\
 import numpy as np
 
-from derivo.runtime import (add_adjoints, add_at, addable, copy_of, dot_vjp_left, dot_vjp_right, einsum_vjp,
+from derivo.runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, dot_vjp_left, dot_vjp_right, einsum_vjp,
                             expand, extremum_vjp, first_equal_vjp, getitem_vjp, hstack_vjp,
                             inner_vjp_left, inner_vjp_right, log, log_times, matmul_vjp_left,
                             matmul_vjp_right, norm_vjp, owned, part, pop_adjoint, scalar_seed,
@@ -214,6 +214,8 @@ probe(runtime.first_equal_vjp, "np.array(first_equal_vjp(x0, 2.0, UNSORTED))", n
 probe(runtime.first_equal_vjp, "first_equal_vjp(x0, 2.0, np.array(UNSORTED))", normal())
 probe(runtime.unsort, "np.array(unsort(x0, UNSORTED))", normal(4))
 probe(runtime.sort_like, "np.array(sort_like(x0, UNSORTED))", normal(4))
+probe(runtime.copy_vjp, "np.array(copy_vjp(x0, UNSORTED))", normal(4))
+probe(runtime.copy_vjp, "copy_vjp(list(x0), L34)", normal(3, 4))
 for _expr, _shape in (("part(x0, 1)", (3, 4)), ("part(x0, (slice(None), 2))", (3, 4)),
                       ("part(x0, IDX[[0, 1, 3]])", (3, 4)), ("part(x0, MASK)", (3, 4)),
                       ("part(x0, 2)", ())):

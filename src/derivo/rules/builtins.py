@@ -9,8 +9,7 @@ lambda of ``(ans, *args)`` where ``ans = f(*args)``; a function of a whole list
 import math
 
 from .. import syntax as S
-from ..runtime import (add_adjoints, copysign_one, first_equal_vjp, log_times, unsort,
-                       zeros_for)
+from ..runtime import copy_vjp, copysign_one, first_equal_vjp, log_times, unsort
 from . import defpartials, defvjp, nondifferentiable, without_rule
 
 
@@ -38,8 +37,8 @@ defvjp(max, lambda g, ans, iterable: first_equal_vjp(g, ans, iterable))
 defvjp(min, lambda g, ans, iterable: first_equal_vjp(g, ans, iterable))
 defvjp(sorted, lambda g, ans, iterable: unsort(g, iterable))
 # copies: the items' adjoints, in a list of their own
-defvjp(list, lambda g, ans, iterable: add_adjoints(zeros_for(iterable), g))
-defvjp(tuple, lambda g, ans, iterable: add_adjoints(zeros_for(iterable), g))
+defvjp(list, lambda g, ans, iterable: copy_vjp(g, iterable))
+defvjp(tuple, lambda g, ans, iterable: copy_vjp(g, iterable))
 defvjp(sum, lambda g, ans, iterable, start=0: [g] * len(iterable), lambda g, ans, iterable, start=0: g)
 nondifferentiable(int, round, bool, len, range, isinstance, print)
 without_rule(divmod)  # its remainder has a derivative (x % y has a rule)

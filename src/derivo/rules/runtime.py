@@ -22,9 +22,9 @@ depending on zeros) and the helpers of ``loops="checkpoint"``.
 
 import numpy as np
 
-from ..runtime import (add_adjoints, add_at, addable, copy_of, copysign_one, dot_vjp_left,
-                       dot_vjp_right, einsum_vjp, expand, extremum_vjp, first_equal_vjp,
-                       getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, log, log_times,
+from ..runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, copysign_one,
+                       dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
+                       first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, log, log_times,
                        matmul_vjp_left, matmul_vjp_right, norm_vjp, owned, part, pop_adjoint,
                        scalar_seed, shaped_like, sort_like, split_like, swap_last, transpose_vjp,
                        unbroadcast, unshared, unsort, unstack, vstack_vjp, zero_gradient, zeroed,
@@ -135,6 +135,8 @@ defjvp(first_equal_vjp, lambda t, ans, adjoint, top, items: first_equal_vjp(t, t
 defvjp(unsort, lambda g, ans, adjoint, items: sort_like(g, items), None)
 defjvp(unsort, lambda t, ans, adjoint, items: unsort(t, items), None)
 defvjp(sort_like, lambda g, ans, tangent, items: unsort(g, items), None)
+defvjp(copy_vjp, lambda g, ans, adjoint, items: copy_vjp(g, adjoint), None)
+defjvp(copy_vjp, lambda t, ans, adjoint, items: copy_vjp(t, items), None)
 defjvp(sort_like, lambda t, ans, tangent, items: sort_like(t, items), None)
 defjvp(getitem_vjp, lambda t, ans, adjoint, like, index: getitem_vjp(t, like, index), None, None)
 defvjp(part, lambda g, ans, adjoint, index: getitem_vjp(g, adjoint, index) if np.ndim(adjoint) else unbroadcast(g, adjoint), None)
