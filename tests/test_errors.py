@@ -658,6 +658,26 @@ def test_differentiating_through_a_derivative_of_a_list_is_refused():
                      "reads as a list or an array")
 
 
+def product_of_a_pair(p):
+    a, b = p
+    return a * a * b
+
+
+GRADIENT_OF_PAIR = derivo.grad(product_of_a_pair)
+
+
+def through_a_pair_gradient(x):
+    gradient = GRADIENT_OF_PAIR((x, x * x))
+    return gradient[0] * gradient[1]
+
+
+def test_differentiating_through_a_derivative_of_an_unpacked_tuple_is_refused():
+    # the generated code unpacks a copy of p (seq1 = p; a = seq1[0]): TypeError before
+    error = refusal(through_a_pair_gradient, 1.5)
+    assert_points_at(error, line_of(through_a_pair_gradient, "GRADIENT_OF_PAIR((x, x * x))"),
+                     "reads as a list or an array")
+
+
 def test_differentiating_through_a_derivative_of_several_values_is_refused():
     # its vector-Jacobian product multiplied a tuple cotangent elementwise: wrong
     error = refusal(through_a_tuple_gradient, 0.7, 1.3, wrt=(0, 1))

@@ -879,3 +879,17 @@ def test_an_item_adjoint_is_stored_where_its_position_is_surely_still_zero(f, st
     assert ("bxs[i] = " in df.source) is stored and ("bxs[i] += " in df.source) is not stored
     args = ([0.5, -1.5, 2.0], 0.7)
     assert_matches_differences(f, args, df(*args))
+
+
+def product_of_a_slice(xs, n):
+    s = 1.0
+    for x in xs[:n]:
+        s = s * x
+    return s
+
+
+@pytest.mark.parametrize("loops", ["stack", "reversible"])
+def test_a_loop_over_a_slice_that_never_runs(loops):
+    # no adjoint reaches the slice: getitem_vjp scattered the 0.0 it got (TypeError)
+    assert derivo.grad(product_of_a_slice, loops=loops)([1.0, 2.0], 0) == [0.0, 0.0]
+    assert derivo.grad(product_of_a_slice, loops=loops)([1.5, 2.0, 3.0], 2) == [2.0, 1.5, 0.0]

@@ -255,6 +255,11 @@ def zeros_for(like):
     return np.zeros(np.shape(like))
 
 
+def _is_zero(adjoint):
+    """Whether ``adjoint`` is the 0.0 a container's adjoint starts as (before any add)."""
+    return not isinstance(adjoint, (list, tuple, np.ndarray)) and adjoint == 0
+
+
 def getitem_vjp(adjoint, like, index):
     """Adjoint of ``x[index]``: the adjoint scattered into zeros_for(x)."""
     out = zeros_for(like)
@@ -262,7 +267,7 @@ def getitem_vjp(adjoint, like, index):
         positions = range(len(like))[index]
         if isinstance(positions, int):
             out[positions] = adjoint
-        else:
+        elif not _is_zero(adjoint):  # 0.0: no adjoint reached the slice (a loop that never ran)
             for position, value in zip(positions, adjoint):
                 out[position] = value
         return out
@@ -281,11 +286,6 @@ def first_equal_vjp(adjoint, ans, items):
 def _sorting_order(items):
     """The positions of ``items`` in the order ``sorted(items)`` lists them (both stable)."""
     return sorted(range(len(items)), key=items.__getitem__)
-
-
-def _is_zero(adjoint):
-    """Whether ``adjoint`` is the 0.0 a container's adjoint starts as (before any add)."""
-    return not isinstance(adjoint, (list, tuple, np.ndarray)) and adjoint == 0
 
 
 def sort_like(tangent, items):

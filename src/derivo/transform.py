@@ -31,8 +31,9 @@ _WHOLE_READERS = {"len", "sum", "list", "tuple", "zip", "enumerate", "reversed",
 
 
 def _read_as_containers(tree, params):
-    """The names of ``params`` that ``tree`` indexes, iterates, or gives to a call
-    that reads it whole (``len(xs)``, ``np.asarray(xs)``)."""
+    """The names of ``params`` that ``tree`` indexes, iterates, unpacks, or gives
+    to a call that reads it whole (``len(xs)``, ``np.asarray(xs)``), itself or
+    through a copy (``seq1 = p``)."""
     read = {n.value.id for n in S.walk(tree) if isinstance(n, S.Subscript) and
             isinstance(n.value, S.Name)}
     read |= {n.iter.id for n in S.walk(tree) if isinstance(n, S.For) and
@@ -40,7 +41,13 @@ def _read_as_containers(tree, params):
     read |= {a.id for n in S.walk(tree) if isinstance(n, S.Call) and
              getattr(n.func, "id", getattr(n.func, "attr", None)) in _WHOLE_READERS
              for a in n.args if isinstance(a, S.Name)}
-    return read & set(params)
+    assignments = [n for n in S.walk(tree) if isinstance(n, S.Assign) and
+                   isinstance(n.value, S.Name)]
+    read |= {n.value.id for n in assignments
+             if any(isinstance(t, (S.Tuple, S.List)) for t in n.targets)}
+    copies = {(n.value.id, t.id) for n in assignments for t in n.targets
+              if isinstance(t, S.Name)}
+    return {p for p in params if p in read or any(v == p and c in read for v, c in copies)}
 
 
 class Build:
