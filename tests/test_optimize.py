@@ -86,7 +86,7 @@ def function_of(params, body):
     return "def f({}):\n{}\n".format(params, textwrap.indent(body, "    "))
 
 
-def optimized(source, mark=None, shape_readers=(), spreads=()):
+def optimized(source, mark=None, shape_readers=()):
     """Statement lines of ``source`` after optimize; ``mark`` (a line) gets ``effects``."""
     tree = function(source)
     if mark is not None:
@@ -94,7 +94,7 @@ def optimized(source, mark=None, shape_readers=(), spreads=()):
             if isinstance(node, S.Assign) and S.to_source(node).strip() == mark:
                 node.effects = True
     return [line.strip() for line in
-            S.to_source(optimize(tree, shape_readers, spreads)).splitlines()[1:]]
+            S.to_source(optimize(tree, shape_readers)).splitlines()[1:]]
 
 
 def test_unread_pure_assignment_is_removed():
@@ -526,27 +526,3 @@ def test_a_copy_in_a_loop_is_read_through():
 ])
 def test_other_copies_in_a_loop_stay(loop):
     assert "b = a" in optimized(function_of("a, n", "s = 0.0\n" + loop + "\nreturn s, a"))
-
-
-SPREAD = dict(shape_readers={"expand"}, spreads={"expand"})
-
-
-def test_a_spread_number_times_its_shape_is_the_number_times_it():
-    out = optimized("""
-        def f(r, g):
-            bt = expand(g, r, None, False)
-            return bt * r * 2
-    """, **SPREAD)
-    assert out == ["return g * r * 2"]
-
-
-@pytest.mark.parametrize("body", [
-    "bt = expand(g, r, None, False)\nreturn bt * y",           # times another array
-    "bt = expand(g, r, 0, False)\nreturn bt * r",              # summed over one axis
-    "bt = expand(g, r, None, False)\nreturn bt * r + bt",      # read twice
-    "bt = expand(g, r, None, False)\nr[0] = 1.0\nreturn bt * r",  # r written into
-    "bt = expand(g, r, None, False)\ng = g * 2\nreturn bt * r",   # g assigned again
-])
-def test_a_spread_array_stays_where_the_number_would_differ(body):
-    out = optimized(function_of("r, y, g", body), **SPREAD)
-    assert out[0] == "bt = expand(g, r, {}, False)".format("0" if ", 0," in body else "None")

@@ -156,20 +156,18 @@ def simplify(expression):
     return _Simplify().visit(_FoldTests().visit(expression))
 
 
-def optimize(function, shape_readers=(), spreads=()):
+def optimize(function, shape_readers=()):
     """Fold seeds, drop copies and recomputations between names assigned once,
     let calls of ``shape_readers`` (names of helpers that read their second
-    argument only for its shape) read a shape from where it came from, multiply
-    by a number rather than by the array ``spreads`` (names of ``expand``) fill
-    with it, merge an adjoint's first two contributions, then remove assignments
-    whose value nothing reads, unless marked ``effects`` (a pop, or a call derivo
-    cannot see into)."""
+    argument only for its shape) read a shape from where it came from, merge an
+    adjoint's first two contributions, then remove assignments whose value
+    nothing reads, unless marked ``effects`` (a pop, or a call derivo cannot see
+    into)."""
     _fold_seeds(function)
     _drop_copies(function)
     _read_through_copies_in_blocks(function)
     _drop_recomputations(function)
     _shapes_from_sources(function, shape_readers)
-    _multiply_unspread(function, shape_readers, spreads)
     for node in S.walk(function):
         # bx += -e reads better as bx -= e
         if isinstance(node, S.AugAssign) and isinstance(node.op, S.Add) and \
@@ -330,42 +328,6 @@ def _shapes_from_sources(function, shape_readers):
             while name in same_shape:
                 name = same_shape[name]
             node.args[1] = S.name(name)
-
-
-def _multiply_unspread(function, shape_readers, spreads):
-    """``bt7 = expand(g, r, None, False)`` fills an array of r's shape with g (the
-    adjoint of a sum of all of r's elements).  Where its one reader multiplies it
-    by r itself, ``bt7 * r`` is ``g * r`` element by element, and the array need
-    not be made: the gradient of ``np.sum(r * r)`` is ``g * r * 2``.
-
-    r, g and bt7 are assigned once, and r is never written into, given to a call
-    or asked for a method, so its shape is the same wherever it is read."""
-    stores, loads = S.store_counts(function), S.load_counts(function)
-    exposed = _exposed_to_changes(function, harmless=shape_readers)
-    filled = {}
-    for stmt in S.walk(function):
-        target = S.single_target(stmt)
-        value = stmt.value if target else None
-        if isinstance(value, S.Call) and isinstance(value.func, S.Name) and \
-                value.func.id in spreads and len(value.args) == 4 and not value.keywords:
-            adjoint, like, axis, keepdims = value.args
-            if isinstance(like, S.Name) and stores[like.id] == 1 and like.id not in exposed \
-                    and _is_constant(axis, None) and _is_constant(keepdims, False) and \
-                    (isinstance(adjoint, S.Constant) or isinstance(adjoint, S.Name) and
-                     stores[adjoint.id] == 1) and stores[target] == loads[target] == 1:
-                filled[target] = (adjoint, like.id)
-    for node in S.walk(function):
-        if not (isinstance(node, S.BinOp) and isinstance(node.op, S.Mult)):
-            continue
-        for side, other in (("left", node.right), ("right", node.left)):
-            operand = getattr(node, side)
-            if isinstance(operand, S.Name) and operand.id in filled and \
-                    isinstance(other, S.Name) and other.id == filled[operand.id][1]:
-                setattr(node, side, S.deepcopy(filled.pop(operand.id)[0]))
-
-
-def _is_constant(node, value):
-    return isinstance(node, S.Constant) and node.value is value
 
 
 def _shape_source(value):

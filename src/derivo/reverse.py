@@ -119,11 +119,9 @@ class Sweep:
             kwonly=[a.id for a in args.kwonlyargs], kw_defaults=S.deepcopy(args.kw_defaults))
         self.add_items_in_place(function)
         self.read_uniform_adjoints(function)
-        namespace = self.module.namespace.items()
-        shape_readers = {name for name, obj in namespace
+        shape_readers = {name for name, obj in self.module.namespace.items()
                          if any(obj is helper for helper in runtime.SHAPE_READERS)}
-        spreads = {name for name, obj in namespace if obj is runtime.expand}
-        return optimize.optimize(function, shape_readers, spreads)
+        return optimize.optimize(function, shape_readers)
 
     def add_items_in_place(self, function):
         """``bX[i] += g`` for ``bX = add_at(bX, g, X, i)`` where add_at's checks
