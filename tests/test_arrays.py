@@ -757,6 +757,18 @@ def test_an_array_copied_into_a_list_gets_an_array_gradient():
     np.testing.assert_array_equal(gradient, [-1.2, 0.3, 0.0])
 
 
+def masked_square(x):
+    return np.sum(1.0 * (x > 0) * x * x) + np.sum((x < 1.0) * 1.0 * x)
+
+
+def test_a_mask_times_one_stays_an_array_product():
+    # 1.0 * (x > 0) is not folded to float(x > 0), which refuses an array
+    x = np.array([1.3, -2.0, 0.7])
+    np.testing.assert_allclose(derivo.grad(masked_square)(x), numeric_gradient(masked_square,
+                                                                                [x], 0),
+                               rtol=1e-6, atol=1e-9)
+
+
 def half_square_sum(x):
     return np.sum(x * x) / 2.0
 

@@ -671,10 +671,30 @@ def through_a_pair_gradient(x):
     return gradient[0] * gradient[1]
 
 
+def product_of_a_copied_pair(p):
+    q = p
+    r = q
+    a, b = r
+    return a * a * b
+
+
+GRADIENT_OF_COPIED_PAIR = derivo.grad(product_of_a_copied_pair)
+
+
+def through_a_copied_pair_gradient(x):
+    gradient = GRADIENT_OF_COPIED_PAIR((x, x * x))
+    return gradient[0] * gradient[1]
+
+
 def test_differentiating_through_a_derivative_of_an_unpacked_tuple_is_refused():
     # the generated code unpacks a copy of p (seq1 = p; a = seq1[0]): TypeError before
     error = refusal(through_a_pair_gradient, 1.5)
     assert_points_at(error, line_of(through_a_pair_gradient, "GRADIENT_OF_PAIR((x, x * x))"),
+                     "reads as a list or an array")
+    # ... or a copy of a copy
+    error = refusal(through_a_copied_pair_gradient, 1.5)
+    assert_points_at(error, line_of(through_a_copied_pair_gradient,
+                                    "GRADIENT_OF_COPIED_PAIR((x, x * x))"),
                      "reads as a list or an array")
 
 

@@ -107,3 +107,23 @@ def test_grad_of_an_array_gradient_is_refused_with_a_pointer_to_hessian():
     gradient = derivo.grad(cubes)
     with pytest.raises(derivo.DerivoError, match="derivo.hessian"):
         derivo.grad(gradient)(np.ones(3))
+
+
+def square_of_the_first(x, y):
+    return x * x
+
+
+SLOPE_IN_Y = derivo.grad(square_of_the_first, wrt=1)
+SLOPES = derivo.grad(square_of_the_first, wrt=(0, 1))
+
+
+def through_both_slopes(x):
+    a, b = SLOPES(x, 2.0 * x)
+    return a * x + b
+
+
+def test_a_gradient_nothing_depends_on_differentiates_again():
+    # its 0.0 once came from zero_gradient, which made the code read as NumPy code
+    # and the second derivative was refused
+    assert derivo.grad(SLOPE_IN_Y, wrt=1)(1.0, 2.0) == 0.0
+    assert derivo.grad(through_both_slopes)(1.5) == pytest.approx(4 * 1.5)  # d/dx 2x^2

@@ -893,3 +893,16 @@ def test_a_loop_over_a_slice_that_never_runs(loops):
     # no adjoint reaches the slice: getitem_vjp scattered the 0.0 it got (TypeError)
     assert derivo.grad(product_of_a_slice, loops=loops)([1.0, 2.0], 0) == [0.0, 0.0]
     assert derivo.grad(product_of_a_slice, loops=loops)([1.5, 2.0, 3.0], 2) == [2.0, 1.5, 0.0]
+
+
+def slice_then_item(xs, n):
+    s = 0.0
+    for v in xs[:n]:
+        s = s + v * v
+    return s + xs[0]
+
+
+def test_a_loop_over_a_slice_that_never_runs_beside_another_read():
+    # add_at, not getitem_vjp, scatters the slice's 0.0 here
+    assert derivo.grad(slice_then_item)([1.0, 2.0, 3.0], 0) == [1.0, 0.0, 0.0]
+    assert derivo.grad(slice_then_item)([1.0, 2.0, 3.0], 2) == [3.0, 4.0, 0.0]

@@ -69,25 +69,33 @@ def _holds_array(value, item_types=None):
 def _in_structure(gradient, value, item_types=None):
     """``gradient`` in the structure of the argument ``value``, as JAX and autograd
     give it: a tuple for a tuple, a list for a list and an array for an array, at
-    every depth, zeros where nothing reached.  The generated code keeps the
-    adjoint of a tuple of numbers as an array (its items come back as Python
-    floats), and leaves 0.0 for a container no adjoint reached.  ``item_types``:
-    the types of value's items, when collected."""
+    every depth.  The generated code keeps the adjoint of a tuple of numbers as an
+    array, and leaves 0.0 for a container, or an item, that no adjoint reached:
+    that 0.0 becomes zeros of value's shape.  ``item_types``: the types of value's
+    items, when collected."""
     kind = type(value)
     if kind is _NDARRAY:
         return gradient if type(gradient) is _NDARRAY and gradient.shape == value.shape else \
             np.broadcast_to(np.asarray(gradient, dtype=float), value.shape).copy()
     if kind is not list and kind is not tuple:
+        # an item of a tuple kept in an array: a NumPy scalar, made a Python float
         return float(gradient) if isinstance(gradient, np.floating) or \
             type(gradient) is _NDARRAY and gradient.ndim == 0 else gradient
     items = set(map(type, value)) if item_types is None else item_types
-    if kind is list and type(gradient) is list and len(gradient) == len(value) and \
-            items <= _PLAIN_REALS:  # the common case, a list of numbers: as it is
+    if _kept_as_is(gradient, value, items):
         return gradient
     if not (isinstance(gradient, (list, tuple)) or np.ndim(gradient) > 0) or \
             len(gradient) != len(value):
         gradient = [gradient] * len(value)
     return kind(map(_in_structure, gradient, value))
+
+
+def _kept_as_is(gradient, value, item_types):
+    """Whether ``gradient`` already has the structure of ``value``, a list of
+    numbers (``item_types``: the types of its items): a list of the same length,
+    as the scalar code makes it (its items may be NumPy scalars)."""
+    return type(value) is list and type(gradient) is list and \
+        len(gradient) == len(value) and item_types <= _PLAIN_REALS
 
 
 def _nesting(value):
@@ -175,8 +183,8 @@ class Derivative(metaclass=_DerivativeType):
 
     def _call_checked(self, args, kwargs):
         values = [*args, *kwargs.values()]
-        # the types of each list's items, collected once at C speed for both checks:
-        # this runs on every call with a list
+        # the types of each list's items, collected once at C speed for the checks
+        # and the gradients' structure: this runs on every call with a list
         item_types = {id(v): set(map(type, v)) for v in values if type(v) in (list, tuple)}
         differentiated = self._check_arguments(args, kwargs, item_types) if self._checked else ()
         # scalar code called with arrays, or lists of them, switches to array code
@@ -184,21 +192,19 @@ class Derivative(metaclass=_DerivativeType):
             result = self._for_arrays()(*args, **kwargs)
         else:
             result = self._function(*args, **kwargs)
-        # a list or a tuple differentiated: its gradient in its structure
-        return self._in_structure(result, differentiated, item_types) if item_types else result
+        # lists or tuples among the arguments: some may be differentiated
+        return self._gradients_in_structure(result, differentiated, item_types) \
+            if item_types else result
 
-    def _in_structure(self, result, values, item_types):
+    def _gradients_in_structure(self, result, values, item_types):
         """``result`` with the gradient of each list or tuple in ``values`` (the
         differentiated arguments) in its structure (see :func:`_in_structure`)."""
         grads = result[1] if self.kind == "value_and_grad" else result
         single = len(values) == 1 and not self._tuple_wrt
-        for gradient, value in zip((grads,) if single else grads, values):
-            if type(value) is tuple or type(value) is list and not (
-                    type(gradient) is list and len(gradient) == len(value) and
-                    item_types[id(value)] <= _PLAIN_REALS):
-                break
-        else:  # the common case, lists of numbers with lists of adjoints: as they are
-            return result
+        if all(type(value) not in (list, tuple) or
+               _kept_as_is(gradient, value, item_types[id(value)])
+               for gradient, value in zip((grads,) if single else grads, values)):
+            return result  # the common case, lists of numbers with lists of adjoints
         grads = [gradient if type(value) not in (list, tuple) else
                  _in_structure(gradient, value, item_types[id(value)])
                  for gradient, value in zip((grads,) if single else grads, values)]
@@ -211,7 +217,8 @@ class Derivative(metaclass=_DerivativeType):
         list or tuple the function would join or repeat with + or *, whose
         adjoint would be silently wrong.
 
-        Returns the differentiated arguments.
+        Returns the differentiated arguments (``_DEFAULT`` for one left to its
+        default value).
         """
         values = []
         for index, name in self._checked:

@@ -71,10 +71,10 @@ class _Simplify(S.NodeTransformer):
                 Fraction(a) / Fraction(b) == Fraction(a / b):
             return _constant(a / b)  # only exact quotients: 1.0 / 2.0, not 1 / 3
         if isinstance(op, S.Mult):
-            if is_literal(right, 1):
-                return _as_float_if(left, right)
-            if is_literal(left, 1):
-                return _as_float_if(right, left)
+            if is_literal(right, 1) and not _makes_float(right, left):
+                return left
+            if is_literal(left, 1) and not _makes_float(left, right):
+                return right
             if is_literal(right, -1):
                 return self.visit(S.neg(left))
             if is_literal(left, -1):
@@ -98,19 +98,19 @@ class _Simplify(S.NodeTransformer):
         return node
 
 
-#: Calls whose result is a bool or an int whatever their arguments.
+#: Builtins whose result is a bool or an int (or, given arrays, an array of them).
 _WHOLE_NUMBER_CALLS = {"any", "all", "bool", "len", "int"}
 
 
-def _as_float_if(value, one):
-    """``value`` for ``value * one``: ``float(value)`` where ``one`` is 1.0 and
-    value surely a bool or an int (a comparison, ``any(...)``), so that a
-    gradient such as ``(x > 1.0) * x``'s stays a float."""
-    whole = isinstance(value, S.Compare) or \
-        isinstance(value, S.UnaryOp) and isinstance(value.op, S.Not) or \
-        isinstance(value, S.Call) and isinstance(value.func, S.Name) and \
-        value.func.id in _WHOLE_NUMBER_CALLS
-    return S.call(S.name("float"), value) if whole and type(_number(one)) is float else value
+def _makes_float(one, value):
+    """Whether ``one * value`` (``one`` a literal 1) is a float where ``value`` is
+    not: ``one`` is 1.0 and value a comparison or ``any(...)``, a bool (or a bool
+    array), so that the gradient of ``(x > 1.0) * x`` stays a float."""
+    return type(_number(one)) is float and (
+        isinstance(value, S.Compare) or
+        isinstance(value, S.UnaryOp) and isinstance(value.op, S.Not) or
+        isinstance(value, S.Call) and isinstance(value.func, S.Name) and
+        value.func.id in _WHOLE_NUMBER_CALLS)
 
 
 def _commuted_products(left, right):

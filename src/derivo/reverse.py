@@ -219,8 +219,12 @@ class Sweep:
                 return S.call(self.runtime("shaped_like"), S.name(self.adjoint(ident)),
                               S.name(ident))
             return S.name(self.adjoint(ident))
-        # not 0.0 in scalar code either: the argument may be a list or a tuple
-        return S.call(self.runtime("zero_gradient"), S.name(ident))
+        if self.arrays:
+            return S.call(self.runtime("zero_gradient"), S.name(ident))
+        # a list's zeros come from the derivative's entry (api._in_structure):
+        # zero_gradient here would make the scalar code read as NumPy code, which
+        # derivo cannot differentiate again (grad of grad)
+        return S.const(0.0)
 
     # --- primal sweep ------------------------------------------------------------
 

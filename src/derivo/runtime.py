@@ -255,8 +255,9 @@ def zeros_for(like):
     return np.zeros(np.shape(like))
 
 
-def _is_zero(adjoint):
-    """Whether ``adjoint`` is the 0.0 a container's adjoint starts as (before any add)."""
+def _unreached(adjoint):
+    """Whether ``adjoint`` is the 0.0 that stands for a container's adjoint before
+    any contribution reached it (a branch not taken, a loop that never ran)."""
     return not isinstance(adjoint, (list, tuple, np.ndarray)) and adjoint == 0
 
 
@@ -267,7 +268,7 @@ def getitem_vjp(adjoint, like, index):
         positions = range(len(like))[index]
         if isinstance(positions, int):
             out[positions] = adjoint
-        elif not _is_zero(adjoint):  # 0.0: no adjoint reached the slice (a loop that never ran)
+        elif not _unreached(adjoint):  # a loop over the slice that never ran
             for position, value in zip(positions, adjoint):
                 out[position] = value
         return out
@@ -275,11 +276,11 @@ def getitem_vjp(adjoint, like, index):
     return out
 
 
-def first_equal_vjp(adjoint, ans, items):
+def first_equal_vjp(adjoint, result, items):
     """Adjoint of ``max(items)`` or ``min(items)`` of one list: all of it goes to
     the first item equal to the result, the one Python's max and min return."""
     out = zeros_for(items)
-    out[list(items).index(ans)] = adjoint
+    out[list(items).index(result)] = adjoint
     return out
 
 
@@ -289,15 +290,16 @@ def _sorting_order(items):
 
 
 def sort_like(tangent, items):
-    """``tangent`` (a list's) in the order ``sorted(items)`` puts the items."""
-    if _is_zero(tangent):
+    """The tangent of ``sorted(items)``: the items' tangents in the order sorted
+    puts the items."""
+    if _unreached(tangent):
         return tangent
     return [tangent[position] for position in _sorting_order(items)]
 
 
 def unsort(adjoint, items):
     """Adjoint of ``sorted(items)``: each item's adjoint back where the item was."""
-    if _is_zero(adjoint):
+    if _unreached(adjoint):
         return adjoint
     out = zeros_for(items)
     for position, value in zip(_sorting_order(items), adjoint):
@@ -308,9 +310,10 @@ def unsort(adjoint, items):
 def copy_vjp(adjoint, items):
     """Adjoint of ``list(items)`` or ``tuple(items)``: the copy's, a list of its
     own (an array for an array)."""
-    if _is_zero(adjoint):
+    if _unreached(adjoint):
         return adjoint
     if isinstance(items, np.ndarray):
+        # item by item: the copy's adjoint may hold rows no adjoint reached (0.0)
         out = np.zeros(items.shape)
         for position, value in enumerate(adjoint):
             out[position] += value
@@ -473,7 +476,7 @@ def add_at(total, adjoint, like, index):
                 element = total[positions]
                 total[positions] = element + adjoint if type(element) is float and \
                     type(adjoint) is float else add_adjoints(element, adjoint)
-            else:
+            elif not _unreached(adjoint):  # 0.0: no adjoint reached the slice
                 for position, value in zip(positions, adjoint):
                     total[position] = add_adjoints(total[position], value)
             return total

@@ -33,7 +33,7 @@ _WHOLE_READERS = {"len", "sum", "list", "tuple", "zip", "enumerate", "reversed",
 def _read_as_containers(tree, params):
     """The names of ``params`` that ``tree`` indexes, iterates, unpacks, or gives
     to a call that reads it whole (``len(xs)``, ``np.asarray(xs)``), itself or
-    through a copy (``seq1 = p``)."""
+    through copies (``seq1 = p``)."""
     read = {n.value.id for n in S.walk(tree) if isinstance(n, S.Subscript) and
             isinstance(n.value, S.Name)}
     read |= {n.iter.id for n in S.walk(tree) if isinstance(n, S.For) and
@@ -43,11 +43,22 @@ def _read_as_containers(tree, params):
              for a in n.args if isinstance(a, S.Name)}
     assignments = [n for n in S.walk(tree) if isinstance(n, S.Assign) and
                    isinstance(n.value, S.Name)]
+    # unpacked: a, b = p
     read |= {n.value.id for n in assignments
              if any(isinstance(t, (S.Tuple, S.List)) for t in n.targets)}
-    copies = {(n.value.id, t.id) for n in assignments for t in n.targets
-              if isinstance(t, S.Name)}
-    return {p for p in params if p in read or any(v == p and c in read for v, c in copies)}
+    copies = [(n.value.id, t.id) for n in assignments for t in n.targets
+              if isinstance(t, S.Name)]
+    containers = set()
+    for param in params:
+        names, pending = {param}, [param]
+        while pending:  # the param and its copies, and theirs (q = p; r = q)
+            name = pending.pop()
+            fresh = {copy for source, copy in copies if source == name} - names
+            names |= fresh
+            pending += fresh
+        if names & read:
+            containers.add(param)
+    return containers
 
 
 class Build:

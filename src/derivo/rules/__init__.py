@@ -20,6 +20,7 @@ differentiate through (an integer count, a flag).
 """
 
 import ast
+import dis
 import functools
 import inspect
 import linecache
@@ -311,11 +312,12 @@ def _lambda_tree(fn):
     params = list(code.co_varnames[:code.co_argcount])
     candidates = [node for node in _MODULE_TREES[filename].get(code.co_firstlineno, [])
                   if [a.arg for a in node.args.args] == params]
-    if len(candidates) > 1 and hasattr(code, "co_positions"):
-        column = min(col for line, _, col, _ in code.co_positions()
-                     if line == code.co_firstlineno and col)
-        candidates = [node for node in candidates
-                      if node.body.col_offset <= column < node.body.end_col_offset]
+    if len(candidates) > 1:
+        # Several on one line (defpartials(S.Add, lambda ans, x, y: 1, lambda ...)):
+        # the one that compiles to fn's code.  Column positions would tell them
+        # apart on 3.11 only: 3.10 has none, and 3.12 has none for a constant body.
+        # Lambdas that compile alike are alike, so the first of them will do.
+        candidates = [node for node in candidates if _compiles_to(node, code)][:1]
     if len(candidates) != 1:
         raise DerivoError("{}:{}: cannot find the source of this derivative template; "
                           "put each lambda on its own line".format(
@@ -324,6 +326,29 @@ def _lambda_tree(fn):
     defaults = dict(zip(params[len(params) - len(lambda_.args.defaults):],
                         lambda_.args.defaults))
     return lambda_.body, defaults
+
+
+def _compiles_to(lambda_node, code):
+    """Whether the ``ast.Lambda`` ``lambda_node`` compiles to ``code``."""
+    expression = ast.fix_missing_locations(ast.Expression(body=lambda_node))
+    compiled = next(c for c in compile(expression, code.co_filename, "eval").co_consts
+                    if isinstance(c, type(code)))
+    return _instructions(compiled) == _instructions(code)
+
+
+#: Instructions that only say how a call is made, and the name loads whose form
+#: depends on how the source was compiled: compiling a module, 3.11 and later
+#: read a function of an imported module with LOAD_ATTR, compiling a lambda alone
+#: with LOAD_METHOD.
+_CALL_FORMS = {"RESUME", "CACHE", "PUSH_NULL", "PRECALL", "CALL", "KW_NAMES",
+               "CALL_FUNCTION", "CALL_METHOD"}
+_NAME_LOADS = {"LOAD_METHOD": "LOAD_ATTR", "LOAD_NAME": "LOAD_GLOBAL"}
+
+
+def _instructions(code):
+    """``code``'s instructions, as (operation, argument), up to the forms above."""
+    return [(_NAME_LOADS.get(i.opname, i.opname), i.argval)
+            for i in dis.get_instructions(code) if i.opname not in _CALL_FORMS]
 
 
 from . import builtins  # noqa: E402,F401  (registers the builtins and math table)

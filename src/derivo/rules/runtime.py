@@ -24,10 +24,11 @@ import numpy as np
 
 from ..runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, copysign_one,
                        dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
-                       first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, log, log_times,
-                       matmul_vjp_left, matmul_vjp_right, norm_vjp, owned, part, pop_adjoint,
-                       scalar_seed, shaped_like, sort_like, split_like, swap_last, transpose_vjp,
-                       unbroadcast, unshared, unsort, unstack, vstack_vjp, zero_gradient, zeroed,
+                       first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
+                       inner_vjp_right, log, log_times, matmul_vjp_left, matmul_vjp_right,
+                       norm_vjp, owned, part, pop_adjoint, scalar_seed, shaped_like,
+                       sort_like, split_like, swap_last, transpose_vjp, unbroadcast,
+                       unshared, unsort, unstack, vstack_vjp, zero_gradient, zeroed,
                        zeros_for)
 from . import defjvp, defpartials, defvjp, nondifferentiable
 
@@ -129,16 +130,20 @@ defjvp(vstack_vjp, lambda t, ans, adjoint, arrays: vstack_vjp(t, arrays), None)
 # getitem_vjp scatters into zeros (adding repeated positions); reading the same
 # positions back is its transpose.
 defvjp(getitem_vjp, lambda g, ans, adjoint, like, index: g[index], None, None)
-defvjp(first_equal_vjp, lambda g, ans, adjoint, top, items: g[list(items).index(top)], None, None)
-defjvp(first_equal_vjp, lambda t, ans, adjoint, top, items: first_equal_vjp(t, top, items), None, None)
-# sorting and putting back in place are each other's transpose
+defjvp(getitem_vjp, lambda t, ans, adjoint, like, index: getitem_vjp(t, like, index), None, None)
+
+# Of max(xs), min(xs), sorted(xs) and list(xs).  Sorting and putting back in
+# place are each other's transpose; copy_vjp's transpose is copy_vjp again, into
+# the structure of the copy's adjoint (given as the items).
+defvjp(first_equal_vjp, lambda g, ans, adjoint, result, items: g[list(items).index(result)], None, None)
+defjvp(first_equal_vjp, lambda t, ans, adjoint, result, items: first_equal_vjp(t, result, items), None, None)
 defvjp(unsort, lambda g, ans, adjoint, items: sort_like(g, items), None)
 defjvp(unsort, lambda t, ans, adjoint, items: unsort(t, items), None)
 defvjp(sort_like, lambda g, ans, tangent, items: unsort(g, items), None)
+defjvp(sort_like, lambda t, ans, tangent, items: sort_like(t, items), None)
 defvjp(copy_vjp, lambda g, ans, adjoint, items: copy_vjp(g, adjoint), None)
 defjvp(copy_vjp, lambda t, ans, adjoint, items: copy_vjp(t, items), None)
-defjvp(sort_like, lambda t, ans, tangent, items: sort_like(t, items), None)
-defjvp(getitem_vjp, lambda t, ans, adjoint, like, index: getitem_vjp(t, like, index), None, None)
+
 defvjp(part, lambda g, ans, adjoint, index: getitem_vjp(g, adjoint, index) if np.ndim(adjoint) else unbroadcast(g, adjoint), None)
 defjvp(part, lambda t, ans, adjoint, index: part(t, index), None)
 # zeroed is a projection (it zeroes adjoint[index]): its own transpose.
