@@ -268,7 +268,7 @@ def getitem_vjp(adjoint, like, index):
         positions = range(len(like))[index]
         if isinstance(positions, int):
             out[positions] = adjoint
-        elif not _unreached(adjoint):  # a loop over the slice that never ran
+        elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
             for position, value in zip(positions, adjoint):
                 out[position] = value
         return out
@@ -308,8 +308,8 @@ def unsort(adjoint, items):
 
 
 def copy_vjp(adjoint, items):
-    """Adjoint of ``list(items)`` or ``tuple(items)``: the copy's, a list of its
-    own (an array for an array)."""
+    """Adjoint of ``list(items)`` or ``tuple(items)``: the copy's adjoint, in a
+    list of its own (in an array, for an array)."""
     if _unreached(adjoint):
         return adjoint
     if isinstance(items, np.ndarray):
@@ -476,7 +476,7 @@ def add_at(total, adjoint, like, index):
                 element = total[positions]
                 total[positions] = element + adjoint if type(element) is float and \
                     type(adjoint) is float else add_adjoints(element, adjoint)
-            elif not _unreached(adjoint):  # 0.0: no adjoint reached the slice
+            elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
                 for position, value in zip(positions, adjoint):
                     total[position] = add_adjoints(total[position], value)
             return total
