@@ -739,6 +739,15 @@ def test_the_gradient_of_nested_tuples_of_arrays_has_their_structure():
     np.testing.assert_array_equal(lists[1][1], gc)
 
 
+def test_vjp_of_nested_tuples_of_arrays_is_the_gradient_scaled():
+    W, b, c = np.arange(6.0).reshape(2, 3) / 10, np.array([0.1, -0.2]), np.array([1.0, 2.0])
+    x = np.array([0.5, -1.0, 2.0])
+    (gW, (gb, gc)), gx = derivo.vjp(layer_loss, (W, (b, c)), x)[1](2.0)
+    expected = derivo.grad(layer_loss, wrt=(0, 1))((W, (b, c)), x)
+    for got, want in zip((gW, gb, gc, gx), (expected[0][0], *expected[0][1], expected[1])):
+        np.testing.assert_allclose(got, 2.0 * want, rtol=1e-14)
+
+
 def test_an_unread_array_in_a_tuple_gets_a_zero_array():
     gp, gx = derivo.grad(lambda p, x: np.sum(x * x), wrt=(0, 1))((np.ones(2), 2.0), np.ones(3))
     assert type(gp) is tuple and gp[1] == 0.0

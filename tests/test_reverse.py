@@ -1636,6 +1636,13 @@ def test_gradient_with_respect_to_a_tuple_is_a_tuple_of_floats():
     assert derivo.grad(pair_product)([1.5, 2.0], 3.0) == [6.0, 4.5]
 
 
+def test_vjp_gives_a_list_or_tuple_argument_its_cotangent_in_its_structure():
+    out, vjp_fn = derivo.vjp(pair_product, (1.5, 2.0), 3.0)
+    assert out == 9.0 and vjp_fn(2.0) == ((12.0, 9.0), 6.0)
+    out, vjp_fn = derivo.vjp(pair_product, [1.5, 2.0], 3)  # an int: no cotangent
+    assert vjp_fn(1.0) == ([6.0, 4.5], None)
+    assert derivo.vjp(pair_product, (True, 2.0), 3.0)[1](1.0) == (None, 2.0)  # a bool: none
+
 def unused_sequence(p, x):
     return x * x
 

@@ -492,10 +492,12 @@ def value_and_grad(func=None, *, wrt=0, loops="stack", checkpoints=None, schedul
 
 def vjp(func, *args, **kwargs):
     """``(func(*args, **kwargs), vjp_fn)``; ``vjp_fn(cotangent)`` returns one
-    cotangent per positional argument (``None`` for arguments that are not floats).
+    cotangent per positional argument: for a float or a float array, and for a
+    list or a tuple of numbers and arrays (in its structure); ``None`` for the
+    others (ints, bools, strings...).
     """
-    differentiable = tuple(i for i, a in enumerate(args) if isinstance(a, float) or (
-        isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.inexact)))
+    differentiable = tuple(i for i, a in enumerate(args) if _differentiable(a) or
+                           type(a) in (list, tuple) and _is_real(a))
     # On copies: a function that writes into its arguments must not move the point
     # the cotangents are computed at (the generated code copies what it writes).
     out = func(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args], **kwargs)
@@ -506,7 +508,8 @@ def vjp(func, *args, **kwargs):
     def vjp_fn(cotangent):
         grads = derivative(cotangent, *args, **kwargs)
         grads = iter(grads if isinstance(grads, tuple) else (grads,))
-        return tuple(next(grads) if i in differentiable else None for i in range(len(args)))
+        return tuple(None if i not in differentiable else _in_structure(next(grads), a)
+                     if type(a) in (list, tuple) else next(grads) for i, a in enumerate(args))
 
     return out, vjp_fn
 
