@@ -629,3 +629,31 @@ def writes_a_global(x):
 def test_forward_mode_writing_into_a_global_array():
     # the tangent of the global started as 0.0 and could not be written into
     assert derivo.jvp(writes_a_global, (1.3,), (1.0,))[1] == pytest.approx(2.6)
+
+
+def pair_times(p, x):
+    a, b = p
+    return a * x * b
+
+
+def weighted_layer(params, x):
+    W, v = params
+    return np.sum(np.tanh(W @ x) * v)
+
+
+def test_jvp_of_list_and_tuple_primals():
+    # d(a x b) = x b da + a x db + a b dx at a, b, x = 2, 3, 1.5
+    assert derivo.jvp(pair_times, ((2.0, 3.0), 1.5), ((1.0, 0.0), 0.0)) == (9.0, 4.5)
+    assert derivo.jvp(pair_times, ([2.0, 3.0], 1.5), ([0.0, 1.0], 1.0)) == (9.0, 9.0)
+    assert derivo.jvp(pair_times, ((2.0, 3.0), 1.5), (None, 1.0)) == (9.0, 6.0)
+    with pytest.raises(derivo.DerivoError, match="not of the structure of its primal"):
+        derivo.jvp(pair_times, ((2.0, 3.0), 1.5), ((1.0,), 0.0))
+
+
+def test_jvp_of_a_tuple_of_arrays_is_the_gradient_along_the_tangent():
+    rng = np.random.default_rng(5)
+    W, v, x = rng.normal(size=(2, 3)), rng.normal(size=2), rng.normal(size=3)
+    dW, dv = rng.normal(size=(2, 3)), rng.normal(size=2)
+    _, tangent = derivo.jvp(weighted_layer, ((W, v), x), ((dW, dv), None))
+    gW, gv = derivo.grad(weighted_layer)((W, v), x)
+    assert tangent == pytest.approx(np.sum(gW * dW) + np.sum(gv * dv), rel=1e-12)

@@ -536,24 +536,34 @@ def _differentiable(value):
 
 
 def _zero_tangent(value):
-    if isinstance(value, tuple):
-        return tuple(_zero_tangent(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_zero_tangent(v) for v in value)
     return np.zeros(np.shape(value)) if isinstance(value, np.ndarray) else 0.0
+
+
+def _same_structure(tangent, primal):
+    """Whether ``tangent`` has the lengths and shapes of the list or tuple ``primal``."""
+    if type(primal) in (list, tuple):
+        return isinstance(tangent, (list, tuple, np.ndarray)) and \
+            len(tangent) == len(primal) and all(map(_same_structure, tangent, primal))
+    return np.shape(tangent) == np.shape(primal)
 
 
 def jvp(func, primals, tangents):
     """``(func(*primals), tangent)``: the Jacobian-vector product, in forward mode.
 
-    ``tangents`` has one entry per primal.  Float and float-array primals are
-    differentiated (their tangent may be None for zero); any other primal (an
-    int, a flag) must get None or 0 as its tangent.  The tangent has the
-    structure of ``func``'s result (a tuple for a tuple).
+    ``tangents`` has one entry per primal.  Float and float-array primals, and
+    lists and tuples of numbers and arrays, are differentiated (their tangent,
+    of the primal's structure, may be None for zero); any other primal (an int,
+    a flag) must get None or 0 as its tangent.  The tangent has the structure of
+    ``func``'s result (a tuple for a tuple).
     """
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise DerivoError("jvp needs one tangent per primal, got {} primals and {} "
                           "tangents".format(len(primals), len(tangents)))
-    differentiable = tuple(i for i, p in enumerate(primals) if _differentiable(p))
+    differentiable = tuple(i for i, p in enumerate(primals) if _differentiable(p) or
+                           type(p) in (list, tuple) and _is_real(p))
     label = getattr(func, "__qualname__", repr(func))
     seeds = []
     for i, (primal, tangent) in enumerate(zip(primals, tangents)):
@@ -564,7 +574,11 @@ def jvp(func, primals, tangents):
                     "differentiate it; give it the tangent None".format(label, i, primal))
         elif tangent is None:
             seeds.append(_zero_tangent(primal))
-        elif np.shape(tangent) != np.shape(primal):
+        elif type(primal) in (list, tuple) and not _same_structure(tangent, primal):
+            raise DerivoError("jvp of {}: the tangent of argument {} is {}, not of the "
+                              "structure of its primal {}".format(
+                                  label, i, _short_repr(tangent), _short_repr(primal)))
+        elif type(primal) not in (list, tuple) and np.shape(tangent) != np.shape(primal):
             raise DerivoError("jvp of {}: the tangent of argument {} has shape {}, its "
                               "primal {}".format(label, i, np.shape(tangent), np.shape(primal)))
         else:
