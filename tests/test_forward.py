@@ -657,3 +657,28 @@ def test_jvp_of_a_tuple_of_arrays_is_the_gradient_along_the_tangent():
     _, tangent = derivo.jvp(weighted_layer, ((W, v), x), ((dW, dv), None))
     gW, gv = derivo.grad(weighted_layer)((W, v), x)
     assert tangent == pytest.approx(np.sum(gW * dW) + np.sum(gv * dv), rel=1e-12)
+
+
+def prepended(xs):
+    ys = (2.0,) + xs
+    return ys[0] * ys[1] * ys[2]
+
+
+def squares(xs):
+    s = 0.0
+    for x in xs:
+        s = s + x * x
+    return s
+
+
+@pytest.mark.parametrize("tangent", [[1.0, None], ["a", 1.0], np.array([1.0, 0.5]), (1.0, 0.5)])
+def test_jvp_refuses_a_tangent_of_another_structure(tangent):
+    # a None or a string inside crashed the tangent code; the others were let through
+    with pytest.raises(derivo.DerivoError, match="not of the structure of its primal"):
+        derivo.jvp(squares, ([1.0, 2.0],), (tangent,))
+
+
+def test_jvp_refuses_a_tuple_joined_to_another():
+    # its tangent code indexed past the tangent's end (IndexError), as grad refuses it
+    with pytest.raises(derivo.DerivoError, match="joins such sequences"):
+        derivo.jvp(prepended, ((2.0, 3.0),), ((1.0, 0.0),))

@@ -1643,6 +1643,27 @@ def test_vjp_gives_a_list_or_tuple_argument_its_cotangent_in_its_structure():
     assert vjp_fn(1.0) == ([6.0, 4.5], None)
     assert derivo.vjp(pair_product, (True, 2.0), 3.0)[1](1.0) == (None, 2.0)  # a bool: none
 
+def joined(xs):
+    ys = xs + xs
+    return ys[0] * ys[3]
+
+
+def written_into(xs):
+    xs[0] = xs[0] * 3.0
+    return xs[0] * xs[1]
+
+
+def test_vjp_refuses_a_list_it_joins_as_grad_does():
+    # the list of adjoints of xs + xs was spread over xs's items: a wrong cotangent
+    with pytest.raises(derivo.DerivoError, match="joins such sequences"):
+        derivo.vjp(joined, [1.0, 2.0, 3.0])
+
+
+def test_vjp_leaves_the_callers_list_alone():
+    xs = [1.0, 5.0]
+    out, vjp_fn = derivo.vjp(written_into, xs)
+    assert xs == [1.0, 5.0] and out == 15.0 and vjp_fn(1.0) == ([15.0, 3.0],)
+
 def unused_sequence(p, x):
     return x * x
 

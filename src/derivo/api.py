@@ -232,11 +232,18 @@ class Derivative(metaclass=_DerivativeType):
                     "real numbers (float, int, NumPy arrays of them, or lists and tuples of "
                     "those), got {}".format(self.__wrapped__.__qualname__, name,
                                             _short_repr(value), type(value).__name__))
-            if type(value) in (list, tuple) and name in self._sequence_arithmetic:
-                depth, error = self._sequence_arithmetic[name]
-                if depth < (1 if flat else _nesting(value)):
-                    raise error
+            if type(value) in (list, tuple):
+                self._refuse_joined(name, value, flat)
         return values
+
+    def _refuse_joined(self, name, value, flat):
+        """Refuse the list or tuple ``value`` given for the parameter ``name`` if
+        the function may join or repeat it, or a list inside it, with + or *: its
+        adjoint would be silently wrong.  ``flat``: its items are plain numbers."""
+        if name in self._sequence_arithmetic:
+            depth, error = self._sequence_arithmetic[name]
+            if depth < (1 if flat else _nesting(value)):
+                raise error
 
     @functools.cached_property
     def _sequence_arithmetic(self):
@@ -500,10 +507,11 @@ def vjp(func, *args, **kwargs):
                            type(a) in (list, tuple) and _is_real(a))
     # On copies: a function that writes into its arguments must not move the point
     # the cotangents are computed at (the generated code copies what it writes).
-    out = func(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args], **kwargs)
+    out = func(*map(_copied, args), **kwargs)
     if not differentiable:
         return out, lambda cotangent: tuple(None for _ in args)
     derivative = _derivative(func, differentiable, "vjp")
+    _refuse_joined_sequences(derivative, func, args, differentiable)
 
     def vjp_fn(cotangent):
         grads = derivative(cotangent, *args, **kwargs)
@@ -530,6 +538,26 @@ def tangent(func=None, *, wrt=0):
     return _transform("jvp", func, wrt)
 
 
+def _copied(value):
+    """``value`` with the arrays and lists in it copied."""
+    if isinstance(value, np.ndarray):
+        return np.copy(value)
+    if type(value) in (list, tuple):
+        return type(value)(map(_copied, value))
+    return value
+
+
+def _refuse_joined_sequences(derivative, func, args, positions):
+    """Refuse the lists and tuples among ``args`` (at ``positions``) that ``func``
+    may join or repeat (see Derivative._refuse_joined)."""
+    names = [p.name for p in _parameters(func)]
+    for index in positions:
+        value = args[index]
+        if type(value) in (list, tuple):
+            derivative.__self__._refuse_joined(names[index], value,
+                                               set(map(type, value)) <= _PLAIN_REALS)
+
+
 def _differentiable(value):
     return isinstance(value, float) or (
         isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.inexact))
@@ -542,11 +570,13 @@ def _zero_tangent(value):
 
 
 def _same_structure(tangent, primal):
-    """Whether ``tangent`` has the lengths and shapes of the list or tuple ``primal``."""
+    """Whether ``tangent`` is of the structure of the list or tuple ``primal``: the
+    same kinds of container, of the same lengths, holding real numbers and arrays
+    of the same shapes."""
     if type(primal) in (list, tuple):
-        return isinstance(tangent, (list, tuple, np.ndarray)) and \
-            len(tangent) == len(primal) and all(map(_same_structure, tangent, primal))
-    return np.shape(tangent) == np.shape(primal)
+        return type(tangent) is type(primal) and len(tangent) == len(primal) and \
+            all(map(_same_structure, tangent, primal))
+    return _is_real(tangent) and np.shape(tangent) == np.shape(primal)
 
 
 def jvp(func, primals, tangents):
@@ -587,6 +617,7 @@ def jvp(func, primals, tangents):
         out = func(*primals)
         return out, _zero_tangent(out)
     derivative = _derivative(func, differentiable, "jvp")
+    _refuse_joined_sequences(derivative, func, primals, differentiable)
     return derivative(*seeds, *primals)
 
 
