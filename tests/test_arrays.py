@@ -778,6 +778,29 @@ def test_a_mask_times_one_stays_an_array_product():
                                rtol=1e-6, atol=1e-9)
 
 
+def list_dot(xs, ys):
+    return np.dot(xs, ys)
+
+
+def list_inner(xs, ys):
+    return np.inner(xs, ys) * 2.0
+
+
+def rows_times(rows, x):
+    return np.sum(np.matmul(rows, x))
+
+
+def test_products_of_lists_and_tuples_take_them_as_arrays():
+    # the adjoints multiplied by the tuple and read .T of the list (TypeError, AttributeError)
+    assert derivo.grad(list_dot, wrt=(0, 1))([1.0, 2.0], (3.0, 4.0)) == ([3.0, 4.0], (1.0, 2.0))
+    assert derivo.grad(list_inner, wrt=(0, 1))((1.0, 2.0), [3.0, 4.0]) == ((6.0, 8.0), [2.0, 4.0])
+    rows = [np.array([1.0, 2.0]), np.array([3.0, 4.0])]
+    grows, gx = derivo.grad(rows_times, wrt=(0, 1))(rows, np.array([0.5, -1.0]))
+    assert type(grows) is list
+    np.testing.assert_array_equal(np.array(grows), [[0.5, -1.0], [0.5, -1.0]])
+    np.testing.assert_array_equal(gx, [4.0, 6.0])
+
+
 def half_square_sum(x):
     return np.sum(x * x) / 2.0
 

@@ -96,8 +96,16 @@ def extremum_vjp(adjoint, ans, like, axis, keepdims):
     return expand(adjoint, like, axis, keepdims) * hits / counts
 
 
+def _arrays(a, b):
+    """``a`` and ``b``, a list or a tuple made an array: NumPy's products take
+    them as arrays, and their adjoints read ``.T`` and multiply by them."""
+    return (np.asarray(a) if type(a) in (list, tuple) else a,
+            np.asarray(b) if type(b) in (list, tuple) else b)
+
+
 def matmul_vjp_left(adjoint, a, b):
     """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices)."""
+    a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
     if a_ndim == 2 == b_ndim:
         return adjoint @ b.T
@@ -112,6 +120,7 @@ def matmul_vjp_left(adjoint, a, b):
 
 def matmul_vjp_right(adjoint, a, b):
     """Adjoint of ``b`` in ``a @ b``."""
+    a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
     if a_ndim == 2 == b_ndim:
         return a.T @ adjoint
@@ -128,6 +137,7 @@ def matmul_vjp_right(adjoint, a, b):
 
 def dot_vjp_left(adjoint, a, b):
     """Adjoint of ``a`` in ``np.dot(a, b)`` (scalars, vectors and matrices)."""
+    a, b = _arrays(a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(adjoint * b, a)
     _dot_supported(a, b)
@@ -136,6 +146,7 @@ def dot_vjp_left(adjoint, a, b):
 
 def dot_vjp_right(adjoint, a, b):
     """Adjoint of ``b`` in ``np.dot(a, b)``."""
+    a, b = _arrays(a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(adjoint * a, b)
     _dot_supported(a, b)
@@ -153,6 +164,7 @@ def _dot_supported(a, b):
 
 def inner_vjp_left(adjoint, a, b):
     """Adjoint of ``a`` in ``np.inner(a, b)``: sums over the last axes."""
+    a, b = _arrays(a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(adjoint * b, a)
     a_rest, b_rest = np.ndim(a) - 1, np.ndim(b) - 1
@@ -162,6 +174,7 @@ def inner_vjp_left(adjoint, a, b):
 
 def inner_vjp_right(adjoint, a, b):
     """Adjoint of ``b`` in ``np.inner(a, b)``."""
+    a, b = _arrays(a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(adjoint * a, b)
     a_rest = np.ndim(a) - 1
