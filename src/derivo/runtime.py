@@ -98,14 +98,17 @@ def extremum_vjp(adjoint, ans, like, axis, keepdims):
 
 def _arrays(a, b):
     """``a`` and ``b``, a list or a tuple made an array: NumPy's products take
-    them as arrays, and their adjoints read ``.T`` and multiply by them."""
+    them as arrays, and their adjoints read ``.T`` and multiply by them.  Its
+    callers test for two arrays first, so that the common case makes no call:
+    an RNN's gradient calls them a few times per step."""
     return (np.asarray(a) if type(a) in (list, tuple) else a,
             np.asarray(b) if type(b) in (list, tuple) else b)
 
 
 def matmul_vjp_left(adjoint, a, b):
     """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices)."""
-    a, b = _arrays(a, b)
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+        a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
     if a_ndim == 2 == b_ndim:
         return adjoint @ b.T
@@ -120,7 +123,8 @@ def matmul_vjp_left(adjoint, a, b):
 
 def matmul_vjp_right(adjoint, a, b):
     """Adjoint of ``b`` in ``a @ b``."""
-    a, b = _arrays(a, b)
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+        a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
     if a_ndim == 2 == b_ndim:
         return a.T @ adjoint
@@ -137,7 +141,8 @@ def matmul_vjp_right(adjoint, a, b):
 
 def dot_vjp_left(adjoint, a, b):
     """Adjoint of ``a`` in ``np.dot(a, b)`` (scalars, vectors and matrices)."""
-    a, b = _arrays(a, b)
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+        a, b = _arrays(a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(adjoint * b, a)
     _dot_supported(a, b)
@@ -146,7 +151,8 @@ def dot_vjp_left(adjoint, a, b):
 
 def dot_vjp_right(adjoint, a, b):
     """Adjoint of ``b`` in ``np.dot(a, b)``."""
-    a, b = _arrays(a, b)
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+        a, b = _arrays(a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(adjoint * a, b)
     _dot_supported(a, b)
@@ -164,7 +170,8 @@ def _dot_supported(a, b):
 
 def inner_vjp_left(adjoint, a, b):
     """Adjoint of ``a`` in ``np.inner(a, b)``: sums over the last axes."""
-    a, b = _arrays(a, b)
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+        a, b = _arrays(a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(adjoint * b, a)
     a_rest, b_rest = np.ndim(a) - 1, np.ndim(b) - 1
@@ -174,7 +181,8 @@ def inner_vjp_left(adjoint, a, b):
 
 def inner_vjp_right(adjoint, a, b):
     """Adjoint of ``b`` in ``np.inner(a, b)``."""
-    a, b = _arrays(a, b)
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+        a, b = _arrays(a, b)
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return unbroadcast(adjoint * a, b)
     a_rest = np.ndim(a) - 1
