@@ -657,6 +657,10 @@ def test_jvp_of_a_tuple_of_arrays_is_the_gradient_along_the_tangent():
     _, tangent = derivo.jvp(weighted_layer, ((W, v), x), ((dW, dv), None))
     gW, gv = derivo.grad(weighted_layer)((W, v), x)
     assert tangent == pytest.approx(np.sum(gW * dW) + np.sum(gv * dv), rel=1e-12)
+    h = 1e-6
+    difference = (weighted_layer((W + h * dW, v + h * dv), x) -
+                  weighted_layer((W - h * dW, v - h * dv), x)) / (2 * h)
+    assert tangent == pytest.approx(difference, rel=1e-6)
 
 
 def prepended(xs):

@@ -408,28 +408,14 @@ def test_other_shapes_are_read_where_they_were(source):
     assert shapes_read(function_of("r, g", source)) == source.splitlines()
 
 
-def test_a_copy_read_by_an_item_store_is_stored_in_its_place():
-    out = optimized("""
-        def f(bvalue, x, n, bX):
-            for i in range(n):
-                bc = bvalue
-                bvalue = bvalue * x
-                bX[i] += bc
-            return bX
-    """)
-    assert out == ["for i in range(n):", "bX[i] += bvalue", "bvalue = bvalue * x", "return bX"]
-
-
-def test_a_value_read_by_an_item_store_is_stored_where_it_is_computed():
-    out = optimized("""
-        def f(bs, s, c, n, bX):
-            for i in range(n):
-                bt1 = bs * s
-                bs = bs * c
-                bX[i] += bt1
-            return bX
-    """)
-    assert out == ["for i in range(n):", "bX[i] += bs * s", "bs = bs * c", "return bX"]
+@pytest.mark.parametrize("computed", ["bvalue", "bvalue * s"])
+def test_a_value_read_by_an_item_store_is_stored_where_it_is_computed(computed):
+    # a copy (bc = bvalue) or an expression: moved into the store, above the update
+    body = "for i in range(n):\n    bc = {}\n    bvalue = bvalue * x\n    bX[i] += bc\n" \
+           "return bX".format(computed)
+    out = optimized(function_of("bvalue, s, x, n, bX", body))
+    assert out == ["for i in range(n):", "bX[i] += " + computed, "bvalue = bvalue * x",
+                   "return bX"]
 
 
 def test_a_value_computed_from_the_container_keeps_its_store_in_place():

@@ -1329,8 +1329,7 @@ def parameters_read_whole(func):
     array given for one of them to the checked call; see ``api.entry_guard``.)"""
     parsed = parse(func)
     tree = parsed.tree
-    args = tree.args
-    params = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+    params = set(tree_params(tree))
     parents = {id(child): parent for parent in S.walk(tree)
                for child in S.gast.iter_child_nodes(parent)}
 

@@ -503,8 +503,7 @@ def vjp(func, *args, **kwargs):
     list or a tuple of numbers and arrays (in its structure); ``None`` for the
     others (ints, bools, strings...).
     """
-    differentiable = tuple(i for i, a in enumerate(args) if _differentiable(a) or
-                           type(a) in (list, tuple) and _is_real(a))
+    differentiable = tuple(i for i, a in enumerate(args) if _differentiable_or_container(a))
     # On copies: a function that writes into its arguments must not move the point
     # the cotangents are computed at (the generated code copies what it writes).
     out = func(*map(_copied, args), **kwargs)
@@ -563,6 +562,12 @@ def _differentiable(value):
         isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.inexact))
 
 
+def _differentiable_or_container(value):
+    """What vjp and jvp differentiate: a float, a float array, or a list or tuple
+    of real numbers and arrays."""
+    return _differentiable(value) or type(value) in (list, tuple) and _is_real(value)
+
+
 def _zero_tangent(value):
     if isinstance(value, (list, tuple)):
         return type(value)(_zero_tangent(v) for v in value)
@@ -592,8 +597,7 @@ def jvp(func, primals, tangents):
     if len(primals) != len(tangents):
         raise DerivoError("jvp needs one tangent per primal, got {} primals and {} "
                           "tangents".format(len(primals), len(tangents)))
-    differentiable = tuple(i for i, p in enumerate(primals) if _differentiable(p) or
-                           type(p) in (list, tuple) and _is_real(p))
+    differentiable = tuple(i for i, p in enumerate(primals) if _differentiable_or_container(p))
     label = getattr(func, "__qualname__", repr(func))
     seeds = []
     for i, (primal, tangent) in enumerate(zip(primals, tangents)):

@@ -568,7 +568,6 @@ def _replace(tree, old, new):
     return Replace().visit(tree)
 
 
-
 def _update_of(stmt, name):
     """(op, e) when ``stmt`` is ``name += e``, ``name -= e`` or ``name = name +/- e``."""
     if isinstance(stmt, S.AugAssign) and isinstance(stmt.op, (S.Add, S.Sub)) and \
