@@ -24,9 +24,21 @@ copy_location = gast.copy_location
 
 
 def walk(tree):
-    """Every node of a tree, or of each tree in a list of trees."""
+    """Every node of a tree, or of each tree in a list of trees, in ``ast.walk``'s
+    order (breadth first, one tree after the other)."""
     for root in tree if isinstance(tree, list) else [tree]:
-        yield from gast.walk(root)
+        # ast.walk's loop without its two generators per node: walking is most of
+        # the time derivo takes to transform a function
+        todo = collections.deque((root,))
+        while todo:
+            node = todo.popleft()
+            for field in node._fields:
+                value = getattr(node, field, None)
+                if isinstance(value, AST):
+                    todo.append(value)
+                elif value.__class__ is list:
+                    todo.extend([item for item in value if isinstance(item, AST)])
+            yield node
 
 
 def is_derivo(obj):
