@@ -260,7 +260,7 @@ def scaled(x, y=2.0):
 
 @pytest.mark.parametrize("value", ["a", None, True, 1 + 2j, b"x", {"x": 1.0},
                                    np.array(["a"]), np.array([1j]), np.array([True]),
-                                   [1.0, "a"]])
+                                   [1.0, "a"], [1.0, True], (2.0, 1j), [np.float64(1.0), True]])
 def test_a_non_real_argument_is_refused(value):
     with pytest.raises(DerivoError, match=r"scaled: cannot differentiate with respect to "
                                           r"x=.*derivo differentiates real numbers"):
