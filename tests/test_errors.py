@@ -507,6 +507,12 @@ def copies_into(a, b):
     return x[0] * x[1]
 
 
+def shuffles(a, b):
+    x = np.array([a, b])
+    np.random.shuffle(x)
+    return x[0] * b
+
+
 def writes_out(a, b):
     x = np.zeros(2)
     np.multiply(np.array([a, a]), b, out=x)
@@ -527,7 +533,7 @@ def pops(a, b):
 
 @pytest.mark.parametrize("f, marker", [
     (extends, "xs.extend([a, b])"), (fills, "x.fill(a)"), (sorts, "xs.sort()"),
-    (copies_into, "np.copyto(x, np.array([a, b]))"),
+    (copies_into, "np.copyto(x, np.array([a, b]))"), (shuffles, "np.random.shuffle(x)"),
     (writes_out, "np.multiply(np.array([a, a]), b, out=x)"),
     (adds_at, "np.add.at(x, [0, 0], a)"), (pops, "xs.pop()"),
 ])

@@ -34,6 +34,7 @@ sharing
 
 import collections
 import functools
+import sys
 import types
 
 import numpy as np
@@ -320,7 +321,7 @@ class Analysis:
                         and call.func.value.id in local:
                     changed = call.func.value
                 elif call.args and isinstance(call.args[0], S.Name) and (
-                        self.parsed.callee_key(call) in _WRITES_INTO_FIRST_ARGUMENT or
+                        _writes_into_first_argument(self.parsed.callee_key(call)) or
                         getattr(call.func, "attr", None) == "at"):  # np.add.at(x, i, v)
                     changed = call.args[0]
             if isinstance(node, S.Call):
@@ -1442,9 +1443,16 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     return analysis
 
 
-#: NumPy functions that write into their first argument
-_WRITES_INTO_FIRST_ARGUMENT = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
-                               np.random.shuffle)
+#: NumPy functions that write into their first argument (and np.random.shuffle)
+_WRITES_INTO_FIRST_ARGUMENT = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal)
+
+
+def _writes_into_first_argument(callee):
+    # NumPy imports np.random on first use, and that takes 10 ms: derivo's import
+    # leaves it alone, and a function that calls np.random.shuffle has imported it
+    random = sys.modules.get("numpy.random")
+    return callee in _WRITES_INTO_FIRST_ARGUMENT or \
+        random is not None and callee == random.shuffle
 
 #: math functions of an iterable: the adjoint of a list given to one is a list
 _MATH_OVER_ITERABLES = ("fsum", "prod", "dist", "sumprod")
