@@ -630,6 +630,30 @@ def test_swap_closed_form():
     assert_close(derivo.grad(swap, wrt=(0, 1))(1.5, -2.0), (8.0, -12.0))
 
 
+def unpack_into_itself(p):
+    p, q = p
+    return p * q * 3.0
+
+
+def unpack_twice(pair, x):
+    a, b = pair
+    a = a * x
+    c, d = pair
+    return a * b + c * d * x
+
+
+def test_unpacking_a_parameter_reads_its_items_without_a_copy():
+    # a, b = pair: a = pair[0], b = pair[1] (there was a copy, seq1 = pair, and
+    # its adjoint); p, q = p still reads the items of the p passed in
+    assert derivo.grad(unpack_into_itself)((2.0, 5.0)) == (15.0, 6.0)
+    twice = derivo.grad(unpack_twice, wrt=(0, 1))
+    assert "seq" not in twice.source and "a = pair[0]" in twice.source
+    # a*x*b + c*d*x: d/dpair = (x*b + d*x, a*x + c*x), d/dx = a*b + c*d
+    (bpair, bx) = twice([2.0, 5.0], 3.0)
+    assert_close(tuple(bpair), (30.0, 12.0))
+    assert_close(bx, 20.0)
+
+
 def test_chained_targets_closed_form():
     # a = b = 2x: 4x^2 + 2x -> 8x + 2
     assert_close(derivo.grad(chained_targets)(1.5), 14.0)

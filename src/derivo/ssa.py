@@ -418,14 +418,22 @@ class _Normalizer:
             for name, read in reads:
                 out += self.assign_to(name, read, origin, reread=False)
             return out
+        # a, b = pair outside loops: each target reads pair[i], with no copy of pair
+        # (in a loop, the analyses look for the copy of the loop's item)
+        read_in_place = not self.depth and isinstance(value, S.Name) and \
+            value.id not in S.stored_names(target)
         value = self.read(value)
         hoisted, value = self.hoist_calls(value, origin, top=True)
         flat = all(isinstance(t, S.Name) for t in target.elts)
         if getattr(value, "user_function", None) and flat:
             targets = [S.store(self.write(t.id)) for t in target.elts]
             return hoisted + [S.assign(S.tuple_(targets, store_ctx=True), value)]
-        temp = self.namer.numbered("seq")
-        out = hoisted + [S.assign(temp, value)]
+        out = hoisted
+        if read_in_place:
+            temp = value.id
+        else:
+            temp = self.namer.numbered("seq")
+            out = out + [S.assign(temp, value)]
         for index, element in enumerate(target.elts):
             item = S.subscript(S.name(temp), S.const(index))
             out += self.assign_to(element, item, origin)
