@@ -127,3 +127,33 @@ def test_a_gradient_nothing_depends_on_differentiates_again():
     # and the second derivative was refused
     assert derivo.grad(SLOPE_IN_Y, wrt=1)(1.0, 2.0) == 0.0
     assert derivo.grad(through_both_slopes)(1.5) == pytest.approx(4 * 1.5)  # d/dx 2x^2
+
+
+def rebound_pair(pair, y):
+    a, b = pair
+    if y > 0:
+        pair = (b, a)
+    return pair[0] * a + pair[1] * b * y
+
+
+def item_written_pair(xs, y):
+    a, b = xs
+    xs[0] = b * y
+    return xs[0] * a + b * xs[1]
+
+
+@pytest.mark.parametrize("f, pair, expected", [
+    # y > 0: f = a b (1 + y)
+    (rebound_pair, (1.3, -0.7), (((0.0, 1.9), (1.9, 0.0)), (-0.7, 1.3), 0.0)),
+    # f = a b y + b^2
+    (item_written_pair, [1.3, -0.7], (((0.0, 0.9), (0.9, 2.0)), (-0.7, 1.3), 0.0)),
+])
+def test_hessian_through_unpacking_a_pair_the_function_changes(f, pair, expected):
+    # with no copy of the unpacked pair, its gradient pushed the pair on a stack
+    # and the Hessian was refused as an alias of it
+    (h_pair, h_pair_y), (h_y_pair, h_y) = derivo.hessian(f, wrt=(0, 1))(pair, 0.9)
+    block, cross, h_yy = expected
+    np.testing.assert_allclose(h_pair, block, atol=1e-12)
+    np.testing.assert_allclose(h_pair_y, cross, atol=1e-12)
+    np.testing.assert_allclose(h_y_pair, cross, atol=1e-12)
+    assert abs(h_y - h_yy) < 1e-12

@@ -9,6 +9,7 @@ that derivo can read their source.
 import math
 import operator
 
+import numpy as np
 import pytest
 
 import derivo
@@ -652,6 +653,28 @@ def test_unpacking_a_parameter_reads_its_items_without_a_copy():
     (bpair, bx) = twice([2.0, 5.0], 3.0)
     assert_close(tuple(bpair), (30.0, 12.0))
     assert_close(bx, 20.0)
+
+
+def unpack_into_own_item(a, b):
+    p = [a, b]
+    p[1], q = p  # p[1] = a, q = b: Python reads both items before it writes
+    return p[1] * q
+
+
+def swap_items(x):
+    z = x * 1.0
+    z[1], z[0] = z
+    return np.sum(z * np.array([1.0, 3.0]))
+
+
+def test_unpacking_into_an_item_of_the_unpacked_list_reads_every_item_first():
+    # read and written item by item, p[1], q = p gave a * a, and so did its jvp
+    value, gradient = derivo.value_and_grad(unpack_into_own_item, wrt=(0, 1))(1.3, -0.7)
+    assert_close(value, 1.3 * -0.7)
+    assert_close(gradient, (-0.7, 1.3))
+    assert_close(derivo.jvp(unpack_into_own_item, (1.3, -0.7), (1.0, 0.0)), (1.3 * -0.7, -0.7))
+    value, gradient = derivo.value_and_grad(swap_items)(np.array([2.0, 5.0]))
+    assert value == 11.0 and gradient.tolist() == [3.0, 1.0]
 
 
 def test_chained_targets_closed_form():

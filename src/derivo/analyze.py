@@ -1443,16 +1443,17 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     return analysis
 
 
-#: NumPy functions that write into their first argument (and np.random.shuffle)
+#: NumPy functions that write into their first argument, but for np.random.shuffle
 _WRITES_INTO_FIRST_ARGUMENT = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal)
 
 
 def _writes_into_first_argument(callee):
-    # NumPy imports np.random on first use, and that takes 10 ms: derivo's import
-    # leaves it alone, and a function that calls np.random.shuffle has imported it
+    # NumPy imports np.random on first use, which takes 10 ms: derivo's own import
+    # leaves it alone.  Resolving a call of np.random.shuffle has imported it.
     random = sys.modules.get("numpy.random")
     return callee in _WRITES_INTO_FIRST_ARGUMENT or \
         random is not None and callee == random.shuffle
+
 
 #: math functions of an iterable: the adjoint of a list given to one is a list
 _MATH_OVER_ITERABLES = ("fsum", "prod", "dist", "sumprod")

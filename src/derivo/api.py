@@ -40,10 +40,11 @@ _FLOATS = frozenset({float})
 
 
 def _item_types(items):
-    """The set of the types of a list's or a tuple's items.  In the common case,
-    floats only, counting them is a quarter faster than collecting the types (no
-    hashing), and this runs on every call with a list."""
-    if operator.countOf(map(type, items), float) == len(items):
+    """The types of a list's or a tuple's items, as a set.  This runs on every
+    call with a list: a list of floats, the common case, is told by counting its
+    floats, a quarter faster than collecting the types (no hashing)."""
+    if items and type(items[0]) is float and \
+            operator.countOf(map(type, items), float) == len(items):
         return _FLOATS
     return set(map(type, items))
 

@@ -268,11 +268,13 @@ class _Normalizer:
         #                         loop's variable (a loop may run no trip) nor a branch's
         self.tuples = {}        # name of a tuple split at the top level -> element names
         self.written = set()    # names of arrays written in place (x[i] = v)
+        self.changed = set()    # names the function rebinds, writes into or appends to
 
     def function_body(self, tree, body, final_return):
         args = tree.args
         self.assigned = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
         self.bound = set(self.assigned)
+        self.changed = _changed_names(body)
         out = self.block(body)
         final = S.copy_location(S.return_(self.read(final_return.value)), final_return)
         return out + [final]
@@ -418,10 +420,13 @@ class _Normalizer:
             for name, read in reads:
                 out += self.assign_to(name, read, origin, reread=False)
             return out
-        # a, b = pair outside loops: each target reads pair[i], with no copy of pair
-        # (in a loop, the analyses look for the copy of the loop's item)
+        # a, b = pair outside loops, of a pair the function never rebinds, writes
+        # into or appends to: each target reads pair[i], with no copy of pair.  A
+        # pair changed later keeps its copy (without it, the reverse sweep pushed
+        # the pair on the stack, and differentiating that again was refused), and
+        # so does a loop's item, whose copy the analyses look for.
         read_in_place = not self.depth and isinstance(value, S.Name) and \
-            value.id not in S.stored_names(target)
+            value.id not in self.changed
         value = self.read(value)
         hoisted, value = self.hoist_calls(value, origin, top=True)
         flat = all(isinstance(t, S.Name) for t in target.elts)
@@ -434,8 +439,16 @@ class _Normalizer:
         else:
             temp = self.namer.numbered("seq")
             out = out + [S.assign(temp, value)]
-        for index, element in enumerate(target.elts):
-            item = S.subscript(S.name(temp), S.const(index))
+        items = [S.subscript(S.name(temp), S.const(i)) for i in range(len(target.elts))]
+        if any(isinstance(n, S.Subscript) for n in S.walk(target)):
+            # p[1], q = p: Python reads every item before it writes any target
+            read_first = []
+            for item in items:
+                name = self.namer.numbered("item")
+                out += self.assign_to(S.store(name), item, origin, reread=False)
+                read_first.append(S.name(name))
+            items = read_first
+        for element, item in zip(target.elts, items):
             out += self.assign_to(element, item, origin)
         return out
 
