@@ -567,6 +567,26 @@ def appended_by_a_helper(x):
     return sum(xs)
 
 
+def shuffle_in_place(y):
+    np.random.shuffle(y)
+
+
+def square_in_place(y):
+    np.multiply(y, y, out=y)
+
+
+def shuffled_by_a_helper(x):
+    y = x * 1.0
+    shuffle_in_place(y)
+    return np.sum(y * np.arange(3.0))
+
+
+def squared_by_a_helper(x):
+    y = x * 1.0
+    square_in_place(y)
+    return np.sum(y)
+
+
 def incremented_by_a_helper(x):
     y = x * 1.0
     z = increment(y)
@@ -577,6 +597,8 @@ def incremented_by_a_helper(x):
     (changed_by_a_helper, (np.array([1.0, 2.0, 3.0]),), "set_first(y, 5.0)"),
     (appended_by_a_helper, (1.3,), "add_to(xs, x * x)"),
     (incremented_by_a_helper, (np.array([1.0, 2.0]),), "z = increment(y)"),
+    (shuffled_by_a_helper, (np.array([1.0, 2.0, 3.0]),), "shuffle_in_place(y)"),
+    (squared_by_a_helper, (np.array([1.0, 2.0, 3.0]),), "square_in_place(y)"),
 ])
 def test_a_helper_that_changes_its_argument_in_place_is_refused(f, args, marker):
     # each gave a silently wrong gradient: derivo did not follow the change

@@ -157,3 +157,24 @@ def test_hessian_through_unpacking_a_pair_the_function_changes(f, pair, expected
     np.testing.assert_allclose(h_pair_y, cross, atol=1e-12)
     np.testing.assert_allclose(h_y_pair, cross, atol=1e-12)
     assert abs(h_y - h_yy) < 1e-12
+
+
+def product_of_pair(xs, y):
+    return xs[0] * xs[1] * y
+
+
+@pytest.mark.parametrize("pair", [[1.3, -0.7], (1.3, -0.7)])
+def test_hvp_of_a_list_or_tuple_has_its_structure(pair):
+    # f = a b y: H @ ((1, 0), 0) = ((0, y), b); hvp gave None for a list or tuple
+    product = derivo.hvp(product_of_pair, (pair, 0.9), (type(pair)((1.0, 0.0)), 0.0))
+    assert product == (type(pair)((0.0, 0.9)), -0.7)
+    assert all(type(v) is float for v in product[0])
+
+
+def test_forward_over_the_scalar_gradient_of_a_list_gives_floats():
+    # the gradient's code calls derivo's helpers (zeros_for); they made its tangent
+    # array code, whose items were 0-d arrays
+    gradient = derivo.grad(product_of_pair, wrt=(0, 1))
+    _, (tangent_xs, tangent_y) = derivo.jvp(gradient, ([1.3, -0.7], 0.9), ([1.0, 0.0], 0.0))
+    assert tangent_xs == [0.0, 0.9] and [type(v) for v in tangent_xs] == [float, float]
+    assert tangent_y == -0.7

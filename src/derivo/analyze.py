@@ -320,13 +320,8 @@ class Analysis:
                 if isinstance(call.func, S.Attribute) and isinstance(call.func.value, S.Name) \
                         and call.func.value.id in local:
                     changed = call.func.value
-                elif call.args and isinstance(call.args[0], S.Name) and (
-                        _writes_into_first_argument(self.parsed.callee_key(call)) or
-                        getattr(call.func, "attr", None) == "at"):  # np.add.at(x, i, v)
-                    changed = call.args[0]
             if isinstance(node, S.Call):
-                changed = changed or next((k.value for k in node.keywords if k.arg == "out"
-                                           and isinstance(k.value, S.Name)), None) or \
+                changed = changed or _written_by_numpy(self.parsed, node) or \
                     self._argument_a_helper_changes(node)
             # (a change that involves nothing differentiated, keys.sort(), is harmless)
             if changed is not None and changed.id in local and changed.id in self.useful \
@@ -1289,7 +1284,8 @@ def parameter_writes(func, arrays, _seen=frozenset()):
     """The parameters ``func`` changes in place, read from its source: written
     into (``y[0] = v``), appended to or given a method call as a statement
     (``ys.append(v)``), updated with ``+=`` and the like when values may be
-    arrays, or given to a user function that changes them."""
+    arrays, written by NumPy (``np.copyto(y, v)``, ``out=y``), or given to a user
+    function that changes them."""
     parsed = parse(func)
     tree = parsed.tree
     params = set(tree_params(tree))
@@ -1310,6 +1306,9 @@ def parameter_writes(func, arrays, _seen=frozenset()):
     for call in S.walk(tree):
         if not isinstance(call, S.Call):
             continue
+        changed = _written_by_numpy(parsed, call)
+        if changed is not None:
+            written.add(changed.id)
         callee = parsed.resolve_callee(call)
         if isinstance(callee, types.FunctionType) and callee not in _seen and \
                 not rules.is_primitive(callee) and not S.is_derivo(callee):
@@ -1453,6 +1452,17 @@ def _writes_into_first_argument(callee):
     random = sys.modules.get("numpy.random")
     return callee in _WRITES_INTO_FIRST_ARGUMENT or \
         random is not None and callee == random.shuffle
+
+
+def _written_by_numpy(parsed, call):
+    """The name a NumPy call writes into, or None: the first argument of
+    ``np.copyto(x, v)``, ``np.add.at(x, i, v)`` and the like, or ``out=x``."""
+    if call.args and isinstance(call.args[0], S.Name) and (
+            _writes_into_first_argument(parsed.callee_key(call)) or
+            getattr(call.func, "attr", None) == "at"):
+        return call.args[0]
+    return next((k.value for k in call.keywords
+                 if k.arg == "out" and isinstance(k.value, S.Name)), None)
 
 
 #: math functions of an iterable: the adjoint of a list given to one is a list

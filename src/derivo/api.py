@@ -740,16 +740,18 @@ def _hessian_block(columns, i, row_input, column_input):
 
 def hvp(func, primals, tangents):
     """The Hessian-vector product of the scalar ``func`` at ``primals`` along
-    ``tangents``, forward over reverse: one component per primal, like the
-    cotangents of :func:`vjp` (None for primals that are not floats)."""
+    ``tangents``, forward over reverse: one component per primal, in its structure,
+    like the cotangents of :func:`vjp` (None for primals that are not floats, float
+    arrays, or lists and tuples of real numbers and arrays)."""
     primals, tangents = tuple(primals), tuple(tangents)
-    differentiable = tuple(i for i, p in enumerate(primals) if _differentiable(p))
+    differentiable = tuple(i for i, p in enumerate(primals) if _differentiable_or_container(p))
     if not differentiable:
         return tuple(None for _ in primals)
     gradient = Derivative(func, "grad", resolve_wrt(func, differentiable), True).call
     _, product = jvp(_code_for(gradient, primals), primals, tangents)
     product = iter(product)
-    return tuple(next(product) if i in differentiable else None for i in range(len(primals)))
+    return tuple(_in_structure(next(product), p) if i in differentiable else None
+                 for i, p in enumerate(primals))
 
 
 def _output_size(out):

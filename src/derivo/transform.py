@@ -282,7 +282,9 @@ def is_generated(func):
 
 
 def uses_numpy(func, seen=None):
-    """Whether ``func``, or a Python function it names, refers to NumPy."""
+    """Whether ``func``, or a Python function it names, refers to NumPy.  derivo's
+    runtime helpers do not count: they take numbers as well as arrays, and the
+    scalar code derivo generates calls them (``zeros_for``, ``getitem_vjp``)."""
     seen = set() if seen is None else seen
     code = getattr(func, "__code__", None)
     if code is None or code in seen:
@@ -295,7 +297,7 @@ def uses_numpy(func, seen=None):
             getattr(value, "__module__", None) or ""
         if module == "numpy" or module.startswith("numpy."):
             return True
-        if inspect.isfunction(value) and uses_numpy(value, seen):
+        if inspect.isfunction(value) and not S.is_derivo(value) and uses_numpy(value, seen):
             return True
     return False
 
