@@ -1067,3 +1067,27 @@ def test_a_checkpointed_list_summed_twice_adds_its_adjoints_item_by_item():
     gx, gc = stack_and_checkpoint(scaled_items_summed_twice, (xs, c), wrt=(0, 1))
     np.testing.assert_allclose(gx, [2 * c] * 3, rtol=1e-12)
     assert gc == pytest.approx(2 * sum(xs), rel=1e-12)
+
+
+def revisits_pairs(pairs, y):
+    s = y
+    for i in range(4):
+        a, b = pairs[i % 2]
+        s = s * a + b * y
+    return s
+
+
+def test_a_list_of_tuples_read_by_index_in_a_checkpointed_loop():
+    # each trip's adjoint of pairs is a list holding one pair's adjoint; adding two
+    # trips' added a list to 0.0 (TypeError)
+    pairs, y = [(1.3, -0.7), (0.5, 0.4), (0.2, 0.1)], 0.9
+    bpairs, by = checkpointed_grad(revisits_pairs, wrt=(0, 1), checkpoints=2)(pairs, y)
+    h = 1e-6
+    for k, j in [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)]:
+        up, down = [list(p) for p in pairs], [list(p) for p in pairs]
+        up[k][j] += h
+        down[k][j] -= h
+        central = (revisits_pairs(up, y) - revisits_pairs(down, y)) / (2 * h)
+        assert abs(bpairs[k][j] - central) < 1e-7
+    assert_close(by, numeric_grad(revisits_pairs, (pairs, y), 1))
+    assert bpairs == derivo.grad(revisits_pairs, wrt=(0, 1))(pairs, y)[0]

@@ -547,7 +547,8 @@ def addable(tangents):
 
 def add_adjoints(first, second):
     """The sum of two adjoints of one value: lists of adjoints (for a list)
-    add element by element, a zero (``0.0``) adds nothing."""
+    add element by element, at every depth (for a list of lists or tuples), a
+    zero (``0.0``) adds nothing."""
     if not isinstance(first, list) and not isinstance(second, list):
         return first + second
     first, second = [list(a) if isinstance(a, np.ndarray) else a for a in (first, second)]
@@ -556,4 +557,5 @@ def add_adjoints(first, second):
             [first + b for b in second]
     if not isinstance(second, list):
         return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
-    return [a + b for a, b in zip(first, second)]
+    return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
+            for a, b in zip(first, second)]
