@@ -11,6 +11,7 @@ import inspect
 import math
 import operator
 import os
+import random
 import re
 
 import numpy as np
@@ -513,6 +514,42 @@ def shuffles(a, b):
     return x[0] * b
 
 
+def copies_into_by_keyword(a, b):
+    x = np.zeros(2)
+    np.copyto(dst=x, src=np.array([a, b]))
+    return x[0] * x[1]
+
+
+def writes_out_by_position(a, b):
+    x = np.array([a, b])
+    np.multiply(x, b, x)
+    return np.sum(x * x)
+
+
+def writes_out_tuple(a, b):
+    x = np.array([a, b])
+    np.multiply(x, b, out=(x,))
+    return np.sum(x * x)
+
+
+def puts_along_axis(a, b):
+    x = np.array([a, b])
+    np.put_along_axis(x, np.array([0]), a * b, axis=0)
+    return np.sum(x * x)
+
+
+def shuffles_with_a_generator(a, b):
+    x = np.array([a, 2.0 * b])
+    np.random.default_rng(0).shuffle(x)
+    return x[0] * 3.0 + x[1]
+
+
+def shuffles_a_list(a, b):
+    xs = [a, 2.0 * b]
+    random.shuffle(xs)
+    return xs[0] * 3.0 + xs[1]
+
+
 def writes_out(a, b):
     x = np.zeros(2)
     np.multiply(np.array([a, a]), b, out=x)
@@ -534,6 +571,12 @@ def pops(a, b):
 @pytest.mark.parametrize("f, marker", [
     (extends, "xs.extend([a, b])"), (fills, "x.fill(a)"), (sorts, "xs.sort()"),
     (copies_into, "np.copyto(x, np.array([a, b]))"), (shuffles, "np.random.shuffle(x)"),
+    (copies_into_by_keyword, "np.copyto(dst=x, src=np.array([a, b]))"),
+    (writes_out_by_position, "np.multiply(x, b, x)"),
+    (writes_out_tuple, "np.multiply(x, b, out=(x,))"),
+    (puts_along_axis, "np.put_along_axis(x, np.array([0]), a * b, axis=0)"),
+    (shuffles_with_a_generator, "np.random.default_rng(0).shuffle(x)"),
+    (shuffles_a_list, "random.shuffle(xs)"),
     (writes_out, "np.multiply(np.array([a, a]), b, out=x)"),
     (adds_at, "np.add.at(x, [0, 0], a)"), (pops, "xs.pop()"),
 ])
@@ -729,3 +772,40 @@ def test_differentiating_through_a_derivative_of_several_values_is_refused():
     error = refusal(through_a_tuple_gradient, 0.7, 1.3, wrt=(0, 1))
     assert_points_at(error, line_of(through_a_tuple_gradient, "GRADIENT_OF_SEVERAL(x, y)"),
                      "returns several values")
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def apply(self, x, y=1.0):
+        return self.k * x * y
+
+    def at(self, x):  # not np.add.at: it writes into nothing
+        return x > 0.0
+
+
+SCALER = Scaler(3.0)
+
+
+def calls_a_method(x):
+    return SCALER.apply(x) * x
+
+
+def calls_a_method_on_constants(x):
+    return SCALER.apply(2.0) * x if SCALER.at(x) else x
+
+
+def test_a_method_of_an_object_reached_by_a_differentiated_value_is_refused():
+    # derivo took the method for its function and passed x as self: with y's
+    # default, the value and gradient were silently wrong
+    error = refusal(calls_a_method, 2.0)
+    assert_points_at(error, line_of(calls_a_method, "SCALER.apply(x)"), "a method of an object")
+    assert "Scaler.apply(SCALER, ...)" in str(error)
+    # called as a function, it is differentiated: 3 x^2
+    assert derivo.grad(lambda x: Scaler.apply(SCALER, x) * x)(2.0) == 12.0
+
+
+def test_a_method_of_an_object_runs_as_it_is_where_no_derivative_flows():
+    assert derivo.grad(calls_a_method_on_constants)(2.0) == 6.0
+    assert derivo.grad(calls_a_method_on_constants)(-2.0) == 1.0

@@ -556,6 +556,12 @@ def tuple_nested(x, y):
     return a * c - b
 
 
+def item_target_of_a_literal(x, y):
+    p = [0.0, 1.0]
+    p[0], b = (x, y), 2.0  # an item target in a literal unpacking crashed the ssa pass
+    return p[0][0] * p[0][1] * b
+
+
 def swap(x, y):
     a = x * 2.0
     b = y
@@ -612,6 +618,7 @@ ASSIGN = cases(
     (tuple_pack_unpack, [(1.5, -2.0), (-0.3, 4.0)], (0, 1)),
     (tuple_via_name, [(1.5, -2.0), (-0.3, 4.0)], (0, 1)),
     (tuple_nested, [(1.5, -2.0), (-0.3, 4.0)], (0, 1)),
+    (item_target_of_a_literal, [(1.5, -2.0), (-0.3, 4.0)], (0, 1)),
     (swap, [(1.5, -2.0), (-0.3, 4.0)], (0, 1)),
     (swap_in_loop, [(1.5, -0.5, 3), (0.7, 0.9, 6), (0.7, 0.9, 0)], (0, 1)),
     (chained_targets, [(1.5,), (-0.3,)], 0),

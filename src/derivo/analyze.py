@@ -34,7 +34,6 @@ sharing
 
 import collections
 import functools
-import sys
 import types
 
 import numpy as np
@@ -313,25 +312,26 @@ class Analysis:
                         items.add(stmt.targets[0].id)
                 self._refuse_writes_into_items(loop.body, items)
         for node in S.walk(self.normalized.tree):
-            changed = None
+            changed = []
             if isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
                     not is_append(node):
                 call = node.value
                 if isinstance(call.func, S.Attribute) and isinstance(call.func.value, S.Name) \
                         and call.func.value.id in local:
-                    changed = call.func.value
+                    changed.append(call.func.value)
             if isinstance(node, S.Call):
-                changed = changed or _written_by_numpy(self.parsed, node) or \
-                    self._argument_a_helper_changes(node)
+                changed += _written_in_place(self.parsed, node)
+                changed += filter(None, [self._argument_a_helper_changes(node)])
             # (a change that involves nothing differentiated, keys.sort(), is harmless)
-            if changed is not None and changed.id in local and changed.id in self.useful \
-                    and ({changed.id} | _names(node)) & self.varied:
-                raise self.parsed.error(
-                    UnsupportedSyntax, node, "cannot differentiate {!r}: it changes {!r} in "
-                    "place, which derivo does not follow (only x[i] = v and xs.append(v)); "
-                    "compute a new value and assign it".format(
-                        S.expr_source(getattr(node, "value", node)), changed.id),
-                    "change in place")
+            for name in changed:
+                if name.id in local and name.id in self.useful and \
+                        ({name.id} | _names(node)) & self.varied:
+                    raise self.parsed.error(
+                        UnsupportedSyntax, node, "cannot differentiate {!r}: it changes {!r} "
+                        "in place, which derivo does not follow (only x[i] = v and "
+                        "xs.append(v)); compute a new value and assign it".format(
+                            S.expr_source(getattr(node, "value", node)), name.id),
+                        "change in place")
 
     def _argument_a_helper_changes(self, call):
         """The name given to a user function that changes that parameter in place
@@ -816,6 +816,13 @@ class Analysis:
                                if site.keywords else "",
                                " or ".join("({})".format(", ".join(r.params))
                                            for r in known.values())))
+            elif isinstance(site.key, types.MethodType) and hasattr(site.key, "__code__"):
+                func = getattr(node, "func", None)
+                owner = S.expr_source(func.value) if isinstance(func, S.Attribute) else "obj"
+                message = ("cannot differentiate {!r}, a method of an object, called on a "
+                           "differentiated value: derivo differentiates functions; call it as "
+                           "one, {}({}, ...)".format(site.label, site.key.__func__.__qualname__,
+                                                      owner))
             else:
                 message = ("cannot differentiate {!r}: derivo has no derivative rule for it and "
                            "a differentiated value flows into it (register one with "
@@ -1306,9 +1313,7 @@ def parameter_writes(func, arrays, _seen=frozenset()):
     for call in S.walk(tree):
         if not isinstance(call, S.Call):
             continue
-        changed = _written_by_numpy(parsed, call)
-        if changed is not None:
-            written.add(changed.id)
+        written.update(name.id for name in _written_in_place(parsed, call))
         callee = parsed.resolve_callee(call)
         if isinstance(callee, types.FunctionType) and callee not in _seen and \
                 not rules.is_primitive(callee) and not S.is_derivo(callee):
@@ -1442,27 +1447,38 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     return analysis
 
 
-#: NumPy functions that write into their first argument, but for np.random.shuffle
-_WRITES_INTO_FIRST_ARGUMENT = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal)
+#: NumPy functions that write into their first argument (the shuffles are told by
+#: name, see _written_in_place) and the names they give it
+_WRITES_INTO_FIRST_ARGUMENT = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
+                               np.put_along_axis)
+_FIRST_ARGUMENT_NAMES = ("dst", "a", "arr", "x")
 
 
-def _writes_into_first_argument(callee):
-    # NumPy imports np.random on first use, which takes 10 ms: derivo's own import
-    # leaves it alone.  Resolving a call of np.random.shuffle has imported it.
-    random = sys.modules.get("numpy.random")
-    return callee in _WRITES_INTO_FIRST_ARGUMENT or \
-        random is not None and callee == random.shuffle
-
-
-def _written_by_numpy(parsed, call):
-    """The name a NumPy call writes into, or None: the first argument of
-    ``np.copyto(x, v)``, ``np.add.at(x, i, v)`` and the like, or ``out=x``."""
-    if call.args and isinstance(call.args[0], S.Name) and (
-            _writes_into_first_argument(parsed.callee_key(call)) or
-            getattr(call.func, "attr", None) == "at"):
-        return call.args[0]
-    return next((k.value for k in call.keywords
-                 if k.arg == "out" and isinstance(k.value, S.Name)), None)
+def _written_in_place(parsed, call):
+    """The names a call of NumPy or of ``random`` writes into: the first argument of
+    ``np.copyto``, of ``np.add.at`` and the like, and of a shuffle (NumPy's
+    ``np.random.shuffle``, ``random.shuffle``, or any ``.shuffle(x)`` of a value
+    made in the function), and a ufunc's outputs (``out=``, or after its inputs)."""
+    callee = parsed.callee_key(call)
+    owner = getattr(callee, "__self__", None)
+    name = callee.name if isinstance(callee, rules.Method) else getattr(callee, "__name__", None)
+    # Shuffles are told by name: np.random.shuffle is a method of NumPy's RandomState,
+    # which leaves np.random unimported until a function calls it (importing it takes
+    # 10 ms), and a Generator made in the function (rng.shuffle) is not looked up.
+    shuffles = name == "shuffle" and (isinstance(callee, rules.Method) or type(
+        owner).__module__.partition(".")[0] in ("numpy", "random"))
+    written = []
+    if callee in _WRITES_INTO_FIRST_ARGUMENT or shuffles or \
+            isinstance(owner, np.ufunc) and name == "at":
+        written += call.args[:1] or [k.value for k in call.keywords
+                                     if k.arg in _FIRST_ARGUMENT_NAMES]
+    if isinstance(callee, np.ufunc):
+        written += call.args[callee.nin:]
+    for keyword in call.keywords:
+        if keyword.arg == "out":
+            written += keyword.value.elts if isinstance(keyword.value, S.Tuple) \
+                else [keyword.value]
+    return [node for node in written if isinstance(node, S.Name)]
 
 
 #: math functions of an iterable: the adjoint of a list given to one is a list

@@ -547,8 +547,8 @@ def addable(tangents):
 
 def add_adjoints(first, second):
     """The sum of two adjoints of one value: lists of adjoints (for a list)
-    add element by element, at every depth (for a list of lists or tuples), a
-    zero (``0.0``) adds nothing."""
+    add element by element, lists in them too (the adjoint of a list of lists or
+    tuples), and a zero (``0.0``) adds nothing."""
     if not isinstance(first, list) and not isinstance(second, list):
         return first + second
     first, second = [list(a) if isinstance(a, np.ndarray) else a for a in (first, second)]

@@ -45,6 +45,7 @@ Further invariants:
 """
 
 import math
+import types
 
 import numpy as np
 
@@ -421,10 +422,11 @@ class _Normalizer:
                 out += self.assign_to(name, read, origin, reread=False)
             return out
         # a, b = pair outside loops, of a pair the function never rebinds, writes
-        # into or appends to: each target reads pair[i], with no copy of pair.  A
-        # pair changed later keeps its copy (without it, the reverse sweep pushed
-        # the pair on the stack, and differentiating that again was refused), and
-        # so does a loop's item, whose copy the analyses look for.
+        # into or appends to (a parameter, in effect): each target reads pair[i],
+        # with no copy of pair.  A pair changed anywhere keeps its copy (without it,
+        # the reverse sweep pushed the pair on the stack, and differentiating that
+        # again was refused), and so does a loop's item, whose copy the analyses
+        # look for.
         read_in_place = not self.depth and isinstance(value, S.Name) and \
             value.id not in self.changed
         value = self.read(value)
@@ -457,6 +459,8 @@ class _Normalizer:
         when it names a tuple split at the top level; else None."""
         if isinstance(target, S.Name):
             return [(target, value)]
+        if not isinstance(target, (S.Tuple, S.List)):
+            return None  # p[0], b = (x, y), 2.0: an item target takes the general way
         if isinstance(value, S.Name) and self.current.get(value.id, value.id) in self.tuples:
             value = S.tuple_([S.name(n) for n in self.tuples[self.current.get(value.id,
                                                                               value.id)]])
@@ -716,8 +720,8 @@ _ARITHMETIC_OPS = _SAFE_OPS + (S.Div, S.Mod, S.Pow, S.FloorDiv)
 
 
 def _changed_names(body):
-    """Names a loop body assigns, writes into (``y[i] = v``) or appends to: arithmetic
-    reading one (``y * y`` after ``y[0] = v``) is not loop-invariant."""
+    """Names ``body`` assigns, writes into (``y[i] = v``) or appends to: in a loop's
+    body, arithmetic reading one (``y * y`` after ``y[0] = v``) is not invariant."""
     changed = S.stored_names(body)
     for node in S.walk(body):
         if isinstance(node, S.Subscript) and isinstance(node.ctx, S.Store) and \
@@ -1036,7 +1040,10 @@ def _mark_opaque(tree, parsed):
 
 
 def _is_user_function(obj):
+    # not a bound method (obj.method): its code takes self, which the call does not
+    # pass; it is called as it is, and refused if a differentiated value reaches it
     return (callable(obj) and hasattr(obj, "__code__") and not rules.is_primitive(obj)
+            and not isinstance(obj, types.MethodType)
             and getattr(obj, "__name__", "") != "<lambda>"
             and not S.is_derivo(obj))
 
