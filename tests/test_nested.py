@@ -178,3 +178,40 @@ def test_forward_over_the_scalar_gradient_of_a_list_gives_floats():
     _, (tangent_xs, tangent_y) = derivo.jvp(gradient, ([1.3, -0.7], 0.9), ([1.0, 0.0], 0.0))
     assert tangent_xs == [0.0, 0.9] and [type(v) for v in tangent_xs] == [float, float]
     assert tangent_y == -0.7
+
+
+def sum_of_squared_products(x, y):
+    s = x * y
+    return sum(s * s)
+
+
+def test_forward_mode_over_a_gradient_called_with_arrays_uses_its_array_code():
+    # plain Python code called with arrays: jvp of its gradient ran the scalar
+    # gradient, which does not sum over what y was broadcast to
+    x = np.array([1.0, 2.0])
+    gradient = derivo.grad(sum_of_squared_products, wrt=(0, 1))
+    (gx, gy), (tx, ty) = derivo.jvp(gradient, (x, 3.0), (np.zeros(2), 1.0))
+    # f = y^2 sum(x^2): df/dy = 2 y sum(x^2), d/dy of that = 2 sum(x^2)
+    assert gy == 30.0 and ty == 10.0
+    np.testing.assert_allclose(gx, 2 * 9.0 * x)
+    np.testing.assert_allclose(tx, 4 * 3.0 * x)  # d/dy (2 y^2 x) = 4 y x
+    # reverse over its array code is refused, as before, not run on the scalar code
+    with pytest.raises(derivo.DerivoError, match="vjp of derivo-generated code over arrays"):
+        derivo.vjp(derivo.grad(sum_of_squared_products, wrt=1), x, 3.0)[1](1.0)
+
+
+def unpacks_in_a_loop(x, y):
+    p = [x, y]
+    s = 0.0
+    for i in range(3):
+        a, b = p
+        p = [b, a * 1.1]
+        s = s + a * b
+    return s  # 3.31 x y
+
+
+def test_hessian_of_unpacking_in_a_loop():
+    # the tangent pass zeroed the list pushed before the loop, still None there:
+    # [0.0] * len(None)
+    rows = derivo.hessian(unpacks_in_a_loop, wrt=(0, 1))(1.3, -0.7)
+    np.testing.assert_allclose(rows, [[0.0, 3.31], [3.31, 0.0]], atol=1e-12)

@@ -521,7 +521,7 @@ def vjp(func, *args, **kwargs):
     out = func(*map(_copied, args), **kwargs)
     if not differentiable:
         return out, lambda cotangent: tuple(None for _ in args)
-    derivative = _derivative(func, differentiable, "vjp")
+    derivative = _derivative(_code_for(func, args), differentiable, "vjp")
     _refuse_joined_sequences(derivative, func, args, differentiable)
 
     def vjp_fn(cotangent):
@@ -632,7 +632,7 @@ def jvp(func, primals, tangents):
     if not differentiable:
         out = func(*primals)
         return out, _zero_tangent(out)
-    derivative = _derivative(func, differentiable, "jvp")
+    derivative = _derivative(_code_for(func, primals), differentiable, "jvp")
     _refuse_joined_sequences(derivative, func, primals, differentiable)
     return derivative(*seeds, *primals)
 
@@ -723,12 +723,13 @@ def hessian(func, wrt=0):
     return hessian_fn
 
 
-def _code_for(derivative, values):
-    """The generated code a derivative runs on ``values``: its array code when one
-    is an array (scalar code has no broadcasting rules to differentiate)."""
-    if any(map(_holds_array, values)):
-        return derivative.__self__._for_arrays()
-    return derivative
+def _code_for(func, values):
+    """What differentiating ``func`` at ``values`` differentiates: a derivative's
+    array code when one of them is an array (its scalar code, run on arrays, would
+    not sum what broadcasting spread), else ``func`` itself."""
+    if isinstance(func, Derivative) and any(map(_holds_array, values)):
+        return getattr(func, "__self__", func)._for_arrays()
+    return func
 
 
 def _hessian_block(columns, i, row_input, column_input):
@@ -748,7 +749,7 @@ def hvp(func, primals, tangents):
     if not differentiable:
         return tuple(None for _ in primals)
     gradient = Derivative(func, "grad", resolve_wrt(func, differentiable), True).call
-    _, product = jvp(_code_for(gradient, primals), primals, tangents)
+    _, product = jvp(gradient, primals, tangents)
     product = iter(product)
     return tuple(_in_structure(next(product), p) if i in differentiable else None
                  for i, p in enumerate(primals))

@@ -223,7 +223,9 @@ class Tangents:
                 code = self.call(stmt)
             else:
                 code = self.assign(stmt)
-            self.defined |= _stored(stmt.targets[0])
+            if not (isinstance(stmt.value, S.Constant) and stmt.value.value is None):
+                # (x = None, before a loop that pushes x, holds no list to zero)
+                self.defined |= _stored(stmt.targets[0])
             if getattr(stmt, "owns", False):
                 code.append(self.owned(stmt.targets[0].id))
             return code
