@@ -215,3 +215,29 @@ def test_hessian_of_unpacking_in_a_loop():
     # [0.0] * len(None)
     rows = derivo.hessian(unpacks_in_a_loop, wrt=(0, 1))(1.3, -0.7)
     np.testing.assert_allclose(rows, [[0.0, 3.31], [3.31, 0.0]], atol=1e-12)
+
+
+def squares_of_rows(rows, y):
+    s = 0.0
+    for row in rows:
+        for v in row:
+            s = s + v * v * y
+    return s * s
+
+
+def test_jvp_of_a_gradient_of_a_list_of_lists_has_its_structure():
+    # the tangent of the gradient of a list of lists came back as an object array
+    gradient = derivo.grad(squares_of_rows, wrt=(0, 1))
+    primals, tangents = ([[1.3, -0.7], [0.4]], 0.9), ([[0.3, 0.2], [-0.1]], 0.5)
+    (g_rows, g_y), (t_rows, t_y) = derivo.jvp(gradient, primals, tangents)
+    assert type(t_rows) is list and [type(r) for r in t_rows] == [list, list]
+    expected, _ = derivo.hvp(squares_of_rows, primals, tangents)
+    np.testing.assert_allclose(t_rows[0], expected[0])
+    np.testing.assert_allclose(t_rows[1], expected[1])
+    # and the product agrees with a central difference of the gradient
+    h = 1e-6
+    up = derivo.grad(squares_of_rows, wrt=0)([[1.3 + 0.3 * h, -0.7 + 0.2 * h], [0.4 - 0.1 * h]],
+                                              0.9 + 0.5 * h)
+    down = derivo.grad(squares_of_rows, wrt=0)([[1.3 - 0.3 * h, -0.7 - 0.2 * h],
+                                                [0.4 + 0.1 * h]], 0.9 - 0.5 * h)
+    np.testing.assert_allclose(t_rows[0], (np.array(up[0]) - down[0]) / (2 * h), rtol=1e-6)

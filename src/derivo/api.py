@@ -634,7 +634,10 @@ def jvp(func, primals, tangents):
         return out, _zero_tangent(out)
     derivative = _derivative(_code_for(func, primals), differentiable, "jvp")
     _refuse_joined_sequences(derivative, func, primals, differentiable)
-    return derivative(*seeds, *primals)
+    out, tangent = derivative(*seeds, *primals)
+    # the tangent code may hold a list of lists' tangent as NumPy made it (an object
+    # array) or a tuple of numbers' as an array
+    return out, _in_structure(tangent, out) if type(out) in (list, tuple) else tangent
 
 
 def jacobian(func, wrt=0, mode="auto"):
