@@ -562,6 +562,27 @@ def item_target_of_a_literal(x, y):
     return p[0][0] * p[0][1] * b
 
 
+def tuple_rebound_in_a_loop(x, y):
+    p = (x, y)
+    for i in range(2):
+        p = (p[1] * 0.5, p[0])
+    return p[0] * x
+
+
+def tuple_rebound_in_a_while_loop(x, y):
+    p = (x, y)
+    while p[0] > 0.1:
+        p = (p[0] * 0.5, p[1] + p[0])
+    return p[1] * x
+
+
+def tuple_rebound_in_a_branch(x, y):
+    p = (x, y)
+    if x > 0.0:
+        p = (p[1], p[0] * 3.0)
+    return p[0] * p[1]
+
+
 def swap(x, y):
     a = x * 2.0
     b = y
@@ -619,6 +640,10 @@ ASSIGN = cases(
     (tuple_via_name, [(1.5, -2.0), (-0.3, 4.0)], (0, 1)),
     (tuple_nested, [(1.5, -2.0), (-0.3, 4.0)], (0, 1)),
     (item_target_of_a_literal, [(1.5, -2.0), (-0.3, 4.0)], (0, 1)),
+    # each read the tuple's elements from before the loop (or branch) that rebinds it
+    (tuple_rebound_in_a_loop, [(1.3, -0.7), (-0.3, 4.0)], (0, 1)),
+    (tuple_rebound_in_a_while_loop, [(1.3, -0.7), (0.7, 4.0)], (0, 1)),
+    (tuple_rebound_in_a_branch, [(1.3, -0.7), (-0.3, 4.0)], (0, 1)),
     (swap, [(1.5, -2.0), (-0.3, 4.0)], (0, 1)),
     (swap_in_loop, [(1.5, -0.5, 3), (0.7, 0.9, 6), (0.7, 0.9, 0)], (0, 1)),
     (chained_targets, [(1.5,), (-0.3,)], 0),

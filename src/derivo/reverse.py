@@ -12,6 +12,7 @@ a zero is materialised only where two control paths meet.
 """
 
 import builtins
+import functools
 
 from . import checkpoints, optimize, runtime
 from . import syntax as S
@@ -47,6 +48,16 @@ class Sweep:
             self.push = self.namer.fresh("push")
             self.pop = self.namer.fresh("pop")
         self.last_line = None
+
+    def may_be_reset(self, adjoint):
+        """Whether the adjoint named ``adjoint`` belongs to a name assigned more
+        than once: reversing a later assignment, in a branch, leaves it 0.0."""
+        return any(self.reassigned.get(ident, 0) > 1
+                   for ident, name in self.adjoints.items() if name == adjoint)
+
+    @functools.cached_property
+    def reassigned(self):
+        return S.store_counts(self.normalized.tree)
 
     def adjoint_temporary(self, value_name=None):
         """A name for an intermediate adjoint: ``bt3`` for the value kept in
@@ -775,8 +786,10 @@ class ExpressionAdjoint:
                 out.append(S.assign(temp, adjoint))
                 adjoint = S.name(temp)
             for index in entry.active:
-                if self.sweep.loop_depth and isinstance(adjoint, S.Name):
-                    # in a loop the adjoint may be the 0.0 a trip started from
+                if isinstance(adjoint, S.Name) and (
+                        self.sweep.loop_depth or self.sweep.may_be_reset(adjoint.id)):
+                    # in a loop the adjoint may be the 0.0 a trip started from, and
+                    # after a branch that rebinds the name, the 0.0 that branch left
                     element = S.call(self.sweep.runtime("part"), S.deepcopy(adjoint),
                                      S.const(index))
                 else:

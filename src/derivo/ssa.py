@@ -499,7 +499,14 @@ class _Normalizer:
         cond = self.namer.numbered("cond")
         return [S.assign(cond, test), S.if_(S.name(cond), body, orelse)]
 
+    def forget_tuples_changed_in(self, body):
+        """A loop's later trips, and its test, read the values its body writes: a
+        tuple split before the loop and rebound in it is read whole."""
+        for ident in _changed_names(body):
+            self.tuples.pop(self.current.get(ident, ident), None)
+
     def stmt_While(self, stmt):
+        self.forget_tuples_changed_in(stmt.body)
         test = self.read(stmt.test)
         body = self.nested(stmt.body)
         hoisted = self.hoist_invariants(body, _changed_names(body))
@@ -507,6 +514,7 @@ class _Normalizer:
         return hoisted + self.counted(loop, stmt)
 
     def stmt_For(self, stmt):
+        self.forget_tuples_changed_in(stmt.body)
         updated = next((s for s in S.walk(stmt.body) if isinstance(s, S.gast.AugAssign)
                         and isinstance(s.target, S.Name) and isinstance(stmt.iter, S.Name)
                         and s.target.id == stmt.iter.id), None)
@@ -613,6 +621,7 @@ class _Normalizer:
         # overwrites a value.
         self.assigned.add(ident)
         name = self.current.get(ident, ident)
+        self.tuples.pop(name, None)  # its elements are no longer those split before
         if self.depth == 0:
             self.bound.add(name)
         return name
