@@ -550,6 +550,24 @@ def shuffles_a_list(a, b):
     return xs[0] * 3.0 + xs[1]
 
 
+def adds_at_with_a_local_ufunc(a, b, op=np.add):
+    x = np.array([a, b])
+    op.at(x, [0], a)
+    return np.sum(x * x)
+
+
+def copies_into_a_view(a, b):
+    x = np.array([a, b])
+    np.copyto(x[:1], a * b)
+    return np.sum(x * x)
+
+
+def writes_out_into_a_view(a, b):
+    x = np.array([a, b, 3.0])
+    np.sin(x[:2], x[:2])
+    return np.sum(x)
+
+
 def writes_out(a, b):
     x = np.zeros(2)
     np.multiply(np.array([a, a]), b, out=x)
@@ -577,6 +595,9 @@ def pops(a, b):
     (puts_along_axis, "np.put_along_axis(x, np.array([0]), a * b, axis=0)"),
     (shuffles_with_a_generator, "np.random.default_rng(0).shuffle(x)"),
     (shuffles_a_list, "random.shuffle(xs)"),
+    (adds_at_with_a_local_ufunc, "op.at(x, [0], a)"),
+    (copies_into_a_view, "np.copyto(x[:1], a * b)"),
+    (writes_out_into_a_view, "np.sin(x[:2], x[:2])"),
     (writes_out, "np.multiply(np.array([a, a]), b, out=x)"),
     (adds_at, "np.add.at(x, [0, 0], a)"), (pops, "xs.pop()"),
 ])
@@ -630,6 +651,17 @@ def squared_by_a_helper(x):
     return np.sum(y)
 
 
+def set_both(first, second):
+    first[0] = 1.0
+    second[0] = 2.0
+
+
+def second_changed_by_a_helper(x):
+    constants, ys = np.zeros(2), np.array([x * x, 3.0])
+    set_both(constants, ys)  # only the second is differentiated
+    return np.sum(ys) * x
+
+
 def incremented_by_a_helper(x):
     y = x * 1.0
     z = increment(y)
@@ -642,6 +674,7 @@ def incremented_by_a_helper(x):
     (incremented_by_a_helper, (np.array([1.0, 2.0]),), "z = increment(y)"),
     (shuffled_by_a_helper, (np.array([1.0, 2.0, 3.0]),), "shuffle_in_place(y)"),
     (squared_by_a_helper, (np.array([1.0, 2.0, 3.0]),), "square_in_place(y)"),
+    (second_changed_by_a_helper, (2.0,), "set_both(constants, ys)"),
 ])
 def test_a_helper_that_changes_its_argument_in_place_is_refused(f, args, marker):
     # each gave a silently wrong gradient: derivo did not follow the change
@@ -809,3 +842,22 @@ def test_a_method_of_an_object_reached_by_a_differentiated_value_is_refused():
 def test_a_method_of_an_object_runs_as_it_is_where_no_derivative_flows():
     assert derivo.grad(calls_a_method_on_constants)(2.0) == 6.0
     assert derivo.grad(calls_a_method_on_constants)(-2.0) == 1.0
+
+
+def test_differentiating_through_what_hessian_or_jacobian_returns_is_refused():
+    # functools.wraps let derivo find the wrapped function's source: it took the
+    # derivative of x**3 where the code called its Hessian, 6x
+    hessian_of_cube = derivo.hessian(cube)
+
+    def scaled_curvature(x):
+        return hessian_of_cube(x) * x
+
+    assert scaled_curvature(2.0) == 24.0
+    with pytest.raises(DerivoError, match="hessian_of_cube"):
+        derivo.grad(scaled_curvature)(2.0)
+    with pytest.raises(DerivoError, match="what derivo.hessian or derivo.jacobian returns"):
+        derivo.grad(hessian_of_cube)(2.0)
+
+
+def cube(x):
+    return x ** 3

@@ -321,7 +321,7 @@ class Analysis:
                     changed.append(call.func.value)
             if isinstance(node, S.Call):
                 changed += _written_in_place(self.parsed, node)
-                changed += filter(None, [self._argument_a_helper_changes(node)])
+                changed += self._arguments_a_helper_changes(node)
             # (a change that involves nothing differentiated, keys.sort(), is harmless)
             for name in changed:
                 if name.id in local and name.id in self.useful and \
@@ -333,21 +333,19 @@ class Analysis:
                             S.expr_source(getattr(node, "value", node)), name.id),
                         "change in place")
 
-    def _argument_a_helper_changes(self, call):
-        """The name given to a user function that changes that parameter in place
-        (``setfirst(y, v)`` with ``def setfirst(y, v): y[0] = v``), or None."""
+    def _arguments_a_helper_changes(self, call):
+        """The names given to a user function for the parameters it changes in
+        place (``setfirst(y, v)`` with ``def setfirst(y, v): y[0] = v``)."""
         callee = getattr(call, "user_function", None) or self.parsed.callee_key(call)
         if not (isinstance(callee, types.FunctionType) and not rules.is_primitive(callee)
                 and not S.is_derivo(callee)):
-            return None
+            return []
         try:
             written = parameter_writes(callee, self.arrays)
         except DerivoError:  # no source: transforming the call reports it
-            return None
-        for name, argument in _arguments(call, callee):
-            if name in written and isinstance(argument, S.Name):
-                return argument
-        return None
+            return []
+        return [root for name, argument in _arguments(call, callee) if name in written
+                for root in [_root_name(argument)] if root is not None]
 
     def _refuse_dicts_and_sets(self):
         """Refuse a dict or set of differentiated values that reaches a result:
@@ -816,13 +814,15 @@ class Analysis:
                                if site.keywords else "",
                                " or ".join("({})".format(", ".join(r.params))
                                            for r in known.values())))
-            elif isinstance(site.key, types.MethodType) and hasattr(site.key, "__code__"):
+            elif isinstance(site.key, types.MethodType) and \
+                    not isinstance(site.key.__self__, type):  # not a classmethod
                 func = getattr(node, "func", None)
                 owner = S.expr_source(func.value) if isinstance(func, S.Attribute) else "obj"
                 message = ("cannot differentiate {!r}, a method of an object, called on a "
                            "differentiated value: derivo differentiates functions; call it as "
-                           "one, {}({}, ...)".format(site.label, site.key.__func__.__qualname__,
-                                                      owner))
+                           "one, {}({}, ...), or register a rule for it with derivo.defpartials "
+                           "or derivo.defvjp".format(
+                               site.label, site.key.__func__.__qualname__, owner))
             else:
                 message = ("cannot differentiate {!r}: derivo has no derivative rule for it and "
                            "a differentiated value flows into it (register one with "
@@ -1322,8 +1322,9 @@ def parameter_writes(func, arrays, _seen=frozenset()):
             except DerivoError:
                 continue
             for name, argument in _arguments(call, callee):
-                if name in inner and isinstance(argument, S.Name):
-                    written.add(argument.id)
+                root = _root_name(argument)
+                if name in inner and root is not None:
+                    written.add(root.id)
     return written & params
 
 
@@ -1455,10 +1456,11 @@ _FIRST_ARGUMENT_NAMES = ("dst", "a", "arr", "x")
 
 
 def _written_in_place(parsed, call):
-    """The names a call of NumPy or of ``random`` writes into: the first argument of
-    ``np.copyto``, of ``np.add.at`` and the like, and of a shuffle (NumPy's
+    """The names a call writes into, as NumPy and ``random`` do: the first argument
+    of ``np.copyto``, of ``np.add.at`` and the like, and of a shuffle (NumPy's
     ``np.random.shuffle``, ``random.shuffle``, or any ``.shuffle(x)`` of a value
-    made in the function), and a ufunc's outputs (``out=``, or after its inputs)."""
+    derivo cannot look up, whatever it is), a ufunc's outputs given after its
+    inputs, and any call's ``out=``; an item or a view of a name counts as it."""
     callee = parsed.callee_key(call)
     owner = getattr(callee, "__self__", None)
     name = callee.name if isinstance(callee, rules.Method) else getattr(callee, "__name__", None)
@@ -1468,8 +1470,9 @@ def _written_in_place(parsed, call):
     shuffles = name == "shuffle" and (isinstance(callee, rules.Method) or type(
         owner).__module__.partition(".")[0] in ("numpy", "random"))
     written = []
-    if callee in _WRITES_INTO_FIRST_ARGUMENT or shuffles or \
-            isinstance(owner, np.ufunc) and name == "at":
+    # np.add.at(x, i, v), and .at of a ufunc derivo cannot look up (op = np.add)
+    at = name == "at" and (isinstance(owner, np.ufunc) or isinstance(callee, rules.Method))
+    if callee in _WRITES_INTO_FIRST_ARGUMENT or shuffles or at:
         written += call.args[:1] or [k.value for k in call.keywords
                                      if k.arg in _FIRST_ARGUMENT_NAMES]
     if isinstance(callee, np.ufunc):
@@ -1478,7 +1481,14 @@ def _written_in_place(parsed, call):
         if keyword.arg == "out":
             written += keyword.value.elts if isinstance(keyword.value, S.Tuple) \
                 else [keyword.value]
-    return [node for node in written if isinstance(node, S.Name)]
+    return [root for root in map(_root_name, written) if root is not None]
+
+
+def _root_name(node):
+    """The name ``node`` reads, or whose item or view it takes (``a`` of ``a[:1]``)."""
+    while isinstance(node, (S.Subscript, S.Attribute)):
+        node = node.value
+    return node if isinstance(node, S.Name) else None
 
 
 #: math functions of an iterable: the adjoint of a list given to one is a list

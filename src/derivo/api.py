@@ -453,6 +453,11 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
 def _derivative(func, wrt, kind, loops=("stack", None, "revolve")):
     if isinstance(func, Derivative):
         func = func.derivo_function  # derivo reads its generated code like any other function
+    if getattr(func, "derivo_opaque", False):
+        # functools.wraps gave it func's source to find: derivo would differentiate func
+        raise DerivoError("derivo cannot differentiate {} (what derivo.hessian or "
+                          "derivo.jacobian returns) yet; differentiate a derivo.grad of it, "
+                          "or use derivo.hvp".format(func.__qualname__))
     if not callable(func) or not hasattr(func, "__code__"):
         parse(func)  # raises the error that explains what is missing
         raise DerivoError("derivo differentiates Python functions, got {!r}".format(func))
@@ -521,7 +526,7 @@ def vjp(func, *args, **kwargs):
     out = func(*map(_copied, args), **kwargs)
     if not differentiable:
         return out, lambda cotangent: tuple(None for _ in args)
-    derivative = _derivative(_code_for(func, args), differentiable, "vjp")
+    derivative = _derivative(_code_for(func, [*args, *kwargs.values()]), differentiable, "vjp")
     _refuse_joined_sequences(derivative, func, args, differentiable)
 
     def vjp_fn(cotangent):
@@ -688,6 +693,7 @@ def jacobian(func, wrt=0, mode="auto"):
 
     jacobian_fn.mode = mode
     jacobian_fn.last_mode = None
+    jacobian_fn.derivo_opaque = True  # see _derivative
     return jacobian_fn
 
 
@@ -723,6 +729,7 @@ def hessian(func, wrt=0):
             return tuple(tuple(row) for row in blocks)
         return blocks[0][0]
 
+    hessian_fn.derivo_opaque = True  # see _derivative
     return hessian_fn
 
 

@@ -223,8 +223,10 @@ class Tangents:
                 code = self.call(stmt)
             else:
                 code = self.assign(stmt)
-            if not (isinstance(stmt.value, S.Constant) and stmt.value.value is None):
-                # (x = None, before a loop that pushes x, holds no list to zero)
+            if isinstance(stmt.value, S.Constant) and stmt.value.value is None:
+                # x = None (as before a loop that pushes x): no list to zero yet
+                self.defined -= _stored(stmt.targets[0])
+            else:
                 self.defined |= _stored(stmt.targets[0])
             if getattr(stmt, "owns", False):
                 code.append(self.owned(stmt.targets[0].id))

@@ -1053,6 +1053,7 @@ def _is_user_function(obj):
     # pass; it is called as it is, and refused if a differentiated value reaches it
     return (callable(obj) and hasattr(obj, "__code__") and not rules.is_primitive(obj)
             and not isinstance(obj, types.MethodType)
+            and not getattr(obj, "derivo_opaque", False)  # derivo.hessian(g): not g
             and getattr(obj, "__name__", "") != "<lambda>"
             and not S.is_derivo(obj))
 
