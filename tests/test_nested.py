@@ -241,3 +241,19 @@ def test_jvp_of_a_gradient_of_a_list_of_lists_has_its_structure():
     down = derivo.grad(squares_of_rows, wrt=0)([[1.3 - 0.3 * h, -0.7 - 0.2 * h],
                                                 [0.4 + 0.1 * h]], 0.9 - 0.5 * h)
     np.testing.assert_allclose(t_rows[0], (np.array(up[0]) - down[0]) / (2 * h), rtol=1e-6)
+
+
+gradient_in_y = derivo.grad(sum_of_squared_products, wrt=1)
+
+
+def calls_a_gradient(x, y):
+    return gradient_in_y(x, y) * y  # 2 y^2 sum(x^2)
+
+
+def test_a_gradient_called_with_arrays_inside_a_function_runs_its_array_code():
+    # the caller's array code inlined the gradient's scalar code: jvp's value and
+    # tangent did not sum over x; grad said the function returned an array
+    x = np.array([1.0, 2.0])
+    assert derivo.jvp(calls_a_gradient, (x, 3.0), (np.zeros(2), 1.0)) == (90.0, 60.0)
+    with pytest.raises(derivo.DerivoError, match="over arrays yet"):
+        derivo.grad(calls_a_gradient, wrt=1)(x, 3.0)

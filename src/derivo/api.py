@@ -176,6 +176,8 @@ class Derivative(metaclass=_DerivativeType):
         self._generated = generated
         self._function = generated.function
         self.derivo_function = self._function  # what derivo differentiates in a caller
+        # ... and in a caller's array code (see transform.Build.with_array_code)
+        self._function.derivo_array_code = self._for_arrays
         self._array_function = self._function if arrays else None
         self._scalar_only = not arrays
         self.source = generated.source

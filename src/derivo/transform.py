@@ -102,7 +102,8 @@ class Build:
                 parsed.tree.col_offset, "recursion")
         self.in_progress.append(func)
         try:
-            normalized = inline_calls(normalize(parsed), self.normalize_callee)
+            normalized = inline_calls(self.with_array_code(normalize(parsed)),
+                                      self.normalize_callee)
             name = name or self.names.fresh("{}_{}".format(parsed.tree.name, KIND_SUFFIX[kind]))
             self.names.taken.add(name)
             self.bind_free_names(parsed, normalized.tree)
@@ -177,9 +178,19 @@ class Build:
             raise UnsupportedSyntax("recursive call", construct="recursion")
         self.in_progress.append(func)
         try:
-            return normalize(parse(func))
+            return self.with_array_code(normalize(parse(func)))
         finally:
             self.in_progress.pop()
+
+    def with_array_code(self, normalized):
+        """``normalized``, where array code calls a derivative's array code: its
+        scalar code does not sum what broadcasting spread."""
+        if self.arrays:
+            for call in S.walk(normalized.tree):
+                callee = getattr(call, "user_function", None)
+                if hasattr(callee, "derivo_array_code"):
+                    call.user_function = callee.derivo_array_code()
+        return normalized
 
     def vjp_function(self, callee, params, caller, call):
         """The name of the VJP of user function ``callee`` w.r.t. ``params``."""
