@@ -344,8 +344,9 @@ class Analysis:
             written = parameter_writes(callee, self.arrays)
         except DerivoError:  # no source: transforming the call reports it
             return []
-        return [root for name, argument in _arguments(call, callee) if name in written
-                for root in [_root_name(argument)] if root is not None]
+        roots = (S.root_name(argument) for name, argument in _arguments(call, callee)
+                 if name in written)
+        return [root for root in roots if root is not None]
 
     def _refuse_dicts_and_sets(self):
         """Refuse a dict or set of differentiated values that reaches a result:
@@ -1300,11 +1301,9 @@ def parameter_writes(func, arrays, _seen=frozenset()):
     for node in S.walk(tree):
         if isinstance(node, (S.Assign, S.gast.AugAssign)):
             for target in getattr(node, "targets", None) or [node.target]:
-                base = target
-                while isinstance(base, (S.Subscript, S.Attribute)):
-                    base = base.value
-                if isinstance(base, S.Name) and (base is not target or arrays and
-                                                 isinstance(node, S.gast.AugAssign)):
+                base = S.root_name(target)
+                if base is not None and (base is not target or arrays and
+                                         isinstance(node, S.gast.AugAssign)):
                     written.add(base.id)
         elif isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
                 isinstance(node.value.func, S.Attribute) and \
@@ -1322,7 +1321,7 @@ def parameter_writes(func, arrays, _seen=frozenset()):
             except DerivoError:
                 continue
             for name, argument in _arguments(call, callee):
-                root = _root_name(argument)
+                root = S.root_name(argument)
                 if name in inner and root is not None:
                     written.add(root.id)
     return written & params
@@ -1481,14 +1480,8 @@ def _written_in_place(parsed, call):
         if keyword.arg == "out":
             written += keyword.value.elts if isinstance(keyword.value, S.Tuple) \
                 else [keyword.value]
-    return [root for root in map(_root_name, written) if root is not None]
+    return [root for root in map(S.root_name, written) if root is not None]
 
-
-def _root_name(node):
-    """The name ``node`` reads, or whose item or view it takes (``a`` of ``a[:1]``)."""
-    while isinstance(node, (S.Subscript, S.Attribute)):
-        node = node.value
-    return node if isinstance(node, S.Name) else None
 
 
 #: math functions of an iterable: the adjoint of a list given to one is a list

@@ -1028,10 +1028,8 @@ def _mark_aliased_updates(tree):
     for stmt in S.walk(tree):
         if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
                 isinstance(stmt.value, (S.Name, S.Attribute, S.Subscript)):
-            base = stmt.value
-            while isinstance(base, (S.Attribute, S.Subscript)):
-                base = base.value
-            if isinstance(base, S.Name):
+            base = S.root_name(stmt.value)
+            if base is not None:
                 sources.setdefault(stmt.targets[0].id, base.id)
     loads = [(n.lineno, n.id) for n in S.walk(tree) if isinstance(n, S.Name)
              and isinstance(n.ctx, S.Load) and hasattr(n, "lineno")]

@@ -41,6 +41,14 @@ def walk(tree):
             yield node
 
 
+def root_name(node):
+    """The Name ``node`` is, or whose item, attribute or view it takes (``a`` of
+    ``a[:1]`` or ``a.T``), or None."""
+    while isinstance(node, (gast.Subscript, gast.Attribute)):
+        node = node.value
+    return node if isinstance(node, gast.Name) else None
+
+
 def is_derivo(obj):
     """Whether ``obj`` (a function, a class) is part of derivo rather than the user's."""
     return (getattr(obj, "__module__", None) or "").partition(".")[0] == "derivo"
