@@ -123,6 +123,22 @@ def test_module_text_imports_importable_functions():
     assert "from math import sqrt" in lines
 
 
+def test_module_text_imports_a_module_s_functions_in_one_line():
+    names = ["acosh", "asinh", "atanh", "copysign", "cos", "erfc", "expm1", "factorial",
+             "fsum", "hypot", "isclose", "lgamma", "log1p", "sin", "sqrt", "to_json"]
+    namespace = {name: getattr(math, name) for name in names if name != "to_json"}
+    text = module_text(reading(*names), dict(namespace, to_json=json.dumps), "header")
+    lines = text.splitlines()
+    assert "from json import dumps as to_json" in lines
+    assert lines[3:5] == [
+        "from math import (acosh, asinh, atanh, copysign, cos, erfc, expm1, factorial, fsum, "
+        "hypot,",
+        "                  isclose, lgamma, log1p, sin, sqrt)"]
+    scope = {}
+    exec(text, scope)
+    assert all(scope[name] is value for name, value in namespace.items())
+
+
 def test_module_text_aliases_a_function_bound_under_another_name():
     text = module_text(reading("to_json"), {"to_json": json.dumps}, "header")
     assert "from json import dumps as to_json" in text.splitlines()

@@ -9,6 +9,7 @@ import ast
 import importlib
 import linecache
 import os
+import textwrap
 import types
 
 import numpy as np
@@ -111,11 +112,30 @@ def module_text(source, namespace, header):
             imports.append(line)
     parts = ['"""{}"""'.format(header)]
     if imports:
-        parts.append("\n".join(sorted(set(imports))))
+        parts.append("\n".join(_merged_imports(imports)))
     if definitions:
         parts.append("\n".join(definitions))
     parts.append(source.rstrip())
     return "\n\n".join(parts) + "\n"
+
+
+def _merged_imports(lines):
+    """Sorted import lines, one ``from math import cos, sin`` per module."""
+    names, others = {}, set()
+    for line in lines:
+        words = line.split()
+        if words[0] == "from" and len(words) == 4:
+            names.setdefault(words[1], set()).add(words[3])
+        else:
+            others.add(line)
+    for module, imported in names.items():
+        head, imported = "from {} import ".format(module), ", ".join(sorted(imported))
+        if len(head + imported) <= 99:
+            others.add(head + imported)
+        else:
+            others.add(textwrap.fill(imported, 98, initial_indent=head + "(",
+                                     subsequent_indent=" " * len(head + "(")) + ")")
+    return sorted(others)
 
 
 def _is_literal(obj):
