@@ -7,6 +7,7 @@ in this file, and it names the construct.
 """
 
 import contextlib
+import heapq
 import inspect
 import math
 import operator
@@ -586,8 +587,58 @@ def pops(a, b):
     return xs[0] * xs[-1]
 
 
+def reverses_unbound(a, b):
+    xs = [a, 2.0 * b]
+    list.reverse(xs)
+    return xs[0] * 3.0 + xs[1]
+
+
+def fills_unbound(a, b):
+    x = np.array([a, b])
+    np.ndarray.fill(x, a * b)
+    return np.sum(x * x)
+
+
+def sums_out_by_position(a, b):
+    x = np.array([a, b])
+    np.cumsum(x * a, 0, None, x)
+    return np.sum(x * x)
+
+
+def sets_an_item_by_operator(a, b):
+    xs = [a, b]
+    operator.setitem(xs, 0, b)
+    return xs[0] * xs[1]
+
+
+def heapifies(a, b):
+    xs = [2.0 * b, a]
+    heapq.heapify(xs)
+    return xs[0] * 3.0 + xs[1]
+
+
+def copies_into_another_name(a, b):
+    x = np.array([a, b])
+    y = x
+    np.copyto(y, np.array([b, b]))
+    return np.sum(x * a)
+
+
+def reverses_another_name(a, b):
+    xs = [a, 2.0 * b]
+    ys = xs
+    ys.reverse()
+    return xs[0] * 3.0 + xs[1]
+
+
 @pytest.mark.parametrize("f, marker", [
     (extends, "xs.extend([a, b])"), (fills, "x.fill(a)"), (sorts, "xs.sort()"),
+    (reverses_unbound, "list.reverse(xs)"), (fills_unbound, "np.ndarray.fill(x, a * b)"),
+    (sums_out_by_position, "np.cumsum(x * a, 0, None, x)"),
+    (sets_an_item_by_operator, "operator.setitem(xs, 0, b)"),
+    (heapifies, "heapq.heapify(xs)"),
+    (copies_into_another_name, "np.copyto(y, np.array([b, b]))"),
+    (reverses_another_name, "ys.reverse()"),
     (copies_into, "np.copyto(x, np.array([a, b]))"), (shuffles, "np.random.shuffle(x)"),
     (copies_into_by_keyword, "np.copyto(dst=x, src=np.array([a, b]))"),
     (writes_out_by_position, "np.multiply(x, b, x)"),
@@ -662,6 +713,28 @@ def second_changed_by_a_helper(x):
     return np.sum(ys) * x
 
 
+def copy_through_another_name(v, c):
+    w = v
+    np.copyto(w, c)
+
+
+def set_first_items(rows):
+    for row in rows:
+        row[0] = 0.0
+
+
+def copied_into_by_a_helper(x):
+    y = x * 2.0
+    copy_through_another_name(y, x * 3.0)
+    return np.sum(y * y)
+
+
+def rows_changed_by_a_helper(x):
+    y = x * 2.0
+    set_first_items(y)
+    return np.sum(y * y)
+
+
 def incremented_by_a_helper(x):
     y = x * 1.0
     z = increment(y)
@@ -675,6 +748,8 @@ def incremented_by_a_helper(x):
     (shuffled_by_a_helper, (np.array([1.0, 2.0, 3.0]),), "shuffle_in_place(y)"),
     (squared_by_a_helper, (np.array([1.0, 2.0, 3.0]),), "square_in_place(y)"),
     (second_changed_by_a_helper, (2.0,), "set_both(constants, ys)"),
+    (copied_into_by_a_helper, (np.array([1.0, 2.0]),), "copy_through_another_name(y, x * 3.0)"),
+    (rows_changed_by_a_helper, (np.ones((2, 2)),), "set_first_items(y)"),
 ])
 def test_a_helper_that_changes_its_argument_in_place_is_refused(f, args, marker):
     # each gave a silently wrong gradient: derivo did not follow the change
@@ -692,6 +767,29 @@ def steps(a, b):
 
 def test_a_helper_updating_a_float_parameter_is_differentiated():
     assert derivo.grad(steps, wrt=(0, 1))(0.5, 2.0) == pytest.approx((2 * 0.5 + 1.0, 0.25))
+
+
+def scaled_copy(v, c):
+    w = np.zeros_like(v)
+    w[1:] = v[1:] * c
+    s = np.sin(v)
+    s[0] = c
+    return w + s
+
+
+def writes_into_new_arrays_it_makes(x):
+    y = x * 2.0
+    return np.sum(scaled_copy(y, 3.0) * y)
+
+
+def test_a_helper_writing_into_arrays_it_made_is_differentiated():
+    # np.zeros_like(v) and np.sin(v) share no memory with v: no refusal
+    x = np.array([0.3, -1.2, 0.8])
+    y = 2 * x
+    expected = 2 * (6 * y + np.sin(y) + y * np.cos(y))
+    expected[0] = 2 * 3.0
+    np.testing.assert_allclose(derivo.grad(writes_into_new_arrays_it_makes)(x), expected,
+                               rtol=1e-12)
 
 
 def writes_into_its_rows(X, a):

@@ -32,8 +32,12 @@ sharing
     in Python, but z's adjoint would never hear of it.
 """
 
+import bisect
 import collections
 import functools
+import heapq
+import inspect
+import operator
 import types
 
 import numpy as np
@@ -311,6 +315,7 @@ class Analysis:
                             isinstance(stmt.value.slice, S.Constant)):
                         items.add(stmt.targets[0].id)
                 self._refuse_writes_into_items(loop.body, items)
+        sharing = None
         for node in S.walk(self.normalized.tree):
             changed = []
             if isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
@@ -322,15 +327,22 @@ class Analysis:
             if isinstance(node, S.Call):
                 changed += _written_in_place(self.parsed, node)
                 changed += self._arguments_a_helper_changes(node)
+            if changed and sharing is None:
+                sharing = _may_share_memory(self.parsed, self.normalized.tree, local)
             # (a change that involves nothing differentiated, keys.sort(), is harmless)
             for name in changed:
-                if name.id in local and name.id in self.useful and \
-                        ({name.id} | _names(node)) & self.varied:
+                # w = xs; w.reverse() changes xs too
+                names = {name.id, *sharing.get(name.id, ())} | {
+                    other for other, shared in sharing.items() if name.id in shared}
+                if names & local & self.useful and (names | _names(node)) & self.varied:
+                    others = sorted(names & local & self.useful - {name.id})
                     raise self.parsed.error(
-                        UnsupportedSyntax, node, "cannot differentiate {!r}: it changes {!r} "
+                        UnsupportedSyntax, node, "cannot differentiate {!r}: it changes {!r}{} "
                         "in place, which derivo does not follow (only x[i] = v and "
                         "xs.append(v)); compute a new value and assign it".format(
-                            S.expr_source(getattr(node, "value", node)), name.id),
+                            S.expr_source(getattr(node, "value", node)), name.id,
+                            " (and {}, which may share its memory)".format(
+                                ", ".join(map(repr, others))) if others else ""),
                         "change in place")
 
     def _arguments_a_helper_changes(self, call):
@@ -1293,7 +1305,8 @@ def parameter_writes(func, arrays, _seen=frozenset()):
     into (``y[0] = v``), appended to or given a method call as a statement
     (``ys.append(v)``), updated with ``+=`` and the like when values may be
     arrays, written by NumPy (``np.copyto(y, v)``, ``out=y``), or given to a user
-    function that changes them."""
+    function that changes them; itself, or through another name that may share
+    its memory (``w = y``, ``w = y[1:]``, ``for row in y``)."""
     parsed = parse(func)
     tree = parsed.tree
     params = set(tree_params(tree))
@@ -1324,7 +1337,67 @@ def parameter_writes(func, arrays, _seen=frozenset()):
                 root = S.root_name(argument)
                 if name in inner and root is not None:
                     written.add(root.id)
-    return written & params
+    sharing = _may_share_memory(parsed, tree, params)
+    return {param for name in written for param in sharing.get(name, ())}
+
+
+#: Calls whose result shares no memory with their arguments (besides ufuncs,
+#: ``.copy()`` and derivo's runtime helpers)
+_NEW_VALUES = (np.array, np.copy, np.zeros_like, np.ones_like, np.empty_like, np.full_like,
+               np.zeros, np.ones, np.empty, np.full, np.sum, np.mean, np.dot, np.outer,
+               np.concatenate, np.stack, len, float, int, abs, sum)
+
+
+def _makes_a_new_value(parsed, call):
+    callee = parsed.callee_key(call)
+    if isinstance(callee, rules.Method):
+        return callee.name == "copy"
+    if callee is np.array:
+        return not any(k.arg == "copy" for k in call.keywords)
+    return isinstance(callee, np.ufunc) or S.is_derivo(callee) or callee in _NEW_VALUES
+
+
+def _may_share_memory(parsed, tree, roots):
+    """{name: the names of ``roots`` whose memory it may share} for ``roots`` and
+    every name assigned or iterated from one of them: itself, an item, an attribute
+    (``y.T``), or, to be safe, what any call that reads it returns
+    (``np.asarray(y)``, ``y.reshape(2, 3)``, ``ident(y)``), except calls known
+    to make a new value (``np.zeros_like(y)``, ``np.sin(y)``).  Arithmetic
+    (``y * 2``) makes a new value."""
+    sharing = {root: {root} for root in roots}
+
+    def shared(value):
+        if isinstance(value, S.Call) and _makes_a_new_value(parsed, value):
+            return set()
+        if isinstance(value, S.Call):
+            found = set()
+            for part in [value.func, *value.args, *(k.value for k in value.keywords)]:
+                found |= shared(part)
+            return found
+        if isinstance(value, (S.Tuple, S.List)):
+            return set().union(*map(shared, value.elts))
+        if isinstance(value, S.IfExp):
+            return shared(value.body) | shared(value.orelse)
+        root = S.root_name(value)
+        return sharing.get(root.id, set()) if root is not None else set()
+
+    grew = True
+    while grew:
+        grew = False
+        for node in S.walk(tree):
+            if isinstance(node, S.Assign):
+                pairs = [(target, node.value) for target in node.targets]
+            elif isinstance(node, (S.For, S.gast.comprehension)):
+                pairs = [(node.target, node.iter)]
+            else:
+                continue
+            for target, value in pairs:
+                params_shared = shared(value)
+                for name in S.stored_names(target) if params_shared else ():
+                    if not params_shared <= sharing.get(name, set()):
+                        sharing.setdefault(name, set()).update(params_shared)
+                        grew = True
+    return sharing
 
 
 def parameters_read_whole(func):
@@ -1447,19 +1520,58 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     return analysis
 
 
-#: NumPy functions that write into their first argument (the shuffles are told by
-#: name, see _written_in_place) and the names they give it
-_WRITES_INTO_FIRST_ARGUMENT = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
-                               np.put_along_axis)
+#: Functions that write into their first argument (the shuffles are told by name,
+#: see _written_in_place) and the names they give it
+_WRITES_INTO_FIRST_ARGUMENT = (
+    np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis,
+    operator.setitem, operator.delitem, operator.iadd, operator.iconcat, operator.isub,
+    operator.imul, operator.imatmul, operator.itruediv, operator.ifloordiv, operator.imod,
+    operator.ipow, heapq.heapify, heapq.heappush, heapq.heappop, heapq.heapreplace,
+    heapq.heappushpop, bisect.insort_left, bisect.insort_right)
 _FIRST_ARGUMENT_NAMES = ("dst", "a", "arr", "x")
+
+#: Methods that change their object, called unbound (list.reverse(xs)) on these types
+_MUTABLE_TYPES = (list, dict, set, bytearray, np.ndarray)
+_MUTATORS = {"append", "extend", "insert", "remove", "pop", "popitem", "clear", "sort",
+             "reverse", "update", "setdefault", "add", "discard", "intersection_update",
+             "difference_update", "symmetric_difference_update", "fill", "partition", "put",
+             "resize", "itemset", "setfield", "setflags", "byteswap", "__setitem__",
+             "__delitem__"}
+
+
+def _changes_its_object(callee):
+    """Whether ``callee`` is a method of a list, dict, set or array, taken from its
+    type, that changes the object it is given first (``np.ndarray.fill``)."""
+    name = getattr(callee, "__name__", "")
+    return getattr(callee, "__objclass__", None) in _MUTABLE_TYPES and (
+        name in _MUTATORS or name.startswith("__i") and name.endswith("__"))
+
+
+@functools.lru_cache(maxsize=None)
+def _out_position(callee):
+    """The position of a NumPy function's ``out`` parameter (np.cumsum's 3), or None."""
+    try:
+        params = list(inspect.signature(callee).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    for position, param in enumerate(params):
+        if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            return None
+        if param.name == "out":
+            return position
+    return None
 
 
 def _written_in_place(parsed, call):
-    """The names a call writes into, as NumPy and ``random`` do: the first argument
-    of ``np.copyto``, of ``np.add.at`` and the like, and of a shuffle (NumPy's
+    """The names a call writes into, as NumPy, ``random``, ``heapq`` and ``operator``
+    do: the first argument of ``np.copyto``, of ``np.add.at`` and the like, of
+    ``heapq.heappush``, ``operator.setitem``, of a method that changes its object
+    called from its type (``list.reverse(xs)``), and of a shuffle (NumPy's
     ``np.random.shuffle``, ``random.shuffle``, or any ``.shuffle(x)`` of a value
     derivo cannot look up, whatever it is), a ufunc's outputs given after its
-    inputs, and any call's ``out=``; an item or a view of a name counts as it."""
+    inputs, the ``out`` argument of a NumPy function given by position
+    (``np.cumsum(a, 0, None, a)``), and any call's ``out=``; an item or a view of a
+    name counts as it."""
     callee = parsed.callee_key(call)
     owner = getattr(callee, "__self__", None)
     name = callee.name if isinstance(callee, rules.Method) else getattr(callee, "__name__", None)
@@ -1471,11 +1583,17 @@ def _written_in_place(parsed, call):
     written = []
     # np.add.at(x, i, v), and .at of a ufunc derivo cannot look up (op = np.add)
     at = name == "at" and (isinstance(owner, np.ufunc) or isinstance(callee, rules.Method))
-    if callee in _WRITES_INTO_FIRST_ARGUMENT or shuffles or at:
+    if callee in _WRITES_INTO_FIRST_ARGUMENT or shuffles or at or \
+            _changes_its_object(callee):
         written += call.args[:1] or [k.value for k in call.keywords
                                      if k.arg in _FIRST_ARGUMENT_NAMES]
     if isinstance(callee, np.ufunc):
         written += call.args[callee.nin:]
+    elif (getattr(callee, "__module__", None) or "").partition(".")[0] == "numpy" and \
+            len(call.args) > 1:
+        position = _out_position(callee)
+        if position is not None:
+            written += call.args[position:position + 1]
     for keyword in call.keywords:
         if keyword.arg == "out":
             written += keyword.value.elts if isinstance(keyword.value, S.Tuple) \
