@@ -204,6 +204,19 @@ def test_no_rule_c_function():
     assert_points_at(err, line_of(uses_operator_mul, "operator.mul"), "mul")
 
 
+QUADRATIC = np.poly1d([1.0, 2.0, 3.0])
+
+
+def uses_a_poly1d(x):
+    return QUADRATIC(x) * x
+
+
+def test_no_rule_unhashable_callable():
+    # np.poly1d cannot be hashed: looking it up among the rules was a TypeError
+    err = refusal(uses_a_poly1d, 1.5)
+    assert_points_at(err, line_of(uses_a_poly1d, "QUADRATIC(x)"), "QUADRATIC")
+
+
 def fact(x, n):
     return x if n == 0 else x * fact(x, n - 1)
 

@@ -171,6 +171,21 @@ def test_hvp_of_a_list_or_tuple_has_its_structure(pair):
     assert all(type(v) is float for v in product[0])
 
 
+def product_of_first_rows(rows):
+    return np.sum(rows[0][0] * rows[1][0])
+
+
+def test_hvp_of_a_list_of_lists_of_arrays():
+    # f = sum(a b): H @ (u, w) = (w, u); adding the tangents of the gradient's list
+    # of lists concatenated lists (a TypeError)
+    a, b = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    u, w = np.array([0.5, 1.0]), np.array([-2.0, 4.0])
+    (product,) = derivo.hvp(product_of_first_rows, ([[a], [b]],), ([[u], [w]],))
+    assert len(product) == 2 and len(product[0]) == 1 and len(product[1]) == 1
+    np.testing.assert_allclose(product[0][0], w, rtol=1e-12)
+    np.testing.assert_allclose(product[1][0], u, rtol=1e-12)
+
+
 def test_forward_over_the_scalar_gradient_of_a_list_gives_floats():
     # the gradient's code calls derivo's helpers (zeros_for); they made its tangent
     # array code, whose items were 0-d arrays

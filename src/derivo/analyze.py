@@ -704,10 +704,10 @@ class Analysis:
             callee = self.parsed.callee_key(node)
             if getattr(callee, "__module__", None) == "math" or callee in (len, float, int):
                 return True
-            reduction = callee in SCALAR_REDUCTIONS or callee in rules.RULES and any(
-                callee == rules.Method(m) for m in ("sum", "mean", "max", "min", "prod"))
-            if isinstance(callee, rules.Method):
-                return reduction and not node.args and not node.keywords
+            if isinstance(callee, rules.Method):  # x.sum()
+                return callee.name in ("sum", "mean", "max", "min", "prod") and \
+                    not node.args and not node.keywords
+            reduction = callee in SCALAR_REDUCTIONS
             return reduction and len(node.args) == 1 and not node.keywords
         return False
 

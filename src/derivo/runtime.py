@@ -540,6 +540,7 @@ def addable(tangents):
     are arrays (or arrays and zeros).  Anything else is returned as it is."""
     if not isinstance(tangents, list):
         return tangents
+    tangents = [addable(tangent) for tangent in tangents]  # a list of lists: arrays of arrays
     if any(map(np.ndim, tangents)):
         return np.array([*tangents, None], dtype=object)[:-1]  # never an array of arrays' items
     return np.asarray(tangents)
