@@ -102,6 +102,54 @@ def test_list_of_floats():
         numeric_gradient(list_of_floats, (1.5, 4), 0), rel=1e-7)
 
 
+def tuple_into_an_item_in_a_loop(x, y):
+    p = [0.0, 0.0]
+    for i in range(3):
+        p[0] = (x * i, y * y)
+    return p[0][0] * p[0][1] + p[1]
+
+
+def unpacked_into_an_item_in_a_loop(x, y):
+    p = [0.0, x]
+    b = 0.0
+    for i in range(2):
+        p[0], b = (x, y), p[1] * 2.0
+    return p[0][0] * p[0][1] * b
+
+
+@pytest.mark.parametrize("f, expected", [
+    # 2 x y^2: (2 y^2, 4 x y); 2 x^2 y: (4 x y, 2 x^2)
+    (tuple_into_an_item_in_a_loop, (2 * 0.7 ** 2, 4 * 1.3 * 0.7)),
+    (unpacked_into_an_item_in_a_loop, (4 * 1.3 * 0.7, 2 * 1.3 ** 2)),
+])
+@pytest.mark.parametrize("loops", ["stack", "checkpoint"])
+def test_a_tuple_written_into_a_list_item_in_a_loop(f, expected, loops):
+    # undoing the write zeroed the list's adjoint as an array of floats (a ValueError);
+    # a checkpointed trip's VJP then read an item of the 0.0 left (a TypeError)
+    gradient = derivo.grad(f, wrt=(0, 1), loops=loops)(1.3, 0.7)
+    assert gradient == pytest.approx(expected, rel=1e-12)
+    for index in (0, 1):
+        assert gradient[index] == pytest.approx(numeric_gradient(f, (1.3, 0.7), index),
+                                                rel=1e-7)
+
+
+def pairs(x, y):
+    if x > 100.0:
+        return [(y, x), (x, y)]
+    return [(x, y), (y * x, x)]
+
+
+def reads_one_pair(x, y):
+    r = pairs(x, y)
+    return r[0][0] * 2.0 * r[0][1]
+
+
+def test_a_helper_returning_pairs_the_caller_reads_one_of():
+    # the helper's VJP got 0.0 for the pair never read, and indexed it: a TypeError
+    assert derivo.grad(reads_one_pair, wrt=(0, 1))(1.3, 0.7) == pytest.approx(
+        (2 * 0.7, 2 * 1.3), rel=1e-12)
+
+
 def test_the_callers_array_is_not_written():
     x = np.array([0.3, -0.5, 0.8])
     before = x.copy()

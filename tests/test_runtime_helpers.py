@@ -146,6 +146,9 @@ def test_zeroed_sets_in_place_only_what_nothing_else_holds():
     rows = [np.ones(2), np.full(2, 2.0)]  # a list of adjoints becomes their array
     np.testing.assert_array_equal(zeroed(rows, 0), [[0.0, 0.0], [2.0, 2.0]])
     assert zeroed(0.0, 3) == 0.0
+    pairs = [(1.0, 2.0), 0.0, (3.0, 4.0)]  # a pair's adjoint and a zero: no array holds them
+    assert zeroed(pairs, 0) == [0.0, 0.0, (3.0, 4.0)] and pairs[0] == (1.0, 2.0)
+    assert zeroed(pairs, slice(1, None)) == [(1.0, 2.0), 0.0, 0.0]
     np.testing.assert_array_equal(zeroed([1.0, 2.0, 3.0], slice(0, 2)), [0.0, 0.0, 3.0])
     assert part([1.0, 2.0], 1) == 2.0 and part(0.0, 5) == 0.0
 

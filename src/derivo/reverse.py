@@ -787,9 +787,11 @@ class ExpressionAdjoint:
                 adjoint = S.name(temp)
             for index in entry.active:
                 if isinstance(adjoint, S.Name) and (
-                        self.sweep.loop_depth or self.sweep.may_be_reset(adjoint.id)):
-                    # in a loop the adjoint may be the 0.0 a trip started from, and
-                    # after a branch that rebinds the name, the 0.0 that branch left
+                        self.sweep.loop_depth or self.sweep.kind == "vjp" or
+                        self.sweep.may_be_reset(adjoint.id)):
+                    # in a loop the adjoint may be the 0.0 a trip started from, after
+                    # a branch that rebinds the name the 0.0 that branch left, and in a
+                    # VJP the 0.0 its caller gives for an item it never read
                     element = S.call(self.sweep.runtime("part"), S.deepcopy(adjoint),
                                      S.const(index))
                 else:

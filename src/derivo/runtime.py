@@ -463,6 +463,12 @@ def zeroed(adjoint, index):
             adjoint.base is None and adjoint.dtype == _FLOAT and adjoint.flags.writeable:
         adjoint[index] = 0.0
         return adjoint
+    if type(adjoint) is list and len(set(map(np.shape, adjoint))) > 1:
+        adjoint = list(adjoint)  # items of different shapes (0.0 and a pair): no array
+        positions = range(len(adjoint))[index]
+        for position in [positions] if isinstance(positions, int) else positions:
+            adjoint[position] = 0.0
+        return adjoint
     adjoint = np.array(adjoint, dtype=float)  # a list too: the array its items make up
     adjoint[index] = 0.0
     return adjoint
