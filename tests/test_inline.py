@@ -1,6 +1,5 @@
 """``derivo.inline``: straight-line user functions are pasted into their callers."""
 
-import importlib.util
 import math
 
 import numpy as np
@@ -88,34 +87,3 @@ def test_an_attribute_of_a_renamed_argument_is_differentiated():
     v = np.arange(6.0)
     assert "gram_trace_vjp" not in derivo.grad(through_gram).source  # inlined
     np.testing.assert_allclose(derivo.grad(through_gram)(v), 2 * v, rtol=1e-12)
-
-
-def slope_of_wave(x, y):
-    return math.sin(x) * y * y
-
-
-dwave = derivo.grad(slope_of_wave, wrt="x")  # its code calls cos(x), not math.cos(x)
-
-
-def module_calling_dwave(tmp_path, imports):
-    """A module of its own whose ``uses(x, y)`` calls ``dwave``, importing ``imports``."""
-    path = tmp_path / "calls_dwave_{}.py".format(abs(hash(imports)))
-    path.write_text("{}\n\ndef uses(x, y):\n    return dwave(x, y) * x + y\n".format(imports))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    module.dwave = dwave
-    spec.loader.exec_module(module)
-    return module.uses
-
-
-def test_inlined_code_spells_a_module_function_as_the_caller_can(tmp_path):
-    uses = module_calling_dwave(tmp_path, imports="import math as m")
-    # inlined: the pasted code reads m.cos, which the module then calls as cos
-    assert "_vjp" not in derivo.grad(uses, wrt=(0, 1)).source
-    assert_grad_matches(uses, 0.3, 2.0, wrt=(0, 1))
-
-
-def test_a_callee_global_the_caller_cannot_spell_is_not_inlined(tmp_path):
-    uses = module_calling_dwave(tmp_path, imports="")
-    assert "slope_of_wave_grad_vjp(" in derivo.grad(uses, wrt=(0, 1)).source
-    assert_grad_matches(uses, 0.3, 2.0, wrt=(0, 1))

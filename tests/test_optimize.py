@@ -1,13 +1,11 @@
 """Stage 5, ``derivo.optimize``: exact algebra on expressions, dead-code removal."""
 
-import math
 import textwrap
 
-import numpy as np
 import pytest
 
 from derivo import syntax as S
-from derivo.optimize import call_math_by_name, optimize, simplify
+from derivo.optimize import optimize, simplify
 
 
 def simplified(text):
@@ -518,31 +516,3 @@ def test_a_copy_in_a_loop_is_read_through():
 ])
 def test_other_copies_in_a_loop_stay(loop):
     assert "b = a" in optimized(function_of("a, n", "s = 0.0\n" + loop + "\nreturn s, a"))
-
-
-# --- call_math_by_name ------------------------------------------------------------------
-
-def by_name(body, namespace, other_sources=()):
-    tree = S.parse_function(function_of("x", body))
-    call_math_by_name([tree], namespace, other_sources)
-    return S.to_source(tree).splitlines()[-1].strip()
-
-
-def test_math_functions_are_called_by_their_own_names():
-    namespace = {"m": math}
-    assert by_name("return m.cos(x) * m.log(x, 2)", namespace) == "return cos(x) * log(x, 2)"
-    assert namespace == {"m": math, "cos": math.cos, "log": math.log}
-
-
-@pytest.mark.parametrize("body, namespace, other_sources", [
-    ("cos = 2.0\nreturn math.cos(x) * cos", {"math": math}, ()),  # a local cos
-    ("return math.cos(x)", {"math": math, "cos": abs}, ()),       # a global cos
-    ("return math.cos(x)", {"math": math}, ["def g(t):\n    return cos(t)\n"]),
-    ("return math.pow(x, 2)", {"math": math}, ()),    # pow is a builtin too
-    ("return math.pi * x", {"math": math}, ()),       # not a function
-    ("return np.cos(x)", {"np": np}, ()),             # only math
-])
-def test_a_name_meaning_something_else_keeps_its_module(body, namespace, other_sources):
-    before = dict(namespace)
-    assert by_name(body, namespace, other_sources) == body.splitlines()[-1]
-    assert namespace == before

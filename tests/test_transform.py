@@ -93,14 +93,6 @@ def test_called_user_functions_are_bound_with_their_source():
     assert build.namespace["math"] is math
 
 
-def test_the_module_calls_math_functions_by_name():
-    # one global lookup a call instead of math, then .sin: a hot loop feels it
-    build, _ = built(calls_helper_twice, ["x", "y"])
-    code = "\n".join(line.split("#")[0] for line in build.source().splitlines())
-    assert "sin(b)" in code and "cos(b)" in code and "math." not in code
-    assert build.namespace["sin"] is math.sin and build.namespace["cos"] is math.cos
-
-
 def test_direct_recursion_is_refused():
     with pytest.raises(UnsupportedSyntax) as info:
         built(factorial_like, ["x"])

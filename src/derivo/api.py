@@ -132,6 +132,7 @@ class Generated(NamedTuple):
     build: Build
     entry_code: object  # the code of the Derivative's entry (see _entry)
     entry_names: dict  # the names the entry adds (see _entry_names)
+    entry_globals: dict  # the globals its code reads besides the generated code's
 
 
 class _DerivativeType(type):
@@ -364,20 +365,12 @@ def entry_guard(function, checked, arrays, names=None, numbers=()):
 
 def _entry_names(function):
     """A name for each of :data:`_ENTRY_NAMES` that ``function``'s code does not use."""
-    taken = _names_used(function.__code__)
+    taken = codegen.names_used(function.__code__)
     names = {}
     for name in _ENTRY_NAMES:
         names[name] = name
         while names[name] in taken:
             names[name] += "_"
-    return names
-
-
-def _names_used(code):
-    names = {*code.co_varnames, *code.co_names, *code.co_cellvars, *code.co_freevars}
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            names |= _names_used(constant)
     return names
 
 
@@ -387,6 +380,7 @@ def _entry(generated):
     function = generated.function
     scope = dict(function.__globals__)
     scope.update((generated.entry_names[name], value) for name, value in _GUARD_GLOBALS.items())
+    scope.update(generated.entry_globals)
     exec(generated.entry_code, scope)
     entry = scope[function.__name__]
     entry.__defaults__ = function.__defaults__
@@ -443,10 +437,10 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
         entry_names = _entry_names(compiled)
         numbers = {p.name for p in _parameters(func)} - parameters_read_whole(func)
         guard = entry_guard(compiled, set(checked), arrays, entry_names, numbers)
-        entry_code = codegen.compile_with_prologue(compiled, source, guard,
-                                                   entry_names["derivo_self"])
+        entry_code, entry_globals = codegen.compile_with_prologue(
+            compiled, source, guard, entry_names["derivo_self"])
         return Generated(compiled, source, module.namespace, module.user_sources, module,
-                         entry_code, entry_names)
+                         entry_code, entry_names, entry_globals)
 
     key = cache.key_of(func, kind, names, tuple_wrt, arrays, loops)
     return cache.lookup(key, build, lambda generated: generated.build.still_valid())

@@ -8,6 +8,7 @@ show generated lines.
 import ast
 import importlib
 import linecache
+import math
 import os
 import textwrap
 import types
@@ -56,11 +57,17 @@ def compile_source(source, label):
 
 def compile_with_prologue(function, source, prologue, first_parameter):
     """The code of a module defining ``function`` again, with ``first_parameter``
-    before its parameters and the statements of ``prologue`` run first; ``source``
-    is the text ``function`` was compiled from.
+    before its parameters and the statements of ``prologue`` run first, and the
+    globals that code needs besides ``function``'s; ``source`` is the text
+    ``function`` was compiled from.
 
     The prologue stands on the ``def`` line and every other line keeps its
     place, so a traceback through the new function shows the generated source.
+    A call of a ``math`` function reads it from a global of its own name
+    (``math.cos(x)`` runs as ``cos(x)``): one lookup instead of two, which a
+    gradient of 100 ns feels.  Only this copy, the one a Derivative runs, does
+    so: the generated source, which nested derivatives and saved modules read,
+    keeps ``math.cos``.
     """
     definition = next(node for node in ast.parse(source).body
                       if isinstance(node, ast.FunctionDef) and node.name == function.__name__)
@@ -74,7 +81,39 @@ def compile_with_prologue(function, source, prologue, first_parameter):
     definition.body[:0] = statements
     definition.args.args.insert(0, ast.arg(first_parameter, lineno=definition.lineno,
                                            col_offset=definition.col_offset))
-    return compile(ast.Module([definition], []), function.__code__.co_filename, "exec")
+    bindings = _math_by_name(definition, function.__globals__)
+    code = compile(ast.Module([definition], []), function.__code__.co_filename, "exec")
+    return code, bindings
+
+
+def _math_by_name(definition, namespace):
+    """Rewrite ``math.cos`` in ``definition`` as ``cos`` where the code uses no
+    name ``cos``; return the globals that makes ({"cos": math.cos})."""
+    taken = {node.id for node in ast.walk(definition) if isinstance(node, ast.Name)} | {
+        node.arg for node in ast.walk(definition) if isinstance(node, ast.arg)}
+    bindings = {}
+
+    class ByName(ast.NodeTransformer):
+        def visit_Attribute(self, node):
+            function = getattr(math, node.attr, None)
+            if isinstance(node.value, ast.Name) and namespace.get(node.value.id) is math and \
+                    isinstance(node.ctx, ast.Load) and callable(function) and \
+                    node.attr not in taken:
+                bindings[node.attr] = function
+                return ast.copy_location(ast.Name(node.attr, ast.Load()), node)
+            return self.generic_visit(node)
+
+    ByName().visit(definition)
+    return bindings
+
+
+def names_used(code):
+    """Every name ``code`` and the functions it defines use."""
+    names = {*code.co_varnames, *code.co_names, *code.co_cellvars, *code.co_freevars}
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= names_used(constant)
+    return names
 
 
 def compile_module(source, namespace, label):

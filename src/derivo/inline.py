@@ -11,8 +11,6 @@ Inlined statements carry the call's source position: the generated code's
 comments and derivo's errors point at the caller's line.
 """
 
-import types
-
 from . import syntax as S
 from .outline import Loop
 from .errors import DerivoError
@@ -59,8 +57,7 @@ def _inline(stmt, caller, normalize_function, depth):
     inline_calls(function, normalize_function, depth + 1)
     body = function.tree.body[:-1]
     bindings = _bind_arguments(stmt.value, function)
-    spellings = _globals_for_caller(function, caller)
-    if bindings is None or spellings is None:
+    if bindings is None or not _same_globals(function, caller, bindings):
         return None
     renames = {}
     for name in sorted(_locals(function) - set(bindings)):
@@ -79,8 +76,7 @@ def _inline(stmt, caller, normalize_function, depth):
             renames[result] = target.id  # the callee computes straight into the target
         else:
             copies.append(S.assign(target.id, _substituted(S.name(result), renames, bindings)))
-    statements = [_substituted(s, renames, {**spellings, **bindings})
-                  for s in S.deepcopy(body)] + copies
+    statements = [_substituted(s, renames, bindings) for s in S.deepcopy(body)] + copies
     rebound = {t.id for t in targets}
     read_later = {n.id for n in S.walk(caller.tree) if isinstance(n, S.Name)
                   and isinstance(n.ctx, S.Load) and getattr(n, "lineno", 0) > stmt.lineno}
@@ -144,38 +140,18 @@ def _locals(function):
     return names
 
 
-def _globals_for_caller(function, caller):
-    """How the caller spells each free name of the callee: the name itself where
-    it means the same in both, ``math.cos`` for a ``cos`` the caller has only as
-    an attribute of a module it names (derivo's own code calls ``cos``: see
-    ``optimize.call_math_by_name``).  None when some name cannot be spelled."""
+def _same_globals(function, caller, bindings):
+    """Whether each free name of the callee means the same in the caller."""
     local = _locals(function)
     caller_locals = caller.parsed.local_names | {
         n.id for n in S.walk(caller.tree) if isinstance(n, S.Name)
         and isinstance(n.ctx, S.Store)}
-    spellings = {}
     for node in S.walk(function.tree.body):
-        if not isinstance(node, S.Name) or node.id in local or node.id in spellings:
-            continue
-        meaning = function.parsed.resolve(node.id)
-        if node.id in caller_locals:
-            return None
-        if caller.parsed.resolve(node.id) is not meaning:
-            module = _module_holding(meaning, caller)
-            if module is None:
-                return None
-            spellings[node.id] = S.attribute(S.name(module), node.id)
-    return spellings
-
-
-def _module_holding(obj, caller):
-    """The caller's global name of the module ``obj`` is an attribute of (under its own name)."""
-    module_name, name = getattr(obj, "__module__", None), getattr(obj, "__name__", None)
-    for ident, value in caller.parsed.globals.items():
-        if isinstance(value, types.ModuleType) and value.__name__ == module_name and \
-                getattr(value, name, None) is obj and ident not in caller.parsed.local_names:
-            return ident
-    return None
+        if isinstance(node, S.Name) and node.id not in local:
+            if node.id in caller_locals or \
+                    caller.parsed.resolve(node.id) is not function.parsed.resolve(node.id):
+                return False
+    return True
 
 
 def _substituted(tree, renames, bindings):

@@ -16,14 +16,11 @@ Multiplications by zero are never folded: ``0 * inf`` is ``nan``, and the
 generated code must propagate NaN and inf exactly like the user's function.
 """
 
-import builtins
-import math
 import operator
 import re
 from fractions import Fraction
 
 from . import syntax as S
-from .names import names_in
 
 _FOLD = {S.Add: operator.add, S.Sub: operator.sub, S.Mult: operator.mul}
 
@@ -185,37 +182,6 @@ def optimize(function, shape_readers=()):
     dead.remove = True
     dead.block(function.body, set())
     return function
-
-
-def call_math_by_name(functions, namespace, other_sources=()):
-    """Call the functions of the ``math`` module by their own names in
-    ``functions`` (``cos(x)``, with ``namespace['cos'] = math.cos``), as
-    ``from math import cos`` would: one global lookup instead of a global and an
-    attribute, which a gradient of 100 ns or a hot loop feels.  A name that the
-    functions or ``other_sources`` (the user code a saved module carries) use
-    already, that ``namespace`` binds to something else, or that is a builtin
-    (``pow``) keeps its ``math.`` prefix."""
-    modules = {name for name, obj in namespace.items() if obj is math}
-    if not modules:
-        return
-    used = set().union(*map(names_in, functions),
-                       *(names_in(S.gast.parse(text)) for text in other_sources))
-
-    def bindable(name):
-        function = getattr(math, name, None)
-        return callable(function) and namespace.get(name, function) is function and \
-            not hasattr(builtins, name) and name not in used
-
-    class ByName(S.NodeTransformer):
-        def visit_Attribute(self, node):
-            if isinstance(node.value, S.Name) and node.value.id in modules and \
-                    isinstance(node.ctx, S.Load) and bindable(node.attr):
-                namespace[node.attr] = getattr(math, node.attr)
-                return S.name(node.attr)
-            return self.generic_visit(node)
-
-    for function in functions:
-        ByName().visit(function)
 
 
 def _fold_seeds(function):

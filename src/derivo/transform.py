@@ -13,7 +13,6 @@ import textwrap
 
 from . import codegen
 from . import syntax as S
-from .optimize import call_math_by_name
 from .errors import DerivoError, UnsupportedSyntax
 from .forward import forward
 from .names import Namer
@@ -284,7 +283,6 @@ class Build:
                     self.user_sources[node.id] = _user_source(obj)
 
     def source(self):
-        call_math_by_name(self.functions, self.namespace, self.user_sources.values())
         return codegen.render(self.functions, self.comments)
 
 
