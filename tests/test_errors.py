@@ -782,6 +782,139 @@ def test_a_helper_updating_a_float_parameter_is_differentiated():
     assert derivo.grad(steps, wrt=(0, 1))(0.5, 2.0) == pytest.approx((2 * 0.5 + 1.0, 0.25))
 
 
+# Changes in place through something other than a plain name: each gave a silently
+# wrong gradient (found by review)
+
+def fills_a_slice(x):
+    a = x * 2.0
+    a[1:].fill(1.0)
+    return np.sum(a * x)
+
+
+def fills_a_list_item(x):
+    a = x * 2.0
+    ys = [a]
+    ys[0].fill(1.0)
+    return np.sum(a * x)
+
+
+def sorts_in_an_expression(x):
+    a = x * 2.0
+    r = a.sort()
+    return np.sum(a * np.arange(3.0))
+
+
+def fills_rows_in_a_comprehension(x):
+    a = np.outer(x, x)
+    done = [row.fill(1.0) for row in a]
+    return np.sum(a * a)
+
+
+def sums_into_out_by_position(x):
+    a = x * 2.0
+    c = x * 3.0
+    c.cumsum(0, None, a)
+    return np.sum(a * x)
+
+
+def accumulates_into_out(x):
+    a = x * 2.0
+    np.add.accumulate(x * x, 0, None, a)
+    return np.sum(a * x)
+
+
+def updates_a_reshaped_view(x):
+    a = x * 2.0
+    b = a.reshape(3, 1)
+    b += 1.0
+    return np.sum(a * x)
+
+
+def updates_a_copy_of_a_copy(x):
+    a = x * 2.0
+    b = a
+    c = b
+    c += 1.0
+    return np.sum(a * x)
+
+
+def updates_the_base_of_a_view(x):
+    a = x * 2.0
+    b = a[1:]
+    a += 1.0
+    return np.sum(b * x[1:])
+
+
+def writes_into_a_flipped_view(x):
+    a = x * 2.0
+    b = np.flip(a)
+    b[0] = 5.0
+    return np.sum(a * x)
+
+
+def through_a_dict(v):
+    d = {"k": v}
+    d["k"][0] = 5.0
+
+
+def through_a_walrus(v):
+    if (w := v) is not None:
+        w.fill(1.0)
+
+
+def through_or(xs):
+    ys = xs or [0.0]
+    ys.reverse()
+
+
+def deletes_first(xs):
+    del xs[0]
+
+
+def changed_through_a_dict(x):
+    a = x * 2.0
+    through_a_dict(a)
+    return np.sum(a * x)
+
+
+def changed_through_a_walrus(x):
+    a = x * 2.0
+    through_a_walrus(a)
+    return np.sum(a * x)
+
+
+def changed_through_or(x):
+    xs = [x[0] * 2.0, x[1]]
+    through_or(xs)
+    return xs[0] * 3.0 + xs[1]
+
+
+def first_deleted_by_a_helper(x):
+    xs = [x[0] * 2.0, x[1], x[2]]
+    deletes_first(xs)
+    return xs[0] * 3.0 + xs[1]
+
+
+@pytest.mark.parametrize("f, marker, word", [
+    (fills_a_slice, "a[1:].fill(1.0)", "in place"),
+    (fills_a_list_item, "ys[0].fill(1.0)", "in place"),
+    (sorts_in_an_expression, "r = a.sort()", "in place"),
+    (fills_rows_in_a_comprehension, "row.fill(1.0)", "in place"),
+    (sums_into_out_by_position, "c.cumsum(0, None, a)", "in place"),
+    (accumulates_into_out, "np.add.accumulate", "in place"),
+    (updates_a_reshaped_view, "b += 1.0", "updated in place"),
+    (updates_a_copy_of_a_copy, "c += 1.0", "updated in place"),
+    (updates_the_base_of_a_view, "a += 1.0", "updated in place"),
+    (writes_into_a_flipped_view, "b = np.flip(a)", "share memory"),
+    (changed_through_a_dict, "through_a_dict(a)", "in place"),
+    (changed_through_a_walrus, "through_a_walrus(a)", "in place"),
+    (changed_through_or, "through_or(xs)", "in place"),
+    (first_deleted_by_a_helper, "deletes_first(xs)", "in place"),
+])
+def test_a_change_through_a_view_an_item_or_another_name_is_refused(f, marker, word):
+    assert_points_at(refusal(f, np.array([3.0, 1.0, 2.0])), line_of(f, marker), word)
+
+
 def scaled_copy(v, c):
     w = np.zeros_like(v)
     w[1:] = v[1:] * c

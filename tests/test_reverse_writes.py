@@ -1,5 +1,7 @@
 """In-place writes and growing lists, end to end against finite differences."""
 
+import random
+
 import numpy as np
 import pytest
 
@@ -148,6 +150,55 @@ def test_a_helper_returning_pairs_the_caller_reads_one_of():
     # the helper's VJP got 0.0 for the pair never read, and indexed it: a TypeError
     assert derivo.grad(reads_one_pair, wrt=(0, 1))(1.3, 0.7) == pytest.approx(
         (2 * 0.7, 2 * 1.3), rel=1e-12)
+
+
+def seeded_then_appended(a):
+    ys = [a]
+    ys.append(a * a)
+    return ys[0] + ys[1]
+
+
+def running_totals(xs):
+    out = [xs[0]]
+    for i in range(1, len(xs)):
+        out.append(out[-1] + xs[i])
+    return out
+
+
+def extended_copy(xs):
+    ys = list(xs)
+    ys.append(1.0)
+    return ys
+
+
+def clipped_with_a_first(v):
+    out = np.clip(v, 0.0, 5.0)
+    out[0] = 1.0
+    return np.where(out > 1.0, out, 0.5) * np.vstack([v, v])[1]
+
+
+def uses_helpers_that_change_what_they_made(x):
+    ys = running_totals([x[0] * 2.0, x[1], x[2]])
+    zs = extended_copy([x[0] * 2.0, x[1]])
+    return seeded_then_appended(x[0] * 2.0) * x[1] + ys[-1] * ys[0] + zs[0] * zs[1] + \
+        np.sum(clipped_with_a_first(x * 2.0) * x)
+
+
+def shuffles_indices_and_a_shape(x):
+    order = list(range(x.shape[0]))
+    random.Random(0).shuffle(order)
+    shape = list(x.shape)
+    shape.insert(0, 1)
+    y = np.reshape(x * 2.0, shape)
+    return x[order[0]] * 2.0 + x[order[1]] + np.sum(y * y)
+
+
+@pytest.mark.parametrize("f", [uses_helpers_that_change_what_they_made,
+                               shuffles_indices_and_a_shape])
+def test_changes_of_new_lists_and_arrays_are_not_refused(f):
+    # a new list holding an argument ([a], list(xs)), an array NumPy made from one
+    # (np.clip, np.where), a list made from x.shape: changing it changes no argument
+    check(f, np.array([3.0, 1.0, 2.0]), wrt=(0,))
 
 
 def test_the_callers_array_is_not_written():

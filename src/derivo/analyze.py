@@ -47,7 +47,7 @@ from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .outline import Loop
 from .parse import parameter_names, parse
-from .ssa import CONSUMERS, is_append, normalize, shared_sources
+from .ssa import CONSUMERS, VIEW_METHODS, VIEWS, is_append, normalize, shared_sources
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
 SCALAR_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
@@ -315,38 +315,37 @@ class Analysis:
                             isinstance(stmt.value.slice, S.Constant)):
                         items.add(stmt.targets[0].id)
                 self._refuse_writes_into_items(loop.body, items)
-        sharing = None
+        memory = None
         for node in S.walk(self.normalized.tree):
-            changed = []
+            changed = []  # expressions whose object the call changes
             if isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
-                    not is_append(node):
-                call = node.value
-                if isinstance(call.func, S.Attribute) and isinstance(call.func.value, S.Name) \
-                        and call.func.value.id in local:
-                    changed.append(call.func.value)
+                    not is_append(node) and isinstance(node.value.func, S.Attribute):
+                root = S.root_name(node.value.func.value)
+                if root is not None and root.id in local:
+                    changed.append(node.value.func.value)
             if isinstance(node, S.Call):
                 changed += _written_in_place(self.parsed, node)
                 changed += self._arguments_a_helper_changes(node)
-            if changed and sharing is None:
-                sharing = _may_share_memory(self.parsed, self.normalized.tree, local)
+            if changed and memory is None:
+                memory = _Memory(self.parsed, self.normalized.tree, local)
             # (a change that involves nothing differentiated, keys.sort(), is harmless)
-            for name in changed:
-                # w = xs; w.reverse() changes xs too
-                names = {name.id, *sharing.get(name.id, ())} | {
-                    other for other, shared in sharing.items() if name.id in shared}
-                if names & local & self.useful and (names | _names(node)) & self.varied:
-                    others = sorted(names & local & self.useful - {name.id})
+            for expression in changed:
+                roots = memory.changed_by(expression)
+                names = (roots | memory.sharing(roots)) & local  # w = xs; w.reverse()
+                if names & self.useful and (names | _names(node)) & self.varied:
+                    shown = S.expr_source(expression)
+                    others = sorted(names & self.useful - {shown})
                     raise self.parsed.error(
                         UnsupportedSyntax, node, "cannot differentiate {!r}: it changes {!r}{} "
                         "in place, which derivo does not follow (only x[i] = v and "
                         "xs.append(v)); compute a new value and assign it".format(
-                            S.expr_source(getattr(node, "value", node)), name.id,
+                            S.expr_source(getattr(node, "value", node)), shown,
                             " (and {}, which may share its memory)".format(
                                 ", ".join(map(repr, others))) if others else ""),
                         "change in place")
 
     def _arguments_a_helper_changes(self, call):
-        """The names given to a user function for the parameters it changes in
+        """The arguments given to a user function for the parameters it changes in
         place (``setfirst(y, v)`` with ``def setfirst(y, v): y[0] = v``)."""
         callee = getattr(call, "user_function", None) or self.parsed.callee_key(call)
         if not (isinstance(callee, types.FunctionType) and not rules.is_primitive(callee)
@@ -356,9 +355,8 @@ class Analysis:
             written = parameter_writes(callee, self.arrays)
         except DerivoError:  # no source: transforming the call reports it
             return []
-        roots = (S.root_name(argument) for name, argument in _arguments(call, callee)
-                 if name in written)
-        return [root for root in roots if root is not None]
+        return [argument for name, argument in _arguments(call, callee)
+                if name in written and argument is not None]
 
     def _refuse_dicts_and_sets(self):
         """Refuse a dict or set of differentiated values that reaches a result:
@@ -1302,102 +1300,195 @@ def _arguments(call, callee):
 
 def parameter_writes(func, arrays, _seen=frozenset()):
     """The parameters ``func`` changes in place, read from its source: written
-    into (``y[0] = v``), appended to or given a method call as a statement
-    (``ys.append(v)``), updated with ``+=`` and the like when values may be
-    arrays, written by NumPy (``np.copyto(y, v)``, ``out=y``), or given to a user
-    function that changes them; itself, or through another name that may share
-    its memory (``w = y``, ``w = y[1:]``, ``for row in y``)."""
+    into (``y[0] = v``, ``del y[0]``), appended to or given a method call as a
+    statement (``ys.append(v)``, ``y[1:].fill(0.0)``), updated with ``+=`` and the
+    like when values may be arrays, written by NumPy (``np.copyto(y, v)``,
+    ``out=y``), or given to a user function that changes them; itself, or through
+    another name that may share its memory (``w = y``, ``w = y[1:]``, ``for row
+    in y``, see :class:`_Memory`)."""
     parsed = parse(func)
     tree = parsed.tree
     params = set(tree_params(tree))
-    written = set()
+    changed = []  # expressions whose object the function changes
     for node in S.walk(tree):
-        if isinstance(node, (S.Assign, S.gast.AugAssign)):
-            for target in getattr(node, "targets", None) or [node.target]:
-                base = S.root_name(target)
-                if base is not None and (base is not target or arrays and
-                                         isinstance(node, S.gast.AugAssign)):
-                    written.add(base.id)
+        if isinstance(node, (S.Assign, S.gast.AugAssign, S.gast.Delete)):
+            for target in _flattened(getattr(node, "targets", None) or [node.target]):
+                if isinstance(target, (S.Subscript, S.Attribute)):
+                    changed.append(target.value)
+                elif arrays and isinstance(node, S.gast.AugAssign):
+                    changed.append(target)
         elif isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
-                isinstance(node.value.func, S.Attribute) and \
-                isinstance(node.value.func.value, S.Name):
-            written.add(node.value.func.value.id)
-    for call in S.walk(tree):
-        if not isinstance(call, S.Call):
+                isinstance(node.value.func, S.Attribute):
+            changed.append(node.value.func.value)
+        if not isinstance(node, S.Call):
             continue
-        written.update(name.id for name in _written_in_place(parsed, call))
-        callee = parsed.resolve_callee(call)
+        changed += _written_in_place(parsed, node)
+        callee = parsed.resolve_callee(node)
         if isinstance(callee, types.FunctionType) and callee not in _seen and \
                 not rules.is_primitive(callee) and not S.is_derivo(callee):
             try:
                 inner = parameter_writes(callee, arrays, _seen | {func})
             except DerivoError:
                 continue
-            for name, argument in _arguments(call, callee):
-                root = S.root_name(argument)
-                if name in inner and root is not None:
-                    written.add(root.id)
-    sharing = _may_share_memory(parsed, tree, params)
-    return {param for name in written for param in sharing.get(name, ())}
+            changed += [argument for name, argument in _arguments(node, callee)
+                        if name in inner and argument is not None]
+    memory = _Memory(parsed, tree, params)
+    return {root for expression in changed for root in memory.changed_by(expression)}
 
 
-#: Calls whose result shares no memory with their arguments (besides ufuncs,
-#: ``.copy()`` and derivo's runtime helpers)
-_NEW_VALUES = (np.array, np.copy, np.zeros_like, np.ones_like, np.empty_like, np.full_like,
-               np.zeros, np.ones, np.empty, np.full, np.sum, np.mean, np.dot, np.outer,
-               np.concatenate, np.stack, len, float, int, abs, sum)
+def _flattened(targets):
+    for target in targets:
+        if isinstance(target, (S.Tuple, S.List)):
+            yield from _flattened(target.elts)
+        else:
+            yield target.value if isinstance(target, S.gast.Starred) else target
 
 
-def _makes_a_new_value(parsed, call):
-    callee = parsed.callee_key(call)
-    if isinstance(callee, rules.Method):
-        return callee.name == "copy"
-    if callee is np.array:
-        return not any(k.arg == "copy" for k in call.keywords)
-    return isinstance(callee, np.ufunc) or S.is_derivo(callee) or callee in _NEW_VALUES
+#: Calls that return a new container of what they are given (``list(xs)``): a
+#: change of that container changes none of its items
+_HOLDERS = (list, tuple, sorted, reversed, iter, zip, enumerate, dict, set, frozenset, map,
+            filter)
+#: NumPy functions that return a list of views of their first argument
+_VIEW_LISTS = (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.broadcast_arrays)
+#: Builtins whose result shares no memory with their arguments
+_NEW_BUILTINS = (len, float, int, bool, abs, round, range, sum, str, repr, isinstance)
+#: Methods whose result may be what the object is or holds (the others make a new value)
+_SHARING_METHODS = {*VIEW_METHODS, "pop", "popitem", "get", "setdefault", "__getitem__",
+                    "item"}
 
 
-def _may_share_memory(parsed, tree, roots):
-    """{name: the names of ``roots`` whose memory it may share} for ``roots`` and
-    every name assigned or iterated from one of them: itself, an item, an attribute
-    (``y.T``), or, to be safe, what any call that reads it returns
-    (``np.asarray(y)``, ``y.reshape(2, 3)``, ``ident(y)``), except calls known
-    to make a new value (``np.zeros_like(y)``, ``np.sin(y)``).  Arithmetic
-    (``y * 2``) makes a new value."""
-    sharing = {root: {root} for root in roots}
+class _Memory:
+    """Which names may share memory with which of ``roots``, read from ``tree``
+    in no particular order: ``w = y``, ``w = y[1:]``, ``w = y.reshape(3)`` and
+    ``for w in y`` make w *be* (a view of) y; ``ws = [y]`` and ``ws = list(ys)``
+    make ws *hold* y.  A change of what w is changes y; a change of ws itself
+    (``ws.append(v)``, ``ws[0] = v``) changes no y, a change of ``ws[0]`` does.
+    A call derivo knows nothing of may return (a view of) what it is given
+    (``ident(y)``); NumPy functions other than the views (``np.where(y, ...)``),
+    arithmetic and ufuncs make new values."""
 
-    def shared(value):
-        if isinstance(value, S.Call) and _makes_a_new_value(parsed, value):
-            return set()
+    def __init__(self, parsed, tree, roots):
+        self.parsed = parsed
+        self.views = {root: {root} for root in roots}
+        self.holds = {}
+        bindings = list(self._bindings(tree))
+        grew = True
+        while grew:
+            grew = False
+            for target, shared in bindings:
+                grew |= self._bind(target, *shared())
+
+    def of(self, value):
+        """(the roots ``value`` may be, the roots it may hold)."""
+        if isinstance(value, S.Name):
+            return self.views.get(value.id, set()), self.holds.get(value.id, set())
+        if isinstance(value, (S.Subscript, S.Attribute, S.gast.Starred)):
+            return self._item(self.of(value.value))
+        if isinstance(value, (S.Tuple, S.List, S.gast.Set)):
+            return set(), self._everything(value.elts)
+        if isinstance(value, S.gast.Dict):
+            return set(), self._everything(value.values)
+        if isinstance(value, (S.IfExp, S.gast.BoolOp, S.gast.NamedExpr)):
+            parts = [value.body, value.orelse] if isinstance(value, S.IfExp) else \
+                value.values if isinstance(value, S.gast.BoolOp) else [value.value]
+            found = [self.of(part) for part in parts]
+            return set().union(*(v for v, _ in found)), set().union(*(h for _, h in found))
         if isinstance(value, S.Call):
-            found = set()
-            for part in [value.func, *value.args, *(k.value for k in value.keywords)]:
-                found |= shared(part)
-            return found
-        if isinstance(value, (S.Tuple, S.List)):
-            return set().union(*map(shared, value.elts))
-        if isinstance(value, S.IfExp):
-            return shared(value.body) | shared(value.orelse)
-        root = S.root_name(value)
-        return sharing.get(root.id, set()) if root is not None else set()
+            return self._returned(value)
+        return set(), set()
 
-    grew = True
-    while grew:
-        grew = False
+    def _returned(self, call):
+        callee = self.parsed.callee_key(call)
+        arguments = [*call.args, *(k.value for k in call.keywords)]
+        if isinstance(callee, rules.Method):
+            if callee.name not in _SHARING_METHODS:
+                return set(), set()
+            return self._item(self.of(call.func.value)) if callee.name not in VIEW_METHODS \
+                else self.of(call.func.value)
+        if _is_in(callee, _HOLDERS):
+            return set(), self._everything(arguments)
+        if _is_in(callee, VIEWS) and call.args:  # np.reshape(y, shape): a view of y
+            return self.of(call.args[0])
+        if _is_in(callee, _VIEW_LISTS) and call.args:  # np.split(y, 2): views of y
+            return set(), self._everything(call.args[:1])
+        if isinstance(callee, np.ufunc) or S.is_derivo(callee) or _is_in(callee, _NEW_BUILTINS) \
+                or callee is np.array and not any(k.arg == "copy" for k in call.keywords) or \
+                _is_numpy(callee) and not _is_in(callee, VIEWS) and callee is not np.array:
+            return set(), set()
+        everything = self._everything(arguments + [call.func])
+        return everything, self._everything_held(arguments)
+
+    def _everything(self, values):
+        found = set()
+        for value in values:
+            views, holds = self.of(value)
+            found |= views | holds
+        return found
+
+    def _everything_held(self, values):
+        return set().union(*(self.of(value)[1] for value in values)) if values else set()
+
+    @staticmethod
+    def _item(shared):
+        """An item of what ``shared`` describes (a row of an array is a view of it)."""
+        views, holds = shared
+        return views | holds, holds
+
+    def _bindings(self, tree):
+        """(target, a function giving what the value shares) for every binding."""
         for node in S.walk(tree):
             if isinstance(node, S.Assign):
-                pairs = [(target, node.value) for target in node.targets]
+                for target in node.targets:
+                    yield target, functools.partial(self.of, node.value)
+            elif isinstance(node, (S.gast.AugAssign, S.gast.AnnAssign)) and node.value:
+                yield node.target, functools.partial(self._added, node.target, node.value)
             elif isinstance(node, (S.For, S.gast.comprehension)):
-                pairs = [(node.target, node.iter)]
-            else:
-                continue
-            for target, value in pairs:
-                params_shared = shared(value)
-                for name in S.stored_names(target) if params_shared else ():
-                    if not params_shared <= sharing.get(name, set()):
-                        sharing.setdefault(name, set()).update(params_shared)
-                        grew = True
-    return sharing
+                yield node.target, functools.partial(lambda n: self._item(self.of(n.iter)), node)
+            elif isinstance(node, S.gast.NamedExpr):
+                yield node.target, functools.partial(self.of, node.value)
+
+    def _added(self, target, value):
+        # xs += ys makes xs hold ys's items; an array's x += y shares nothing new
+        views, holds = self.of(target)
+        return views, holds | self._everything([value])
+
+    def _bind(self, target, views, holds):
+        """Record that ``target`` may be ``views`` and hold ``holds``; whether that grew."""
+        if isinstance(target, S.Name):
+            grew = not (views <= self.views.get(target.id, set()) and
+                        holds <= self.holds.get(target.id, set()))
+            self.views.setdefault(target.id, set()).update(views)
+            self.holds.setdefault(target.id, set()).update(holds)
+            return grew
+        if isinstance(target, (S.Tuple, S.List)):
+            grew = False
+            for element in target.elts:
+                if isinstance(element, S.gast.Starred):
+                    grew |= self._bind(element.value, set(), views | holds)
+                else:
+                    grew |= self._bind(element, views | holds, holds)
+            return grew
+        root = S.root_name(target)  # ys[0] = y: ys holds y from now on
+        if root is not None and isinstance(target, (S.Subscript, S.Attribute)):
+            return self._bind(root, set(), views | holds)
+        return False
+
+    def changed_by(self, changed):
+        """The roots a change of what the expression ``changed`` is may change."""
+        return self.of(changed)[0]
+
+    def sharing(self, roots):
+        """The names that are or hold one of ``roots``."""
+        return {name for name in set(self.views) | set(self.holds)
+                if (self.views.get(name, set()) | self.holds.get(name, set())) & roots}
+
+
+def _is_in(obj, objects):
+    return any(obj is candidate for candidate in objects)
+
+
+def _is_numpy(obj):
+    return (getattr(obj, "__module__", None) or "").partition(".")[0] == "numpy"
 
 
 def parameters_read_whole(func):
@@ -1547,11 +1638,22 @@ def _changes_its_object(callee):
         name in _MUTATORS or name.startswith("__i") and name.endswith("__"))
 
 
-@functools.lru_cache(maxsize=None)
 def _out_position(callee):
-    """The position of a NumPy function's ``out`` parameter (np.cumsum's 3), or None."""
+    """The position of the ``out`` argument of a NumPy function (np.cumsum's 3),
+    of an array method (``a.cumsum``'s 2, told by name), or of a ufunc's
+    ``reduce``, ``accumulate`` or ``reduceat``; or None."""
+    if isinstance(callee, rules.Method):
+        position = _numpy_out_position(getattr(np, callee.name, None))
+        return position - 1 if position else None
+    if isinstance(getattr(callee, "__self__", None), np.ufunc):
+        return {"reduce": 3, "accumulate": 3, "reduceat": 4}.get(callee.__name__)
+    return _numpy_out_position(callee) if _is_numpy(callee) and _hashable(callee) else None
+
+
+@functools.lru_cache(maxsize=None)
+def _numpy_out_position(function):
     try:
-        params = list(inspect.signature(callee).parameters.values())
+        params = list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError):
         return None
     for position, param in enumerate(params):
@@ -1563,15 +1665,16 @@ def _out_position(callee):
 
 
 def _written_in_place(parsed, call):
-    """The names a call writes into, as NumPy, ``random``, ``heapq`` and ``operator``
-    do: the first argument of ``np.copyto``, of ``np.add.at`` and the like, of
-    ``heapq.heappush``, ``operator.setitem``, of a method that changes its object
-    called from its type (``list.reverse(xs)``), and of a shuffle (NumPy's
-    ``np.random.shuffle``, ``random.shuffle``, or any ``.shuffle(x)`` of a value
-    derivo cannot look up, whatever it is), a ufunc's outputs given after its
-    inputs, the ``out`` argument of a NumPy function given by position
-    (``np.cumsum(a, 0, None, a)``), and any call's ``out=``; an item or a view of a
-    name counts as it."""
+    """The expressions whose object a call changes, as NumPy, ``random``,
+    ``heapq`` and ``operator`` do: the first argument of ``np.copyto``, of
+    ``np.add.at`` and the like, of ``heapq.heappush``, ``operator.setitem``, of a
+    method that changes its object called from its type (``list.reverse(xs)``),
+    and of a shuffle (NumPy's ``np.random.shuffle``, ``random.shuffle``, or any
+    ``.shuffle(x)`` of a value derivo cannot look up, whatever it is); the object
+    of a method that changes it, inside an expression too (``r = a.sort()``); a
+    ufunc's outputs given after its inputs, the ``out`` argument given by
+    position (``np.cumsum(a, 0, None, a)``, ``c.clip(0, 1, a)``), and any call's
+    ``out=``."""
     callee = parsed.callee_key(call)
     owner = getattr(callee, "__self__", None)
     name = callee.name if isinstance(callee, rules.Method) else getattr(callee, "__name__", None)
@@ -1587,10 +1690,12 @@ def _written_in_place(parsed, call):
             _changes_its_object(callee):
         written += call.args[:1] or [k.value for k in call.keywords
                                      if k.arg in _FIRST_ARGUMENT_NAMES]
+    # (xs.append(v) as a statement is followed; the caller looks at statements)
+    if isinstance(callee, rules.Method) and name in _MUTATORS and name != "append":
+        written.append(call.func.value)
     if isinstance(callee, np.ufunc):
         written += call.args[callee.nin:]
-    elif (getattr(callee, "__module__", None) or "").partition(".")[0] == "numpy" and \
-            len(call.args) > 1:
+    else:
         position = _out_position(callee)
         if position is not None:
             written += call.args[position:position + 1]
@@ -1598,8 +1703,7 @@ def _written_in_place(parsed, call):
         if keyword.arg == "out":
             written += keyword.value.elts if isinstance(keyword.value, S.Tuple) \
                 else [keyword.value]
-    return [root for root in map(S.root_name, written) if root is not None]
-
+    return written
 
 
 #: math functions of an iterable: the adjoint of a list given to one is a list

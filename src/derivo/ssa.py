@@ -44,6 +44,7 @@ Further invariants:
 - arrays written in place are copies derivo owns (``tree.owned``, ``stmt.owns``).
 """
 
+import collections
 import math
 import types
 
@@ -90,7 +91,7 @@ def normalize(parsed):
     _share_repeated_terms(tree, namer, normalizer.written)
     _mark_owned(tree, normalizer.written, parsed, built)
     _mark_opaque(tree, parsed)
-    _mark_aliased_updates(tree)
+    _mark_aliased_updates(tree, parsed)
     returned = tree.body[-1].value
     results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
     return Normalized(parsed, tree, results, namer, frozenset(built))
@@ -792,7 +793,9 @@ _ALLOCATORS = (list, np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.one
 
 
 VIEWS = (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.transpose, np.swapaxes,
-          np.atleast_1d, np.atleast_2d, np.atleast_3d, np.asarray, np.broadcast_to)
+          np.moveaxis, np.rollaxis, np.flip, np.fliplr, np.flipud, np.rot90, np.diagonal,
+          np.real, np.imag, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.asarray,
+          np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.broadcast_to)
 
 
 def _share_repeated_terms(tree, namer, written):
@@ -884,7 +887,7 @@ def _mark_owned(tree, written, parsed, built=frozenset()):
             stmt.owns = not fresh
 
 
-_VIEW_METHODS = ("reshape", "ravel", "view", "transpose", "squeeze", "swapaxes")
+VIEW_METHODS = ("reshape", "ravel", "view", "transpose", "squeeze", "swapaxes")
 
 
 def shared_sources(value, parsed, lists=()):
@@ -904,7 +907,7 @@ def shared_sources(value, parsed, lists=()):
         return shared_sources(value.value, parsed, lists)
     if isinstance(value, S.Call):
         callee = parsed.callee_key(value)
-        if isinstance(callee, rules.Method) and callee.name in _VIEW_METHODS:
+        if isinstance(callee, rules.Method) and callee.name in VIEW_METHODS:
             return shared_sources(value.func.value, parsed, lists)
         if callee in VIEWS and value.args:
             return shared_sources(value.args[0], parsed, lists)
@@ -1019,25 +1022,54 @@ def _comprehension_in(stmt, field, parsed):
     return None
 
 
-def _mark_aliased_updates(tree):
-    """Mark ``y += e`` where y was assigned another name (``y = x``) that the
-    code reads later: for a NumPy array the update changes x too, which the
-    statement form (``y = y + e``) does not, so array code must refuse it
-    (``stmt.aliased_update`` names x)."""
-    sources = {}
+def _mark_aliased_updates(tree, parsed):
+    """Mark ``y += e`` where y shares memory with another name the code reads
+    later: y was assigned it, a view of it or one of its items (``y = x``,
+    ``y = x.reshape(3)``, ``y = x[0]``, ``z = y`` first), or it was assigned a
+    view of y (``x = y[1:]``).  For a NumPy array the update changes x too,
+    which the statement form (``y = y + e``) does not, so array code must refuse
+    it (``stmt.aliased_update`` names x).
+
+    An item (``y = x[0]``) is a row of an array but a number of a list or a
+    tuple, which array code cannot tell apart: only x itself counts for it, not
+    what else x shares memory with (``x = pair``, a tuple of numbers, in code
+    derivo generated)."""
+    views = collections.defaultdict(set)  # name -> names it is a view of, or that view it
+    items = {}                            # name -> the name it was assigned an item of
     for stmt in S.walk(tree):
-        if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
-                isinstance(stmt.value, (S.Name, S.Attribute, S.Subscript)):
-            base = S.root_name(stmt.value)
+        if not (isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)):
+            continue
+        target, value = stmt.targets[0].id, stmt.value
+        if isinstance(value, S.Subscript) and not _is_slicing(value.slice):
+            base = S.root_name(value)
             if base is not None:
-                sources.setdefault(stmt.targets[0].id, base.id)
+                items.setdefault(target, base.id)
+            continue
+        for source in shared_sources(value, parsed):
+            views[target].add(source)
+            views[source].add(target)
     loads = [(n.lineno, n.id) for n in S.walk(tree) if isinstance(n, S.Name)
              and isinstance(n.ctx, S.Load) and hasattr(n, "lineno")]
     for stmt in S.walk(tree):
         if getattr(stmt, "augmented", False):
-            source = sources.get(stmt.value.left.id)  # y1 = y + e: y is the one updated
-            if source and any(line > stmt.lineno and name == source for line, name in loads):
-                stmt.aliased_update = source
+            updated = stmt.value.left.id  # y1 = y + e: y is the one updated
+            sharing, pending = {updated}, [updated]
+            while pending:
+                for other in views[pending.pop()] - sharing:
+                    sharing.add(other)
+                    pending.append(other)
+            sharing |= {items[updated]} if updated in items else set()
+            read = sorted({name for line, name in loads
+                           if line > stmt.lineno and name in sharing - {updated}})
+            if read:
+                stmt.aliased_update = read[0]
+
+
+def _is_slicing(index):
+    """Whether ``x[index]`` is a slice of x (a view of an array), not an item."""
+    parts = index.elts if isinstance(index, S.Tuple) else [index]
+    return any(isinstance(part, S.gast.Slice) or isinstance(part, S.Constant) and
+               part.value in (Ellipsis, None) for part in parts)
 
 
 def _mark_opaque(tree, parsed):
