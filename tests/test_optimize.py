@@ -90,7 +90,7 @@ def function_of(params, body):
     return "def f({}):\n{}\n".format(params, textwrap.indent(body, "    "))
 
 
-def optimized(source, mark=None, shape_readers=()):
+def optimized(source, mark=None, shape_readers=(), spreaders=()):
     """Statement lines of ``source`` after optimize; ``mark`` (a line) gets ``effects``."""
     tree = function(source)
     if mark is not None:
@@ -98,7 +98,7 @@ def optimized(source, mark=None, shape_readers=()):
             if isinstance(node, S.Assign) and S.to_source(node).strip() == mark:
                 node.effects = True
     return [line.strip() for line in
-            S.to_source(optimize(tree, shape_readers)).splitlines()[1:]]
+            S.to_source(optimize(tree, shape_readers, spreaders)).splitlines()[1:]]
 
 
 def test_unread_pure_assignment_is_removed():
@@ -406,6 +406,30 @@ def test_a_shape_is_read_from_the_name_a_temporary_has_it_from():
 ])
 def test_other_shapes_are_read_where_they_were(source):
     assert shapes_read(function_of("r, g", source)) == source.splitlines()
+
+
+def spread(source):
+    return optimized(source, shape_readers={"expand"}, spreaders={"expand"})
+
+
+@pytest.mark.parametrize("product, multiplied", [
+    ("bt7 * r * 2", "g * r * 2"), ("2.0 * (r * bt7)", "2.0 * (r * g)")])
+def test_the_adjoint_of_a_sum_multiplies_its_operand_without_an_array(product, multiplied):
+    # the adjoint of np.sum(r * r): an array of r's shape full of g, times r
+    source = "bt7 = expand(g, r, None, False)\nbr = {}\nreturn br".format(product)
+    assert spread(function_of("r, g", source)) == ["return " + multiplied]
+
+
+@pytest.mark.parametrize("source", [
+    # an axis (g is an array), a factor of another shape, g or r rebound, bt7 read twice
+    "bt7 = expand(g, r, 0, False)\nreturn bt7 * r",
+    "bt7 = expand(g, r, None, True)\nreturn bt7 * r",
+    "bt7 = expand(g, r, None, False)\nreturn bt7 * s",
+    "bt7 = expand(g, r, None, False)\ng = s\nreturn bt7 * r, g",
+    "bt7 = expand(g, r, None, False)\nreturn bt7 * r, bt7",
+])
+def test_other_spreads_stay(source):
+    assert spread(function_of("r, g, s", source)) == source.splitlines()
 
 
 @pytest.mark.parametrize("computed", ["bvalue", "bvalue * s"])

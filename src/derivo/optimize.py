@@ -156,10 +156,12 @@ def simplify(expression):
     return _Simplify().visit(_FoldTests().visit(expression))
 
 
-def optimize(function, shape_readers=()):
+def optimize(function, shape_readers=(), spreaders=()):
     """Fold seeds, drop copies and recomputations between names assigned once,
     let calls of ``shape_readers`` (names of helpers that read their second
-    argument only for its shape) read a shape from where it came from, merge an
+    argument only for its shape) read a shape from where it came from, multiply
+    by the number a call of ``spreaders`` (names of ``runtime.expand``) would
+    spread over an array of the other factor's shape, merge an
     adjoint's first two contributions, then remove assignments whose value
     nothing reads, unless marked ``effects`` (a pop, or a call derivo cannot see
     into)."""
@@ -168,6 +170,7 @@ def optimize(function, shape_readers=()):
     _read_through_copies_in_blocks(function)
     _drop_recomputations(function)
     _shapes_from_sources(function, shape_readers)
+    _multiply_by_the_sum_adjoint(function, spreaders)
     for node in S.walk(function):
         # bx += -e reads better as bx -= e
         if isinstance(node, S.AugAssign) and isinstance(node.op, S.Add) and \
@@ -347,6 +350,42 @@ def _shape_source(value):
     return None
 
 
+def _multiply_by_the_sum_adjoint(function, spreaders):
+    """``bt7 = expand(g, r, None, False)`` is the adjoint of ``np.sum(r * r)``:
+    an array of r's shape filled with the number g.  When its one reader
+    multiplies it by r itself (``br = bt7 * r * 2``), the product has r's shape
+    anyway, and ``br = g * r * 2`` gives the same numbers without that array.
+
+    bt7, r and g (a name or a number) are each assigned once, so they are the
+    same wherever they are read."""
+    stores, loads = S.store_counts(function), S.load_counts(function)
+    spreads = {}
+    for stmt in S.walk(function):
+        name = S.single_target(stmt)
+        value = stmt.value if name else None
+        if isinstance(value, S.Call) and isinstance(value.func, S.Name) and \
+                value.func.id in spreaders and len(value.args) == 4 and not value.keywords and \
+                _is_constant(value.args[2], None) and _is_constant(value.args[3], False) and \
+                isinstance(value.args[1], S.Name) and stores[value.args[1].id] == 1 and \
+                (is_number(value.args[0]) or isinstance(value.args[0], S.Name) and
+                 stores[value.args[0].id] == 1) and stores[name] == loads[name] == 1:
+            spreads[name] = stmt
+    for product in S.walk(function):
+        if not (spreads and isinstance(product, S.BinOp) and isinstance(product.op, S.Mult)):
+            continue
+        for side, other in (("left", product.right), ("right", product.left)):
+            spread = getattr(product, side)
+            stmt = spreads.get(getattr(spread, "id", None))
+            if stmt is not None and isinstance(other, S.Name) and \
+                    other.id == stmt.value.args[1].id:
+                setattr(product, side, stmt.value.args[0])
+                stmt.value = S.const(None)  # dead now: dead-code removal drops it
+                del spreads[spread.id]
+                break
+
+
+def _is_constant(node, value):
+    return isinstance(node, S.Constant) and node.value is value
 
 
 def _rename(function, renames):

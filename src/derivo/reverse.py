@@ -130,9 +130,11 @@ class Sweep:
             kwonly=[a.id for a in args.kwonlyargs], kw_defaults=S.deepcopy(args.kw_defaults))
         self.add_items_in_place(function)
         self.read_uniform_adjoints(function)
-        shape_readers = {name for name, obj in self.module.namespace.items()
+        namespace = self.module.namespace
+        shape_readers = {name for name, obj in namespace.items()
                          if any(obj is helper for helper in runtime.SHAPE_READERS)}
-        return optimize.optimize(function, shape_readers)
+        spreaders = {name for name, obj in namespace.items() if obj is runtime.expand}
+        return optimize.optimize(function, shape_readers, spreaders)
 
     def add_items_in_place(self, function):
         """``bX[i] += g`` for ``bX = add_at(bX, g, X, i)`` where add_at's checks
