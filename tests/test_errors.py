@@ -915,6 +915,24 @@ def test_a_change_through_a_view_an_item_or_another_name_is_refused(f, marker, w
     assert_points_at(refusal(f, np.array([3.0, 1.0, 2.0])), line_of(f, marker), word)
 
 
+def running_sum(v):
+    total = v[0]  # a row of a 2-d array: += below would change v
+    for i in range(1, len(v)):
+        total += v[i]
+    return total
+
+
+def sums_a_doubled_array(x):
+    return running_sum(x * 2.0) * x[0]
+
+
+def test_a_refused_change_in_place_is_told_in_the_users_words():
+    # ssa gives x * 2.0 a name (t1), which the message named
+    error = refusal(sums_a_doubled_array, np.array([3.0, 1.0, 2.0]))
+    assert_points_at(error, line_of(sums_a_doubled_array, "running_sum("), "in place")
+    assert "'return running_sum(x * 2.0) * x[0]'" in str(error) and "t1" not in str(error)
+
+
 def scaled_copy(v, c):
     w = np.zeros_like(v)
     w[1:] = v[1:] * c

@@ -333,16 +333,25 @@ class Analysis:
                 roots = memory.changed_by(expression)
                 names = (roots | memory.sharing(roots)) & local  # w = xs; w.reverse()
                 if names & self.useful and (names | _names(node)) & self.varied:
-                    shown = S.expr_source(expression)
-                    others = sorted(names & self.useful - {shown})
-                    raise self.parsed.error(
-                        UnsupportedSyntax, node, "cannot differentiate {!r}: it changes {!r}{} "
-                        "in place, which derivo does not follow (only x[i] = v and "
-                        "xs.append(v)); compute a new value and assign it".format(
-                            S.expr_source(getattr(node, "value", node)), shown,
-                            " (and {}, which may share its memory)".format(
-                                ", ".join(map(repr, others))) if others else ""),
-                        "change in place")
+                    raise self._change_in_place(node, expression, names & self.useful)
+
+    def _change_in_place(self, node, expression, names):
+        """The refusal of ``node``, which changes ``expression`` and so ``names``,
+        in the user's words: ssa's temporaries (``h(t1)`` for ``h(x * 2.0)``)
+        give way to the source line, and are not named."""
+        line = self.parsed.source_line(getattr(node, "lineno", None))
+        user_names = S.stored_names(self.parsed.tree) | set(tree_params(self.parsed.tree))
+        call, changed = S.expr_source(getattr(node, "value", node)), S.expr_source(expression)
+        others = sorted(names & user_names - {changed})
+        return self.parsed.error(
+            UnsupportedSyntax, node, "cannot differentiate {!r}: it changes {}{} in place, "
+            "which derivo does not follow (only x[i] = v and xs.append(v)); compute a new "
+            "value and assign it".format(
+                call if call in line or not line else line,
+                repr(changed) if changed in line else "what it is given",
+                " (and {}, which may share its memory)".format(", ".join(map(repr, others)))
+                if others else ""),
+            "change in place")
 
     def _arguments_a_helper_changes(self, call):
         """The arguments given to a user function for the parameters it changes in
