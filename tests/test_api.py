@@ -405,6 +405,38 @@ def test_a_saved_module_defines_the_derivatives_its_code_calls(tmp_path):
     assert_close(g(0.7, 1.3), df(0.7, 1.3))
 
 
+WAVE_SOURCE = """
+import math as mm
+
+def wave(t, n):
+    s = 0.0
+    for k in range(n):
+        s = s + mm.cos(t * k) + mm.sin(t)
+    return s
+"""
+
+
+def test_a_saved_module_binds_the_globals_of_the_functions_it_carries(tmp_path):
+    # the second derivative calls wave itself, whose mm the generated code never
+    # reads: the saved module raised NameError
+    path = tmp_path / "waves.py"
+    path.write_text(WAVE_SOURCE)
+    wave = import_file(path, "derivo_waves").wave
+
+    def scaled_wave(x, c):
+        return wave(x, 3) * c * c
+
+    second = derivo.grad(derivo.grad(scaled_wave, wrt="x"), wrt="c")
+    target = tmp_path / "second.py"
+    second.save(target)
+    assert "import math as mm" in target.read_text()
+    g = exec_saved(target, second.__name__)
+    # wave(t, 3) = 1 + cos(t) + cos(2 t) + 3 sin(t)
+    slope = -math.sin(0.7) - 2 * math.sin(1.4) + 3 * math.cos(0.7)
+    assert_close(g(0.7, 1.3), second(0.7, 1.3))
+    assert_close(g(0.7, 1.3), 2 * 1.3 * slope, rtol=1e-12)
+
+
 def test_saved_bessel_matches_scipy(tmp_path):
     special = pytest.importorskip("scipy.special")
     path = tmp_path / "bessel_save.py"

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import __version__, cache, codegen
 from .errors import DerivoError
-from .parse import parse
+from .parse import MISSING, parse
 from .analyze import parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
 from .transform import Build, uses_numpy
@@ -302,6 +302,17 @@ class Derivative(metaclass=_DerivativeType):
                     called.source.rstrip(), name, called.derivo_function.__name__)
                 namespace.update(called._generated.namespace)
                 namespace.pop(name, None)
+        for name in user_sources:
+            function = self._generated.namespace.get(name)
+            if inspect.isfunction(function):  # the globals its body reads (mm in mm.sin(t))
+                for ident in function.__code__.co_names:
+                    value = function.__globals__.get(ident, MISSING)
+                    if value is MISSING or ident in user_sources:
+                        continue
+                    if namespace.setdefault(ident, value) is not value:
+                        raise DerivoError(
+                            "cannot save the derivative as a module: {} reads {!r}, which the "
+                            "module's other code uses for something else".format(name, ident))
         user = "\n\n".join(src.rstrip() + "\n" for _, src in sorted(user_sources.items()))
         body = (user + "\n\n" + self.source) if user else self.source
         return codegen.module_text(body, namespace, header)
