@@ -895,7 +895,39 @@ def first_deleted_by_a_helper(x):
     return xs[0] * 3.0 + xs[1]
 
 
+def halve_each(params):
+    for p in params:
+        p *= 0.5
+
+
+def items_changed_by_a_helper(x):
+    W = x * 1.0
+    ps = [W]
+    halve_each(ps)
+    return np.sum(W * W)
+
+
+def fills_an_astype_without_copy(x):
+    z = x * 1.0
+    y = z.astype(np.float64, copy=False)
+    y.fill(2.0)
+    return np.sum(z * z)
+
+
+def updates_a_view_read_earlier_in_the_loop(x):
+    z = x * 1.0
+    t = 0.0
+    for _ in range(2):
+        t = t + np.sum(z * z)
+        y = z[1:]
+        y += 1.0
+    return t
+
+
 @pytest.mark.parametrize("f, marker, word", [
+    (items_changed_by_a_helper, "halve_each(ps)", "in place"),
+    (fills_an_astype_without_copy, "y.fill(2.0)", "in place"),
+    (updates_a_view_read_earlier_in_the_loop, "y += 1.0", "updated in place"),
     (fills_a_slice, "a[1:].fill(1.0)", "in place"),
     (fills_a_list_item, "ys[0].fill(1.0)", "in place"),
     (sorts_in_an_expression, "r = a.sort()", "in place"),
@@ -924,6 +956,27 @@ def running_sum(v):
 
 def sums_a_doubled_array(x):
     return running_sum(x * 2.0) * x[0]
+
+
+def exp_of_a_module_given_as_a_default(x, xp=np):
+    unused = xp.exp(x)  # a ufunc called as a method: no out argument at position 0
+    return 2.0 * x
+
+
+def test_a_ufunc_called_through_a_parameter_is_no_change_in_place():
+    assert derivo.grad(exp_of_a_module_given_as_a_default)(1.5) == 2.0
+
+
+def test_a_vjp_cotangent_of_the_wrong_shape_is_not_broadcast():
+    _, vjp_fn = derivo.vjp(square_sum, np.array([1.0, 2.0, 3.0]))
+    (gradient,) = vjp_fn(2.0)
+    np.testing.assert_allclose(gradient, [4.0, 8.0, 12.0])
+    with pytest.raises(ValueError):
+        vjp_fn(np.array([[1.0], [2.0]]))
+
+
+def square_sum(x):
+    return np.sum(x * x)
 
 
 def test_a_refused_change_in_place_is_told_in_the_users_words():

@@ -323,14 +323,15 @@ class Analysis:
                 root = S.root_name(node.value.func.value)
                 if root is not None and root.id in local:
                     changed.append(node.value.func.value)
+            # a helper may change what it is given or what that holds (for p in ps: p *= 2)
+            handed = self._arguments_a_helper_changes(node) if isinstance(node, S.Call) else []
             if isinstance(node, S.Call):
                 changed += _written_in_place(self.parsed, node)
-                changed += self._arguments_a_helper_changes(node)
-            if changed and memory is None:
+            if (changed or handed) and memory is None:
                 memory = _Memory(self.parsed, self.normalized.tree, local)
             # (a change that involves nothing differentiated, keys.sort(), is harmless)
-            for expression in changed:
-                roots = memory.changed_by(expression)
+            for expression, deep in [(e, False) for e in changed] + [(e, True) for e in handed]:
+                roots = memory.changed_by(expression, deep)
                 names = (roots | memory.sharing(roots)) & local  # w = xs; w.reverse()
                 if names & self.useful and (names | _names(node)) & self.varied:
                     raise self._change_in_place(node, expression, names & self.useful)
@@ -1319,6 +1320,7 @@ def parameter_writes(func, arrays, _seen=frozenset()):
     tree = parsed.tree
     params = set(tree_params(tree))
     changed = []  # expressions whose object the function changes
+    handed = []   # ... given to helpers that change them or what they hold
     for node in S.walk(tree):
         if isinstance(node, (S.Assign, S.gast.AugAssign, S.gast.Delete)):
             for target in _flattened(getattr(node, "targets", None) or [node.target]):
@@ -1339,10 +1341,11 @@ def parameter_writes(func, arrays, _seen=frozenset()):
                 inner = parameter_writes(callee, arrays, _seen | {func})
             except DerivoError:
                 continue
-            changed += [argument for name, argument in _arguments(node, callee)
-                        if name in inner and argument is not None]
+            handed += [argument for name, argument in _arguments(node, callee)
+                       if name in inner and argument is not None]
     memory = _Memory(parsed, tree, params)
-    return {root for expression in changed for root in memory.changed_by(expression)}
+    return {root for expression in changed for root in memory.changed_by(expression)} | {
+        root for expression in handed for root in memory.changed_by(expression, deep=True)}
 
 
 def _flattened(targets):
@@ -1409,6 +1412,10 @@ class _Memory:
     def _returned(self, call):
         callee = self.parsed.callee_key(call)
         arguments = [*call.args, *(k.value for k in call.keywords)]
+        if any(k.arg == "copy" and not (isinstance(k.value, S.Constant) and k.value.value)
+               for k in call.keywords):  # x.astype(float, copy=False) may be x
+            parts = [call.func.value] if isinstance(call.func, S.Attribute) else []
+            return self._everything(parts + arguments), self._everything_held(parts + arguments)
         if isinstance(callee, rules.Method):
             if callee.name not in _SHARING_METHODS:
                 return set(), set()
@@ -1482,9 +1489,11 @@ class _Memory:
             return self._bind(root, set(), views | holds)
         return False
 
-    def changed_by(self, changed):
-        """The roots a change of what the expression ``changed`` is may change."""
-        return self.of(changed)[0]
+    def changed_by(self, changed, deep=False):
+        """The roots a change of what the expression ``changed`` is may change,
+        or, ``deep``, of what it is or holds."""
+        views, holds = self.of(changed)
+        return views | holds if deep else views
 
     def sharing(self, roots):
         """The names that are or hold one of ``roots``."""
@@ -1651,8 +1660,11 @@ def _out_position(callee):
     """The position of the ``out`` argument of a NumPy function (np.cumsum's 3),
     of an array method (``a.cumsum``'s 2, told by name), or of a ufunc's
     ``reduce``, ``accumulate`` or ``reduceat``; or None."""
-    if isinstance(callee, rules.Method):
-        position = _numpy_out_position(getattr(np, callee.name, None))
+    if isinstance(callee, rules.Method):  # a.cumsum(0, None, out): np.cumsum's, less one
+        function = getattr(np, callee.name, None)
+        if isinstance(function, np.ufunc) or not _is_numpy(function):
+            return None
+        position = _numpy_out_position(function)
         return position - 1 if position else None
     if isinstance(getattr(callee, "__self__", None), np.ufunc):
         return {"reduce": 3, "accumulate": 3, "reduceat": 4}.get(callee.__name__)

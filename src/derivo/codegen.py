@@ -88,17 +88,21 @@ def compile_with_prologue(function, source, prologue, first_parameter):
 
 def _math_by_name(definition, namespace):
     """Rewrite ``math.cos`` in ``definition`` as ``cos`` where the code uses no
-    name ``cos``; return the globals that makes ({"cos": math.cos})."""
+    name ``cos`` and ``math`` is the global (not a parameter or local of that
+    name); return the globals that makes ({"cos": math.cos})."""
     taken = {node.id for node in ast.walk(definition) if isinstance(node, ast.Name)} | {
+        node.arg for node in ast.walk(definition) if isinstance(node, ast.arg)}
+    local = {node.id for node in ast.walk(definition)
+             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)} | {
         node.arg for node in ast.walk(definition) if isinstance(node, ast.arg)}
     bindings = {}
 
     class ByName(ast.NodeTransformer):
         def visit_Attribute(self, node):
             function = getattr(math, node.attr, None)
-            if isinstance(node.value, ast.Name) and namespace.get(node.value.id) is math and \
-                    isinstance(node.ctx, ast.Load) and callable(function) and \
-                    node.attr not in taken:
+            if isinstance(node.value, ast.Name) and node.value.id not in local and \
+                    namespace.get(node.value.id) is math and isinstance(node.ctx, ast.Load) \
+                    and callable(function) and node.attr not in taken:
                 bindings[node.attr] = function
                 return ast.copy_location(ast.Name(node.attr, ast.Load()), node)
             return self.generic_visit(node)

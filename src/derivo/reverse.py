@@ -133,7 +133,9 @@ class Sweep:
         namespace = self.module.namespace
         shape_readers = {name for name, obj in namespace.items()
                          if any(obj is helper for helper in runtime.SHAPE_READERS)}
-        spreaders = {name for name, obj in namespace.items() if obj is runtime.expand}
+        # (a VJP's seed may have any shape: expand's array checks it)
+        spreaders = {name for name, obj in namespace.items()
+                     if obj is runtime.expand and self.kind != "vjp"}
         return optimize.optimize(function, shape_readers, spreaders)
 
     def add_items_in_place(self, function):

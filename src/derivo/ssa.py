@@ -1050,8 +1050,13 @@ def _mark_aliased_updates(tree, parsed):
             views[source].add(target)
     loads = [(n.lineno, n.id) for n in S.walk(tree) if isinstance(n, S.Name)
              and isinstance(n.ctx, S.Load) and hasattr(n, "lineno")]
+    # the lines of each loop: a read above the update in its loop comes after it too
+    loops = [(min(lines), max(lines)) for loop in S.walk(tree)
+             if isinstance(loop, (S.For, S.While))
+             for lines in [[n.lineno for n in S.walk(loop) if hasattr(n, "lineno")]]]
     for stmt in S.walk(tree):
         if getattr(stmt, "augmented", False):
+            later = [(first, last) for first, last in loops if first <= stmt.lineno <= last]
             updated = stmt.value.left.id  # y1 = y + e: y is the one updated
             sharing, pending = {updated}, [updated]
             while pending:
@@ -1059,8 +1064,8 @@ def _mark_aliased_updates(tree, parsed):
                     sharing.add(other)
                     pending.append(other)
             sharing |= {items[updated]} if updated in items else set()
-            read = sorted({name for line, name in loads
-                           if line > stmt.lineno and name in sharing - {updated}})
+            read = sorted({name for line, name in loads if name in sharing - {updated} and (
+                line > stmt.lineno or any(first <= line <= last for first, last in later))})
             if read:
                 stmt.aliased_update = read[0]
 
