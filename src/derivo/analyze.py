@@ -1427,9 +1427,8 @@ class _Memory:
             return self.of(call.args[0])
         if _is_in(callee, _VIEW_LISTS) and call.args:  # np.split(y, 2): views of y
             return set(), self._everything(call.args[:1])
-        if isinstance(callee, np.ufunc) or S.is_derivo(callee) or _is_in(callee, _NEW_BUILTINS) \
-                or callee is np.array and not any(k.arg == "copy" for k in call.keywords) or \
-                _is_numpy(callee) and not _is_in(callee, VIEWS) and callee is not np.array:
+        if isinstance(callee, np.ufunc) or S.is_derivo(callee) or \
+                _is_in(callee, _NEW_BUILTINS) or _is_numpy(callee):
             return set(), set()
         everything = self._everything(arguments + [call.func])
         return everything, self._everything_held(arguments)

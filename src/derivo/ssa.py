@@ -1051,9 +1051,7 @@ def _mark_aliased_updates(tree, parsed):
     loads = [(n.lineno, n.id) for n in S.walk(tree) if isinstance(n, S.Name)
              and isinstance(n.ctx, S.Load) and hasattr(n, "lineno")]
     # the lines of each loop: a read above the update in its loop comes after it too
-    loops = [(min(lines), max(lines)) for loop in S.walk(tree)
-             if isinstance(loop, (S.For, S.While))
-             for lines in [[n.lineno for n in S.walk(loop) if hasattr(n, "lineno")]]]
+    loops = [_lines_of(loop) for loop in S.walk(tree) if isinstance(loop, (S.For, S.While))]
     for stmt in S.walk(tree):
         if getattr(stmt, "augmented", False):
             later = [(first, last) for first, last in loops if first <= stmt.lineno <= last]
@@ -1068,6 +1066,12 @@ def _mark_aliased_updates(tree, parsed):
                 line > stmt.lineno or any(first <= line <= last for first, last in later))})
             if read:
                 stmt.aliased_update = read[0]
+
+
+def _lines_of(node):
+    """(first, last) line of ``node`` and what it holds."""
+    lines = [n.lineno for n in S.walk(node) if hasattr(n, "lineno")]
+    return min(lines), max(lines)
 
 
 def _is_slicing(index):
