@@ -924,7 +924,30 @@ def updates_a_view_read_earlier_in_the_loop(x):
     return t
 
 
+def momentum_step(w, m, g):
+    m += g
+    return w - 0.1 * m
+
+
+def momentum_in_a_loop(x):
+    m = np.zeros_like(x)
+    for _ in range(3):
+        x = momentum_step(x, m, x * x)  # m, changed, is read on the next trip
+    return np.sum(x)
+
+
+def doubles_its_rows(x):
+    X = np.outer(x, x)
+    s = 0.0
+    for row in X:
+        row *= 2.0
+        s += np.sum(row * row)
+    return s + np.sum(X ** 3)
+
+
 @pytest.mark.parametrize("f, marker, word", [
+    (momentum_in_a_loop, "x = momentum_step(x, m, x * x)", "in place"),
+    (doubles_its_rows, "row *= 2.0", "updated in place"),
     (items_changed_by_a_helper, "halve_each(ps)", "in place"),
     (fills_an_astype_without_copy, "y.fill(2.0)", "in place"),
     (updates_a_view_read_earlier_in_the_loop, "y += 1.0", "updated in place"),

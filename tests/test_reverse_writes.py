@@ -201,6 +201,68 @@ def test_changes_of_new_lists_and_arrays_are_not_refused(f):
     check(f, np.array([3.0, 1.0, 2.0]), wrt=(0,))
 
 
+def residual_steps(u0):
+    u = u0 * 1.0
+    for _ in range(3):
+        new = np.tanh(u)
+        new += u  # new is a new array: the u it is added to stays as it was
+        u = new
+    return np.sum(u)
+
+
+def tail_of_an_updated_array(x):
+    s = 0.0
+    for i in range(2):
+        h = x * (i + 1.0)
+        h += 1.0
+        tail = h[1:]
+        s = s + np.sum(tail * tail) + np.sum(tail)
+    return s
+
+
+def converged_sum(w):
+    loss = 0.0
+    for i in range(1, 10):
+        prev = loss  # a number: loss += ... leaves it as it was
+        loss += np.sum(np.sin(w * i)) * 0.5 ** i
+        if abs(loss - prev) < 1e-12:
+            break
+    return loss
+
+
+def slope_of(y, k):
+    return -k * y + np.sin(y)
+
+
+def euler_steps(y, k, h, n):
+    for _ in range(n):
+        dy = slope_of(y, k)  # a new array: scaling it changes no y
+        dy *= h
+        y = y + dy
+    return y
+
+
+def integrated(y0):
+    return np.sum(euler_steps(y0, 0.5, 0.1, 5) ** 2)
+
+
+def squared_with_a_first(w):
+    r = pow(w, 2)
+    r[0] = 1.0
+    return r
+
+
+def reads_a_squared_copy(w):
+    return np.sum(squared_with_a_first(w) * w)
+
+
+@pytest.mark.parametrize("f", [residual_steps, tail_of_an_updated_array, converged_sum,
+                               integrated, reads_a_squared_copy])
+def test_updates_of_new_arrays_and_numbers_are_not_refused(f):
+    # each was refused as an update of another name's memory (found by review)
+    check(f, np.array([0.3, 0.5, -0.2]), wrt=(0,))
+
+
 def test_the_callers_array_is_not_written():
     x = np.array([0.3, -0.5, 0.8])
     before = x.copy()

@@ -909,8 +909,10 @@ class Analysis:
                     "for over a value")
             if not isinstance(stmt, S.Assign):
                 continue
+            # (a number is never changed in place: prev = loss; loss += e leaves prev)
             if self.arrays and getattr(stmt, "aliased_update", None) and (
-                    set(assigned_names(stmt)) & self.active or stmt.aliased_update in self.active):
+                    set(assigned_names(stmt)) & self.active or stmt.aliased_update in self.active) \
+                    and not {stmt.value.left.id, stmt.aliased_update} & self.scalars:
                 name = stmt.value.left.id
                 if name == stmt.aliased_update:  # a helper's v += e, pasted here (see inline)
                     raise self.parsed.error(
@@ -1363,7 +1365,7 @@ _HOLDERS = (list, tuple, sorted, reversed, iter, zip, enumerate, dict, set, froz
 #: NumPy functions that return a list of views of their first argument
 _VIEW_LISTS = (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.broadcast_arrays)
 #: Builtins whose result shares no memory with their arguments
-_NEW_BUILTINS = (len, float, int, bool, abs, round, range, sum, str, repr, isinstance)
+_NEW_BUILTINS = (len, float, int, bool, abs, round, range, sum, pow, str, repr, isinstance)
 #: Methods whose result may be what the object is or holds (the others make a new value)
 _SHARING_METHODS = {*VIEW_METHODS, "pop", "popitem", "get", "setdefault", "__getitem__",
                     "item"}
@@ -1430,6 +1432,12 @@ class _Memory:
         if isinstance(callee, np.ufunc) or S.is_derivo(callee) or \
                 _is_in(callee, _NEW_BUILTINS) or _is_numpy(callee):
             return set(), set()
+        returned = _returned_parameters(callee) if isinstance(callee, types.FunctionType) \
+            and not rules.is_primitive(callee) else None
+        if returned is not None:  # dense(W, x) returns np.tanh(x @ W): nothing of W
+            arguments = [argument for name, argument in _arguments(call, callee)
+                         if name in returned and argument is not None]
+            return self._everything(arguments), self._everything_held(arguments)
         everything = self._everything(arguments + [call.func])
         return everything, self._everything_held(arguments)
 
@@ -1498,6 +1506,33 @@ class _Memory:
         """The names that are or hold one of ``roots``."""
         return {name for name in set(self.views) | set(self.holds)
                 if (self.views.get(name, set()) | self.holds.get(name, set())) & roots}
+
+
+_RETURNS_IN_PROGRESS = set()
+
+
+def _returned_parameters(func):
+    """The parameters whose memory what ``func`` returns may share (all of them
+    for ``ident(v)``, none for ``np.tanh(x @ W)``), or None when its source
+    cannot be read (or it is being read: recursion)."""
+    code = func.__code__
+    if code in _RETURNS_IN_PROGRESS:
+        return None
+    _RETURNS_IN_PROGRESS.add(code)
+    try:
+        parsed = parse(func)
+        params = set(tree_params(parsed.tree))
+        memory = _Memory(parsed, parsed.tree, params)
+        returned = set()
+        for node in S.walk(parsed.tree):
+            if isinstance(node, S.Return) and node.value is not None:
+                views, holds = memory.of(node.value)
+                returned |= views | holds
+        return returned
+    except DerivoError:
+        return None
+    finally:
+        _RETURNS_IN_PROGRESS.discard(code)
 
 
 def _is_in(obj, objects):

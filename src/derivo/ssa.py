@@ -1037,6 +1037,11 @@ def _mark_aliased_updates(tree, parsed):
     views = collections.defaultdict(set)  # name -> names it is a view of, or that view it
     items = {}                            # name -> the name it was assigned an item of
     for stmt in S.walk(tree):
+        if isinstance(stmt, S.For) and isinstance(stmt.target, S.Name):
+            base = S.root_name(stmt.iter)  # for row in X: a row of an array is a view
+            if base is not None:
+                items.setdefault(stmt.target.id, base.id)
+            continue
         if not (isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)):
             continue
         target, value = stmt.targets[0].id, stmt.value
@@ -1052,20 +1057,49 @@ def _mark_aliased_updates(tree, parsed):
              and isinstance(n.ctx, S.Load) and hasattr(n, "lineno")]
     # the lines of each loop: a read above the update in its loop comes after it too
     loops = [_lines_of(loop) for loop in S.walk(tree) if isinstance(loop, (S.For, S.While))]
-    for stmt in S.walk(tree):
-        if getattr(stmt, "augmented", False):
+    for block in S.blocks(tree):
+        for index, stmt in enumerate(block):
+            if not getattr(stmt, "augmented", False):
+                continue
             later = [(first, last) for first, last in loops if first <= stmt.lineno <= last]
             updated = stmt.value.left.id  # y1 = y + e: y is the one updated
-            sharing, pending = {updated}, [updated]
-            while pending:
-                for other in views[pending.pop()] - sharing:
-                    sharing.add(other)
-                    pending.append(other)
-            sharing |= {items[updated]} if updated in items else set()
+            sharing = _fresh_before(block[:index], updated, parsed)
+            if sharing is None:  # not assigned a new value just before: what it may share
+                sharing, pending = {updated}, [updated]
+                while pending:
+                    for other in views[pending.pop()] - sharing:
+                        sharing.add(other)
+                        pending.append(other)
+                sharing |= {items[name] for name in sharing if name in items}
             read = sorted({name for line, name in loads if name in sharing - {updated} and (
                 line > stmt.lineno or any(first <= line <= last for first, last in later))})
             if read:
                 stmt.aliased_update = read[0]
+
+
+def _fresh_before(statements, name, parsed):
+    """When the last of ``statements`` to assign ``name`` gives it a new value
+    (``new = np.tanh(u)``), the names that are views of it by the end of them
+    (name included): nothing else shares its memory, whatever the loop around
+    does with it later (``u = new``).  None otherwise."""
+    for position in range(len(statements) - 1, -1, -1):
+        stmt = statements[position]
+        if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
+                stmt.targets[0].id == name:
+            if shared_sources(stmt.value, parsed) or isinstance(stmt.value, S.Subscript) or \
+                    not isinstance(stmt.value, (S.BinOp, S.UnaryOp, S.Call, S.Constant)):
+                return None
+            sharing = {name}
+            for later in statements[position + 1:]:
+                if isinstance(later, S.Assign) and isinstance(later.targets[0], S.Name) and \
+                        set(shared_sources(later.value, parsed)) & sharing:
+                    sharing.add(later.targets[0].id)
+                elif not isinstance(later, (S.Assign, S.Expr)) or S.is_comment(later):
+                    continue
+            return sharing
+        if not isinstance(stmt, (S.Assign, S.Expr)) and name in S.stored_names(stmt):
+            return None  # assigned in a branch or a loop above: not simply
+    return None
 
 
 def _lines_of(node):
