@@ -945,7 +945,27 @@ def doubles_its_rows(x):
     return s + np.sum(X ** 3)
 
 
+def same_array(a):
+    return a
+
+
+def updates_what_a_helper_returned(x):
+    u = x * 1.0
+    new = same_array(u)  # u itself
+    new += 1.0
+    return np.sum(u * u)
+
+
+def updates_a_new_array_viewed_first(x):
+    new = np.tanh(x)
+    tail = new[1:]
+    new += 1.0
+    return np.sum(tail * tail)
+
+
 @pytest.mark.parametrize("f, marker, word", [
+    (updates_what_a_helper_returned, "new += 1.0", "updated in place"),
+    (updates_a_new_array_viewed_first, "new += 1.0", "updated in place"),
     (momentum_in_a_loop, "x = momentum_step(x, m, x * x)", "in place"),
     (doubles_its_rows, "row *= 2.0", "updated in place"),
     (items_changed_by_a_helper, "halve_each(ps)", "in place"),

@@ -13,6 +13,7 @@ comments and derivo's errors point at the caller's line.
 
 from . import syntax as S
 from .outline import Loop
+from .ssa import mark_aliased_updates
 from .errors import DerivoError
 
 MAX_DEPTH = 4  # a deeper chain of straight-line helpers is left as calls
@@ -25,6 +26,8 @@ def inline_calls(normalized, normalize_function, depth=0):
     ``normalize_function(func)`` gives a user function's statement form.
     """
     _inline_block(normalized.tree.body, normalized, normalize_function, depth)
+    if depth == 0:  # new = ident(u) is new = u now: new += 1 changes u
+        mark_aliased_updates(normalized.tree, normalized.parsed)
     return normalized
 
 

@@ -91,7 +91,7 @@ def normalize(parsed):
     _share_repeated_terms(tree, namer, normalizer.written)
     _mark_owned(tree, normalizer.written, parsed, built)
     _mark_opaque(tree, parsed)
-    _mark_aliased_updates(tree, parsed)
+    mark_aliased_updates(tree, parsed)
     returned = tree.body[-1].value
     results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
     return Normalized(parsed, tree, results, namer, frozenset(built))
@@ -364,7 +364,7 @@ class _Normalizer:
         value = S.binop(current, stmt.op, stmt.value)
         out = self.assign_to(target, S.copy_location(value, stmt), stmt)
         if isinstance(target, S.Name):
-            out[-1].augmented = True  # in place for an array: see _mark_aliased_updates
+            out[-1].augmented = True  # in place for an array: see mark_aliased_updates
         return out
 
     def stmt_Assign(self, stmt):
@@ -1022,7 +1022,7 @@ def _comprehension_in(stmt, field, parsed):
     return None
 
 
-def _mark_aliased_updates(tree, parsed):
+def mark_aliased_updates(tree, parsed):
     """Mark ``y += e`` where y shares memory with another name the code reads
     later: y was assigned it, a view of it or one of its items (``y = x``,
     ``y = x.reshape(3)``, ``y = x[0]``, ``z = y`` first), or it was assigned a
@@ -1078,28 +1078,44 @@ def _mark_aliased_updates(tree, parsed):
 
 
 def _fresh_before(statements, name, parsed):
-    """When the last of ``statements`` to assign ``name`` gives it a new value
-    (``new = np.tanh(u)``), the names that are views of it by the end of them
-    (name included): nothing else shares its memory, whatever the loop around
-    does with it later (``u = new``).  None otherwise."""
+    """When the last of ``statements`` to assign ``name`` gives it a new array
+    (``new = np.tanh(u)``) and only plain assignments follow, the names that are
+    views of it by the end of them (name included): nothing else shares its
+    memory, whatever the loop around does with it later (``u = new``).  None
+    otherwise."""
     for position in range(len(statements) - 1, -1, -1):
         stmt = statements[position]
+        if not isinstance(stmt, (S.Assign, S.Expr)):
+            return None  # a branch or a loop in between: not that simple
         if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
                 stmt.targets[0].id == name:
-            if shared_sources(stmt.value, parsed) or isinstance(stmt.value, S.Subscript) or \
-                    not isinstance(stmt.value, (S.BinOp, S.UnaryOp, S.Call, S.Constant)):
+            if not _makes_a_new_array(stmt.value, parsed):
                 return None
             sharing = {name}
             for later in statements[position + 1:]:
-                if isinstance(later, S.Assign) and isinstance(later.targets[0], S.Name) and \
-                        set(shared_sources(later.value, parsed)) & sharing:
-                    sharing.add(later.targets[0].id)
-                elif not isinstance(later, (S.Assign, S.Expr)) or S.is_comment(later):
+                reads = {n.id for n in S.walk(later) if isinstance(n, S.Name)}
+                if not reads & sharing:
                     continue
+                if not (isinstance(later, S.Assign) and isinstance(later.targets[0], S.Name)):
+                    return None  # stored in a container, given to a call...
+                if shared_sources(later.value, parsed):
+                    sharing.add(later.targets[0].id)
             return sharing
-        if not isinstance(stmt, (S.Assign, S.Expr)) and name in S.stored_names(stmt):
-            return None  # assigned in a branch or a loop above: not simply
     return None
+
+
+def _makes_a_new_array(value, parsed):
+    """Whether ``value`` is surely memory no other name holds: arithmetic, or a
+    ufunc, an allocator, another NumPy function than a view, or ``.copy()``."""
+    if isinstance(value, (S.BinOp, S.UnaryOp, S.Constant)):
+        return True
+    if not isinstance(value, S.Call) or any(k.arg == "copy" for k in value.keywords):
+        return False
+    callee = parsed.callee_key(value)
+    return isinstance(callee, np.ufunc) or callee in _ALLOCATORS or \
+        callee == rules.Method("copy") or not isinstance(callee, rules.Method) and \
+        (getattr(callee, "__module__", None) or "").partition(".")[0] == "numpy" and \
+        not any(callee is view for view in VIEWS)
 
 
 def _lines_of(node):
