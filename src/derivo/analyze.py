@@ -912,7 +912,7 @@ class Analysis:
             # (a number is never changed in place: prev = loss; loss += e leaves prev)
             if self.arrays and getattr(stmt, "aliased_update", None) and (
                     set(assigned_names(stmt)) & self.active or stmt.aliased_update in self.active) \
-                    and not {stmt.value.left.id, stmt.aliased_update} & self.scalars:
+                    and stmt.value.left.id not in self.scalars:
                 name = stmt.value.left.id
                 if name == stmt.aliased_update:  # a helper's v += e, pasted here (see inline)
                     raise self.parsed.error(
