@@ -256,8 +256,36 @@ def reads_a_squared_copy(w):
     return np.sum(squared_with_a_first(w) * w)
 
 
+def decayed(m, g):
+    m *= 0.9
+    m += g
+    return m
+
+
+def momentum_descent(w):
+    m = np.zeros_like(w)
+    for _ in range(3):
+        g = np.sin(w) * w
+        m = decayed(m, g)  # m is rebound to what the helper changed
+        w = w - 0.1 * m
+    return np.sum(w * w)
+
+
+def shifted(z, b):
+    z += b
+    return z
+
+
+def recurrence_through_a_helper(b):
+    h = np.zeros(3)
+    for i in range(3):
+        h = np.tanh(shifted(h * b + i, b))  # a new array each trip
+    return np.sum(h)
+
+
 @pytest.mark.parametrize("f", [residual_steps, tail_of_an_updated_array, converged_sum,
-                               integrated, reads_a_squared_copy])
+                               integrated, reads_a_squared_copy, momentum_descent,
+                               recurrence_through_a_helper])
 def test_updates_of_new_arrays_and_numbers_are_not_refused(f):
     # each was refused as an update of another name's memory (found by review)
     check(f, np.array([0.3, 0.5, -0.2]), wrt=(0,))

@@ -81,13 +81,14 @@ def _inline(stmt, caller, normalize_function, depth):
             copies.append(S.assign(target.id, _substituted(S.name(result), renames, bindings)))
     statements = [_substituted(s, renames, bindings) for s in S.deepcopy(body)] + copies
     rebound = {t.id for t in targets}
-    # later: below the call, or anywhere in a loop around it (its next trip)
+    # later: below the call, or anywhere in a loop around it (its next trip) for a
+    # name the loop never assigns (one it assigns may be a new value by then)
     loops = [loop for loop in S.walk(caller.tree) if isinstance(loop, (S.For, S.While))
              and any(node is stmt for node in S.walk(loop))]
     read_later = {n.id for n in S.walk(caller.tree) if isinstance(n, S.Name)
                   and isinstance(n.ctx, S.Load) and getattr(n, "lineno", 0) > stmt.lineno} | {
-        n.id for loop in loops for n in S.walk(loop)
-        if isinstance(n, S.Name) and isinstance(n.ctx, S.Load)}
+        n.id for loop in loops for n in S.walk(loop) if isinstance(n, S.Name)
+        and isinstance(n.ctx, S.Load) and n.id not in S.stored_names(loop)}
     for original, pasted in zip(body, statements):
         # v += e on a parameter given the caller's y, which the caller reads later:
         # NumPy changes y too, which the statement form does not (analyze refuses it
@@ -98,6 +99,7 @@ def _inline(stmt, caller, normalize_function, depth):
                 argument.id in read_later:
             pasted.aliased_update = argument.id
     for new in statements:
+        new.inlined = True  # its updates are looked at here, not by mark_aliased_updates
         for node in S.walk(new):
             if hasattr(node, "lineno"):
                 S.copy_location(node, stmt)

@@ -1059,7 +1059,7 @@ def mark_aliased_updates(tree, parsed):
     loops = [_lines_of(loop) for loop in S.walk(tree) if isinstance(loop, (S.For, S.While))]
     for block in S.blocks(tree):
         for index, stmt in enumerate(block):
-            if not getattr(stmt, "augmented", False):
+            if not getattr(stmt, "augmented", False) or getattr(stmt, "inlined", False):
                 continue
             later = [(first, last) for first, last in loops if first <= stmt.lineno <= last]
             updated = stmt.value.left.id  # y1 = y + e: y is the one updated
