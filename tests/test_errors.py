@@ -211,6 +211,18 @@ def uses_a_poly1d(x):
     return QUADRATIC(x) * x
 
 
+def sums_through_a_local_module(x):
+    mod = np
+    return mod.sum(mod.exp(x))
+
+
+def test_a_module_called_through_a_local_name_is_refused():
+    # mod.sum(v) was taken for the method sum of mod, holding v constant: a zero gradient
+    err = refusal(sums_through_a_local_module, np.array([0.1, 0.2]))
+    assert_points_at(err, line_of(sums_through_a_local_module, "mod.sum("), "np.sum")
+    assert "'return mod.sum(mod.exp(x))'" in str(err)
+
+
 def test_no_rule_unhashable_callable():
     # np.poly1d cannot be hashed: looking it up among the rules was a TypeError
     err = refusal(uses_a_poly1d, 1.5)

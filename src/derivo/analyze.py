@@ -280,6 +280,33 @@ class Analysis:
             self._propagate_activity()
         self._refuse_dicts_and_sets()
         self._refuse_hidden_writes()
+        self._refuse_differentiated_method_options()
+
+    def _refuse_differentiated_method_options(self):
+        """Refuse ``m.sum(v)`` where a differentiated v reaches a result through
+        an argument the method's rule holds constant: with ``m = np`` it is
+        ``np.sum(v)``, which derivo, taking it for the method sum of m (not
+        differentiated), would give a zero derivative."""
+        for stmt in S.walk(self.normalized.tree):
+            if not (isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & self.useful):
+                continue
+            for node in S.walk(stmt.value):
+                site = self.site(node) if isinstance(node, S.Call) else None
+                if site is None or not isinstance(site.key, rules.Method) or site.rule is None:
+                    continue
+                for param, arg, template in site.args[1:]:
+                    if template is None and self.differentiable_names(arg) & self.varied:
+                        call = S.expr_source(node)  # in the user's words (not ssa's t1)
+                        line = self.parsed.source_line(getattr(node, "lineno", None))
+                        raise self.parsed.error(
+                            NoDerivativeRule, node, "cannot differentiate {!r}: derivo takes "
+                            "{}.{} for the method {!r} of a value, whose rule holds its "
+                            "argument {!r} constant, yet a differentiated value flows into it "
+                            "(for a module's function, call it by the module's name: "
+                            "np.{})".format(call if call in line or not line else line,
+                                            S.expr_source(node.func.value), site.key.name,
+                                            site.key.name, param, site.key.name),
+                            site.label)
 
     def _refuse_writes_into_items(self, body, items):
         """A write into an item a loop takes from what it iterates over (``for row
