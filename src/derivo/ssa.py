@@ -869,7 +869,6 @@ def _mark_owned(tree, written, parsed, built=frozenset()):
         if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) \
                 and stmt.targets[0].id in written:
             value = stmt.value
-            callee = parsed.callee_key(value) if isinstance(value, S.Call) else None
             if isinstance(value, S.Name) and value.id in built:
                 stmt.owns = False
                 continue
@@ -882,9 +881,7 @@ def _mark_owned(tree, written, parsed, built=frozenset()):
                                    "{} = ... .copy()".format(
                                        stmt.targets[0].id, S.expr_source(value),
                                        stmt.targets[0].id), "aliased write")
-            fresh = isinstance(value, (S.BinOp, S.UnaryOp, S.Constant, S.List)) or \
-                callee in _ALLOCATORS or callee == rules.Method("copy")
-            stmt.owns = not fresh
+            stmt.owns = not _makes_a_new_array(value, parsed)
 
 
 VIEW_METHODS = ("reshape", "ravel", "view", "transpose", "squeeze", "swapaxes")
@@ -1105,9 +1102,10 @@ def _fresh_before(statements, name, parsed):
 
 
 def _makes_a_new_array(value, parsed):
-    """Whether ``value`` is surely memory no other name holds: arithmetic, or a
-    ufunc, an allocator, another NumPy function than a view, or ``.copy()``."""
-    if isinstance(value, (S.BinOp, S.UnaryOp, S.Constant)):
+    """Whether ``value`` is surely memory no other name holds: arithmetic, a list
+    display, or a ufunc, an allocator, another NumPy function than a view, or
+    ``.copy()``."""
+    if isinstance(value, (S.BinOp, S.UnaryOp, S.Constant, S.List)):
         return True
     if not isinstance(value, S.Call) or any(k.arg == "copy" for k in value.keywords):
         return False
