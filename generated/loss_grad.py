@@ -26,7 +26,8 @@ def loss_grad(A1, b1, A2, b2, X, Y):
     bA2 = np.asarray(bt5).T
     bb2 = unbroadcast(bs2, b2)
     # line 26: s1 = softplus(X @ A1.T + b1)
-    bt1 = bs1 / (1 + t4) * t4
+    bt1 = bs1 / (1 + t4)
+    bt1 *= t4
     bt3 = unbroadcast(bt1, t3)
     bt2 = matmul_vjp_right(bt3, X, t2)
     bA1 = np.asarray(bt2).T

@@ -6,6 +6,7 @@ derivo are marked ``xfail(strict=True)`` with the bug in the reason.
 """
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -176,6 +177,19 @@ def rnn_loss(W, U, h0, xs):
     for t in range(xs.shape[0]):
         h = np.tanh(W @ h + U @ xs[t])
     return np.sum(h * h)
+
+
+def softplus_of_a_broadcast(x, b):
+    return np.sum(np.log1p(np.exp(x + b)) * x)
+
+
+def test_a_product_is_finished_in_the_array_its_first_factors_made():
+    # exp's adjoint times exp(z) goes into log1p's adjoint array, as backprop is written
+    # by hand; a bias row broadcast over a batch
+    derivative = derivo.grad(softplus_of_a_broadcast, wrt=(0, 1))
+    assert re.search(r"\n    (bt\d+) = .* / \(1 \+ t1\)\n    \1 \*= t1\n", derivative.source)
+    x, b = rng(1).normal(size=(4, 3)), rng(2).normal(size=3)
+    assert_gradient(softplus_of_a_broadcast, (x, b), (0, 1))
 
 
 def test_rnn_over_time_steps():

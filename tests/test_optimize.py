@@ -2,6 +2,7 @@
 
 import textwrap
 
+import numpy as np
 import pytest
 
 from derivo import syntax as S
@@ -90,15 +91,15 @@ def function_of(params, body):
     return "def f({}):\n{}\n".format(params, textwrap.indent(body, "    "))
 
 
-def optimized(source, mark=None, shape_readers=(), spreaders=()):
+def optimized(source, mark=None, shape_readers=(), spreaders=(), arrays=False, numbers=()):
     """Statement lines of ``source`` after optimize; ``mark`` (a line) gets ``effects``."""
     tree = function(source)
     if mark is not None:
         for node in S.walk(tree):
             if isinstance(node, S.Assign) and S.to_source(node).strip() == mark:
                 node.effects = True
-    return [line.strip() for line in
-            S.to_source(optimize(tree, shape_readers, spreaders)).splitlines()[1:]]
+    return [line.strip() for line in S.to_source(
+        optimize(tree, shape_readers, spreaders, arrays, numbers)).splitlines()[1:]]
 
 
 def test_unread_pure_assignment_is_removed():
@@ -540,3 +541,75 @@ def test_a_copy_in_a_loop_is_read_through():
 ])
 def test_other_copies_in_a_loop_stay(loop):
     assert "b = a" in optimized(function_of("a, n", "s = 0.0\n" + loop + "\nreturn s, a"))
+
+
+# --- finishing a product in place (array code) ------------------------------------
+
+def in_place(body, numbers=()):
+    return optimized(function_of("g, e, h, A", body + "\nreturn r, g"),
+                     arrays=True, numbers=numbers)[:-1]
+
+
+@pytest.mark.parametrize("value, first, update", [
+    ("g / (1 + e) * e", "r = g / (1 + e)", "r *= e"),   # the softplus adjoint of the MLP
+    ("-e * h + e", "r = -e * h", "r += e"),
+    ("(g - e ** 2) - e", "r = g - e ** 2", "r -= e"),
+])
+def test_a_product_is_finished_in_the_array_its_first_factors_made(value, first, update):
+    assert in_place("r = " + value) == [first, update]
+
+
+@pytest.mark.parametrize("value", [
+    "g * e",             # g is not new
+    "g * h * e",         # e took no part in g * h: g * h may be smaller, or of ints
+    "A @ e * e",         # a matrix product makes another shape
+    "g * np.exp(e) * e", # e reaches the product only through a call
+    "g * e / e",         # /= cannot write floats into an array of ints
+    "g * e * 2.0",       # nor can *= 2.0
+])
+def test_other_products_are_left_alone(value):
+    assert in_place("r = " + value) == ["r = " + value]
+
+
+def test_a_product_of_numbers_or_outside_array_code_is_left_alone():
+    assert in_place("r = g * e * e", numbers={"g", "e"}) == ["r = g * e * e"]
+    source = function_of("g, e", "r = g * e * e\nreturn r, g")
+    assert optimized(source) == ["r = g * e * e", "return r, g"]
+
+
+def test_a_name_updated_by_itself_is_left_alone():
+    out = optimized(function_of("r", "r = r * 2 * r\nreturn r"), arrays=True)
+    assert out == ["return r * 2 * r"] or out == ["r = r * 2 * r", "return r"]
+
+
+_DTYPES = [np.bool_, np.int8, np.int64, np.float32, np.float64, np.complex128]
+
+
+@pytest.mark.parametrize("op", ["*", "+", "-"])
+@pytest.mark.parametrize("left", ["g / (1 + e)", "g * e", "-e", "e ** 2 + g", "g - e"])
+def test_finishing_in_place_gives_the_same_array(left, op):
+    # every dtype pair, a factor that broadcasts against the first factors, and a Python
+    # number for the factor: the same numbers, dtype and shape as the product, or the same error
+    update = "r {}= e".format(op)
+    whole = "r = ({}) {} e".format(left, op)
+    rng = np.random.default_rng(0)
+    factors = [np.asarray(1 + rng.integers(0, 3, size=(2, 3))).astype(dtype) for dtype in _DTYPES]
+    factors += [np.asarray(2.5 + rng.random(3)), 1.5, 3]
+    for g in factors:
+        for e in factors:
+            def outcome(code):
+                scope = {"g": g, "e": e, "np": np}
+                try:
+                    with np.errstate(all="ignore"):
+                        exec(code, scope)
+                except Exception as err:  # noqa: BLE001  (both ways must fail alike)
+                    return type(err)
+                return scope["r"]
+            expected = outcome(whole)
+            got = outcome("r = {}\n{}".format(left, update))
+            if isinstance(expected, type):
+                assert got is expected
+                continue
+            assert np.shape(got) == np.shape(expected) and \
+                np.result_type(got) == np.result_type(expected)
+            np.testing.assert_array_equal(got, expected)

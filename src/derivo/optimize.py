@@ -11,6 +11,8 @@
   statement, and removes assignments and emptied loops nobody reads
   (dead-code elimination by backward liveness), such as the primal result when
   only the gradient is returned, or a running sum the adjoint never looks at.
+  In array code it finishes a product in the array its first factors made
+  (``bt1 = bs1 / (1 + t4)``, then ``bt1 *= t4``).
 
 Multiplications by zero are never folded: ``0 * inf`` is ``nan``, and the
 generated code must propagate NaN and inf exactly like the user's function.
@@ -156,7 +158,7 @@ def simplify(expression):
     return _Simplify().visit(_FoldTests().visit(expression))
 
 
-def optimize(function, shape_readers=(), spreaders=()):
+def optimize(function, shape_readers=(), spreaders=(), arrays=False, numbers=()):
     """Fold seeds, drop copies and recomputations between names assigned once,
     let calls of ``shape_readers`` (names of helpers that read their second
     argument only for its shape) read a shape from where it came from, multiply
@@ -164,7 +166,8 @@ def optimize(function, shape_readers=(), spreaders=()):
     spread over an array of the other factor's shape, merge an
     adjoint's first two contributions, then remove assignments whose value
     nothing reads, unless marked ``effects`` (a pop, or a call derivo cannot see
-    into)."""
+    into).  In array code (``arrays``), update fresh arrays in place, except
+    where every name read is in ``numbers`` (names surely holding a number)."""
     _fold_seeds(function)
     _drop_copies(function)
     _read_through_copies_in_blocks(function)
@@ -184,6 +187,8 @@ def optimize(function, shape_readers=(), spreaders=()):
     dead.block(function.body, set())
     dead.remove = True
     dead.block(function.body, set())
+    if arrays:
+        _finish_in_place(function, set(numbers))
     return function
 
 
@@ -499,6 +504,50 @@ def _store_where_computed(function):
                     break
                 if not (S.is_comment(stmt) or _assigned_name(stmt)):
                     break
+
+
+_ELEMENTWISE = (S.Add, S.Sub, S.Mult, S.Div, S.Pow)
+
+
+def _finish_in_place(function, numbers):
+    """``bt1 = bs1 / (1 + t4) * t4`` becomes ``bt1 = bs1 / (1 + t4)`` then
+    ``bt1 *= t4``: the last product goes into the array the division made, as a
+    person writes it, instead of into one more array of that size.
+
+    The last factor (t4) is a name, not bt1, that the first factors read
+    through element-wise operators alone.  So it took part in making their
+    array: that array already has the shape and the dtype of the whole product,
+    and ``*=`` writes the same numbers into it (``+=``, ``-=`` likewise;
+    never ``/=``, which cannot write floats into an array of ints).  The array
+    is new and nothing else holds it yet.  A number is immutable, so ``*=`` on
+    one makes a new number, as ``*`` does.
+    """
+    for statements in S.blocks(function):
+        index = 0
+        while index < len(statements):
+            stmt = statements[index]
+            name = S.single_target(stmt)
+            value = stmt.value if name else None
+            if isinstance(value, S.BinOp) and isinstance(value.op, (S.Add, S.Sub, S.Mult)) and \
+                    isinstance(value.right, S.Name) and value.right.id != name and \
+                    _made_with(value.left, value.right.id) and not _reads(value) <= numbers:
+                update = S.AugAssign(target=S.store(name), op=value.op, value=value.right)
+                stmt.value = value.left
+                statements.insert(index + 1, update)
+            index += 1
+
+
+def _made_with(node, ident):
+    """Whether ``node`` makes a new value by element-wise operators, at least one
+    of them reading the name ``ident`` through element-wise operators alone."""
+    def reads(node):
+        if isinstance(node, S.Name):
+            return node.id == ident
+        if isinstance(node, S.UnaryOp) and isinstance(node.op, (S.USub, S.UAdd)):
+            return reads(node.operand)
+        return isinstance(node, S.BinOp) and isinstance(node.op, _ELEMENTWISE) and (
+            reads(node.left) or reads(node.right))
+    return not isinstance(node, S.Name) and reads(node)
 
 
 _RETURN_WIDTH = 79  # a folded return longer than a line is harder to read than the names
