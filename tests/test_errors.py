@@ -7,6 +7,7 @@ in this file, and it names the construct.
 """
 
 import contextlib
+import functools
 import heapq
 import inspect
 import math
@@ -975,8 +976,99 @@ def updates_a_new_array_viewed_first(x):
     return np.sum(tail * tail)
 
 
+def fill_the_first(*vs):
+    vs[0].fill(1.0)
+
+
+def filled_through_varargs(x):
+    a = x * 2.0
+    fill_the_first(a)
+    return np.sum(a * x)
+
+
+def fill(a):
+    a.fill(1.0)
+
+
+def apply_to(fn, a):
+    fn(a)
+
+
+def filled_by_a_function_given_as_argument(x):
+    a = x * 2.0
+    apply_to(fill, a)
+    return np.sum(a * x)
+
+
+def filled_by_a_function_kept_by_a_caller(x, fn=fill):
+    a = x * 2.0
+    fn(a)
+    return np.sum(a * x)
+
+
+class Filler:
+    def go(self, a):
+        a.fill(1.0)
+
+    def __call__(self, a):
+        a.fill(2.0)
+
+
+FILLER = Filler()
+FILL_LATER = functools.partial(fill)
+
+
+def filled_by_a_method(x):
+    a = x * 2.0
+    FILLER.go(a)
+    return np.sum(a * x)
+
+
+def filled_by_a_callable_object(x):
+    a = x * 2.0
+    FILLER(a)
+    return np.sum(a * x)
+
+
+def filled_by_a_partial(x):
+    a = x * 2.0
+    FILL_LATER(a)
+    return np.sum(a * x)
+
+
+def same_after_a_loop(a):
+    r = a
+    for _ in range(2):
+        r = a
+    return r
+
+
+def updates_what_a_helper_with_a_loop_returned(x):
+    a = x * 2.0
+    y = same_after_a_loop(a)  # not differentiated, so not inlined: a call
+    y += 1.0
+    return np.sum(a * x)
+
+
+def updates_a_matrix_transpose(x):
+    a = np.reshape(x * 2.0, (1, 3))
+    b = np.matrix_transpose(a)
+    b += 1.0
+    return np.sum(a) * np.sum(x)
+
+
 @pytest.mark.parametrize("f, marker, word", [
     (updates_what_a_helper_returned, "new += 1.0", "updated in place"),
+    (filled_through_varargs, "fill_the_first(a)", "in place"),
+    (filled_by_a_function_given_as_argument, "apply_to(fill, a)", "in place"),
+    (filled_by_a_function_kept_by_a_caller, "fn(a)", "in place"),
+    (filled_by_a_method, "FILLER.go(a)", "in place"),
+    (filled_by_a_callable_object, "FILLER(a)", "in place"),
+    (filled_by_a_partial, "FILL_LATER(a)", "in place"),
+    (updates_what_a_helper_with_a_loop_returned, "y += 1.0", "updated in place"),
+    pytest.param(updates_a_matrix_transpose, "b += 1.0", "updated in place",
+                 marks=pytest.mark.skipif(not hasattr(np, "matrix_transpose"),
+                                          reason="NumPy 2")),
     (updates_a_new_array_viewed_first, "new += 1.0", "updated in place"),
     (momentum_in_a_loop, "x = momentum_step(x, m, x * x)", "in place"),
     (doubles_its_rows, "row *= 2.0", "updated in place"),

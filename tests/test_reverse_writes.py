@@ -283,9 +283,23 @@ def recurrence_through_a_helper(b):
     return np.sum(h)
 
 
+def doubled_in_a_loop(a):
+    r = a * 1.0
+    for _ in range(2):
+        r = r * 2.0
+    return r
+
+
+def updates_what_a_helper_made(x):
+    a = x * 2.0
+    y = doubled_in_a_loop(a)  # a new array: y += 1 leaves a as it was
+    y += 1.0
+    return np.sum(a * x) + np.sum(y * y)
+
+
 @pytest.mark.parametrize("f", [residual_steps, tail_of_an_updated_array, converged_sum,
                                integrated, reads_a_squared_copy, momentum_descent,
-                               recurrence_through_a_helper])
+                               recurrence_through_a_helper, updates_what_a_helper_made])
 def test_updates_of_new_arrays_and_numbers_are_not_refused(f):
     # each was refused as an update of another name's memory (found by review)
     check(f, np.array([0.3, 0.5, -0.2]), wrt=(0,))

@@ -47,7 +47,9 @@ from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .outline import Loop
 from .parse import parameter_names, parse
-from .ssa import CONSUMERS, VIEW_METHODS, VIEWS, is_append, normalize, shared_sources
+from .memory import (Memory, all_params, arguments, is_numpy, is_user_function,
+                     shared_sources)
+from .ssa import CONSUMERS, is_append, normalize
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
 SCALAR_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
@@ -355,7 +357,7 @@ class Analysis:
             if isinstance(node, S.Call):
                 changed += _written_in_place(self.parsed, node)
             if (changed or handed) and memory is None:
-                memory = _Memory(self.parsed, self.normalized.tree, local)
+                memory = Memory(self.parsed, self.normalized.tree, local)
             # (a change that involves nothing differentiated, keys.sort(), is harmless)
             for expression, deep in [(e, False) for e in changed] + [(e, True) for e in handed]:
                 roots = memory.changed_by(expression, deep)
@@ -372,9 +374,9 @@ class Analysis:
         call, changed = S.expr_source(getattr(node, "value", node)), S.expr_source(expression)
         others = sorted(names & user_names - {changed})
         return self.parsed.error(
-            UnsupportedSyntax, node, "cannot differentiate {!r}: it changes {}{} in place, "
-            "which derivo does not follow (only x[i] = v and xs.append(v)); compute a new "
-            "value and assign it".format(
+            UnsupportedSyntax, node, "cannot differentiate {!r}: it may change {}{} in "
+            "place, which derivo does not follow (only x[i] = v and xs.append(v)); compute a "
+            "new value and assign it, or give it a copy".format(
                 call if call in line or not line else line,
                 repr(changed) if changed in line else "what it is given",
                 " (and {}, which may share its memory)".format(", ".join(map(repr, others)))
@@ -383,17 +385,10 @@ class Analysis:
 
     def _arguments_a_helper_changes(self, call):
         """The arguments given to a user function for the parameters it changes in
-        place (``setfirst(y, v)`` with ``def setfirst(y, v): y[0] = v``)."""
+        place (``setfirst(y, v)`` with ``def setfirst(y, v): y[0] = v``), and all
+        those given to a function derivo cannot read (see :func:`_arguments_changed_by`)."""
         callee = getattr(call, "user_function", None) or self.parsed.callee_key(call)
-        if not (isinstance(callee, types.FunctionType) and not rules.is_primitive(callee)
-                and not S.is_derivo(callee)):
-            return []
-        try:
-            written = parameter_writes(callee, self.arrays)
-        except DerivoError:  # no source: transforming the call reports it
-            return []
-        return [argument for name, argument in _arguments(call, callee)
-                if name in written and argument is not None]
+        return _arguments_changed_by(self.parsed, call, callee, self.arrays)
 
     def _refuse_dicts_and_sets(self):
         """Refuse a dict or set of differentiated values that reaches a result:
@@ -1317,7 +1312,6 @@ def tree_params(tree):
     return [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
 
 
-
 def _joined_sequence_error(parsed, node, operand):
     text = S.expr_source(operand)
     if isinstance(operand, S.Tuple):
@@ -1329,12 +1323,54 @@ def _joined_sequence_error(parsed, node, operand):
             S.expr_source(node), text), "list arithmetic")
 
 
-def _arguments(call, callee):
-    """(parameter name, the argument node given for it, or None) for each of
-    ``callee``'s parameters in ``call``."""
-    for position, name in enumerate(parameter_names(callee)):
-        yield name, call.args[position] if position < len(call.args) else next(
-            (k.value for k in call.keywords if k.arg == name), None)
+def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
+    """The arguments of ``call`` (of ``callee``, resolved by ``parsed``) that it may
+    change in place: those a user function changes (see :func:`parameter_writes`),
+    be it called as a function, as a method of a user object (``FILLER.go(a)``)
+    or as a user object (``layer(a)``); and every argument of a function derivo
+    cannot read: a parameter or a local name (``fn(a)``), or a
+    ``functools.partial`` of a user function."""
+    if isinstance(call.func, S.Name) and call.func.id in parsed.local_names and \
+            not _a_list_method(parsed, call.func.id) or \
+            isinstance(callee, functools.partial) and is_user_function(callee.func):
+        return [*call.args, *(k.value for k in call.keywords)]
+    function, bound = _user_function(callee)
+    if function is None or function in seen:
+        return []
+    try:
+        written = parameter_writes(function, arrays, seen)
+    except DerivoError:  # no source: transforming the call reports it
+        return []
+    return [argument for name, argument in arguments(call, function, bound)
+            if name in written]
+
+
+def _a_list_method(parsed, ident):
+    """Whether the local name ``ident`` is only ever assigned a list's ``append``
+    or ``pop`` (``push = stack.append`` in generated code), which change no argument."""
+    values = [node.value for node in S.walk(parsed.tree) if isinstance(node, S.Assign)
+              and any(isinstance(t, S.Name) and t.id == ident for t in node.targets)]
+    return bool(values) and all(isinstance(v, S.Attribute) and v.attr in ("append", "pop")
+                                for v in values)
+
+
+def _user_function(callee):
+    """(the user function whose source tells what ``callee`` changes, whether the
+    call gives its first parameter): the function itself; the function of a
+    bound method of a user object or class; a user class's ``__call__`` for an
+    instance of it.  (None, False) for anything else (NumPy, builtins, derivo)."""
+    if isinstance(callee, types.MethodType) and not S.is_derivo(callee.__self__):
+        function, bound = callee.__func__, True
+    elif isinstance(callee, types.FunctionType):
+        function, bound = callee, False
+    elif not isinstance(callee, type) and \
+            isinstance(getattr(type(callee), "__call__", None), types.FunctionType):
+        function, bound = type(callee).__call__, True
+    else:
+        return None, False
+    if not is_user_function(function) or rules.is_primitive(callee):
+        return None, False
+    return function, bound
 
 
 def parameter_writes(func, arrays, _seen=frozenset()):
@@ -1344,10 +1380,10 @@ def parameter_writes(func, arrays, _seen=frozenset()):
     like when values may be arrays, written by NumPy (``np.copyto(y, v)``,
     ``out=y``), or given to a user function that changes them; itself, or through
     another name that may share its memory (``w = y``, ``w = y[1:]``, ``for row
-    in y``, see :class:`_Memory`)."""
+    in y``, see :class:`~derivo.memory.Memory`)."""
     parsed = parse(func)
     tree = parsed.tree
-    params = set(tree_params(tree))
+    params = all_params(tree)
     changed = []  # expressions whose object the function changes
     handed = []   # ... given to helpers that change them or what they hold
     for node in S.walk(tree):
@@ -1363,16 +1399,9 @@ def parameter_writes(func, arrays, _seen=frozenset()):
         if not isinstance(node, S.Call):
             continue
         changed += _written_in_place(parsed, node)
-        callee = parsed.resolve_callee(node)
-        if isinstance(callee, types.FunctionType) and callee not in _seen and \
-                not rules.is_primitive(callee) and not S.is_derivo(callee):
-            try:
-                inner = parameter_writes(callee, arrays, _seen | {func})
-            except DerivoError:
-                continue
-            handed += [argument for name, argument in _arguments(node, callee)
-                       if name in inner and argument is not None]
-    memory = _Memory(parsed, tree, params)
+        handed += _arguments_changed_by(parsed, node, parsed.resolve_callee(node), arrays,
+                                        _seen | {func})
+    memory = Memory(parsed, tree, params)
     return {root for expression in changed for root in memory.changed_by(expression)} | {
         root for expression in handed for root in memory.changed_by(expression, deep=True)}
 
@@ -1383,191 +1412,6 @@ def _flattened(targets):
             yield from _flattened(target.elts)
         else:
             yield target.value if isinstance(target, S.gast.Starred) else target
-
-
-#: Calls that return a new container of what they are given (``list(xs)``): a
-#: change of that container changes none of its items
-_HOLDERS = (list, tuple, sorted, reversed, iter, zip, enumerate, dict, set, frozenset, map,
-            filter)
-#: NumPy functions that return a list of views of their first argument
-_VIEW_LISTS = (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.broadcast_arrays)
-#: Builtins whose result shares no memory with their arguments
-_NEW_BUILTINS = (len, float, int, bool, abs, round, range, sum, pow, str, repr, isinstance)
-#: Methods whose result may be what the object is or holds (the others make a new value)
-_SHARING_METHODS = {*VIEW_METHODS, "pop", "popitem", "get", "setdefault", "__getitem__",
-                    "item"}
-
-
-class _Memory:
-    """Which names may share memory with which of ``roots``, read from ``tree``
-    in no particular order: ``w = y``, ``w = y[1:]``, ``w = y.reshape(3)`` and
-    ``for w in y`` make w *be* (a view of) y; ``ws = [y]`` and ``ws = list(ys)``
-    make ws *hold* y.  A change of what w is changes y; a change of ws itself
-    (``ws.append(v)``, ``ws[0] = v``) changes no y, a change of ``ws[0]`` does.
-    A call derivo knows nothing of may return (a view of) what it is given
-    (``ident(y)``); NumPy functions other than the views (``np.where(y, ...)``),
-    arithmetic and ufuncs make new values."""
-
-    def __init__(self, parsed, tree, roots):
-        self.parsed = parsed
-        self.views = {root: {root} for root in roots}
-        self.holds = {}
-        bindings = list(self._bindings(tree))
-        grew = True
-        while grew:
-            grew = False
-            for target, shared in bindings:
-                grew |= self._bind(target, *shared())
-
-    def of(self, value):
-        """(the roots ``value`` may be, the roots it may hold)."""
-        if isinstance(value, S.Name):
-            return self.views.get(value.id, set()), self.holds.get(value.id, set())
-        if isinstance(value, (S.Subscript, S.Attribute, S.gast.Starred)):
-            return self._item(self.of(value.value))
-        if isinstance(value, (S.Tuple, S.List, S.gast.Set)):
-            return set(), self._everything(value.elts)
-        if isinstance(value, S.gast.Dict):
-            return set(), self._everything(value.values)
-        if isinstance(value, (S.IfExp, S.gast.BoolOp, S.gast.NamedExpr)):
-            parts = [value.body, value.orelse] if isinstance(value, S.IfExp) else \
-                value.values if isinstance(value, S.gast.BoolOp) else [value.value]
-            found = [self.of(part) for part in parts]
-            return set().union(*(v for v, _ in found)), set().union(*(h for _, h in found))
-        if isinstance(value, S.Call):
-            return self._returned(value)
-        return set(), set()
-
-    def _returned(self, call):
-        callee = self.parsed.callee_key(call)
-        arguments = [*call.args, *(k.value for k in call.keywords)]
-        if any(k.arg == "copy" and not (isinstance(k.value, S.Constant) and k.value.value)
-               for k in call.keywords):  # x.astype(float, copy=False) may be x
-            parts = [call.func.value] if isinstance(call.func, S.Attribute) else []
-            return self._everything(parts + arguments), self._everything_held(parts + arguments)
-        if isinstance(callee, rules.Method):
-            if callee.name not in _SHARING_METHODS:
-                return set(), set()
-            return self._item(self.of(call.func.value)) if callee.name not in VIEW_METHODS \
-                else self.of(call.func.value)
-        if _is_in(callee, _HOLDERS):
-            return set(), self._everything(arguments)
-        if _is_in(callee, VIEWS) and call.args:  # np.reshape(y, shape): a view of y
-            return self.of(call.args[0])
-        if _is_in(callee, _VIEW_LISTS) and call.args:  # np.split(y, 2): views of y
-            return set(), self._everything(call.args[:1])
-        if isinstance(callee, np.ufunc) or S.is_derivo(callee) or \
-                _is_in(callee, _NEW_BUILTINS) or _is_numpy(callee):
-            return set(), set()
-        returned = _returned_parameters(callee) if isinstance(callee, types.FunctionType) \
-            and not rules.is_primitive(callee) else None
-        if returned is not None:  # dense(W, x) returns np.tanh(x @ W): nothing of W
-            arguments = [argument for name, argument in _arguments(call, callee)
-                         if name in returned and argument is not None]
-            return self._everything(arguments), self._everything_held(arguments)
-        everything = self._everything(arguments + [call.func])
-        return everything, self._everything_held(arguments)
-
-    def _everything(self, values):
-        found = set()
-        for value in values:
-            views, holds = self.of(value)
-            found |= views | holds
-        return found
-
-    def _everything_held(self, values):
-        return set().union(*(self.of(value)[1] for value in values)) if values else set()
-
-    @staticmethod
-    def _item(shared):
-        """An item of what ``shared`` describes (a row of an array is a view of it)."""
-        views, holds = shared
-        return views | holds, holds
-
-    def _bindings(self, tree):
-        """(target, a function giving what the value shares) for every binding."""
-        for node in S.walk(tree):
-            if isinstance(node, S.Assign):
-                for target in node.targets:
-                    yield target, functools.partial(self.of, node.value)
-            elif isinstance(node, (S.gast.AugAssign, S.gast.AnnAssign)) and node.value:
-                yield node.target, functools.partial(self._added, node.target, node.value)
-            elif isinstance(node, (S.For, S.gast.comprehension)):
-                yield node.target, functools.partial(lambda n: self._item(self.of(n.iter)), node)
-            elif isinstance(node, S.gast.NamedExpr):
-                yield node.target, functools.partial(self.of, node.value)
-
-    def _added(self, target, value):
-        # xs += ys makes xs hold ys's items; an array's x += y shares nothing new
-        views, holds = self.of(target)
-        return views, holds | self._everything([value])
-
-    def _bind(self, target, views, holds):
-        """Record that ``target`` may be ``views`` and hold ``holds``; whether that grew."""
-        if isinstance(target, S.Name):
-            grew = not (views <= self.views.get(target.id, set()) and
-                        holds <= self.holds.get(target.id, set()))
-            self.views.setdefault(target.id, set()).update(views)
-            self.holds.setdefault(target.id, set()).update(holds)
-            return grew
-        if isinstance(target, (S.Tuple, S.List)):
-            grew = False
-            for element in target.elts:
-                if isinstance(element, S.gast.Starred):
-                    grew |= self._bind(element.value, set(), views | holds)
-                else:
-                    grew |= self._bind(element, views | holds, holds)
-            return grew
-        root = S.root_name(target)  # ys[0] = y: ys holds y from now on
-        if root is not None and isinstance(target, (S.Subscript, S.Attribute)):
-            return self._bind(root, set(), views | holds)
-        return False
-
-    def changed_by(self, changed, deep=False):
-        """The roots a change of what the expression ``changed`` is may change,
-        or, ``deep``, of what it is or holds."""
-        views, holds = self.of(changed)
-        return views | holds if deep else views
-
-    def sharing(self, roots):
-        """The names that are or hold one of ``roots``."""
-        return {name for name in set(self.views) | set(self.holds)
-                if (self.views.get(name, set()) | self.holds.get(name, set())) & roots}
-
-
-_RETURNS_IN_PROGRESS = set()
-
-
-def _returned_parameters(func):
-    """The parameters whose memory what ``func`` returns may share (all of them
-    for ``ident(v)``, none for ``np.tanh(x @ W)``), or None when its source
-    cannot be read (or it is being read: recursion)."""
-    code = func.__code__
-    if code in _RETURNS_IN_PROGRESS:
-        return None
-    _RETURNS_IN_PROGRESS.add(code)
-    try:
-        parsed = parse(func)
-        params = set(tree_params(parsed.tree))
-        memory = _Memory(parsed, parsed.tree, params)
-        returned = set()
-        for node in S.walk(parsed.tree):
-            if isinstance(node, S.Return) and node.value is not None:
-                views, holds = memory.of(node.value)
-                returned |= views | holds
-        return returned
-    except DerivoError:
-        return None
-    finally:
-        _RETURNS_IN_PROGRESS.discard(code)
-
-
-def _is_in(obj, objects):
-    return any(obj is candidate for candidate in objects)
-
-
-def _is_numpy(obj):
-    return (getattr(obj, "__module__", None) or "").partition(".")[0] == "numpy"
 
 
 def parameters_read_whole(func):
@@ -1652,15 +1496,14 @@ def sequence_arithmetic(func, _seen=frozenset()):
                     note(param, depth, node, operand)
         elif isinstance(node, S.Call):
             callee = getattr(node, "user_function", None) or parsed.resolve_callee(node)
-            if not (isinstance(callee, types.FunctionType) and callee not in _seen
-                    and not rules.is_primitive(callee) and not S.is_derivo(callee)):
+            if not is_user_function(callee) or callee in _seen:
                 continue
             try:
                 inner = sequence_arithmetic(callee, _seen | {func})
             except DerivoError:  # no source: derivo will refuse the call itself
                 continue
-            for name, argument in _arguments(node, callee):
-                if argument is not None and name in inner:
+            for name, argument in arguments(node, callee):
+                if name in inner:
                     depth, error = inner[name]
                     for param, outer in depths(argument).items():
                         if param not in found or outer + depth < found[param][0]:
@@ -1723,13 +1566,13 @@ def _out_position(callee):
     ``reduce``, ``accumulate`` or ``reduceat``; or None."""
     if isinstance(callee, rules.Method):  # a.cumsum(0, None, out): np.cumsum's, less one
         function = getattr(np, callee.name, None)
-        if isinstance(function, np.ufunc) or not _is_numpy(function):
+        if isinstance(function, np.ufunc) or not is_numpy(function):
             return None
         position = _numpy_out_position(function)
         return position - 1 if position else None
     if isinstance(getattr(callee, "__self__", None), np.ufunc):
         return {"reduce": 3, "accumulate": 3, "reduceat": 4}.get(callee.__name__)
-    return _numpy_out_position(callee) if _is_numpy(callee) and _hashable(callee) else None
+    return _numpy_out_position(callee) if is_numpy(callee) and _hashable(callee) else None
 
 
 @functools.lru_cache(maxsize=None)

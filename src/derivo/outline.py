@@ -31,7 +31,7 @@ from .checkpoints import SCHEDULES, checkpointed
 from .errors import UnsupportedSyntax
 from .names import Namer
 from .parse import Outlined, Parsed
-from .ssa import may_share_memory, shared_sources
+from .memory import may_share_memory, shared_sources
 
 ITERATIONS = "(iterations)"  # the parameter of a for loop's call that takes its iterable
 

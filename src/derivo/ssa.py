@@ -54,6 +54,7 @@ from . import rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
 from .fence import check_supported
+from .memory import VIEWS, may_share_memory, shared_sources
 from .names import Namer, names_in
 
 JUMPS = (S.Break, S.Continue, S.gast.Raise, S.Return)
@@ -792,10 +793,6 @@ _ALLOCATORS = (list, np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.one
                np.arange, np.linspace)
 
 
-VIEWS = (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.transpose, np.swapaxes,
-          np.moveaxis, np.rollaxis, np.flip, np.fliplr, np.flipud, np.rot90, np.diagonal,
-          np.real, np.imag, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.asarray,
-          np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.broadcast_to)
 
 
 def _share_repeated_terms(tree, namer, written):
@@ -882,42 +879,6 @@ def _mark_owned(tree, written, parsed, built=frozenset()):
                                        stmt.targets[0].id, S.expr_source(value),
                                        stmt.targets[0].id), "aliased write")
             stmt.owns = not _makes_a_new_array(value, parsed)
-
-
-VIEW_METHODS = ("reshape", "ravel", "view", "transpose", "squeeze", "swapaxes")
-
-
-def shared_sources(value, parsed, lists=()):
-    """Names whose memory ``value`` may share: ``y``, ``y.T``, ``y[1:3]``, a row
-    ``y[i]``, ``y.reshape(s)``, ``np.ravel(y)``, either branch of ``a if c else b``
-    (an item or slice of one of ``lists``, a list, is a copy or a value)."""
-    if isinstance(value, S.Name):
-        return [value.id]
-    if isinstance(value, S.IfExp):
-        return shared_sources(value.body, parsed, lists) + \
-            shared_sources(value.orelse, parsed, lists)
-    if isinstance(value, S.Attribute) and value.attr in ("T", "mT", "real", "imag", "flat"):
-        return shared_sources(value.value, parsed, lists)
-    if isinstance(value, S.Subscript):
-        if isinstance(value.value, S.Name) and value.value.id in lists:
-            return []
-        return shared_sources(value.value, parsed, lists)
-    if isinstance(value, S.Call):
-        callee = parsed.callee_key(value)
-        if isinstance(callee, rules.Method) and callee.name in VIEW_METHODS:
-            return shared_sources(value.func.value, parsed, lists)
-        if callee in VIEWS and value.args:
-            return shared_sources(value.args[0], parsed, lists)
-    return []
-
-
-def may_share_memory(value, parsed):
-    """Whether assigning ``value`` may give an existing array another name (``x``,
-    ``x.T``, ``x[1:3]``, ``x.reshape(s)``, ``np.ravel(x)``): a write through either
-    name changes what both hold."""
-    callee = parsed.callee_key(value) if isinstance(value, S.Call) else None
-    return isinstance(value, (S.Name, S.Attribute, S.Subscript)) or \
-        isinstance(callee, rules.Method) and callee.name != "copy" or callee in VIEWS
 
 
 def _is_append(value):
