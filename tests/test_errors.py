@@ -7,6 +7,7 @@ in this file, and it names the construct.
 """
 
 import contextlib
+import copy
 import functools
 import heapq
 import inspect
@@ -15,6 +16,7 @@ import operator
 import os
 import random
 import re
+import statistics
 
 import numpy as np
 import pytest
@@ -1323,3 +1325,31 @@ def test_differentiating_through_what_hessian_or_jacobian_returns_is_refused():
 
 def cube(x):
     return x ** 3
+
+
+# Python's own functions written in Python are not read as the user's: their
+# source calls what it is given (key(elem)) and handles exceptions, which read as a
+# change in place or a refused construct of a file the user never wrote
+
+def smallest_two(xs):
+    s = heapq.nsmallest(2, xs)
+    return s[0] * s[1]
+
+
+def mean_of(xs):
+    return statistics.mean(xs)
+
+
+def copied_times_itself(x):
+    return copy.copy(x) * x
+
+
+@pytest.mark.parametrize("f, args, name", [
+    (smallest_two, ([3.0, 1.0, 2.0],), "heapq.nsmallest"),
+    (mean_of, ([1.0, 2.0],), "statistics.mean"),
+    (copied_times_itself, (np.array([1.0, 2.0]),), "copy.copy"),
+])
+def test_a_standard_library_function_needs_a_rule(f, args, name):
+    err = refusal(f, *args)
+    assert isinstance(err, derivo.NoDerivativeRule)
+    assert_points_at(err, line_of(f, name), name, "no derivative rule")

@@ -11,6 +11,7 @@ outline and analyze all ask here, so they agree.
 
 import functools
 import inspect
+import os
 import types
 
 import numpy as np
@@ -291,4 +292,17 @@ def is_numpy(obj):
 def is_user_function(callee):
     """Whether ``callee`` is a Python function of the user's, which derivo reads."""
     return isinstance(callee, types.FunctionType) and not rules.is_primitive(callee) and \
-        not S.is_derivo(callee)
+        not S.is_derivo(callee) and not in_the_standard_library(callee)
+
+
+_STANDARD_LIBRARY = os.path.join(os.path.dirname(os.__file__), "")
+
+
+def in_the_standard_library(function):
+    """Whether ``function`` is Python's own (``heapq.nsmallest``).  derivo does not
+    read it as the user's: the ones that change what they are given are known by
+    name, and its source, which calls what it is given (``key(elem)``) and
+    handles exceptions, would make every call look like a change, or be refused
+    for a construct the user never wrote."""
+    filename = function.__code__.co_filename
+    return filename.startswith(_STANDARD_LIBRARY) and "-packages" not in filename
