@@ -132,13 +132,32 @@ def test_the_entry_checks_each_argument_in_one_line():
         "    return derivo_self._call_checked((x, y), {})\n")
 
 
-def test_the_entry_of_array_code_checks_only_the_differentiated_arrays():
+def test_the_entry_of_array_code_checks_the_differentiated_arrays_and_for_np_matrix():
     def weights_only(W, x):
         return np.sum(W @ x)
     guard = derivo.api.entry_guard(weights_only, {"W"}, True)
     assert "W.dtype.kind in 'fiu'" in guard
-    assert "x.__class__" not in guard
-    assert derivo.api.entry_guard(weights_only, set(), True) == ""
+    assert "x.__class__ is not derivo_matrix" in guard
+    guard = derivo.api.entry_guard(weights_only, set(), True)
+    assert guard.startswith("if not (W.__class__ is not derivo_matrix and "
+                            "x.__class__ is not derivo_matrix):")
+
+
+def products(x, A):
+    return np.sum((A * x) * x)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix's own
+@pytest.mark.parametrize("make", [
+    lambda: derivo.grad(products)(np.matrix([[1.0, 2.0]]), np.array([[1.0, 3.0]])),
+    lambda: derivo.grad(products)(np.array([[1.0, 2.0]]), np.matrix([[1.0], [3.0]])),
+    lambda: derivo.value_and_grad(products, wrt=1)(np.ones((2, 2)), np.matrix(np.eye(2))),
+    lambda: derivo.grad(poly)(np.matrix([[3.0]]), 2.0),  # scalar code
+])
+def test_an_np_matrix_argument_is_refused(make):
+    # its * is a matrix product: derivo's rules for * would give a wrong gradient
+    with pytest.raises(derivo.DerivoError, match="np.matrix"):
+        make()
 
 
 def shadows_the_guard(derivo_int, derivo_float=2.0, derivo_self=1.0):

@@ -1059,8 +1059,156 @@ def updates_a_matrix_transpose(x):
     return np.sum(a) * np.sum(x)
 
 
+class Sub(Filler):
+    def go_too(self, a):
+        super().go(a)
+
+    def same(self, v):
+        return v
+
+
+class Normalizer:
+    def __init__(self, v):
+        v /= np.sum(v)
+
+
+SUB = Sub()
+GO_LATER = functools.partial(FILLER.go)
+FILLS = [fill]
+
+
+def fill_key(a):
+    a.fill(1.0)
+    return 0
+
+
+def fill_row(r):
+    r[:] = 1.0
+    return 0.0
+
+
+def filled_by_a_local_object(x):
+    a = x * 2.0
+    obj = Filler()
+    obj.go(a)
+    return np.sum(a * x)
+
+
+def filled_through_super(x):
+    a = x * 2.0
+    SUB.go_too(a)
+    return np.sum(a * x)
+
+
+def filled_by_a_partial_of_a_method(x):
+    a = x * 2.0
+    GO_LATER(a)
+    return np.sum(a * x)
+
+
+def normalized_by_a_constructor(x):
+    a = x * 2.0 + 3.0
+    Normalizer(a)
+    return np.sum(a * x)
+
+
+def updates_what_a_method_returned(x):
+    a = x * 2.0
+    y = SUB.same(a)
+    y += 1.0
+    return np.sum(a * x)
+
+
+def filled_by_a_function_from_a_list(x):
+    a = x * 2.0
+    FILLS[0](a)
+    return np.sum(a * x)
+
+
+def filled_through_getattr(x):
+    a = x * 2.0
+    getattr(np.ndarray, "fill")(a, 1.0)
+    return np.sum(a * x)
+
+
+def filled_through_map(x):
+    a = x * 2.0
+    list(map(fill, [a]))
+    return np.sum(a * x)
+
+
+def filled_by_a_sort_key(x):
+    a = x * 2.0
+    sorted([a], key=fill_key)
+    return np.sum(a * x)
+
+
+def filled_along_an_axis(x):
+    a = np.reshape(x * 2.0, (1, 3))
+    np.apply_along_axis(fill_row, 1, a)
+    return np.sum(a * x)
+
+
+def copied_into_through_a_module_parameter(x, xp=np):
+    a = x * 2.0
+    xp.copyto(a, x)
+    return np.sum(a * x)
+
+
+def updates_an_item_of_a_list(x):
+    a = x * 2.0
+    ys = [a, x]
+    y = ys[0]
+    y += 1.0
+    return np.sum(a * x)
+
+
+def updates_an_array_made_without_a_copy(x):
+    a = x * 2.0
+    y = np.array(a, copy=None)
+    y += 1.0
+    return np.sum(a * x)
+
+
+def updates_a_checked_array(x):
+    a = x * 2.0
+    y = np.asarray_chkfinite(a)
+    y += 1.0
+    return np.sum(a * x)
+
+
+def updates_a_conjugate(x):
+    a = x * 2.0
+    y = a.conj()
+    y += 1.0
+    return np.sum(a * x)
+
+
+def updates_the_larger(x):
+    a = x * 2.0
+    y = max(a, x, key=np.sum)
+    y += 1.0
+    return np.sum(a * x)
+
+
 @pytest.mark.parametrize("f, marker, word", [
     (updates_what_a_helper_returned, "new += 1.0", "updated in place"),
+    (filled_by_a_local_object, "obj.go(a)", "in place"),
+    (filled_through_super, "SUB.go_too(a)", "in place"),
+    (filled_by_a_partial_of_a_method, "GO_LATER(a)", "in place"),
+    (normalized_by_a_constructor, "Normalizer(a)", "in place"),
+    (updates_what_a_method_returned, "y += 1.0", "updated in place"),
+    (filled_by_a_function_from_a_list, "FILLS[0](a)", "in place"),
+    (filled_through_getattr, "getattr(np.ndarray", "in place"),
+    (filled_through_map, "map(fill, [a])", "in place"),
+    (filled_by_a_sort_key, "sorted([a], key=fill_key)", "in place"),
+    (filled_along_an_axis, "np.apply_along_axis", "in place"),
+    (copied_into_through_a_module_parameter, "xp.copyto(a, x)", "in place"),
+    (updates_an_item_of_a_list, "y += 1.0", "updated in place"),
+    (updates_an_array_made_without_a_copy, "y += 1.0", "updated in place"),
+    (updates_a_checked_array, "y += 1.0", "updated in place"),
+    (updates_a_conjugate, "y += 1.0", "updated in place"),
+    (updates_the_larger, "y += 1.0", "updated in place"),
     (filled_through_varargs, "fill_the_first(a)", "in place"),
     (filled_by_a_function_given_as_argument, "apply_to(fill, a)", "in place"),
     (filled_by_a_function_kept_by_a_caller, "fn(a)", "in place"),
@@ -1353,3 +1501,17 @@ def test_a_standard_library_function_needs_a_rule(f, args, name):
     err = refusal(f, *args)
     assert isinstance(err, derivo.NoDerivativeRule)
     assert_points_at(err, line_of(f, name), name, "no derivative rule")
+
+
+def total_of_keywords(**kw):
+    return np.sum(kw["a"] * kw["b"])
+
+
+def keywords_gathered(x):
+    return total_of_keywords(a=x, b=x * 2.0)
+
+
+def test_a_call_through_kwargs_is_refused():
+    # the gradient was silently zero: the arguments reached no parameter of that name
+    err = refusal(keywords_gathered, np.array([0.3, -0.5]))
+    assert_points_at(err, line_of(keywords_gathered, "total_of_keywords(a=x"), "**kwargs")

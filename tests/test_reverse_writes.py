@@ -1,5 +1,6 @@
 """In-place writes and growing lists, end to end against finite differences."""
 
+import functools
 import random
 
 import numpy as np
@@ -297,9 +298,43 @@ def updates_what_a_helper_made(x):
     return np.sum(a * x) + np.sum(y * y)
 
 
+def centered(v):
+    v = v - np.mean(v)  # rebinds its parameter: what it returns is new
+    return v
+
+
+def updates_a_centered_copy(x):
+    y = centered(x)
+    y += 1.0
+    return np.sum(y * y * x)
+
+
+def log_shape(v, tag):
+    return (tag, np.shape(v))
+
+
+LOG_SHAPE = functools.partial(log_shape, tag="x")
+
+
+def through_local_names_for_numpy(x):
+    zeros, greater = np.zeros, np.greater
+    acc = zeros(x.shape)
+    acc[0] = x[0] * x[1]
+    LOG_SHAPE(x)  # a partial of a function that changes nothing
+    return np.sum(acc) + np.sum(np.where(greater(x, 0.0), x, 0.0))
+
+
+def with_noise_of_its_shape(x):
+    rng = np.random.default_rng(0)
+    noise = rng.normal(size=x.shape)  # a method derivo does not know, given x.shape
+    return np.sum(x * x) + np.sum(noise)
+
+
 @pytest.mark.parametrize("f", [residual_steps, tail_of_an_updated_array, converged_sum,
                                integrated, reads_a_squared_copy, momentum_descent,
-                               recurrence_through_a_helper, updates_what_a_helper_made])
+                               recurrence_through_a_helper, updates_what_a_helper_made,
+                               updates_a_centered_copy, through_local_names_for_numpy,
+                               with_noise_of_its_shape])
 def test_updates_of_new_arrays_and_numbers_are_not_refused(f):
     # each was refused as an update of another name's memory (found by review)
     check(f, np.array([0.3, 0.5, -0.2]), wrt=(0,))

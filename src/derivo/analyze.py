@@ -46,9 +46,9 @@ from . import checkpoints, rules
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .outline import Loop
-from .parse import parameter_names, parse
+from .parse import MISSING, parameter_names, parse
 from .memory import (Memory, all_params, arguments, is_numpy, is_user_function,
-                     shared_sources)
+                     shared_sources, user_function)
 from .ssa import CONSUMERS, is_append, normalize
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
@@ -963,20 +963,30 @@ class Analysis:
         active = []
         for index, arg in enumerate(call.args):
             if index >= len(params):
-                raise self.parsed.error(UnsupportedSyntax, call, "too many arguments in "
-                                        "this call", "call")
+                raise self._gathered(call, callee, "*")
             if self.differentiable_names(arg) & self.active:
                 active.append(params[index])
         for kw in call.keywords:
             if kw.arg is None:
                 raise self.parsed.error(UnsupportedSyntax, call, "cannot differentiate "
                                         "'**' arguments", "**")
+            if kw.arg not in params:  # def f(**kw): its gradient would be silently zero
+                raise self._gathered(call, callee, "**")
             if self.differentiable_names(kw.value) & self.active:
                 active.append(kw.arg)
         for arg in list(call.args) + [k.value for k in call.keywords]:
             plan = self.plan_expression(arg)
             self.plans[id(arg)] = plan
         self.calls.append((stmt, callee, [p for p in params if p in active]))
+
+    def _gathered(self, call, callee, stars):
+        """The refusal of a call that gives arguments to ``callee``'s ``*args``
+        (``stars`` "*") or ``**kwargs`` ("**")."""
+        return self.parsed.error(
+            UnsupportedSyntax, call, "cannot differentiate a call of {!r} through its "
+            "{}{} parameter: name each parameter".format(
+                getattr(callee, "__name__", "?"), stars, "args" if stars == "*" else "kwargs"),
+            stars + "args")
 
     # --- saving: which assignments push, which compounds reverse -----------------
 
@@ -1326,51 +1336,104 @@ def _joined_sequence_error(parsed, node, operand):
 def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
     """The arguments of ``call`` (of ``callee``, resolved by ``parsed``) that it may
     change in place: those a user function changes (see :func:`parameter_writes`),
-    be it called as a function, as a method of a user object (``FILLER.go(a)``)
-    or as a user object (``layer(a)``); and every argument of a function derivo
-    cannot read: a parameter or a local name (``fn(a)``), or a
-    ``functools.partial`` of a user function."""
-    if isinstance(call.func, S.Name) and call.func.id in parsed.local_names and \
-            not _a_list_method(parsed, call.func.id) or \
-            isinstance(callee, functools.partial) and is_user_function(callee.func):
-        return [*call.args, *(k.value for k in call.keywords)]
-    function, bound = _user_function(callee)
+    be it called as a function, as a method of a user object (``FILLER.go(a)``),
+    as a user object (``layer(a)``), as a class or through ``functools.partial``;
+    what a function a local name was assigned changes (``zeros = np.zeros``); and
+    every argument of a function derivo cannot read (``fn(a)``, fn a parameter)."""
+    everything = [*call.args, *(k.value for k in call.keywords)]
+    if isinstance(call.func, S.Name) and call.func.id in parsed.local_names:
+        return _changed_through_a_local(parsed, call, arrays, seen)
+    if callee is MISSING or isinstance(callee, rules.Method) and \
+            not _a_known_method(callee.name):
+        return everything  # FNS[0](a), obj.go(a) of a local obj, super().go(a)
+    if any(_changes_its_arguments(parsed, argument, arrays, seen) for argument in everything):
+        return everything  # map(fill, [a]): fill is called with what map was given
+    function, given = user_function(callee)
     if function is None or function in seen:
         return []
     try:
         written = parameter_writes(function, arrays, seen)
     except DerivoError:  # no source: transforming the call reports it
         return []
-    return [argument for name, argument in arguments(call, function, bound)
+    return [argument for name, argument in arguments(call, function, given)
             if name in written]
 
 
-def _a_list_method(parsed, ident):
-    """Whether the local name ``ident`` is only ever assigned a list's ``append``
-    or ``pop`` (``push = stack.append`` in generated code), which change no argument."""
-    values = [node.value for node in S.walk(parsed.tree) if isinstance(node, S.Assign)
-              and any(isinstance(t, S.Name) and t.id == ident for t in node.targets)]
-    return bool(values) and all(isinstance(v, S.Attribute) and v.attr in ("append", "pop")
-                                for v in values)
+#: Types whose methods derivo knows: what they change is in _written_in_place
+_KNOWN_TYPES = (np.ndarray, np.generic, list, tuple, dict, set, frozenset, str, bytes, int,
+                float, complex)
 
 
-def _user_function(callee):
-    """(the user function whose source tells what ``callee`` changes, whether the
-    call gives its first parameter): the function itself; the function of a
-    bound method of a user object or class; a user class's ``__call__`` for an
-    instance of it.  (None, False) for anything else (NumPy, builtins, derivo)."""
-    if isinstance(callee, types.MethodType) and not S.is_derivo(callee.__self__):
-        function, bound = callee.__func__, True
-    elif isinstance(callee, types.FunctionType):
-        function, bound = callee, False
-    elif not isinstance(callee, type) and \
-            isinstance(getattr(type(callee), "__call__", None), types.FunctionType):
-        function, bound = type(callee).__call__, True
-    else:
-        return None, False
-    if not is_user_function(function) or rules.is_primitive(callee):
-        return None, False
-    return function, bound
+def _a_known_method(name):
+    """Whether ``name`` is a method of a value derivo knows, or NumPy's function of
+    that name (``xp.exp(x)``, ``xp`` a parameter given ``np``)."""
+    return any(hasattr(kind, name) for kind in _KNOWN_TYPES) or hasattr(np, name)
+
+
+def _changes_its_arguments(parsed, value, arrays, seen):
+    """Whether ``value``, given to a call, is a user function that changes one of
+    its arguments in place (or a function derivo cannot read)."""
+    if isinstance(value, S.gast.Lambda):
+        return True
+    if not isinstance(value, (S.Name, S.Attribute)) or \
+            isinstance(S.root_name(value), S.Name) and S.root_name(value).id in parsed.local_names:
+        return False
+    function, _ = user_function(parsed.callee_key(S.call(value)))
+    if function is None or function in seen:
+        return False
+    try:
+        return bool(parameter_writes(function, arrays, seen))
+    except DerivoError:
+        return True
+
+
+def _changed_through_a_local(parsed, call, arrays, seen):
+    """The arguments ``call`` may change, its function a local name: what each
+    value the name is assigned changes, be it a function derivo can look up
+    (``zeros = np.zeros``) or a method of a local value (``push =
+    stack.append``, which changes no argument); every argument when the name is
+    a parameter or is assigned anything else."""
+    everything = [*call.args, *(k.value for k in call.keywords)]
+    values = _values_assigned(parsed.tree, call.func.id)
+    changed = []
+    for value in values or [None]:
+        callee = parsed.callee_key(S.call(value)) \
+            if isinstance(value, (S.Name, S.Attribute)) else MISSING
+        if callee is MISSING:
+            return everything
+        if not isinstance(callee, rules.Method):
+            changed += _written_in_place(parsed, call, callee) + \
+                _arguments_changed_by(parsed, S.call(value, *call.args, keywords=call.keywords),
+                                      callee, arrays, seen)
+    return changed
+
+
+#: Where the nodes that bind names other than by ``=`` hold their targets
+_BINDS = {S.For: "target", S.gast.comprehension: "target", S.gast.withitem: "optional_vars",
+          S.gast.NamedExpr: "target", S.gast.AugAssign: "target", S.gast.AnnAssign: "target"}
+
+
+def _values_assigned(tree, ident):
+    """The values ``tree`` assigns to the name ``ident`` (``f = np.exp``, ``f, g =
+    np.exp, np.log``), with None for an assignment of another form (a loop's
+    target, unpacking a call's result, or a parameter's argument)."""
+    values = [None] if ident in all_params(tree) else []
+    for node in S.walk(tree):
+        if isinstance(node, S.Assign):
+            pairs = [(target, node.value) for target in node.targets]
+            while pairs:
+                target, value = pairs.pop()
+                if isinstance(target, S.Name) and target.id == ident:
+                    values.append(value)
+                elif isinstance(target, (S.Tuple, S.List)) and \
+                        isinstance(value, (S.Tuple, S.List)) and \
+                        len(target.elts) == len(value.elts):
+                    pairs += zip(target.elts, value.elts)
+                elif ident in S.stored_names(target):
+                    values.append(None)
+        elif ident in S.stored_names(getattr(node, _BINDS.get(type(node), "_"), None) or []):
+            values.append(None)  # for f in fs, with ... as f, f := ...
+    return values
 
 
 def parameter_writes(func, arrays, _seen=frozenset()):
@@ -1589,7 +1652,7 @@ def _numpy_out_position(function):
     return None
 
 
-def _written_in_place(parsed, call):
+def _written_in_place(parsed, call, callee=None):
     """The expressions whose object a call changes, as NumPy, ``random``,
     ``heapq`` and ``operator`` do: the first argument of ``np.copyto``, of
     ``np.add.at`` and the like, of ``heapq.heappush``, ``operator.setitem``, of a
@@ -1599,8 +1662,9 @@ def _written_in_place(parsed, call):
     of a method that changes it, inside an expression too (``r = a.sort()``); a
     ufunc's outputs given after its inputs, the ``out`` argument given by
     position (``np.cumsum(a, 0, None, a)``, ``c.clip(0, 1, a)``), and any call's
-    ``out=``."""
-    callee = parsed.callee_key(call)
+    ``out=``.  ``callee``: what the call calls, when not what its function
+    expression names (a local alias, ``cp = np.copyto``)."""
+    callee = parsed.callee_key(call) if callee is None else callee
     owner = getattr(callee, "__self__", None)
     name = callee.name if isinstance(callee, rules.Method) else getattr(callee, "__name__", None)
     # Shuffles are told by name: np.random.shuffle is a method of NumPy's RandomState,
@@ -1611,7 +1675,10 @@ def _written_in_place(parsed, call):
     written = []
     # np.add.at(x, i, v), and .at of a ufunc derivo cannot look up (op = np.add)
     at = name == "at" and (isinstance(owner, np.ufunc) or isinstance(callee, rules.Method))
-    if callee in _WRITES_INTO_FIRST_ARGUMENT or shuffles or at or \
+    # xp.copyto(y, v), xp a name for NumPy derivo cannot look up (a parameter)
+    numpy_by_name = isinstance(callee, rules.Method) and not hasattr(np.ndarray, name) and \
+        getattr(np, name, None) in _WRITES_INTO_FIRST_ARGUMENT
+    if callee in _WRITES_INTO_FIRST_ARGUMENT or shuffles or at or numpy_by_name or \
             _changes_its_object(callee):
         written += call.args[:1] or [k.value for k in call.keywords
                                      if k.arg in _FIRST_ARGUMENT_NAMES]

@@ -27,8 +27,10 @@ KIND_LABELS = {"grad": "Gradient", "value_and_grad": "Value and gradient",
 _NDARRAY = np.ndarray
 _PLAIN_REALS = frozenset({float, int})
 #: What a Derivative's entry reads besides its arguments (see entry_guard).
+_MATRIX = np.matrix
 _GUARD_GLOBALS = {"derivo_float": float, "derivo_int": int, "derivo_ndarray": _NDARRAY,
-                  "derivo_containers": frozenset({_NDARRAY, list, tuple})}
+                  "derivo_matrix": _MATRIX,
+                  "derivo_containers": frozenset({_NDARRAY, _MATRIX, list, tuple})}
 #: The names the entry adds to the generated code: its first parameter, the
 #: Derivative it is bound to, and the guard's globals.
 _ENTRY_NAMES = ("derivo_self", *_GUARD_GLOBALS)
@@ -198,6 +200,11 @@ class Derivative(metaclass=_DerivativeType):
 
     def _call_checked(self, args, kwargs):
         values = [*args, *kwargs.values()]
+        if _MATRIX in map(type, values):
+            raise DerivoError(
+                "{}: cannot differentiate with an np.matrix argument: its * is a matrix "
+                "product, which derivo's rules for * do not follow; pass np.asarray(m) and "
+                "write @ for the products".format(self.__wrapped__.__qualname__))
         # the types of each list's items, collected once at C speed for the checks
         # and the gradients' structure: this runs on every call with a list
         item_types = {id(v): _item_types(v) for v in values if type(v) in (list, tuple)}
@@ -340,11 +347,12 @@ def entry_guard(function, checked, arrays, names=None, numbers=()):
     generated for goes to ``derivo_self._call_checked(args, kwargs)``.
 
     A differentiated argument (a name in ``checked``) must be a float or an int,
-    or in array code a real array; an argument of scalar code must not be an
-    array, nor a list or a tuple unless its code reads it only as a number (a name
-    in ``numbers``): the checked call switches to array code for an array or a
-    list holding one.  ``names`` renames the names the guard reads (see
-    :func:`_entry_names`).  "" when there is nothing to check.
+    or in array code a real array; another argument of array code must not be
+    an np.matrix (the checked call refuses it); an argument of scalar code must
+    not be an array, nor a list or a tuple unless its code reads it only as a
+    number (a name in ``numbers``): the checked call switches to array code for
+    an array or a list holding one.  ``names`` renames the names the guard reads
+    (see :func:`_entry_names`).  "" when there is nothing to check.
     """
     names = dict(zip(_ENTRY_NAMES, _ENTRY_NAMES), **(names or {}))
     # x.__class__ rather than type(x): one attribute read costs less than a call,
@@ -353,8 +361,10 @@ def entry_guard(function, checked, arrays, names=None, numbers=()):
     real_array = ("({arg}.__class__ is {derivo_ndarray} and {arg}.dtype.kind in 'fiu' or "
                   + real[1:])
     not_array = "{arg}.__class__ is not {derivo_ndarray}"
-    # a list that may hold arrays takes the checked call too (to array code)
+    # a list that may hold arrays takes the checked call too (to array code), and
+    # an np.matrix, which it refuses
     not_container = "{arg}.__class__ not in {derivo_containers}"
+    not_matrix = "{arg}.__class__ is not {derivo_matrix}"
     params = list(inspect.signature(function).parameters.values())
     # parse makes positional-only parameters ordinary ones, and *args is refused
     assert all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)
@@ -362,10 +372,12 @@ def entry_guard(function, checked, arrays, names=None, numbers=()):
     for param in params:
         (keywords if param.kind == param.KEYWORD_ONLY else positional).append(param.name)
         if param.name in checked:
-            tests.append((real_array if arrays else real).format(arg=param.name, **names))
-        elif not arrays:
+            test = real_array if arrays else real
+        elif arrays:
+            test = not_matrix
+        else:
             test = not_array if param.name in numbers else not_container
-            tests.append(test.format(arg=param.name, **names))
+        tests.append(test.format(arg=param.name, **names))
     if not tests:
         return ""
     fallback = "{}._call_checked(({}{}), {{{}}})".format(

@@ -25,12 +25,14 @@ VIEWS = (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.transpose, np.swap
           np.moveaxis, np.rollaxis, np.flip, np.fliplr, np.flipud, np.rot90, np.diagonal,
           np.real, np.imag, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.asarray,
           np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.broadcast_to,
-          np.require, np.asmatrix, np.lib.stride_tricks.as_strided,
-          np.lib.stride_tricks.sliding_window_view,
-          *(getattr(np, name) for name in ("matrix_transpose",) if hasattr(np, name)))  # NumPy 2
+          np.require, np.asmatrix, np.asarray_chkfinite, np.real_if_close, np.trim_zeros,
+          np.lib.stride_tricks.as_strided, np.lib.stride_tricks.sliding_window_view,
+          *(getattr(module, "matrix_transpose") for module in (np, np.linalg)
+            if hasattr(module, "matrix_transpose")))  # NumPy 2
 
 
-VIEW_METHODS = ("reshape", "ravel", "view", "transpose", "squeeze", "swapaxes")
+VIEW_METHODS = ("reshape", "ravel", "view", "transpose", "squeeze", "swapaxes", "conj",
+                "conjugate", "__array__")
 
 
 def shared_sources(value, parsed, lists=()):
@@ -50,16 +52,31 @@ def shared_sources(value, parsed, lists=()):
         return shared_sources(value.value, parsed, lists)
     if isinstance(value, S.Call):
         callee = parsed.callee_key(value)
+        given = [*value.args, *(k.value for k in value.keywords)]
+        if _may_not_copy(value):  # np.array(y, copy=None), y.astype(t, copy=False)
+            parts = [value.func.value] if isinstance(callee, rules.Method) else []
+            return [source for part in parts + given
+                    for source in shared_sources(part, parsed, lists)]
+        if (callee is max or callee is min) and len(value.args) > 1:  # one of them
+            return [source for argument in value.args
+                    for source in shared_sources(argument, parsed, lists)]
         if isinstance(callee, rules.Method) and callee.name in VIEW_METHODS:
             return shared_sources(value.func.value, parsed, lists)
         if callee in VIEWS and value.args:
             return shared_sources(value.args[0], parsed, lists)
-        if is_user_function(callee):  # ident(y) is y; dense(W, x) returns a new array
-            returned = returned_parameters(callee)
-            return [source for name, argument in arguments(value, callee)
+        function, given = user_function(callee)
+        if function is not None:  # ident(y) is y; dense(W, x) returns a new array
+            returned = returned_parameters(function)
+            return [source for name, argument in arguments(value, function, given)
                     if returned is None or name in returned
                     for source in shared_sources(argument, parsed, lists)]
     return []
+
+
+def _may_not_copy(call):
+    """Whether ``call`` is given ``copy=`` anything but a true constant."""
+    return any(k.arg == "copy" and not (isinstance(k.value, S.Constant) and k.value.value)
+               for k in call.keywords)
 
 
 def may_share_memory(value, parsed):
@@ -78,14 +95,14 @@ def all_params(tree):
             [args.vararg, args.kwarg] if a is not None}
 
 
-def arguments(call, callee, bound=False):
+def arguments(call, callee, given=0):
     """(parameter name, argument node) for each argument of ``call`` of
-    ``callee`` (``bound``: the call gives its first parameter, as a method's
-    self).  An argument beyond the positional parameters pairs with ``*args``'
+    ``callee``, the function's first ``given`` parameters given otherwise (a
+    method's self, what a ``functools.partial`` holds).  An argument beyond the positional parameters pairs with ``*args``'
     name, a keyword without a parameter of its name with ``**kwargs``'; one
     unpacked (``*xs``, ``**kw``) pairs with every parameter it may reach."""
     code = callee.__code__
-    positional = list(code.co_varnames[bound:code.co_argcount])
+    positional = list(code.co_varnames[given:code.co_argcount])
     names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
     extra = code.co_argcount + code.co_kwonlyargcount
     varargs = code.co_varnames[extra] if code.co_flags & inspect.CO_VARARGS else None
@@ -114,6 +131,8 @@ _VIEW_LISTS = (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.bro
                *(getattr(np, name) for name in ("unstack",) if hasattr(np, name)))  # NumPy 2
 #: Builtins whose result shares no memory with their arguments
 _NEW_BUILTINS = (len, float, int, bool, abs, round, range, sum, pow, str, repr, isinstance)
+#: Attributes of an array that share none of its memory
+_METADATA = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides")
 #: Methods whose result may be what the object is or holds (the others make a new value)
 _SHARING_METHODS = {*VIEW_METHODS, "pop", "popitem", "get", "setdefault", "__getitem__",
                     "item"}
@@ -144,6 +163,8 @@ class Memory:
         """(the roots ``value`` may be, the roots it may hold)."""
         if isinstance(value, S.Name):
             return self.views.get(value.id, set()), self.holds.get(value.id, set())
+        if isinstance(value, S.Attribute) and value.attr in _METADATA:
+            return set(), set()  # x.shape: a new tuple, or a number
         if isinstance(value, (S.Subscript, S.Attribute, S.gast.Starred)):
             return self._item(self.of(value.value))
         if isinstance(value, (S.Tuple, S.List, S.gast.Set)):
@@ -162,8 +183,7 @@ class Memory:
     def _returned(self, call):
         callee = self.parsed.callee_key(call)
         given = [*call.args, *(k.value for k in call.keywords)]
-        if any(k.arg == "copy" and not (isinstance(k.value, S.Constant) and k.value.value)
-               for k in call.keywords):  # x.astype(float, copy=False) may be x
+        if _may_not_copy(call):  # x.astype(float, copy=False) may be x
             parts = [call.func.value] if isinstance(call.func, S.Attribute) else []
             return self._everything(parts + given), self._everything_held(parts + given)
         if isinstance(callee, rules.Method):
@@ -180,9 +200,11 @@ class Memory:
         if isinstance(callee, np.ufunc) or S.is_derivo(callee) or \
                 is_in(callee, _NEW_BUILTINS) or is_numpy(callee):
             return set(), set()
-        returned = returned_parameters(callee) if is_user_function(callee) else None
+        function, offset = user_function(callee)
+        returned = returned_parameters(function) if function is not None else None
         if returned is not None:  # dense(W, x) returns np.tanh(x @ W): nothing of W
-            given = [argument for name, argument in arguments(call, callee) if name in returned]
+            given = [argument for name, argument in arguments(call, function, offset)
+                     if name in returned]
             return self._everything(given), self._everything_held(given)
         everything = self._everything(given + [call.func])
         return everything, self._everything_held(given)
@@ -242,6 +264,30 @@ class Memory:
             return self._bind(root, set(), views | holds)
         return False
 
+    def returned_in_order(self, body):
+        """The roots what ``body`` returns may be or hold, reading its statements
+        in order from what was bound so far, where a name assigned anew no longer
+        shares what it did (``v = v - np.mean(v)``); None when a branch, a loop or
+        another statement comes first, which the order-free reading must answer."""
+        for stmt in body:
+            if isinstance(stmt, S.Return):
+                views, holds = self.of(stmt.value) if stmt.value is not None else ((), ())
+                return set(views) | set(holds)
+            if any(isinstance(node, S.gast.NamedExpr) for node in S.walk(stmt)):
+                return None
+            if isinstance(stmt, S.Assign):
+                views, holds = self.of(stmt.value)
+                for target in stmt.targets:
+                    if isinstance(target, S.Name):
+                        self.views[target.id], self.holds[target.id] = set(views), set(holds)
+                    else:
+                        self._bind(target, views, holds)
+            elif isinstance(stmt, S.gast.AugAssign):
+                self._bind(stmt.target, *self._added(stmt.target, stmt.value))
+            elif not isinstance(stmt, (S.Expr, S.Pass)):
+                return None
+        return set()  # it returns None
+
     def changed_by(self, changed, deep=False):
         """The roots a change of what the expression ``changed`` is may change,
         or, ``deep``, of what it is or holds."""
@@ -268,6 +314,9 @@ def returned_parameters(func):
     try:
         parsed = parse(func)
         params = all_params(parsed.tree)
+        returned = Memory(parsed, [], params).returned_in_order(parsed.tree.body)
+        if returned is not None:  # v = v - np.mean(v); return v: a new array
+            return returned
         memory = Memory(parsed, parsed.tree, params)
         returned = set()
         for node in S.walk(parsed.tree):
@@ -293,6 +342,29 @@ def is_user_function(callee):
     """Whether ``callee`` is a Python function of the user's, which derivo reads."""
     return isinstance(callee, types.FunctionType) and not rules.is_primitive(callee) and \
         not S.is_derivo(callee) and not in_the_standard_library(callee)
+
+
+def user_function(callee):
+    """(the user function that runs when ``callee`` is called, how many of its
+    first parameters the call does not give): a user function itself (0); the
+    function of a bound method of a user object or class (1, self); a user
+    class's ``__init__`` (1) or, for an instance, its ``__call__`` (1); what a
+    ``functools.partial`` calls (and as many more as the partial gives).
+    (None, 0) for anything else: NumPy, builtins, Python's own, derivo."""
+    if isinstance(callee, functools.partial):
+        function, given = user_function(callee.func)
+        return (function, given + len(callee.args)) if function is not None else (None, 0)
+    if isinstance(callee, types.MethodType) and not S.is_derivo(callee.__self__):
+        function, given = callee.__func__, 1
+    elif isinstance(callee, type):
+        function, given = getattr(callee, "__init__", None), 1
+    elif isinstance(callee, types.FunctionType):
+        function, given = callee, 0
+    else:
+        function, given = getattr(type(callee), "__call__", None), 1
+    if not is_user_function(function) or rules.is_primitive(callee):
+        return None, 0
+    return function, given
 
 
 _STANDARD_LIBRARY = os.path.join(os.path.dirname(os.__file__), "")

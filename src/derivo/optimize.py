@@ -11,8 +11,8 @@
   statement, and removes assignments and emptied loops nobody reads
   (dead-code elimination by backward liveness), such as the primal result when
   only the gradient is returned, or a running sum the adjoint never looks at.
-  In array code it finishes a product in the array its first factors made
-  (``bt1 = bs1 / (1 + t4)``, then ``bt1 *= t4``).
+  In array code it finishes an adjoint's product in the array its first
+  factors made (``bt1 = bs1 / (1 + t4)``, then ``bt1 *= t4``).
 
 Multiplications by zero are never folded: ``0 * inf`` is ``nan``, and the
 generated code must propagate NaN and inf exactly like the user's function.
@@ -158,7 +158,7 @@ def simplify(expression):
     return _Simplify().visit(_FoldTests().visit(expression))
 
 
-def optimize(function, shape_readers=(), spreaders=(), arrays=False, numbers=()):
+def optimize(function, shape_readers=(), spreaders=(), in_place=()):
     """Fold seeds, drop copies and recomputations between names assigned once,
     let calls of ``shape_readers`` (names of helpers that read their second
     argument only for its shape) read a shape from where it came from, multiply
@@ -166,8 +166,9 @@ def optimize(function, shape_readers=(), spreaders=(), arrays=False, numbers=())
     spread over an array of the other factor's shape, merge an
     adjoint's first two contributions, then remove assignments whose value
     nothing reads, unless marked ``effects`` (a pop, or a call derivo cannot see
-    into).  In array code (``arrays``), update fresh arrays in place, except
-    where every name read is in ``numbers`` (names surely holding a number)."""
+    into).  Finish a product in the new array its first factors made where it
+    is assigned to one of ``in_place`` (in array code, the adjoints of values
+    that may be arrays)."""
     _fold_seeds(function)
     _drop_copies(function)
     _read_through_copies_in_blocks(function)
@@ -187,8 +188,7 @@ def optimize(function, shape_readers=(), spreaders=(), arrays=False, numbers=())
     dead.block(function.body, set())
     dead.remove = True
     dead.block(function.body, set())
-    if arrays:
-        _finish_in_place(function, set(numbers))
+    _finish_in_place(function, set(in_place))
     return function
 
 
@@ -509,10 +509,11 @@ def _store_where_computed(function):
 _ELEMENTWISE = (S.Add, S.Sub, S.Mult, S.Div, S.Pow)
 
 
-def _finish_in_place(function, numbers):
+def _finish_in_place(function, names):
     """``bt1 = bs1 / (1 + t4) * t4`` becomes ``bt1 = bs1 / (1 + t4)`` then
     ``bt1 *= t4``: the last product goes into the array the division made, as a
-    person writes it, instead of into one more array of that size.
+    person writes it, instead of into one more array of that size.  Only for
+    the ``names`` given, adjoints: the user's own statements keep their form.
 
     The last factor (t4) is a name, not bt1, that the first factors read
     through element-wise operators alone.  So it took part in making their
@@ -529,8 +530,8 @@ def _finish_in_place(function, numbers):
             name = S.single_target(stmt)
             value = stmt.value if name else None
             if isinstance(value, S.BinOp) and isinstance(value.op, (S.Add, S.Sub, S.Mult)) and \
-                    isinstance(value.right, S.Name) and value.right.id != name and \
-                    _made_with(value.left, value.right.id) and not _reads(value) <= numbers:
+                    name in names and isinstance(value.right, S.Name) and \
+                    value.right.id != name and _made_with(value.left, value.right.id):
                 update = S.AugAssign(target=S.store(name), op=value.op, value=value.right)
                 stmt.value = value.left
                 statements.insert(index + 1, update)

@@ -136,9 +136,9 @@ class Sweep:
         # (a VJP's seed may have any shape: expand's array checks it)
         spreaders = {name for name, obj in namespace.items()
                      if obj is runtime.expand and self.kind != "vjp"}
-        numbers = self.analysis.scalars | {self.adjoints[name] for name in self.analysis.scalars
-                                           if name in self.adjoints}
-        return optimize.optimize(function, shape_readers, spreaders, self.arrays, numbers)
+        in_place = {adjoint for name, adjoint in self.adjoints.items()
+                    if name not in self.analysis.scalars} if self.arrays else ()
+        return optimize.optimize(function, shape_readers, spreaders, in_place)
 
     def add_items_in_place(self, function):
         """``bX[i] += g`` for ``bX = add_at(bX, g, X, i)`` where add_at's checks

@@ -989,11 +989,13 @@ def mark_aliased_updates(tree, parsed):
     it (``stmt.aliased_update`` names x).
 
     An item (``y = x[0]``) is a row of an array but a number of a list or a
-    tuple, which array code cannot tell apart: only x itself counts for it, not
-    what else x shares memory with (``x = pair``, a tuple of numbers, in code
-    derivo generated)."""
+    tuple, which array code cannot tell apart: only x itself counts for it, and
+    what x holds when it is a list or tuple display (``x = [a, b]``), not what
+    else x shares memory with (``x = pair``, a tuple of numbers, in code derivo
+    generated)."""
     views = collections.defaultdict(set)  # name -> names it is a view of, or that view it
     items = {}                            # name -> the name it was assigned an item of
+    held = {}                             # name -> the names a list or tuple display holds
     for stmt in S.walk(tree):
         if isinstance(stmt, S.For) and isinstance(stmt.target, S.Name):
             base = S.root_name(stmt.iter)  # for row in X: a row of an array is a view
@@ -1003,6 +1005,10 @@ def mark_aliased_updates(tree, parsed):
         if not (isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)):
             continue
         target, value = stmt.targets[0].id, stmt.value
+        if isinstance(value, (S.List, S.Tuple)):  # ys = [a, x]: ys[0] is a
+            held.setdefault(target, set()).update(
+                element.id for element in value.elts if isinstance(element, S.Name))
+            continue
         if isinstance(value, S.Subscript) and not _is_slicing(value.slice):
             base = S.root_name(value)
             if base is not None:
@@ -1028,7 +1034,8 @@ def mark_aliased_updates(tree, parsed):
                     for other in views[pending.pop()] - sharing:
                         sharing.add(other)
                         pending.append(other)
-                sharing |= {items[name] for name in sharing if name in items}
+                bases = {items[name] for name in sharing if name in items}
+                sharing |= bases | {name for base in bases for name in held.get(base, ())}
             read = sorted({name for line, name in loads if name in sharing - {updated} and (
                 line > stmt.lineno or any(first <= line <= last for first, last in later))})
             if read:
