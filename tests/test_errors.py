@@ -1191,8 +1191,24 @@ def updates_the_larger(x):
     return np.sum(a * x)
 
 
+def grown_through_a_name_for_append(x):
+    hs = []
+    push = hs.append
+    push(x * 2.0)
+    return np.sum(hs[0] * x) + len(hs)
+
+
+def filled_through_a_name_for_fill(x):
+    a = x * 2.0
+    fill_a = a.fill
+    fill_a(1.0)
+    return np.sum(a * x)
+
+
 @pytest.mark.parametrize("f, marker, word", [
     (updates_what_a_helper_returned, "new += 1.0", "updated in place"),
+    (grown_through_a_name_for_append, "push(x * 2.0)", "in place"),
+    (filled_through_a_name_for_fill, "fill_a(1.0)", "in place"),
     (filled_by_a_local_object, "obj.go(a)", "in place"),
     (filled_through_super, "SUB.go_too(a)", "in place"),
     (filled_by_a_partial_of_a_method, "GO_LATER(a)", "in place"),
@@ -1515,3 +1531,24 @@ def test_a_call_through_kwargs_is_refused():
     # the gradient was silently zero: the arguments reached no parameter of that name
     err = refusal(keywords_gathered, np.array([0.3, -0.5]))
     assert_points_at(err, line_of(keywords_gathered, "total_of_keywords(a=x"), "**kwargs")
+
+
+ACTIVATIONS = {"tanh": np.tanh}
+
+
+def activated(x, kind="tanh"):
+    act = ACTIVATIONS[kind]
+    return np.sum(act(x))
+
+
+def activated_by_a_module_parameter(x, xp=np):
+    return xp.linalg.norm(x)
+
+
+@pytest.mark.parametrize("f, marker", [
+    (activated, "act(x)"), (activated_by_a_module_parameter, "xp.linalg.norm(x)")])
+def test_a_function_derivo_cannot_look_up_needs_a_rule(f, marker):
+    # differentiated through: no rule, not "it may change x in place" (a copy would not help)
+    err = refusal(f, np.array([0.3, -0.5]))
+    assert isinstance(err, derivo.NoDerivativeRule)
+    assert_points_at(err, line_of(f, marker), "no derivative rule")

@@ -330,14 +330,73 @@ def with_noise_of_its_shape(x):
     return np.sum(x * x) + np.sum(noise)
 
 
+def rollout(h, W, n):
+    hs = []
+    for _ in range(n):
+        h = np.tanh(h * W)
+        hs.append(h)  # a method of a local list, in a helper derivo does not paste
+    return np.stack(hs)
+
+
+def rolled_out(x):
+    return np.sum(rollout(x, 0.5, 3) ** 2)
+
+
+def linear_or_tanh(z, kind):
+    if kind == "linear":
+        return z
+    return np.tanh(z)
+
+
+def damped_recurrence(x):
+    h = x * 1.0
+    for t in range(3):
+        h = linear_or_tanh(h * 0.5 + t, "tanh")  # may return its argument, made anew
+        h *= 0.9                                # each trip before it is read
+    return np.sum(h ** 2)
+
+
+def doubled_scale(x):
+    scale = max(np.max(np.abs(x)), 1e-8)  # a number, which no update changes in place
+    scale *= 2.0
+    return np.sum(x * x) * scale
+
+
+def with_noise_of_a_given_generator(x, rng=np.random.default_rng(0), sigma=0.1):
+    noise = rng.normal(scale=sigma, size=x.shape)  # sigma is a number
+    return np.sum((x + noise) ** 2)
+
+
 @pytest.mark.parametrize("f", [residual_steps, tail_of_an_updated_array, converged_sum,
                                integrated, reads_a_squared_copy, momentum_descent,
                                recurrence_through_a_helper, updates_what_a_helper_made,
                                updates_a_centered_copy, through_local_names_for_numpy,
-                               with_noise_of_its_shape])
+                               with_noise_of_its_shape, rolled_out, damped_recurrence,
+                               doubled_scale])
 def test_updates_of_new_arrays_and_numbers_are_not_refused(f):
     # each was refused as an update of another name's memory (found by review)
     check(f, np.array([0.3, 0.5, -0.2]), wrt=(0,))
+
+
+def test_noise_from_a_given_generator_is_not_refused():
+    # the same noise both ways: the generator is made again for each evaluation
+    x = np.array([0.3, 0.5, -0.2])
+    got = derivo.grad(with_noise_of_a_given_generator)(x, np.random.default_rng(3))
+    noise = np.random.default_rng(3).normal(scale=0.1, size=3)
+    np.testing.assert_allclose(got, 2 * (x + noise), rtol=1e-12)
+
+
+def loss_with_a_callback(x, y, callback=None):
+    loss = x * x + y
+    if callback is not None:
+        callback(loss)  # a number: nothing can change it in place
+    return loss
+
+
+def test_a_number_given_to_a_callback_is_not_refused():
+    seen = []
+    assert derivo.grad(loss_with_a_callback)(3.0, 1.0, seen.append) == 6.0
+    assert seen == [10.0]
 
 
 def test_the_callers_array_is_not_written():

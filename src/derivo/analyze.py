@@ -46,7 +46,7 @@ from . import checkpoints, rules
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .outline import Loop
-from .parse import MISSING, parameter_names, parse
+from .parse import GENERATED_PREFIX, MISSING, parameter_names, parse
 from .memory import (Memory, all_params, arguments, is_numpy, is_user_function,
                      shared_sources, user_function)
 from .ssa import CONSUMERS, is_append, normalize
@@ -275,11 +275,13 @@ class Analysis:
         return None
 
     def compute_activity(self):
-        """Which names are active (vary with ``wrt`` and reach a result); a loop
-        over an active value is rewritten to index it, and activity recomputed."""
+        """Which names are active (vary with ``wrt`` and reach a result), and which
+        surely hold numbers; a loop over an active value is rewritten to index it,
+        and activity recomputed."""
         self._propagate_activity()
         if self.index_loops_over_values():
             self._propagate_activity()
+        self.compute_scalars()  # (a number is never changed in place)
         self._refuse_dicts_and_sets()
         self._refuse_hidden_writes()
         self._refuse_differentiated_method_options()
@@ -345,6 +347,13 @@ class Analysis:
                         items.add(stmt.targets[0].id)
                 self._refuse_writes_into_items(loop.body, items)
         memory = None
+        dropped = _dropped_calls(self.normalized.tree)
+        # calls whose results are differentiated: one derivo cannot read is refused
+        # as such when its derivative is planned (not for what it may change)
+        differentiated = {id(node) for stmt in S.walk(self.normalized.tree)
+                          if isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & self.active
+                          for node in S.walk(stmt.value) if isinstance(node, S.Call)
+                          and self.differentiable_names(node) & self.active}
         for node in S.walk(self.normalized.tree):
             changed = []  # expressions whose object the call changes
             if isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
@@ -353,24 +362,34 @@ class Analysis:
                 if root is not None and root.id in local:
                     changed.append(node.value.func.value)
             # a helper may change what it is given or what that holds (for p in ps: p *= 2)
-            handed = self._arguments_a_helper_changes(node) if isinstance(node, S.Call) else []
+            handed = self._arguments_a_helper_changes(node, id(node) in dropped) \
+                if isinstance(node, S.Call) and not (
+                    id(node) in differentiated and _unreadable(self.parsed.callee_key(node))) \
+                else []
             if isinstance(node, S.Call):
                 changed += _written_in_place(self.parsed, node)
             if (changed or handed) and memory is None:
                 memory = Memory(self.parsed, self.normalized.tree, local)
             # (a change that involves nothing differentiated, keys.sort(), is harmless)
             for expression, deep in [(e, False) for e in changed] + [(e, True) for e in handed]:
+                if self.is_scalar(expression):
+                    continue  # a number is never changed in place: callback(loss)
                 roots = memory.changed_by(expression, deep)
                 names = (roots | memory.sharing(roots)) & local  # w = xs; w.reverse()
                 if names & self.useful and (names | _names(node)) & self.varied:
                     raise self._change_in_place(node, expression, names & self.useful)
+
+    @functools.cached_property
+    def _user_names(self):
+        """The names the user's function assigns or takes (not ssa's temporaries)."""
+        return S.stored_names(self.parsed.tree) | set(tree_params(self.parsed.tree))
 
     def _change_in_place(self, node, expression, names):
         """The refusal of ``node``, which changes ``expression`` and so ``names``,
         in the user's words: ssa's temporaries (``h(t1)`` for ``h(x * 2.0)``)
         give way to the source line, and are not named."""
         line = self.parsed.source_line(getattr(node, "lineno", None))
-        user_names = S.stored_names(self.parsed.tree) | set(tree_params(self.parsed.tree))
+        user_names = self._user_names
         call, changed = S.expr_source(getattr(node, "value", node)), S.expr_source(expression)
         others = sorted(names & user_names - {changed})
         return self.parsed.error(
@@ -383,12 +402,12 @@ class Analysis:
                 if others else ""),
             "change in place")
 
-    def _arguments_a_helper_changes(self, call):
+    def _arguments_a_helper_changes(self, call, dropped):
         """The arguments given to a user function for the parameters it changes in
         place (``setfirst(y, v)`` with ``def setfirst(y, v): y[0] = v``), and all
         those given to a function derivo cannot read (see :func:`_arguments_changed_by`)."""
         callee = getattr(call, "user_function", None) or self.parsed.callee_key(call)
-        return _arguments_changed_by(self.parsed, call, callee, self.arrays)
+        return _arguments_changed_by(self.parsed, call, callee, self.arrays, dropped=dropped)
 
     def _refuse_dicts_and_sets(self):
         """Refuse a dict or set of differentiated values that reaches a result:
@@ -722,6 +741,8 @@ class Analysis:
             return isinstance(node.value, (int, float))
         if isinstance(node, S.Name):
             return node.id in self.scalars
+        if isinstance(node, (S.BinOp, S.UnaryOp)) and not self.arrays:
+            return True  # scalar code's arithmetic is of numbers (it refuses xs + ys)
         if isinstance(node, S.BinOp):
             return self.is_scalar(node.left) and self.is_scalar(node.right)
         if isinstance(node, S.UnaryOp):
@@ -734,6 +755,8 @@ class Analysis:
             callee = self.parsed.callee_key(node)
             if getattr(callee, "__module__", None) == "math" or callee in (len, float, int):
                 return True
+            if callee in (max, min, abs) and node.args and not node.keywords:
+                return all(self.is_scalar(arg) for arg in node.args)
             if isinstance(callee, rules.Method):  # x.sum()
                 return callee.name in ("sum", "mean", "max", "min", "prod") and \
                     not node.args and not node.keywords
@@ -942,11 +965,15 @@ class Analysis:
                         "updates its argument {0!r} in place (+= and the like), which NumPy "
                         "does and derivo does not follow; give it a copy ({0}.copy())".format(
                             name), "aliased update")
+                other = stmt.aliased_update
+                if other not in self._user_names:  # ssa's t1 for h(x * 2.0)
+                    other = "what it was made from on its line"
                 raise self.parsed.error(
                     UnsupportedSyntax, stmt, "cannot differentiate {0!r} updated in place: "
-                    "it is another name for {1!r}, which NumPy would update too; write "
-                    "{0} = {0} + ... on a copy ({0} = {1}.copy())".format(
-                        name, stmt.aliased_update), "aliased update")
+                    "it may be another name for {1}, which NumPy would update too; write "
+                    "{0} = {0} + ... instead (or {0} = {0}.copy() first)".format(
+                        name, repr(other) if other == stmt.aliased_update else other),
+                    "aliased update")
             target = stmt.targets[0]
             if is_item_write(stmt) or not set(assigned_names(stmt)) & self.active:
                 continue
@@ -1333,18 +1360,27 @@ def _joined_sequence_error(parsed, node, operand):
             S.expr_source(node), text), "list arithmetic")
 
 
-def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
+def _dropped_calls(tree):
+    """The ids of the calls ``tree`` makes as statements, their results dropped:
+    made for what they do, not for what they return."""
+    return {id(stmt.value) for stmt in S.walk(tree)
+            if isinstance(stmt, S.Expr) and isinstance(stmt.value, S.Call)}
+
+
+def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset(), dropped=False):
     """The arguments of ``call`` (of ``callee``, resolved by ``parsed``) that it may
     change in place: those a user function changes (see :func:`parameter_writes`),
     be it called as a function, as a method of a user object (``FILLER.go(a)``),
     as a user object (``layer(a)``), as a class or through ``functools.partial``;
     what a function a local name was assigned changes (``zeros = np.zeros``); and
-    every argument of a function derivo cannot read (``fn(a)``, fn a parameter)."""
+    every argument of a function derivo cannot read (``fn(a)``, fn a parameter),
+    or of a method it does not know whose result the call drops (``dropped``:
+    ``obj.go(a)`` is made for what it does; ``rng.normal(size=a.shape)`` for its
+    result)."""
     everything = [*call.args, *(k.value for k in call.keywords)]
     if isinstance(call.func, S.Name) and call.func.id in parsed.local_names:
-        return _changed_through_a_local(parsed, call, arrays, seen)
-    if callee is MISSING or isinstance(callee, rules.Method) and \
-            not _a_known_method(callee.name):
+        return _changed_through_a_local(parsed, call, arrays, seen, dropped)
+    if callee is MISSING or dropped and _unreadable(callee):
         return everything  # FNS[0](a), obj.go(a) of a local obj, super().go(a)
     if any(_changes_its_arguments(parsed, argument, arrays, seen) for argument in everything):
         return everything  # map(fill, [a]): fill is called with what map was given
@@ -1362,6 +1398,12 @@ def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
 #: Types whose methods derivo knows: what they change is in _written_in_place
 _KNOWN_TYPES = (np.ndarray, np.generic, list, tuple, dict, set, frozenset, str, bytes, int,
                 float, complex)
+
+
+def _unreadable(callee):
+    """Whether derivo can neither look ``callee`` up nor knows it as a method."""
+    return callee is MISSING or isinstance(callee, rules.Method) and \
+        not _a_known_method(callee.name)
 
 
 def _a_known_method(name):
@@ -1387,12 +1429,12 @@ def _changes_its_arguments(parsed, value, arrays, seen):
         return True
 
 
-def _changed_through_a_local(parsed, call, arrays, seen):
+def _changed_through_a_local(parsed, call, arrays, seen, dropped):
     """The arguments ``call`` may change, its function a local name: what each
     value the name is assigned changes, be it a function derivo can look up
-    (``zeros = np.zeros``) or a method of a local value (``push =
-    stack.append``, which changes no argument); every argument when the name is
-    a parameter or is assigned anything else."""
+    (``zeros = np.zeros``) or a method of a local value (``fill = y.fill``,
+    which changes y); every argument when the name is a parameter or is
+    assigned anything else."""
     everything = [*call.args, *(k.value for k in call.keywords)]
     values = _values_assigned(parsed.tree, call.func.id)
     changed = []
@@ -1401,10 +1443,15 @@ def _changed_through_a_local(parsed, call, arrays, seen):
             if isinstance(value, (S.Name, S.Attribute)) else MISSING
         if callee is MISSING:
             return everything
-        if not isinstance(callee, rules.Method):
+        if isinstance(callee, rules.Method):
+            # fill = y.fill; fill(1.0) changes y, push = hs.append; push(h) grows hs
+            # (derivo's own push = stack.append, in code it generated, is followed)
+            if callee.name in _MUTATORS and not parsed.filename.startswith(GENERATED_PREFIX):
+                changed.append(value.value)
+        else:
             changed += _written_in_place(parsed, call, callee) + \
                 _arguments_changed_by(parsed, S.call(value, *call.args, keywords=call.keywords),
-                                      callee, arrays, seen)
+                                      callee, arrays, seen, dropped)
     return changed
 
 
@@ -1449,6 +1496,7 @@ def parameter_writes(func, arrays, _seen=frozenset()):
     params = all_params(tree)
     changed = []  # expressions whose object the function changes
     handed = []   # ... given to helpers that change them or what they hold
+    dropped = _dropped_calls(tree)
     for node in S.walk(tree):
         if isinstance(node, (S.Assign, S.gast.AugAssign, S.gast.Delete)):
             for target in _flattened(getattr(node, "targets", None) or [node.target]):
@@ -1462,8 +1510,8 @@ def parameter_writes(func, arrays, _seen=frozenset()):
         if not isinstance(node, S.Call):
             continue
         changed += _written_in_place(parsed, node)
-        handed += _arguments_changed_by(parsed, node, parsed.resolve_callee(node), arrays,
-                                        _seen | {func})
+        handed += _arguments_changed_by(parsed, node, parsed.callee_key(node), arrays,
+                                        _seen | {func}, id(node) in dropped)
     memory = Memory(parsed, tree, params)
     return {root for expression in changed for root in memory.changed_by(expression)} | {
         root for expression in handed for root in memory.changed_by(expression, deep=True)}
@@ -1586,7 +1634,6 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     """Run all analyses of ``normalized`` for differentiation w.r.t. ``wrt`` names."""
     analysis = Analysis(normalized, wrt, arrays, loops)
     analysis.compute_activity()
-    analysis.compute_scalars()
     analysis.compute_lists()
     analysis.compute_read_item_by_item()
     analysis.refuse_shared_writes()

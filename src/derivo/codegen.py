@@ -17,6 +17,7 @@ import numpy as np
 
 from . import syntax as S
 from .errors import DerivoError
+from .parse import GENERATED_PREFIX
 
 _FILE_COUNTER = [0]
 
@@ -31,9 +32,6 @@ def render(functions, comments):
                         or field == "body" and block == []:
                     block.append(S.Pass())  # a block of comments alone is no block
     return "\n\n".join(S.to_source(f, comments).rstrip() + "\n" for f in functions)
-
-
-GENERATED_PREFIX = "<derivo generated "  # the start of a generated module's file name
 
 
 def file_label(filename):

@@ -692,7 +692,6 @@ def analyze_forward(normalized, wrt, arrays=False):
     (no saving analysis: nothing is saved)."""
     analysis = Analysis(normalized, wrt, arrays)
     analysis.compute_activity()
-    analysis.compute_scalars()
     analysis.compute_lists()
     analysis.plan_statements()
     return analysis

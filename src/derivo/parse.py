@@ -15,6 +15,8 @@ from .rules import Method
 from .errors import SourceUnavailable, UnsupportedSyntax
 
 MISSING = object()
+#: The start of the file name of a module derivo generated (see codegen)
+GENERATED_PREFIX = "<derivo generated "
 
 
 @dataclass

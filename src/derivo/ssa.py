@@ -1020,12 +1020,13 @@ def mark_aliased_updates(tree, parsed):
     loads = [(n.lineno, n.id) for n in S.walk(tree) if isinstance(n, S.Name)
              and isinstance(n.ctx, S.Load) and hasattr(n, "lineno")]
     # the lines of each loop: a read above the update in its loop comes after it too
-    loops = [_lines_of(loop) for loop in S.walk(tree) if isinstance(loop, (S.For, S.While))]
+    loops = [(*_lines_of(loop), _assigned_before_read(loop)) for loop in S.walk(tree)
+             if isinstance(loop, (S.For, S.While))]
     for block in S.blocks(tree):
         for index, stmt in enumerate(block):
             if not getattr(stmt, "augmented", False) or getattr(stmt, "inlined", False):
                 continue
-            later = [(first, last) for first, last in loops if first <= stmt.lineno <= last]
+            later = [loop for loop in loops if loop[0] <= stmt.lineno <= loop[1]]
             updated = stmt.value.left.id  # y1 = y + e: y is the one updated
             sharing = _fresh_before(block[:index], updated, parsed)
             if sharing is None:  # not assigned a new value just before: what it may share
@@ -1036,8 +1037,11 @@ def mark_aliased_updates(tree, parsed):
                         pending.append(other)
                 bases = {items[name] for name in sharing if name in items}
                 sharing |= bases | {name for base in bases for name in held.get(base, ())}
+            # a read in the loop counts (the next trip comes after the update), unless
+            # each trip assigns the name before reading it
             read = sorted({name for line, name in loads if name in sharing - {updated} and (
-                line > stmt.lineno or any(first <= line <= last for first, last in later))})
+                line > stmt.lineno or any(first <= line <= last and name not in fresh
+                                          for first, last, fresh in later))})
             if read:
                 stmt.aliased_update = read[0]
 
@@ -1082,6 +1086,19 @@ def _makes_a_new_array(value, parsed):
         callee == rules.Method("copy") or not isinstance(callee, rules.Method) and \
         (getattr(callee, "__module__", None) or "").partition(".")[0] == "numpy" and \
         not any(callee is view for view in VIEWS)
+
+
+def _assigned_before_read(loop):
+    """Names every trip of ``loop`` assigns, in its own block, before it reads
+    them (and a ``for`` loop's target): a trip reads the value it assigned."""
+    assigned = set(S.stored_names(loop.target)) if isinstance(loop, S.For) else set()
+    read = set()
+    for stmt in loop.body:
+        read |= {n.id for n in S.walk(stmt) if isinstance(n, S.Name) and
+                 isinstance(n.ctx, S.Load)} - assigned
+        if isinstance(stmt, S.Assign):
+            assigned |= S.stored_names(stmt.targets) - read
+    return assigned
 
 
 def _lines_of(node):

@@ -16,7 +16,7 @@ from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
 from .forward import forward
 from .names import Namer
-from .parse import MISSING, Outlined, parse
+from .parse import GENERATED_PREFIX, MISSING, Outlined, parse
 from .inline import inline_calls
 from .outline import outline_loops
 from .reverse import reverse
@@ -289,7 +289,7 @@ class Build:
 def is_generated(func):
     """Whether ``func`` is code derivo generated (and compiled)."""
     code = getattr(func, "__code__", None)
-    return code is not None and code.co_filename.startswith(codegen.GENERATED_PREFIX)
+    return code is not None and code.co_filename.startswith(GENERATED_PREFIX)
 
 
 def uses_numpy(func, seen=None):
