@@ -1205,8 +1205,33 @@ def filled_through_a_name_for_fill(x):
     return np.sum(a * x)
 
 
+def updated_while_the_next_trip_reads_it(x):
+    a = x * 2.0
+    s = 0.0
+    for _ in range(3):
+        n = a  # each trip assigns n first, but from a, which the update changes
+        s = s + np.sum(n * x)
+        y = a
+        y += 1.0
+    return s
+
+
+def updated_while_the_loop_test_reads_it(x):
+    a = x * 2.0
+    n = a
+    k = 0
+    while np.sum(n) < 20.0 and k < 3:  # reads n before each trip
+        n = a
+        y = n
+        y += 10.0
+        k += 1
+    return k * np.sum(x * x)
+
+
 @pytest.mark.parametrize("f, marker, word", [
     (updates_what_a_helper_returned, "new += 1.0", "updated in place"),
+    (updated_while_the_next_trip_reads_it, "y += 1.0", "updated in place"),
+    (updated_while_the_loop_test_reads_it, "y += 10.0", "updated in place"),
     (grown_through_a_name_for_append, "push(x * 2.0)", "in place"),
     (filled_through_a_name_for_fill, "fill_a(1.0)", "in place"),
     (filled_by_a_local_object, "obj.go(a)", "in place"),

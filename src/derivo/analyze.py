@@ -380,6 +380,33 @@ class Analysis:
                     raise self._change_in_place(node, expression, names & self.useful)
 
     @functools.cached_property
+    def _influential(self):
+        """Names whose values may change a result, through any operation (a
+        comparison, ``int``) or a branch or a loop they decide: the names the
+        results and the tests read, and what those read, back to the parameters."""
+        tree = self.normalized.tree
+        influential = set(self.normalized.results)
+        edges = []
+        for node in S.walk(tree):
+            if isinstance(node, (S.If, S.While)):
+                influential |= _names(node.test)
+            elif isinstance(node, S.For):
+                edges.append((S.stored_names(node.target), _names(node.iter)))
+            elif isinstance(node, S.Assign):
+                edges.append((set(assigned_names(node)), _names(node.value) | (
+                    _names(node.targets[0]) if is_item_write(node) else set())))
+            elif is_append(node):
+                edges.append(({node.value.func.value.id}, _names(node.value)))
+        grew = True
+        while grew:
+            grew = False
+            for targets, sources in edges:
+                if targets & influential and not sources <= influential:
+                    influential |= sources
+                    grew = True
+        return influential
+
+    @functools.cached_property
     def _user_names(self):
         """The names the user's function assigns or takes (not ssa's temporaries)."""
         return S.stored_names(self.parsed.tree) | set(tree_params(self.parsed.tree))
@@ -956,7 +983,7 @@ class Analysis:
                 continue
             # (a number is never changed in place: prev = loss; loss += e leaves prev)
             if self.arrays and getattr(stmt, "aliased_update", None) and (
-                    set(assigned_names(stmt)) & self.active or stmt.aliased_update in self.active) \
+                    {*assigned_names(stmt), stmt.aliased_update} & self._influential) \
                     and stmt.value.left.id not in self.scalars:
                 name = stmt.value.left.id
                 if name == stmt.aliased_update:  # a helper's v += e, pasted here (see inline)

@@ -1090,9 +1090,11 @@ def _makes_a_new_array(value, parsed):
 
 def _assigned_before_read(loop):
     """Names every trip of ``loop`` assigns, in its own block, before it reads
-    them (and a ``for`` loop's target): a trip reads the value it assigned."""
+    them (and a ``for`` loop's target): a trip reads the value it assigned.  A
+    ``while`` loop's test reads before every trip."""
     assigned = set(S.stored_names(loop.target)) if isinstance(loop, S.For) else set()
-    read = set()
+    read = set() if isinstance(loop, S.For) else {
+        n.id for n in S.walk(loop.test) if isinstance(n, S.Name)}
     for stmt in loop.body:
         read |= {n.id for n in S.walk(stmt) if isinstance(n, S.Name) and
                  isinstance(n.ctx, S.Load)} - assigned
