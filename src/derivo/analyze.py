@@ -45,10 +45,10 @@ import numpy as np
 from . import checkpoints, rules
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
-from .outline import Loop
-from .parse import GENERATED_PREFIX, MISSING, parameter_names, parse
 from .memory import (Memory, all_params, arguments, is_numpy, is_user_function,
                      shared_sources, user_function)
+from .outline import Loop
+from .parse import GENERATED_PREFIX, MISSING, parameter_names, parse
 from .ssa import CONSUMERS, is_append, normalize
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)

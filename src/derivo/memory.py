@@ -98,9 +98,10 @@ def all_params(tree):
 def arguments(call, callee, given=0):
     """(parameter name, argument node) for each argument of ``call`` of
     ``callee``, the function's first ``given`` parameters given otherwise (a
-    method's self, what a ``functools.partial`` holds).  An argument beyond the positional parameters pairs with ``*args``'
-    name, a keyword without a parameter of its name with ``**kwargs``'; one
-    unpacked (``*xs``, ``**kw``) pairs with every parameter it may reach."""
+    method's self, what a ``functools.partial`` holds).  An argument beyond the
+    positional parameters pairs with ``*args``' name, a keyword without a
+    parameter of its name with ``**kwargs``'; one unpacked (``*xs``, ``**kw``)
+    pairs with every parameter it may reach."""
     code = callee.__code__
     positional = list(code.co_varnames[given:code.co_argcount])
     names = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
