@@ -1228,8 +1228,58 @@ def updated_while_the_loop_test_reads_it(x):
     return k * np.sum(x * x)
 
 
+class Stepper:
+    def step(self, a):
+        a *= 3.0
+        return 0
+
+
+def stepped_by_a_parameter_object(x, opt=Stepper()):
+    a = x * 2.0
+    unused = opt.step(a)  # a method derivo does not know: its result is no matter
+    return np.sum(a * x)
+
+
+def stepped_in_an_expression(x, opt=Stepper()):
+    a = x * 2.0
+    opt.step(a) or 0
+    return np.sum(a * x)
+
+
+def updated_then_read_on_its_line(x):
+    y = x * 2.0
+    s = 0.0
+    for _ in range(3):
+        n = y; y += 1.0; s = s + np.sum(n * x)  # noqa: E702  (n is y, read after)
+    return s
+
+
+def updated_then_counted(x):
+    n = np.zeros(1) + 2.0
+    m = n
+    m += 1.0  # changes n, and so the number of trips below
+    s = 0.0
+    for _ in range(int(n[0])):
+        s = s + np.sum(x * x)
+    return s
+
+
+def updated_with_two_other_names(x):
+    b = x * 0.0 + 1.0
+    a = b
+    y = b
+    y += 1.0  # a, read later, is not read by the result; b is
+    unused = np.sum(a)
+    return np.sum(b * x)
+
+
 @pytest.mark.parametrize("f, marker, word", [
     (updates_what_a_helper_returned, "new += 1.0", "updated in place"),
+    (stepped_by_a_parameter_object, "opt.step(a)", "in place"),
+    (stepped_in_an_expression, "opt.step(a) or 0", "in place"),
+    (updated_then_read_on_its_line, "y += 1.0", "updated in place"),
+    (updated_then_counted, "m += 1.0", "updated in place"),
+    (updated_with_two_other_names, "y += 1.0", "updated in place"),
     (updated_while_the_next_trip_reads_it, "y += 1.0", "updated in place"),
     (updated_while_the_loop_test_reads_it, "y += 10.0", "updated in place"),
     (grown_through_a_name_for_append, "push(x * 2.0)", "in place"),

@@ -94,6 +94,9 @@ def test_nested_function_keeps_its_column_in_the_file():
     assert first.lineno == line_of("marker: nested body")
     assert first.col_offset == 8
     assert parsed.tree.col_offset == 4
+    # where it ends too (what comes after it on its line is after it)
+    assert first.end_lineno == first.lineno
+    assert first.end_col_offset == 8 + len("z = x - 1")
 
 
 # --- decorators -------------------------------------------------------------------

@@ -367,12 +367,19 @@ def with_noise_of_a_given_generator(x, rng=np.random.default_rng(0), sigma=0.1):
     return np.sum((x + noise) ** 2)
 
 
+def counted_from_its_largest(x):
+    c = np.argmax(x)  # an integer: k += 1 leaves c as it was
+    k = c
+    k += 1
+    return np.sum(x * x) * (k + 1.0) / (c + 2.0)
+
+
 @pytest.mark.parametrize("f", [residual_steps, tail_of_an_updated_array, converged_sum,
                                integrated, reads_a_squared_copy, momentum_descent,
                                recurrence_through_a_helper, updates_what_a_helper_made,
                                updates_a_centered_copy, through_local_names_for_numpy,
                                with_noise_of_its_shape, rolled_out, damped_recurrence,
-                               doubled_scale])
+                               doubled_scale, counted_from_its_largest])
 def test_updates_of_new_arrays_and_numbers_are_not_refused(f):
     # each was refused as an update of another name's memory (found by review)
     check(f, np.array([0.3, 0.5, -0.2]), wrt=(0,))

@@ -53,7 +53,7 @@ from .ssa import CONSUMERS, is_append, normalize
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
 SCALAR_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
-                     np.linalg.norm, np.trace)
+                     np.linalg.norm, np.trace, np.argmax, np.argmin, np.count_nonzero)
 
 
 class Node:
@@ -347,7 +347,6 @@ class Analysis:
                         items.add(stmt.targets[0].id)
                 self._refuse_writes_into_items(loop.body, items)
         memory = None
-        dropped = _dropped_calls(self.normalized.tree)
         # calls whose results are differentiated: one derivo cannot read is refused
         # as such when its derivative is planned (not for what it may change)
         differentiated = {id(node) for stmt in S.walk(self.normalized.tree)
@@ -362,7 +361,7 @@ class Analysis:
                 if root is not None and root.id in local:
                     changed.append(node.value.func.value)
             # a helper may change what it is given or what that holds (for p in ps: p *= 2)
-            handed = self._arguments_a_helper_changes(node, id(node) in dropped) \
+            handed = self._arguments_a_helper_changes(node) \
                 if isinstance(node, S.Call) and not (
                     id(node) in differentiated and _unreadable(self.parsed.callee_key(node))) \
                 else []
@@ -390,8 +389,8 @@ class Analysis:
         for node in S.walk(tree):
             if isinstance(node, (S.If, S.While)):
                 influential |= _names(node.test)
-            elif isinstance(node, S.For):
-                edges.append((S.stored_names(node.target), _names(node.iter)))
+            elif isinstance(node, S.For):  # its trip count: what it iterates over
+                influential |= _names(node.iter)
             elif isinstance(node, S.Assign):
                 edges.append((set(assigned_names(node)), _names(node.value) | (
                     _names(node.targets[0]) if is_item_write(node) else set())))
@@ -429,12 +428,12 @@ class Analysis:
                 if others else ""),
             "change in place")
 
-    def _arguments_a_helper_changes(self, call, dropped):
+    def _arguments_a_helper_changes(self, call):
         """The arguments given to a user function for the parameters it changes in
         place (``setfirst(y, v)`` with ``def setfirst(y, v): y[0] = v``), and all
         those given to a function derivo cannot read (see :func:`_arguments_changed_by`)."""
         callee = getattr(call, "user_function", None) or self.parsed.callee_key(call)
-        return _arguments_changed_by(self.parsed, call, callee, self.arrays, dropped=dropped)
+        return _arguments_changed_by(self.parsed, call, callee, self.arrays)
 
     def _refuse_dicts_and_sets(self):
         """Refuse a dict or set of differentiated values that reaches a result:
@@ -780,13 +779,14 @@ class Analysis:
             return node.attr in ("size", "ndim")
         if isinstance(node, S.Call):
             callee = self.parsed.callee_key(node)
-            if getattr(callee, "__module__", None) == "math" or callee in (len, float, int):
+            if getattr(callee, "__module__", None) == "math" or \
+                    callee in (len, float, int, round, bool):
                 return True
             if callee in (max, min, abs) and node.args and not node.keywords:
                 return all(self.is_scalar(arg) for arg in node.args)
             if isinstance(callee, rules.Method):  # x.sum()
-                return callee.name in ("sum", "mean", "max", "min", "prod") and \
-                    not node.args and not node.keywords
+                return callee.name in ("sum", "mean", "max", "min", "prod", "argmax",
+                                       "argmin", "item") and not node.args and not node.keywords
             reduction = callee in SCALAR_REDUCTIONS
             return reduction and len(node.args) == 1 and not node.keywords
         return False
@@ -982,9 +982,9 @@ class Analysis:
             if not isinstance(stmt, S.Assign):
                 continue
             # (a number is never changed in place: prev = loss; loss += e leaves prev)
-            if self.arrays and getattr(stmt, "aliased_update", None) and (
-                    {*assigned_names(stmt), stmt.aliased_update} & self._influential) \
-                    and stmt.value.left.id not in self.scalars:
+            if self.arrays and getattr(stmt, "aliased_update", None) and ({
+                    *assigned_names(stmt), *getattr(stmt, "aliased_reads", [stmt.aliased_update])}
+                    & self._influential) and stmt.value.left.id not in self.scalars:
                 name = stmt.value.left.id
                 if name == stmt.aliased_update:  # a helper's v += e, pasted here (see inline)
                     raise self.parsed.error(
@@ -1387,27 +1387,18 @@ def _joined_sequence_error(parsed, node, operand):
             S.expr_source(node), text), "list arithmetic")
 
 
-def _dropped_calls(tree):
-    """The ids of the calls ``tree`` makes as statements, their results dropped:
-    made for what they do, not for what they return."""
-    return {id(stmt.value) for stmt in S.walk(tree)
-            if isinstance(stmt, S.Expr) and isinstance(stmt.value, S.Call)}
-
-
-def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset(), dropped=False):
+def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
     """The arguments of ``call`` (of ``callee``, resolved by ``parsed``) that it may
     change in place: those a user function changes (see :func:`parameter_writes`),
     be it called as a function, as a method of a user object (``FILLER.go(a)``),
     as a user object (``layer(a)``), as a class or through ``functools.partial``;
     what a function a local name was assigned changes (``zeros = np.zeros``); and
-    every argument of a function derivo cannot read (``fn(a)``, fn a parameter),
-    or of a method it does not know whose result the call drops (``dropped``:
-    ``obj.go(a)`` is made for what it does; ``rng.normal(size=a.shape)`` for its
-    result)."""
+    every argument of a function derivo cannot read (``fn(a)``, fn a parameter,
+    ``obj.go(a)`` of a method it does not know)."""
     everything = [*call.args, *(k.value for k in call.keywords)]
     if isinstance(call.func, S.Name) and call.func.id in parsed.local_names:
-        return _changed_through_a_local(parsed, call, arrays, seen, dropped)
-    if callee is MISSING or dropped and _unreadable(callee):
+        return _changed_through_a_local(parsed, call, arrays, seen)
+    if _unreadable(callee):
         return everything  # FNS[0](a), obj.go(a) of a local obj, super().go(a)
     if any(_changes_its_arguments(parsed, argument, arrays, seen) for argument in everything):
         return everything  # map(fill, [a]): fill is called with what map was given
@@ -1434,9 +1425,19 @@ def _unreadable(callee):
 
 
 def _a_known_method(name):
-    """Whether ``name`` is a method of a value derivo knows, or NumPy's function of
-    that name (``xp.exp(x)``, ``xp`` a parameter given ``np``)."""
-    return any(hasattr(kind, name) for kind in _KNOWN_TYPES) or hasattr(np, name)
+    """Whether ``name`` is a method of a value derivo knows (a random generator's:
+    ``rng.normal(scale=sigma)``), or NumPy's function of that name (``xp.exp(x)``,
+    ``xp`` a parameter given ``np``)."""
+    return any(hasattr(kind, name) for kind in _KNOWN_TYPES + _generators()) or \
+        hasattr(np, name)
+
+
+@functools.lru_cache(maxsize=None)
+def _generators():
+    # imported when first needed: numpy.random takes 10 ms to import
+    import numpy.random
+    import random
+    return (numpy.random.Generator, numpy.random.RandomState, random.Random)
 
 
 def _changes_its_arguments(parsed, value, arrays, seen):
@@ -1456,7 +1457,7 @@ def _changes_its_arguments(parsed, value, arrays, seen):
         return True
 
 
-def _changed_through_a_local(parsed, call, arrays, seen, dropped):
+def _changed_through_a_local(parsed, call, arrays, seen):
     """The arguments ``call`` may change, its function a local name: what each
     value the name is assigned changes, be it a function derivo can look up
     (``zeros = np.zeros``) or a method of a local value (``fill = y.fill``,
@@ -1478,7 +1479,7 @@ def _changed_through_a_local(parsed, call, arrays, seen, dropped):
         else:
             changed += _written_in_place(parsed, call, callee) + \
                 _arguments_changed_by(parsed, S.call(value, *call.args, keywords=call.keywords),
-                                      callee, arrays, seen, dropped)
+                                      callee, arrays, seen)
     return changed
 
 
@@ -1523,7 +1524,6 @@ def parameter_writes(func, arrays, _seen=frozenset()):
     params = all_params(tree)
     changed = []  # expressions whose object the function changes
     handed = []   # ... given to helpers that change them or what they hold
-    dropped = _dropped_calls(tree)
     for node in S.walk(tree):
         if isinstance(node, (S.Assign, S.gast.AugAssign, S.gast.Delete)):
             for target in _flattened(getattr(node, "targets", None) or [node.target]):
@@ -1538,7 +1538,7 @@ def parameter_writes(func, arrays, _seen=frozenset()):
             continue
         changed += _written_in_place(parsed, node)
         handed += _arguments_changed_by(parsed, node, parsed.callee_key(node), arrays,
-                                        _seen | {func}, id(node) in dropped)
+                                        _seen | {func})
     memory = Memory(parsed, tree, params)
     return {root for expression in changed for root in memory.changed_by(expression)} | {
         root for expression in handed for root in memory.changed_by(expression, deep=True)}

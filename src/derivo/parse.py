@@ -142,6 +142,9 @@ def parse(func):
         if hasattr(node, "lineno"):
             node.lineno += shift
             node.col_offset += indent
+            if getattr(node, "end_lineno", None) is not None:  # (where a statement ends)
+                node.end_lineno += shift
+                node.end_col_offset += indent
     tree.decorator_list = []
     # Generated functions take positional-only parameters as ordinary ones.
     tree.args.args, tree.args.posonlyargs = tree.args.posonlyargs + tree.args.args, []
@@ -171,6 +174,8 @@ def _function_tree(source, func, filename, first_line):
             for node in S.walk(module):
                 if hasattr(node, "lineno"):
                     node.lineno -= 1
+                    if getattr(node, "end_lineno", None) is not None:
+                        node.end_lineno -= 1
         except SyntaxError as exc:
             raise SourceUnavailable(
                 "cannot parse the source of {!r}: {}".format(func.__qualname__, exc),

@@ -986,7 +986,7 @@ def mark_aliased_updates(tree, parsed):
     ``y = x.reshape(3)``, ``y = x[0]``, ``z = y`` first), or it was assigned a
     view of y (``x = y[1:]``).  For a NumPy array the update changes x too,
     which the statement form (``y = y + e``) does not, so array code must refuse
-    it (``stmt.aliased_update`` names x).
+    it (``stmt.aliased_update`` names x, ``stmt.aliased_reads`` all such names).
 
     An item (``y = x[0]``) is a row of an array but a number of a list or a
     tuple, which array code cannot tell apart: only x itself counts for it, and
@@ -1017,8 +1017,8 @@ def mark_aliased_updates(tree, parsed):
         for source in shared_sources(value, parsed):
             views[target].add(source)
             views[source].add(target)
-    loads = [(n.lineno, n.id) for n in S.walk(tree) if isinstance(n, S.Name)
-             and isinstance(n.ctx, S.Load) and hasattr(n, "lineno")]
+    loads = [((n.lineno, getattr(n, "col_offset", 0)), n.id) for n in S.walk(tree)
+             if isinstance(n, S.Name) and isinstance(n.ctx, S.Load) and hasattr(n, "lineno")]
     # the lines of each loop: a read above the update in its loop comes after it too
     loops = [(*_lines_of(loop), _assigned_before_read(loop)) for loop in S.walk(tree)
              if isinstance(loop, (S.For, S.While))]
@@ -1037,13 +1037,17 @@ def mark_aliased_updates(tree, parsed):
                         pending.append(other)
                 bases = {items[name] for name in sharing if name in items}
                 sharing |= bases | {name for base in bases for name in held.get(base, ())}
-            # a read in the loop counts (the next trip comes after the update), unless
-            # each trip assigns the name before reading it
-            read = sorted({name for line, name in loads if name in sharing - {updated} and (
-                line > stmt.lineno or any(first <= line <= last and name not in fresh
-                                          for first, last, fresh in later))})
+            # a read after the update's end (on its line too: a; y += 1; b) counts, and
+            # a read in its loop (the next trip comes after the update), unless each
+            # trip assigns the name before reading it
+            end = (getattr(stmt, "end_lineno", None) or stmt.lineno,
+                   getattr(stmt, "end_col_offset", None) or math.inf)
+            read = sorted({name for place, name in loads if name in sharing - {updated} and (
+                place > end or any(first <= place[0] <= last and name not in fresh
+                                   for first, last, fresh in later))})
             if read:
                 stmt.aliased_update = read[0]
+                stmt.aliased_reads = read
 
 
 def _fresh_before(statements, name, parsed):
