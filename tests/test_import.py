@@ -1,5 +1,6 @@
 """Importing derivo stays cheap: derivative templates are parsed when a derivative first needs them."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -26,6 +27,16 @@ def test_importing_derivo_parses_no_derivative_template():
 def test_importing_derivo_leaves_numpy_random_unimported():
     # NumPy imports np.random on first use; importing it took 10 ms of derivo's import
     script = "import sys, derivo; print('numpy.random' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_differentiating_array_methods_leaves_numpy_random_unimported():
+    # the methods of a random generator are looked up only for a method no array has
+    script = ("import sys, runpy; runpy.run_path({!r}); "
+              "print('numpy.random' in sys.modules)").format(
+        os.path.join(os.path.dirname(__file__), "probing_array_methods.py"))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"

@@ -1428,8 +1428,8 @@ def _a_known_method(name):
     """Whether ``name`` is a method of a value derivo knows (a random generator's:
     ``rng.normal(scale=sigma)``), or NumPy's function of that name (``xp.exp(x)``,
     ``xp`` a parameter given ``np``)."""
-    return any(hasattr(kind, name) for kind in _KNOWN_TYPES + _generators()) or \
-        hasattr(np, name)
+    return any(hasattr(kind, name) for kind in _KNOWN_TYPES) or hasattr(np, name) or \
+        any(hasattr(kind, name) for kind in _generators())
 
 
 @functools.lru_cache(maxsize=None)
