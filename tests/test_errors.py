@@ -1273,8 +1273,30 @@ def updated_with_two_other_names(x):
     return np.sum(b * x)
 
 
+def updated_while_a_list_holds_it(x):
+    a = x * 2.0
+    held = [a]
+    y = a
+    s = 0.0
+    for _ in range(3):
+        s = s + np.sum(held[0] * x)
+        y += 1.0
+    return s
+
+
+def updated_while_looping_over_it(x):
+    y = x * 2.0
+    s = 0.0
+    for n in [y, y, y]:
+        s = s + np.sum(n * x)
+        y += 1.0
+    return s
+
+
 @pytest.mark.parametrize("f, marker, word", [
     (updates_what_a_helper_returned, "new += 1.0", "updated in place"),
+    (updated_while_a_list_holds_it, "y += 1.0", "updated in place"),
+    (updated_while_looping_over_it, "y += 1.0", "updated in place"),
     (stepped_by_a_parameter_object, "opt.step(a)", "in place"),
     (stepped_in_an_expression, "opt.step(a) or 0", "in place"),
     (updated_then_read_on_its_line, "y += 1.0", "updated in place"),

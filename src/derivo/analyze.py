@@ -994,7 +994,7 @@ class Analysis:
                             name), "aliased update")
                 other = stmt.aliased_update
                 if other not in self._user_names:  # ssa's t1 for h(x * 2.0)
-                    other = "what it was made from on its line"
+                    other = "a value the code reads after the update"
                 raise self.parsed.error(
                     UnsupportedSyntax, stmt, "cannot differentiate {0!r} updated in place: "
                     "it may be another name for {1}, which NumPy would update too; write "

@@ -1019,6 +1019,9 @@ def mark_aliased_updates(tree, parsed):
             views[source].add(target)
     loads = [((n.lineno, getattr(n, "col_offset", 0)), n.id) for n in S.walk(tree)
              if isinstance(n, S.Name) and isinstance(n.ctx, S.Load) and hasattr(n, "lineno")]
+    # a for loop reads what it iterates over on every trip (seq1, which ssa made, too)
+    loads += [((loop.lineno, loop.col_offset), n.id) for loop in S.walk(tree)
+              if isinstance(loop, S.For) for n in S.walk(loop.iter) if isinstance(n, S.Name)]
     # the lines of each loop: a read above the update in its loop comes after it too
     loops = [(*_lines_of(loop), _assigned_before_read(loop)) for loop in S.walk(tree)
              if isinstance(loop, (S.For, S.While))]
@@ -1037,6 +1040,9 @@ def mark_aliased_updates(tree, parsed):
                         pending.append(other)
                 bases = {items[name] for name in sharing if name in items}
                 sharing |= bases | {name for base in bases for name in held.get(base, ())}
+                # a list display holding it (lst = [a]), and the items taken from one
+                holders = {holder for holder, names in held.items() if names & sharing}
+                sharing |= holders | {name for name, base in items.items() if base in holders}
             # a read after the update's end (on its line too: a; y += 1; b) counts, and
             # a read in its loop (the next trip comes after the update), unless each
             # trip assigns the name before reading it
