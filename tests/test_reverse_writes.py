@@ -317,7 +317,8 @@ LOG_SHAPE = functools.partial(log_shape, tag="x")
 
 
 def through_local_names_for_numpy(x):
-    zeros, greater = np.zeros, np.greater
+    zeros = np.zeros
+    greater = np.greater
     acc = zeros(x.shape)
     acc[0] = x[0] * x[1]
     LOG_SHAPE(x)  # a partial of a function that changes nothing

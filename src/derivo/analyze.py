@@ -396,14 +396,7 @@ class Analysis:
                     _names(node.targets[0]) if is_item_write(node) else set())))
             elif is_append(node):
                 edges.append(({node.value.func.value.id}, _names(node.value)))
-        grew = True
-        while grew:
-            grew = False
-            for targets, sources in edges:
-                if targets & influential and not sources <= influential:
-                    influential |= sources
-                    grew = True
-        return influential
+        return _reached(influential, edges)
 
     @functools.cached_property
     def _user_names(self):
@@ -471,19 +464,9 @@ class Analysis:
             sources = self.differentiable_names(stmt.value)
             return names, sources | set(names) if is_item_write(stmt) else sources
 
-        edges = [flows(s) for s in assignments]
-        varied = set(self.wrt)
-        useful = set(self.normalized.results)
-        changed = True
-        while changed:
-            changed = False
-            for targets, sources in edges:
-                if sources & varied and not set(targets) <= varied:
-                    varied |= set(targets)
-                    changed = True
-                if set(targets) & useful and not sources <= useful:
-                    useful |= sources
-                    changed = True
+        edges = [(set(targets), sources) for targets, sources in map(flows, assignments)]
+        varied = _reached(self.wrt, [(sources, targets) for targets, sources in edges])
+        useful = _reached(self.normalized.results, edges)
         self.active = varied & useful
         self.varied, self.useful = varied, useful
 
@@ -1367,6 +1350,20 @@ def _hashable(key):
     return True
 
 
+def _reached(start, edges):
+    """``start`` and every name reached from it along ``edges``, pairs (from a
+    name in the first set, to the names of the second)."""
+    reached = set(start)
+    grew = True
+    while grew:
+        grew = False
+        for sources, targets in edges:
+            if sources & reached and not targets <= reached:
+                reached |= targets
+                grew = True
+    return reached
+
+
 def _names(node):
     return {n.id for n in S.walk(node) if isinstance(n, S.Name)}
 
@@ -1458,57 +1455,23 @@ def _changes_its_arguments(parsed, value, arrays, seen):
 
 
 def _changed_through_a_local(parsed, call, arrays, seen):
-    """The arguments ``call`` may change, its function a local name: what each
-    value the name is assigned changes, be it a function derivo can look up
+    """The arguments ``call`` may change, its function a local name: what the
+    value the name is assigned once changes, be it a function derivo can look up
     (``zeros = np.zeros``) or a method of a local value (``fill = y.fill``,
-    which changes y); every argument when the name is a parameter or is
-    assigned anything else."""
-    everything = [*call.args, *(k.value for k in call.keywords)]
-    values = _values_assigned(parsed.tree, call.func.id)
-    changed = []
-    for value in values or [None]:
-        callee = parsed.callee_key(S.call(value)) \
-            if isinstance(value, (S.Name, S.Attribute)) else MISSING
-        if callee is MISSING:
-            return everything
-        if isinstance(callee, rules.Method):
-            # fill = y.fill; fill(1.0) changes y, push = hs.append; push(h) grows hs
-            # (derivo's own push = stack.append, in code it generated, is followed)
-            if callee.name in _MUTATORS and not parsed.filename.startswith(GENERATED_PREFIX):
-                changed.append(value.value)
-        else:
-            changed += _written_in_place(parsed, call, callee) + \
-                _arguments_changed_by(parsed, S.call(value, *call.args, keywords=call.keywords),
-                                      callee, arrays, seen)
-    return changed
-
-
-#: Where the nodes that bind names other than by ``=`` hold their targets
-_BINDS = {S.For: "target", S.gast.comprehension: "target", S.gast.withitem: "optional_vars",
-          S.gast.NamedExpr: "target", S.gast.AugAssign: "target", S.gast.AnnAssign: "target"}
-
-
-def _values_assigned(tree, ident):
-    """The values ``tree`` assigns to the name ``ident`` (``f = np.exp``, ``f, g =
-    np.exp, np.log``), with None for an assignment of another form (a loop's
-    target, unpacking a call's result, or a parameter's argument)."""
-    values = [None] if ident in all_params(tree) else []
-    for node in S.walk(tree):
-        if isinstance(node, S.Assign):
-            pairs = [(target, node.value) for target in node.targets]
-            while pairs:
-                target, value = pairs.pop()
-                if isinstance(target, S.Name) and target.id == ident:
-                    values.append(value)
-                elif isinstance(target, (S.Tuple, S.List)) and \
-                        isinstance(value, (S.Tuple, S.List)) and \
-                        len(target.elts) == len(value.elts):
-                    pairs += zip(target.elts, value.elts)
-                elif ident in S.stored_names(target):
-                    values.append(None)
-        elif ident in S.stored_names(getattr(node, _BINDS.get(type(node), "_"), None) or []):
-            values.append(None)  # for f in fs, with ... as f, f := ...
-    return values
+    which changes y); every argument when the name is a parameter or is assigned
+    more than once or otherwise."""
+    value = S.values_assigned_once(parsed.tree).get(call.func.id)
+    callee = parsed.callee_key(S.call(value)) \
+        if isinstance(value, (S.Name, S.Attribute)) else MISSING
+    if callee is MISSING:
+        return [*call.args, *(k.value for k in call.keywords)]
+    if isinstance(callee, rules.Method):
+        # fill = y.fill; fill(1.0) changes y, push = hs.append; push(h) grows hs
+        # (derivo's own push = stack.append, in code it generated, is followed)
+        return [value.value] if callee.name in _MUTATORS and \
+            not parsed.filename.startswith(GENERATED_PREFIX) else []
+    return _written_in_place(parsed, call, callee) + _arguments_changed_by(
+        parsed, S.call(value, *call.args, keywords=call.keywords), callee, arrays, seen)
 
 
 def parameter_writes(func, arrays, _seen=frozenset()):
