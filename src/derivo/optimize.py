@@ -484,10 +484,14 @@ def _store_where_computed(function):
     stores = S.store_counts(function)
     loads = S.load_counts(function)
     held = _held_elsewhere(function)
+    # Only a name that an item store reads is a candidate: the scan below then
+    # runs once per item store, not once per statement.
+    item_stored = {stmt.value.id for statements in S.blocks(function) for stmt in statements
+                   if _item_store_of(stmt, _name_of(getattr(stmt, "value", None)))}
     for statements in S.blocks(function):
         for index, computed in enumerate(statements):
             name = S.single_target(computed)
-            if not name or stores[name] != 1 or loads[name] != 1 or \
+            if name not in item_stored or stores[name] != 1 or loads[name] != 1 or \
                     getattr(computed, "effects", False):
                 continue
             for later in range(index + 1, len(statements)):
@@ -499,6 +503,8 @@ def _store_where_computed(function):
                     if all(S.is_comment(s) or _assigned_name(s) not in touched | {None}
                            and container not in _reads(s) for s in between):
                         stmt.value = computed.value
+                        if isinstance(stmt.value, S.Name):
+                            item_stored.add(stmt.value.id)
                         statements[index] = stmt
                         _remove(statements, later)
                     break
@@ -604,6 +610,11 @@ def _item_store_of(stmt, name):
             isinstance(stmt.value, S.Name) and stmt.value.id == name:
         return target
     return None
+
+
+def _name_of(node):
+    """The identifier of ``node`` when it is a name, else None."""
+    return node.id if isinstance(node, S.Name) else None
 
 
 def _assigned_name(stmt):

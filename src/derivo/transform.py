@@ -8,6 +8,8 @@ differentiated parameters).
 """
 
 import builtins
+import contextlib
+import gc
 import inspect
 import textwrap
 
@@ -61,6 +63,19 @@ def _read_as_containers(tree, params):
     return containers
 
 
+@contextlib.contextmanager
+def _collection_paused():
+    """Pause Python's cyclic garbage collector: a build makes many tree nodes and
+    no cycles that matter, and collecting as it goes costs a fifth of its time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class Build:
     """One generated module under construction."""
 
@@ -88,6 +103,10 @@ class Build:
         """Transform ``func`` and append its derivative; return the new function's name.
         ``call`` is (the parsed caller, the call) when a caller calls the derivative,
         for the location of an error."""
+        with _collection_paused():
+            return self._add(func, wrt, kind, tuple_wrt, name, call)
+
+    def _add(self, func, wrt, kind, tuple_wrt, name, call):
         if kind != "jvp" and is_generated(func):
             return self.add_over_tangents(func, wrt, kind, tuple_wrt, name, call)
         parsed = parse(func)
