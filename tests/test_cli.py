@@ -174,3 +174,112 @@ def test_console_script(bessel_file, tmp_path):
     proc = run_cli(bessel_file, "besselj", "--wrt", "z", cwd=tmp_path, command=["derivo"])
     assert proc.returncode == 0, proc.stderr
     assert "def " in proc.stdout
+
+
+SIDE_EFFECTS_SOURCE = BESSEL_SOURCE + textwrap.dedent(
+    """\
+
+    class Spring:
+        def energy(self, x):
+            return 0.5 * x * x
+
+    print("the program ran")
+    open("created_by_the_program.txt", "w").close()
+
+    if __name__ == "__main__":
+        open("main_ran.txt", "w").close()
+    """
+)
+
+
+@pytest.fixture
+def program_file(tmp_path):
+    path = tmp_path / "program.py"
+    path.write_text(SIDE_EFFECTS_SOURCE)
+    return path
+
+
+def test_the_file_is_read_not_run(program_file, tmp_path):
+    proc = run_cli(program_file, "besselj", "--wrt", "z", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "the program ran" not in proc.stdout
+    assert not (tmp_path / "created_by_the_program.txt").exists()
+    assert not (tmp_path / "main_ran.txt").exists()
+
+
+def test_a_method_is_addressed_as_class_dot_method(program_file, tmp_path):
+    out = tmp_path / "energy.py"
+    proc = run_cli(program_file, "Spring.energy", "--wrt", "x", "-o", out, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    namespace = {"__name__": "energy_out"}
+    exec(compile(out.read_text(), str(out), "exec"), namespace)
+    assert namespace["energy_grad"](None, 3.0) == 3.0
+
+
+def test_several_functions_go_to_an_output_directory(program_file, tmp_path):
+    out = tmp_path / "out"
+    proc = run_cli(program_file, "besselj", "Spring.energy", "--wrt", "1", "--output-dir", out,
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["Spring_energy_grad.py", "besselj_grad.py"]
+    assert_close(load_gradient(out / "besselj_grad.py")(2, 1.0), 0.2102436158518, rtol=1e-12)
+
+
+def test_several_functions_and_one_output_file_is_an_error(program_file, tmp_path):
+    proc = run_cli(program_file, "besselj", "Spring.energy", "--wrt", "1", "-o",
+                   tmp_path / "both.py", cwd=tmp_path)
+    assert_one_line_error(proc, "--output-dir")
+
+
+def test_an_input_that_is_not_python_is_one_line(tmp_path):
+    path = tmp_path / "bessel.txt"
+    path.write_text(BESSEL_SOURCE)
+    proc = run_cli(path, "besselj", "--wrt", "z", cwd=tmp_path)
+    assert_one_line_error(proc, "bessel.txt", "not a Python source file")
+
+
+def test_a_directory_as_output_is_one_line(bessel_file, tmp_path):
+    (tmp_path / "somewhere").mkdir()
+    proc = run_cli(bessel_file, "besselj", "--wrt", "z", "-o", tmp_path / "somewhere",
+                   cwd=tmp_path)
+    assert_one_line_error(proc, "is a directory")
+
+
+@pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else False,
+                    reason="root may write into a read-only directory")
+def test_an_unwritable_output_is_one_line(bessel_file, tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        proc = run_cli(bessel_file, "besselj", "--wrt", "z", "-o", locked / "g.py", cwd=tmp_path)
+    finally:
+        locked.chmod(0o700)
+    assert_one_line_error(proc, "cannot write")
+
+
+def test_an_output_under_a_file_is_one_line(bessel_file, tmp_path):
+    proc = run_cli(bessel_file, "besselj", "--wrt", "z", "-o", bessel_file / "g.py",
+                   cwd=tmp_path)
+    assert_one_line_error(proc, "cannot write")
+
+
+@pytest.mark.parametrize("option", [["--checkpoints", "4"], ["--schedule", "halving"]])
+def test_a_checkpoint_option_needs_the_checkpoint_strategy(bessel_file, tmp_path, option):
+    proc = run_cli(bessel_file, "besselj", "--wrt", "z", *option, cwd=tmp_path)
+    assert_one_line_error(proc, option[0], "--loops checkpoint")
+
+
+def test_help_lists_the_subcommands_with_examples(tmp_path):
+    proc = run_cli("--help", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert "derivo check FILE FUNCTION" in proc.stdout
+    assert "derivo examples/bessel.py besselj --wrt z" in proc.stdout
+
+
+def test_check_names_the_users_line_when_the_function_fails(tmp_path):
+    path = tmp_path / "failing.py"
+    path.write_text("import math\n\n\ndef f(x):\n    return math.log(x - 1.0)\n")
+    proc = run_cli("check", path, "f", "--args", "0.5", cwd=tmp_path)
+    line = assert_one_line_error(proc, "ValueError")
+    assert line.startswith(f"{path}:5:"), line

@@ -5,14 +5,13 @@ import functools
 import inspect
 import operator
 import os
-import tempfile
 import types
 
 from typing import NamedTuple
 
 import numpy as np
 
-from . import __version__, cache, codegen
+from . import __version__, cache, codegen, save
 from .errors import DerivoError
 from .parse import MISSING, parse
 from .analyze import parameters_read_whole, sequence_arithmetic
@@ -324,21 +323,19 @@ class Derivative(metaclass=_DerivativeType):
         body = (user + "\n\n" + self.source) if user else self.source
         return codegen.module_text(body, namespace, header)
 
-    def save(self, path):
-        """Write the derivative as a standalone module at ``path`` (atomically)."""
-        text = self.module_source()
-        directory = os.path.dirname(os.path.abspath(os.fspath(path)))
-        os.makedirs(directory, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w") as stream:
-                stream.write(text)
-            os.replace(temporary, path)
-        except BaseException:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-            raise
-        return path
+    def save(self, path, overwrite=False):
+        """Write the derivative as a standalone module at ``path`` and return ``path``.
+        It refuses to replace a source file the derivative was made from, and a file
+        derivo did not write unless ``overwrite=True`` (see :mod:`derivo.save`)."""
+        return save.write_module(self.module_source(), path, self._source_files(), overwrite)
+
+    def _source_files(self):
+        """The files of the function, of the user functions its code calls and of
+        the modules it reads."""
+        values = [self.__wrapped__, *self._generated.namespace.values()]
+        files = {getattr(getattr(v, "__code__", None), "co_filename", None) for v in values}
+        files |= {getattr(v, "__file__", None) for v in values if isinstance(v, types.ModuleType)}
+        return sorted(f for f in files - {None} if os.path.isfile(f))
 
 
 def entry_guard(function, checked, arrays, names=None, numbers=()):

@@ -1,10 +1,15 @@
-"""The command line: print or save the derivative source of a function in a file.
+"""The command line: print or save the derivative source of functions in a file.
 
-    derivo FILE FUNCTION [--wrt NAME_OR_POSITION ...] [--kind grad|value_and_grad]
-           [--mode reverse|forward] [-o OUT.py] [--force]
+    derivo FILE FUNCTION [FUNCTION ...] [--wrt NAME_OR_POSITION ...]
+           [--kind grad|value_and_grad] [--mode reverse|forward]
+           [-o OUT.py | --output-dir DIR] [--force]
 
-``--mode forward`` writes the Jacobian-vector product (``derivo.tangent``):
-tangents first, then the function's arguments; it returns (value, tangent).
+FUNCTION is a top-level function of FILE or ``Class.method``.  FILE is read,
+not run: only the definitions the functions need are evaluated (see
+:mod:`derivo.script`).  ``--mode forward`` writes the Jacobian-vector product
+(``derivo.tangent``): tangents first, then the function's arguments; it returns
+(value, tangent).  Several functions print one after another, or with
+``--output-dir`` go to one module each, ``DIR/FUNCTION_KIND.py``.
 
     derivo check FILE FUNCTION --args VALUE ... [--wrt ...]
 
@@ -17,37 +22,18 @@ Errors are one line on stderr (``file:line:col: message``) and exit status 2.
 
 import argparse
 import ast
-import importlib.util
 import os
 import sys
 import traceback
 
 import numpy as np
 
-from . import api
+from . import api, script
 from .check import check_grad
 from .checkpoints import SCHEDULES
 from .errors import DerivoError
 
 USAGE_ERROR = 2
-
-
-def _load_module(path):
-    if not os.path.isfile(path):
-        raise DerivoError("{}: no such file".format(path))
-    name = "_derivo_cli_" + os.path.splitext(os.path.basename(path))[0]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    try:
-        spec.loader.exec_module(module)
-    except SyntaxError as exc:
-        raise DerivoError("invalid syntax: {}".format(exc.msg), path, exc.lineno, exc.offset)
-    except Exception as exc:
-        raise DerivoError("importing the file failed: {}: {}".format(
-            type(exc).__name__, exc), path)
-    return module
 
 
 def _wrt(values):
@@ -65,7 +51,7 @@ def check(argv):
     parser.add_argument("--wrt", nargs="+", metavar="ARG")
     args = parser.parse_args(argv)
     try:
-        func = _function(args.file, args.function)
+        func, = _functions(args.file, [args.function])
         values = []
         for text in args.args:
             try:
@@ -79,7 +65,7 @@ def check(argv):
         print("derivo: error: {}".format(exc), file=sys.stderr)
         return USAGE_ERROR
     except Exception as exc:  # the function failed at the point or a step away from it
-        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        frame = _innermost_frame_in(exc, args.file)
         print("{}:{}: {} raised {}: {} (at the arguments, or at a finite-difference step "
               "from them)".format(frame.filename, frame.lineno, args.function,
                                   type(exc).__name__, exc), file=sys.stderr)
@@ -90,26 +76,58 @@ def check(argv):
     return 0 if result.ok else 1
 
 
+def _innermost_frame_in(exc, path):
+    """The innermost frame of ``exc``'s traceback in the file ``path``, else the
+    innermost frame."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if os.path.abspath(f.filename) == os.path.abspath(path)]
+    return (mine or frames)[-1]
+
+
 def _show(values):
     return ", ".join(np.array2string(np.asarray(v), precision=10) for v in values)
 
 
-def _function(path, name):
-    module = _load_module(path)
-    func = getattr(module, name, None)
-    if func is None or not callable(func):
-        raise DerivoError("{}: no function named {!r}".format(path, name))
-    return getattr(func, "__wrapped__", func)
+def _functions(path, names):
+    """The functions ``names`` (``f`` or ``Class.method``) of the file ``path``."""
+    module = script.load(path, {name.split(".")[0] for name in names})
+    found = []
+    for name in names:
+        value = module
+        for part in name.split("."):
+            value = getattr(value, part, None)
+        if value is None or not callable(value):
+            raise DerivoError("{}: no function named {!r}".format(path, name))
+        found.append(value)
+    return found
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["check"]:
-        return check(argv[1:])
+_EXAMPLES = """\
+commands:
+  derivo FILE FUNCTION ...   print or save derivative source (this help)
+  derivo check FILE FUNCTION --args VALUE ...
+                             compare derivo's gradient with finite differences
+
+examples:
+  derivo examples/bessel.py besselj --wrt z
+  derivo examples/bessel.py besselj --wrt z -o generated/besselj_grad.py
+  derivo examples/bessel.py besselj --wrt z --mode forward
+  derivo examples/integrator.py predator_prey --wrt alpha --loops checkpoint --checkpoints 10
+  derivo model.py Model.loss --wrt w --output-dir generated/
+  derivo check examples/bessel.py besselj --args 2 1.0 --wrt z
+
+FILE is read, not run: only the imports, definitions and assignments the
+functions need are evaluated (never `if __name__ == "__main__":`, calls or loops).
+"""
+
+
+def _parser():
     parser = argparse.ArgumentParser(
-        prog="derivo", description="Print or save the derivative source of a Python function.")
-    parser.add_argument("file", help="the .py file defining the function")
-    parser.add_argument("function", help="the function's name in that file")
+        prog="derivo", description="Print or save the derivative source of Python functions.",
+        epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("file", help="the .py file defining the functions")
+    parser.add_argument("functions", nargs="+", metavar="function",
+                        help="a function's name in that file, or Class.method")
     parser.add_argument("--wrt", nargs="+", metavar="ARG",
                         help="parameters to differentiate by name or position (default: 0)")
     parser.add_argument("--kind", choices=["grad", "value_and_grad"],
@@ -122,30 +140,77 @@ def main(argv=None):
                         "overwrote (see derivo.grad)")
     parser.add_argument("--checkpoints", type=int, help="with --loops checkpoint: loop "
                         "states to keep")
-    parser.add_argument("--schedule", choices=SCHEDULES, default="revolve",
-                        help="with --loops checkpoint: the schedule of counted loops")
-    parser.add_argument("-o", "--output", help="write a standalone module here instead of "
-                        "printing the source")
-    parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
-    args = parser.parse_args(argv)
-    try:
-        func = _function(args.file, args.function)
-        if args.mode == "forward" and args.kind is not None:
+    parser.add_argument("--schedule", choices=SCHEDULES,
+                        help="with --loops checkpoint: the schedule of counted loops "
+                        "(default: revolve)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("-o", "--output", help="write a standalone module here instead of "
+                        "printing the source (one function)")
+    output.add_argument("--output-dir", metavar="DIR", help="write one module per function "
+                        "into DIR, named FUNCTION_KIND.py")
+    parser.add_argument("--force", action="store_true", help="overwrite existing output files")
+    return parser
+
+
+def _check_options(args):
+    if args.loops != "checkpoint":
+        for option in ("checkpoints", "schedule"):
+            if getattr(args, option) is not None:
+                raise DerivoError("--{} needs --loops checkpoint".format(option))
+    if args.mode == "forward":
+        if args.kind is not None:
             raise DerivoError("--kind is for reverse mode; forward mode always returns "
                               "(value, tangent)")
-        kind = "jvp" if args.mode == "forward" else args.kind or "grad"
-        derivative = api._transform(kind, func, _wrt(args.wrt), args.loops, args.checkpoints,
-                                    args.schedule) if kind != "jvp" else \
-            api._transform(kind, func, _wrt(args.wrt))
-        if args.output is None:
-            sys.stdout.write(derivative.module_source())
-            return 0
-        output = os.path.abspath(args.output)
-        if output == os.path.abspath(args.file):
-            raise DerivoError("{}: refusing to overwrite the input file".format(args.output))
-        if os.path.exists(output) and not args.force:
-            raise DerivoError("{}: file exists (use --force to overwrite)".format(args.output))
-        derivative.save(output)
+        if args.loops != "stack":
+            raise DerivoError("--loops is for reverse mode; forward mode keeps no stack")
+    if args.output is not None and len(args.functions) > 1:
+        raise DerivoError("-o writes one function's module; for several use --output-dir DIR")
+
+
+def _derivative(func, args):
+    if args.mode == "forward":
+        return api._transform("jvp", func, _wrt(args.wrt))
+    return api._transform(args.kind or "grad", func, _wrt(args.wrt), args.loops,
+                          args.checkpoints, args.schedule or "revolve")
+
+
+def _write(derivative, output, args):
+    """Save ``derivative`` at ``output``, refusing the input file, a directory and,
+    without --force, an existing file."""
+    path = os.path.abspath(output)
+    if path == os.path.abspath(args.file):
+        raise DerivoError("{}: refusing to overwrite the input file".format(output))
+    if os.path.isdir(path):
+        raise DerivoError("{}: is a directory (to write into it, use --output-dir)"
+                          .format(output))
+    if os.path.exists(path) and not args.force:
+        raise DerivoError("{}: file exists (use --force to overwrite)".format(output))
+    try:
+        derivative.save(path, overwrite=True)
+    except OSError as exc:
+        raise DerivoError("{}: cannot write: {}".format(output, exc.strerror or exc))
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["check"]:
+        return check(argv[1:])
+    args = _parser().parse_args(argv)
+    try:
+        _check_options(args)
+        functions = _functions(args.file, args.functions)
+        derivatives = [_derivative(func, args) for func in functions]
+        if args.output is not None:
+            _write(derivatives[0], args.output, args)
+        elif args.output_dir is not None:
+            if os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
+                raise DerivoError("{}: not a directory".format(args.output_dir))
+            for name, derivative in zip(args.functions, derivatives):
+                kind = "jvp" if args.mode == "forward" else args.kind or "grad"
+                filename = "{}_{}.py".format(name.replace(".", "_"), kind)
+                _write(derivative, os.path.join(args.output_dir, filename), args)
+        else:
+            sys.stdout.write("\n\n".join(d.module_source() for d in derivatives))
         return 0
     except DerivoError as exc:
         print("derivo: error: {}".format(exc), file=sys.stderr)
