@@ -15,7 +15,7 @@ LAYERS = [
     ("normal form", ["parse", "fence", "memory", "ssa", "outline", "inline"]),
     ("analysis", ["analyze"]),
     ("modes", ["optimize", "forward", "reverse"]),
-    ("emit", ["codegen", "save"]),
+    ("emit", ["codegen", "save", "display"]),
     ("API", ["cache", "transform", "script", "api", "check", "cli", "__init__", "__main__"]),
 ]
 ORDER = [module for _, modules in LAYERS for module in modules]

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import __version__, cache, codegen, save
+from . import __version__, cache, codegen, display, save
 from .errors import DerivoError
 from .parse import MISSING, parse
 from .analyze import parameters_read_whole, sequence_arithmetic
@@ -22,6 +22,9 @@ from .transform import Build, uses_numpy
 KIND_LABELS = {"grad": "Gradient", "value_and_grad": "Value and gradient",
                "vjp": "Vector-Jacobian product", "jvp": "Jacobian-vector product"}
 
+
+#: The public function that makes each kind of derivative.
+_MADE_BY = {"grad": "grad", "value_and_grad": "value_and_grad", "vjp": "vjp", "jvp": "tangent"}
 
 _NDARRAY = np.ndarray
 _PLAIN_REALS = frozenset({float, int})
@@ -192,7 +195,7 @@ class Derivative(metaclass=_DerivativeType):
         entry.__dict__.update(
             source=self.source, kind=kind, wrt=wrt, save=self.save,
             module_source=self.module_source, derivo_function=self._function,
-            __wrapped__=func,
+            __wrapped__=func, _repr_html_=self._repr_html_, _repr_markdown_=self._repr_markdown_,
             # the entry's own (inspect drops the bound first one), not __wrapped__'s
             __signature__=inspect.signature(entry))
         self.call = types.MethodType(entry, self)
@@ -277,7 +280,16 @@ class Derivative(metaclass=_DerivativeType):
         return self._array_function
 
     def __repr__(self):
-        return "<derivo.Derivative {} of {}>".format(self.__name__, self.__wrapped__.__qualname__)
+        # how it was made: derivo.grad(besselj, wrt='z'), derivo.tangent(f, wrt=('x', 'y'))
+        wrt = self.wrt if self._tuple_wrt else self.wrt[0]
+        return "derivo.{}({}, wrt={!r})".format(
+            _MADE_BY[self.kind], self.__wrapped__.__qualname__, wrt)
+
+    def _repr_html_(self):
+        return display.html_of(self.__doc__, self.source)
+
+    def _repr_markdown_(self):
+        return display.markdown(self.__doc__, self.source)
 
     def __reduce__(self):
         # Copied or unpickled, a derivative is made again from what it was made of
@@ -501,8 +513,17 @@ def _loop_options(loops, checkpoints, schedule):
 def _transform(kind, func, wrt, loops="stack", checkpoints=None, schedule="revolve"):
     options = _loop_options(loops, checkpoints, schedule)
     if func is None:
-        return lambda f: _derivative(f, wrt, kind, options)
-    return _derivative(func, wrt, kind, options)
+        return lambda f: _refused_here(_derivative, f, wrt, kind, options)
+    return _refused_here(_derivative, func, wrt, kind, options)
+
+
+def _refused_here(function, *args):
+    """``function(*args)``; a refusal from inside the pipeline is raised again from
+    here, so the user's traceback ends at the API call, not in derivo's stages."""
+    try:
+        return function(*args)
+    except DerivoError as exc:
+        raise exc.with_traceback(None) from None
 
 
 def grad(func=None, *, wrt=0, loops="stack", checkpoints=None, schedule="revolve"):
