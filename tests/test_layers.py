@@ -16,7 +16,8 @@ LAYERS = [
     ("analysis", ["analyze"]),
     ("modes", ["optimize", "forward", "reverse"]),
     ("emit", ["codegen", "save", "display"]),
-    ("API", ["cache", "transform", "script", "api", "check", "cli", "__init__", "__main__"]),
+    ("API", ["cache", "transform", "script", "graph", "api", "check", "cli", "__init__",
+             "__main__"]),
 ]
 ORDER = [module for _, modules in LAYERS for module in modules]
 

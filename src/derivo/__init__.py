@@ -14,10 +14,11 @@ from .api import (Derivative, cache_info, grad, hessian, hvp, jacobian, jvp,  # 
                   source, tangent, value_and_grad, vjp)
 from .check import check_grad, forward_gradient  # noqa: E402
 from .checkpoints import checkpointed  # noqa: E402
+from .graph import Graph, graph  # noqa: E402
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "tangent", "jvp", "jacobian", "hessian", "hvp",
-    "source", "cache_info", "check_grad", "forward_gradient", "checkpointed",
+    "source", "cache_info", "check_grad", "forward_gradient", "checkpointed", "graph", "Graph",
     "Derivative",
     "defpartials", "defvjp", "defjvp", "nondifferentiable",
     "DerivoError", "UnsupportedSyntax", "NoDerivativeRule", "SourceUnavailable",
