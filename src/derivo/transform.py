@@ -11,7 +11,9 @@ import builtins
 import contextlib
 import gc
 import inspect
+import logging
 import textwrap
+import time
 
 from . import codegen
 from . import syntax as S
@@ -23,6 +25,11 @@ from .inline import inline_calls
 from .outline import outline_loops
 from .reverse import reverse
 from .ssa import normalize
+
+#: derivo's log: each transform at DEBUG, a transform slower than SLOW_SECONDS at INFO
+#: (``logging.basicConfig(level=logging.INFO)`` shows them).
+LOG = logging.getLogger("derivo")
+SLOW_SECONDS = 1.0
 
 KIND_SUFFIX = {"grad": "grad", "value_and_grad": "value_and_grad", "vjp": "vjp", "jvp": "jvp"}
 
@@ -103,8 +110,15 @@ class Build:
         """Transform ``func`` and append its derivative; return the new function's name.
         ``call`` is (the parsed caller, the call) when a caller calls the derivative,
         for the location of an error."""
+        label = "{} of {}".format(kind, getattr(func, "__qualname__", func))
+        LOG.debug("transforming the %s", label)
+        started = time.perf_counter()
         with _collection_paused():
-            return self._add(func, wrt, kind, tuple_wrt, name, call)
+            name = self._add(func, wrt, kind, tuple_wrt, name, call)
+        elapsed = time.perf_counter() - started
+        LOG.log(logging.INFO if elapsed > SLOW_SECONDS else logging.DEBUG,
+                "transformed the %s in %.1f s", label, elapsed)
+        return name
 
     def _add(self, func, wrt, kind, tuple_wrt, name, call):
         if kind != "jvp" and is_generated(func):
