@@ -3,6 +3,8 @@ the Derivative object."""
 
 import functools
 import inspect
+import linecache
+import math
 import operator
 import os
 import types
@@ -11,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import __version__, cache, codegen, display, save
+from . import __version__, cache, codegen, display, rules, save
 from .errors import DerivoError
 from .parse import MISSING, parse
 from .analyze import parameters_read_whole, sequence_arithmetic
@@ -167,6 +169,7 @@ class Derivative(metaclass=_DerivativeType):
     """
 
     def __init__(self, func, kind, wrt, tuple_wrt, loops=("stack", None, "revolve")):
+        func = _as_python(func)
         arrays = uses_numpy(func)
         generated = _generate(func, kind, wrt, tuple_wrt, arrays, loops)
         positional = [p.name for p in _parameters(func) if p.kind != p.KEYWORD_ONLY]
@@ -431,6 +434,7 @@ def _parameters(func):
 
 def resolve_wrt(func, wrt):
     """Parameter names for ``wrt`` (a position, a name, or a tuple of them)."""
+    func = _as_python(func)
     params = _parameters(func)
     names = [p.name for p in params]
     positional = [p.name for p in params if p.kind != p.KEYWORD_ONLY]
@@ -478,7 +482,33 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
     return cache.lookup(key, build, lambda generated: generated.build.still_valid())
 
 
+_PRIMITIVE_FUNCTIONS = {}
+
+
+def _as_python(func):
+    """``func`` itself, or for a primitive with a rule (``np.tanh``, ``math.sin``)
+    a Python function of the rule's parameters that calls it, written once per
+    primitive: derivo differentiates that through the rule."""
+    if hasattr(func, "__code__") or not rules.is_primitive(func) or \
+            rules.is_nondifferentiable(func) or func not in rules.RULES:
+        return func
+    if func not in _PRIMITIVE_FUNCTIONS:
+        rule = rules.RULES[func][min(rules.RULES[func])]
+        params = ", ".join(rule.params[:rule.required] or rule.params)
+        label = rules.label_of(func)
+        called = label if label.split(".")[0] in ("np", "math") else "primitive"
+        name = getattr(func, "__name__", "primitive")
+        source = "def {}({}):\n    return {}({})\n".format(name, params, called, params)
+        filename = "<derivo primitive {}>".format(label)
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        namespace = {"np": np, "math": math, "primitive": func}
+        exec(compile(source, filename, "exec"), namespace)
+        _PRIMITIVE_FUNCTIONS[func] = namespace[name]
+    return _PRIMITIVE_FUNCTIONS[func]
+
+
 def _derivative(func, wrt, kind, loops=("stack", None, "revolve")):
+    func = _as_python(func)
     if isinstance(func, Derivative):
         func = func.derivo_function  # derivo reads its generated code like any other function
     if getattr(func, "derivo_opaque", False):
