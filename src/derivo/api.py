@@ -516,11 +516,60 @@ def _derivative(func, wrt, kind, loops=("stack", None, "revolve")):
         raise DerivoError("derivo cannot differentiate {} (what derivo.hessian or "
                           "derivo.jacobian returns) yet; differentiate a derivo.grad of it, "
                           "or use derivo.hvp".format(func.__qualname__))
+    bound = _bound_parts(func)
+    if bound is not None:
+        return _of_bound(func, bound, wrt, kind, loops)
     if not callable(func) or not hasattr(func, "__code__"):
         parse(func)  # raises the error that explains what is missing
         raise DerivoError("derivo differentiates Python functions, got {!r}".format(func))
     names = resolve_wrt(func, wrt)
     return Derivative(func, kind, names, isinstance(wrt, (tuple, list)), loops).call
+
+
+def _bound_parts(func):
+    """(function, arguments, keywords) that ``func`` calls the Python function
+    with first: a bound method of a user object (``model.loss``: the object), a
+    ``functools.partial``, a user object's ``__call__``, a derivative of one of
+    those (its generated code, bound alike); None for anything else."""
+    if hasattr(func, "derivo_bound"):
+        return func.derivo_bound
+    if isinstance(func, types.MethodType) and not isinstance(func.__self__, Derivative):
+        inner = _bound_parts(func.__func__)
+        if inner is None:
+            return (func.__func__, (func.__self__,), {}) \
+                if inspect.isfunction(func.__func__) else None
+        return inner[0], (*inner[1], func.__self__), inner[2]
+    if isinstance(func, functools.partial):
+        inner = _bound_parts(func.func) or (func.func, (), {})
+        if not inspect.isfunction(inner[0]):
+            return None
+        return inner[0], (*inner[1], *func.args), {**inner[2], **func.keywords}
+    call = getattr(type(func), "__call__", None)
+    if not inspect.isfunction(func) and inspect.isfunction(call):
+        return _bound_parts(types.MethodType(call, func))
+    return None
+
+
+def _of_bound(func, bound, wrt, kind, loops):
+    """The derivative of ``func`` (see :func:`_bound_parts`): the derivative of the
+    function it calls, with respect to the same parameters, given ``func``'s
+    bound arguments after the derivative's own leading ones (a vjp's cotangent,
+    a jvp's tangents)."""
+    function, args, keywords = bound
+    names = resolve_wrt(func, wrt)
+    entry = Derivative(function, kind, names, isinstance(wrt, (tuple, list)), loops).call
+    lead = {"vjp": 1, "jvp": len(names)}.get(kind, 0)
+    if not lead:
+        derivative = functools.partial(entry, *args, **keywords)
+    else:
+        def derivative(*given, **more):
+            return entry(*given[:lead], *args, *given[lead:], **keywords, **more)
+    for attribute in ("source", "kind", "wrt", "save", "module_source", "__doc__",
+                      "_repr_html_", "_repr_markdown_"):
+        setattr(derivative, attribute, getattr(entry, attribute))
+    derivative.__wrapped__ = func
+    derivative.derivo_bound = (entry.derivo_function, args, keywords)  # to nest it
+    return derivative
 
 
 LOOP_STRATEGIES = ("stack", "checkpoint", "reversible")
@@ -774,8 +823,7 @@ def hessian(func, wrt=0):
     """
     names = resolve_wrt(func, wrt)
     many = isinstance(wrt, (tuple, list))
-    gradient = _derivative(func, names, "grad") if not many else \
-        Derivative(func, "grad", names, True).call
+    gradient = _derivative(func, tuple(names) if many else names[0], "grad")
 
     @functools.wraps(func)
     def hessian_fn(*args, **kwargs):
@@ -825,7 +873,7 @@ def hvp(func, primals, tangents):
     differentiable = tuple(i for i, p in enumerate(primals) if _differentiable_or_container(p))
     if not differentiable:
         return tuple(None for _ in primals)
-    gradient = Derivative(func, "grad", resolve_wrt(func, differentiable), True).call
+    gradient = _derivative(func, differentiable, "grad")
     _, product = jvp(gradient, primals, tangents)
     product = iter(product)
     return tuple(_in_structure(next(product), p) if i in differentiable else None

@@ -1,0 +1,102 @@
+"""A bound method, a functools.partial or a callable object given to derivo is
+differentiated as the call it makes: with respect to its own parameters, the
+bound object and arguments read at each call."""
+
+import functools
+import math
+
+import numpy as np
+import pytest
+
+import derivo
+
+from checks import assert_close
+
+
+def central(f, x, h=1e-6):
+    return (f(x + h) - f(x - h)) / (2 * h)
+
+
+class Model:
+    def __init__(self, X, y):
+        self.X, self.y, self.scale = X, y, 1.0
+
+    def loss(self, w, penalty=0.1):
+        r = np.tanh(self.X @ w) * self.scale - self.y
+        return np.sum(r * r) + penalty * np.sum(w * w)
+
+    def energy(self, x):
+        return self.scale * math.sin(x) * x
+
+    def __call__(self, x):
+        return self.scale * math.exp(-x * x)
+
+    @classmethod
+    def doubled(cls, x):
+        return 2.0 * x * x
+
+    @staticmethod
+    def cube(x):
+        return x * x * x
+
+
+@pytest.fixture
+def model():
+    rng = np.random.default_rng(0)
+    return Model(rng.normal(size=(6, 3)), rng.normal(size=6))
+
+
+def test_a_bound_method_is_differentiated_in_its_own_parameters(model):
+    w = np.array([0.3, -0.2, 0.5])
+    grad = derivo.grad(model.loss)(w)
+    for i in range(3):
+        e = np.eye(3)[i]
+        assert_close(grad[i], central(lambda t: model.loss(w + t * e), 0.0), rtol=1e-6)
+    assert_close(derivo.grad(model.loss, wrt="penalty")(w, 0.1), float(np.sum(w * w)),
+                 rtol=1e-12)
+
+
+def test_the_object_is_read_when_called(model):
+    grad = derivo.grad(model.energy)
+    assert_close(grad(0.7), math.cos(0.7) * 0.7 + math.sin(0.7), rtol=1e-12)
+    model.scale = 3.0
+    assert_close(grad(0.7), 3.0 * (math.cos(0.7) * 0.7 + math.sin(0.7)), rtol=1e-12)
+
+
+def test_value_and_grad_vjp_jvp_and_second_order_of_a_method(model):
+    x = 0.7
+    expected = math.cos(x) * x + math.sin(x)
+    second = -math.sin(x) * x + 2 * math.cos(x)
+    assert_close(derivo.value_and_grad(model.energy)(x), (model.energy(x), expected),
+                 rtol=1e-12)
+    out, vjp_fn = derivo.vjp(model.energy, x)
+    assert_close(vjp_fn(2.0), (2.0 * expected,), rtol=1e-12)
+    assert_close(derivo.jvp(model.energy, (x,), (1.0,)), (out, expected), rtol=1e-12)
+    assert_close(derivo.hessian(model.energy)(x), second, rtol=1e-10)
+    assert_close(derivo.grad(derivo.grad(model.energy))(x), second, rtol=1e-10)
+    assert_close(derivo.hvp(model.energy, (x,), (1.0,)), (second,), rtol=1e-10)
+
+
+def test_a_callable_object_classmethod_and_staticmethod(model):
+    assert_close(derivo.grad(model)(0.4), -2 * 0.4 * math.exp(-0.16), rtol=1e-12)
+    assert_close(derivo.grad(Model.doubled)(3.0), 12.0, rtol=1e-15)
+    assert_close(derivo.grad(Model.cube)(2.0), 12.0, rtol=1e-15)
+
+
+def power(x, y, c=1.0):
+    return c * x ** y
+
+
+def test_a_partial_binds_leading_arguments_and_keywords():
+    assert_close(derivo.grad(functools.partial(power, 3.0))(2.0), math.log(3.0) * 9.0,
+                 rtol=1e-12)
+    squared = functools.partial(power, y=2.0, c=0.5)
+    assert_close(derivo.grad(squared)(3.0), 3.0, rtol=1e-15)
+    nested = functools.partial(functools.partial(power, c=2.0), 2.0)
+    assert_close(derivo.grad(nested)(3.0), 2.0 * math.log(2.0) * 8.0, rtol=1e-12)
+
+
+def test_a_bound_derivative_shows_its_source(model):
+    derivative = derivo.grad(model.energy)
+    assert derivative.source.startswith("def energy_grad(self, x):")
+    assert "energy_grad" in derivative._repr_markdown_()
