@@ -772,8 +772,8 @@ def jacobian(func, wrt=0, mode="auto"):
 
     ``mode="forward"`` builds it column by column, one JVP per input
     component (D of them); ``mode="reverse"`` row by row, one VJP per output
-    component (M of them).  ``mode="auto"`` follows Table 8.1 of the reference
-    chapter: with dense Jacobians both cost about the same per pass, so it
+    component (M of them).  ``mode="auto"`` follows Table 8.1 of Blondel and
+    Roulet, *The Elements of Differentiable Programming* (2024): with dense Jacobians both cost about the same per pass, so it
     picks forward mode when M >= D (a tall or square Jacobian, and forward
     mode keeps no tape) and reverse mode when M < D (a wide one, a gradient in
     the extreme).  To know M it evaluates ``func`` once, unless D == 1.  The

@@ -1,5 +1,6 @@
 """Tools users reach for around derivatives: checking one against finite
-differences, and the randomized forward gradient of chapter 8.7.
+differences, and the randomized forward gradient (section 8.7 of Blondel and Roulet,
+*The Elements of Differentiable Programming*, 2024).
 
 Not a pipeline stage: both call the public API like a user would.
 """
@@ -84,8 +85,8 @@ def _central_difference(func, args, kwargs, position, step):
 
 
 def forward_gradient(func, wrt=0, samples=1, rng=None):
-    """The randomized forward gradient of chapter 8.7: an unbiased estimate of
-    the gradient from ``samples`` forward-mode JVPs, ``(grad . v) v`` averaged
+    """The randomized forward gradient (Blondel and Roulet, section 8.7): an
+    unbiased estimate of the gradient from ``samples`` forward-mode JVPs, ``(grad . v) v`` averaged
     over standard Gaussian directions v.
 
     Returns a function of ``func``'s arguments giving one estimate per call

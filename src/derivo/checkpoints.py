@@ -9,8 +9,9 @@ pops the tape and calls :meth:`Tape.reverse` with the VJP of one trip, which
 walks the trips backwards, recomputing each state it needs from the nearest
 kept one.
 
-Counting as chapter 8.5 of the AD textbook does (trips run, the last one
-excluded since the VJP needs s_{K-1}, not s_K), the schedules cost:
+Counting as section 8.5 of Blondel and Roulet, *The Elements of Differentiable
+Programming* (2024), does (trips run, the last one excluded since the VJP needs
+s_{K-1}, not s_K), the schedules cost:
 
 ``revolve``
     the binomial schedule (treeverse): exactly the optimum C*(K, S) of
