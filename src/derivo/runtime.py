@@ -566,3 +566,42 @@ def add_adjoints(first, second):
         return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
+
+
+def gradient_by_tangents(tangent, args, kwargs, positions, cotangent=None):
+    """``(value, products)``: the value of a function and the products of
+    ``cotangent`` with its derivatives in the arguments at ``positions``, from its
+    tangent function ``tangent`` (one tangent per position, then the function's
+    arguments; it returns the value and the output's tangent).  One tangent pass
+    per component of each of those arguments, a float counting as one; each
+    product is shaped like its argument.  Without a cotangent, the gradient of
+    a result that must be a number."""
+    zeros = [np.zeros(np.shape(args[p])) if isinstance(args[p], np.ndarray) else 0.0
+             for p in positions]
+    value, products = None, []
+    for index, position in enumerate(positions):
+        argument = args[position]
+        if not isinstance(argument, (np.ndarray, float, int)):
+            raise DerivoError("cannot differentiate a derivative with respect to a {}: its "
+                              "tangent passes take a float or an array; pass np.asarray of "
+                              "it".format(type(argument).__name__))
+        product = np.zeros(np.shape(argument)) if isinstance(argument, np.ndarray) else 0.0
+        for component in range(np.size(argument)):
+            direction = 1.0
+            if isinstance(argument, np.ndarray):
+                direction = np.zeros(argument.shape)
+                direction.flat[component] = 1.0
+            directions = zeros[:index] + [direction] + zeros[index + 1:]
+            value, derivative = tangent(*directions, *args, **kwargs)
+            if cotangent is None and np.ndim(derivative):
+                raise DerivoError("grad needs a scalar result, and this derivative returns an "
+                                  "array of shape {}; use derivo.jacobian, derivo.hessian or "
+                                  "derivo.vjp".format(np.shape(derivative)))
+            inner = np.sum(derivative if cotangent is None else
+                           np.multiply(cotangent, derivative))
+            if isinstance(argument, np.ndarray):
+                product.flat[component] = inner
+            else:
+                product = float(inner)
+        products.append(product)
+    return value, tuple(products)

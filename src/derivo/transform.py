@@ -15,7 +15,7 @@ import logging
 import textwrap
 import time
 
-from . import codegen
+from . import codegen, runtime
 from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
 from .forward import forward
@@ -158,18 +158,13 @@ class Build:
         returned = tree.body[-1].value if isinstance(tree.body[-1], S.Return) else None
         containers = sorted(_read_as_containers(tree, wrt))
         message = None
-        if self.arrays:
-            message = (
-                "cannot take the {} of derivo-generated code over arrays yet: it takes one "
-                "tangent pass per parameter, which derivo does only for floats; use "
-                "derivo.hessian or derivo.hvp".format(kind.replace("_", " ")))
-        elif kind == "vjp" and isinstance(returned, S.Tuple):
+        if kind == "vjp" and isinstance(returned, S.Tuple):
             message = (
                 "cannot differentiate through {}, a derivative that returns several values "
                 "(a gradient with respect to several parameters, or a value and a gradient): "
                 "derivo's tangent passes over generated code give one result's derivative; "
                 "take a derivative with respect to one parameter at a time".format(tree.name))
-        elif containers:
+        elif containers and not self.arrays:  # array code: one pass per component
             message = (
                 "cannot differentiate through {} with respect to {}, which it reads as a list "
                 "or an array: derivo's tangent passes over generated code take one float "
@@ -188,6 +183,21 @@ class Build:
         local = Namer(params + [a.id for a in args.kwonlyargs])
         seed = [local.fresh("bresult")] if kind == "vjp" else []
         out = local.fresh("value" if kind == "value_and_grad" else "_")
+        if self.arrays:
+            body, partials = self._passes_at_run_time(tangent, params, args, wrt, seed, local,
+                                                      out)
+        else:
+            body, partials = self._passes(tangent, params, keywords, wrt, seed, local, out)
+        grads = partials[0] if len(partials) == 1 and not tuple_wrt else S.tuple_(partials)
+        result = S.tuple_([S.name(out), grads]) if kind == "value_and_grad" else grads
+        self.functions.append(S.function(
+            name, seed + params, body + [S.return_(result)],
+            defaults=S.deepcopy(args.defaults), kwonly=[a.id for a in args.kwonlyargs],
+            kw_defaults=S.deepcopy(args.kw_defaults)))
+        return name
+
+    def _passes(self, tangent, params, keywords, wrt, seed, local, out):
+        """One tangent pass per parameter, written out: a float's direction is 1.0."""
         body, partials = [], []
         for index, param in enumerate(wrt):
             directions = [S.const(1.0 if i == index else 0.0) for i in range(len(wrt))]
@@ -197,13 +207,21 @@ class Build:
                                         keywords=S.deepcopy(keywords))))
             partials.append(S.binop(S.name(seed[0]), S.Mult(), S.name(partial))
                             if seed else S.name(partial))
-        grads = partials[0] if len(partials) == 1 and not tuple_wrt else S.tuple_(partials)
-        result = S.tuple_([S.name(out), grads]) if kind == "value_and_grad" else grads
-        self.functions.append(S.function(
-            name, seed + params, body + [S.return_(result)],
-            defaults=S.deepcopy(args.defaults), kwonly=[a.id for a in args.kwonlyargs],
-            kw_defaults=S.deepcopy(args.kw_defaults)))
-        return name
+        return body, partials
+
+    def _passes_at_run_time(self, tangent, params, args, wrt, seed, local, out):
+        """The passes of array code, which :func:`runtime.gradient_by_tangents` makes
+        at run time: one per component of each array it is called with."""
+        partials = [local.fresh("d" + param) for param in wrt]
+        helper = self.bind("gradient_by_tangents", runtime.gradient_by_tangents, avoid=params)
+        kwargs = S.gast.Dict(keys=[S.const(a.id) for a in args.kwonlyargs],
+                             values=[S.name(a.id) for a in args.kwonlyargs])
+        positions = S.tuple_([S.const(params.index(param)) for param in wrt])
+        call = S.call(helper, S.name(tangent), S.tuple_([S.name(p) for p in params]), kwargs,
+                      positions, *(S.name(s) for s in seed))
+        products = S.tuple_([S.store(p) for p in partials], store_ctx=True)
+        body = [S.assign(S.tuple_([S.store(out), products], store_ctx=True), call)]
+        return body, [S.name(p) for p in partials]
 
     def normalize_callee(self, func):
         """The statement form of a function called by one being transformed."""
