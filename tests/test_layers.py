@@ -10,13 +10,13 @@ import pathlib
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "src" / "derivo"
 
 LAYERS = [
-    ("leaves", ["errors", "syntax", "names", "runtime", "checkpoints", "rules",
+    ("leaves", ["errors", "syntax", "names", "script", "runtime", "checkpoints", "rules",
                 "rules.runtime", "rules.builtins", "rules.numpy", "rules.tangents"]),
     ("normal form", ["parse", "fence", "memory", "ssa", "outline", "inline"]),
     ("analysis", ["analyze"]),
     ("modes", ["optimize", "forward", "reverse"]),
     ("emit", ["codegen", "save", "display"]),
-    ("API", ["cache", "transform", "script", "graph", "api", "check", "cli", "__init__",
+    ("API", ["cache", "transform", "graph", "api", "check", "cli", "__init__",
              "__main__"]),
 ]
 ORDER = [module for _, modules in LAYERS for module in modules]

@@ -84,3 +84,94 @@ def test_a_module_that_does_not_compile_is_not_written(tmp_path):
 def test_a_directory_is_refused(tmp_path):
     with pytest.raises(derivo.DerivoError, match="is a directory"):
         derivo.grad(f).save(tmp_path)
+
+
+def run_without_derivo(module_path, call):
+    """Run ``call`` (an expression over the saved module's names) in a fresh
+    process where ``import derivo`` fails; return what it prints."""
+    import subprocess
+    import sys
+    program = textwrap.dedent('''\
+        import sys
+        sys.modules["derivo"] = None    # import derivo raises ImportError
+        namespace = {{"__name__": "saved", "__file__": {path!r}}}
+        exec(compile(open({path!r}).read(), {path!r}, "exec"), namespace)
+        globals().update(namespace)
+        print(repr({call}))
+        ''').format(path=str(module_path), call=call)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_saved_modules_run_without_derivo(tmp_path):
+    from examples.horner import horner_grad
+    from examples.integrator import predator_prey_grad
+    from examples.mlp import loss_grad, problem
+    horner = horner_grad.save(tmp_path / "horner_grad.py")
+    assert run_without_derivo(horner, "horner_grad([2.0, -3.0, 0.5], 1.5)") == \
+        repr(horner_grad([2.0, -3.0, 0.5], 1.5))
+    checkpointed = predator_prey_grad.save(tmp_path / "predator_prey_grad.py")
+    assert run_without_derivo(checkpointed, "predator_prey_grad(1.1, 0.4, 0.1, 0.4, 300)") == \
+        repr(predator_prey_grad(1.1, 0.4, 0.1, 0.4, 300))
+    mlp = loss_grad.save(tmp_path / "loss_grad.py")
+    args = [a.tolist() for a in problem(3, 4, 2, batch=5)]
+    call = "[g.tolist() for g in loss_grad(*map(np.array, {!r}))]".format(args)
+    assert run_without_derivo(mlp, call) == repr([g.tolist() for g in loss_grad(
+        *problem(3, 4, 2, batch=5))])
+    for module in (horner, checkpointed, mlp):
+        imports = [line for line in open(module) if line.lstrip().startswith(("import", "from"))]
+        assert [line for line in imports if "derivo" in line] in (
+            [], ["    from derivo import DerivoError\n"]), imports
+
+
+BIG = None
+
+
+def test_a_large_array_is_saved_beside_the_module(tmp_path):
+    import numpy as np
+    global BIG
+    BIG = np.linspace(0.0, 1.0, 5000)
+    path = derivo.grad(reads_big).save(tmp_path / "big_grad.py")
+    text = open(path).read()
+    assert len(text) < 20000 and "derivo_data['BIG']" in text
+    assert (tmp_path / "big_grad.npz").exists()
+    printed = run_without_derivo(path, "float(reads_big_grad(0.5))")
+    assert float(printed) == pytest.approx(derivo.grad(reads_big)(0.5), rel=1e-15)
+
+
+def reads_big(x):
+    return x * x * BIG[-1] + x * BIG[1]
+
+
+STAMPS = None
+
+
+def test_a_datetime_array_is_written_so_that_it_imports(tmp_path):
+    import numpy as np
+    global STAMPS
+    STAMPS = np.array(["2024-01-01", "2024-03-01"], dtype="datetime64[D]")
+    path = derivo.grad(reads_stamps).save(tmp_path / "stamps_grad.py")
+    assert run_without_derivo(path, "reads_stamps_grad(2.0)") == repr(
+        derivo.grad(reads_stamps)(2.0))
+
+
+def reads_stamps(x):
+    days = (STAMPS[1] - STAMPS[0]).astype(float)
+    return days * x * x
+
+
+OBJECTS = None
+
+
+def test_an_object_array_that_is_no_literal_is_refused(tmp_path):
+    import numpy as np
+    global OBJECTS
+    OBJECTS = np.array([object(), object()], dtype=object)
+    with pytest.raises(derivo.DerivoError, match="array of Python objects"):
+        derivo.grad(reads_objects).save(tmp_path / "objects_grad.py")
+
+
+def reads_objects(x):
+    return x * len(OBJECTS)

@@ -15,6 +15,7 @@ import types
 
 import numpy as np
 
+from . import script
 from . import syntax as S
 from .errors import DerivoError
 from .parse import GENERATED_PREFIX
@@ -125,10 +126,17 @@ def compile_module(source, namespace, label):
     return scope
 
 
-def module_text(source, namespace, header):
+#: An array of more elements than this is saved beside the module, not in it.
+LARGE_ARRAY = 1000
+
+
+def module_text(source, namespace, header, data=None):
     """A standalone module: ``header`` docstring, the imports and definitions the
-    generated functions need, then ``source``."""
-    imports, definitions = [], []
+    generated functions need, then ``source``, then the derivo helpers it calls.
+    An array of more than LARGE_ARRAY elements goes into ``data`` (name ->
+    array), which the module loads from the ``.npz`` file beside it, when
+    ``data`` is a dict; it is written out in the module otherwise."""
+    imports, definitions, helpers = [], [], {}
     # a helper bound for code a later pass rewrote (add_at, say) is not imported
     used = {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
     for name in sorted(set(namespace) & used):
@@ -142,8 +150,14 @@ def module_text(source, namespace, header):
             definitions.append("{} = {!r}".format(name, obj))
         elif isinstance(obj, np.ndarray):
             imports.append("import numpy")
-            definitions.append("{} = numpy.array({!r}, dtype=numpy.{})".format(
-                name, obj.tolist(), obj.dtype))
+            if data is not None and obj.size > LARGE_ARRAY and not obj.dtype.hasobject:
+                data[name] = obj
+                definitions.append("{} = derivo_data[{!r}]".format(name, name))
+            else:
+                definitions.append(_array_definition(name, obj))
+        elif getattr(obj, "__module__", None) in HELPER_MODULES and \
+                getattr(obj, "__name__", None) == name:
+            helpers[name] = obj.__module__
         else:
             line = _import_line(name, obj)
             if line is None:
@@ -151,13 +165,91 @@ def module_text(source, namespace, header):
                                   "({}), which is neither a literal nor importable".format(
                                       name, type(obj).__name__))
             imports.append(line)
+    others = {n: v for n, v in namespace.items() if n in used and n not in helpers}
+    copied = helper_sources(helpers, others)
+    if copied is None:  # a helper's own names clash with the module's: import them
+        imports += ["from {} import {}".format(module, name) for name, module in helpers.items()]
+    if data:
+        imports.append("import os")
+        definitions.insert(0, "derivo_data = numpy.load(os.path.splitext(__file__)[0] + "
+                              "\".npz\")  # the arrays too large to write here")
     parts = ['"""{}"""'.format(header)]
     if imports:
         parts.append("\n".join(_merged_imports(imports)))
     if definitions:
         parts.append("\n".join(definitions))
     parts.append(source.rstrip())
+    if copied:
+        parts.append("# derivo's runtime helpers this module calls, copied from derivo {} so "
+                     "that it\n# runs without derivo installed\n\n{}".format(VERSION, copied))
     return "\n\n".join(parts) + "\n"
+
+
+#: The modules of derivo whose functions generated code calls at run time.
+HELPER_MODULES = ("derivo.runtime", "derivo.checkpoints")
+VERSION = importlib.import_module("derivo").__version__
+
+_ERRORS_FALLBACK = """try:
+    from derivo import DerivoError
+except ImportError:
+    class DerivoError(ValueError):
+        \"\"\"What derivo raises; here without derivo.\"\"\"
+"""
+
+
+def helper_sources(helpers, namespace):
+    """The source of the top-level statements of derivo's helper modules that the
+    ``helpers`` (name -> module name) need: their definitions and what those
+    read, imports included, in the modules' order.  None when one of those
+    names means something else in ``namespace``, the module's other names."""
+    if not helpers:
+        return ""
+    wanted = {module: set() for module in HELPER_MODULES}
+    for name, module in helpers.items():
+        wanted[module].add(name)
+    chunks = []
+    for module in reversed(HELPER_MODULES):  # checkpoints imports from runtime
+        tree, text = _helper_module_tree(module)
+        values = vars(importlib.import_module(module))
+        for stmt in script.needed_statements(tree, wanted[module]):
+            if isinstance(stmt, ast.ImportFrom) and stmt.level:  # derivo's own modules
+                if stmt.module == "errors":
+                    chunks.append((module, _ERRORS_FALLBACK.rstrip()))
+                else:
+                    wanted["derivo." + stmt.module] |= {a.asname or a.name for a in stmt.names}
+                continue
+            bound = script.bound_names(stmt)
+            if any(namespace[b] is not values.get(b) for b in bound if b in namespace):
+                return None
+            chunks.append((module, ast.get_source_segment(text, stmt)))
+    order = {module: i for i, module in enumerate(HELPER_MODULES)}
+    chunks.sort(key=lambda chunk: order[chunk[0]])
+    codes = list(dict.fromkeys(code for _, code in chunks))
+    imports = sorted(code for code in codes if code.startswith(("import ", "from ")))
+    rest = [code for code in codes if code not in imports]
+    return "\n\n\n".join(["\n".join(imports)] + rest if imports else rest)
+
+
+def _helper_module_tree(module):
+    path = importlib.import_module(module).__file__
+    with open(path, encoding="utf-8") as stream:
+        text = stream.read()
+    return ast.parse(text), text
+
+
+def _array_definition(name, array):
+    """``name = numpy.array(...)`` that remakes ``array``, dtype included (dates and
+    times as their integer counts, viewed as the dtype)."""
+    if array.dtype.kind in "Mm":
+        return "{} = numpy.array({!r}, dtype=numpy.int64).view(numpy.dtype({!r}))".format(
+            name, array.view(np.int64).tolist(), array.dtype.str)
+    items = array.tolist()
+    if array.dtype.hasobject and not _is_literal(items):
+        raise DerivoError("cannot save the derivative as a module: it reads {!r}, an array of "
+                          "Python objects that cannot be written as a literal; give it to the "
+                          "function as an argument".format(name))
+    return "{} = numpy.array({!r}, dtype=numpy.dtype({!r}))".format(
+        name, items, array.dtype.str)
 
 
 def _merged_imports(lines):

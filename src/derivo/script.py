@@ -60,7 +60,7 @@ def load(path, wanted):
 
 def needed_statements(tree, wanted):
     """The top-level statements of ``tree`` that the names ``wanted`` need, in order."""
-    candidates = [(stmt, _bound(stmt)) for stmt in tree.body if _evaluable(stmt)]
+    candidates = [(stmt, bound_names(stmt)) for stmt in tree.body if _evaluable(stmt)]
     needed, chosen = set(wanted), set()
     changed = True
     while changed:
@@ -100,7 +100,7 @@ def _always(stmt):
         stmt.module == "__future__" or any(a.name == "*" for a in stmt.names))
 
 
-def _bound(stmt):
+def bound_names(stmt):
     """The names a top-level statement binds."""
     if isinstance(stmt, _DEFINITIONS):
         return {stmt.name}
@@ -111,7 +111,7 @@ def _bound(stmt):
     if isinstance(stmt, ast.Try):
         return {name for block in (stmt.body, stmt.orelse, stmt.finalbody,
                                    *(handler.body for handler in stmt.handlers))
-                for s in block for name in _bound(s)}
+                for s in block for name in bound_names(s)}
     if isinstance(stmt, _ASSIGNMENTS):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         return {n.id for target in targets for n in ast.walk(target)
