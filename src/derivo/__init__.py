@@ -9,7 +9,8 @@ compiles and caches it, and lets you print or save that source.
 __version__ = "0.1.0"
 
 from .errors import DerivoError, NoDerivativeRule, SourceUnavailable, UnsupportedSyntax  # noqa: E402
-from .rules import defjvp, defpartials, defvjp, nondifferentiable  # noqa: E402
+from .rules import defjvp, defpartials, defvjp, nondifferentiable, primitive  # noqa: E402
+from .runtime import stop_gradient  # noqa: E402
 from .api import (Derivative, cache_info, grad, hessian, hvp, jacobian, jvp,  # noqa: E402
                   source, tangent, value_and_grad, vjp)
 from .check import check_grad, forward_gradient  # noqa: E402
@@ -20,6 +21,6 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "tangent", "jvp", "jacobian", "hessian", "hvp",
     "source", "cache_info", "check_grad", "forward_gradient", "checkpointed", "graph", "Graph",
     "Derivative",
-    "defpartials", "defvjp", "defjvp", "nondifferentiable",
+    "defpartials", "defvjp", "defjvp", "nondifferentiable", "primitive", "stop_gradient",
     "DerivoError", "UnsupportedSyntax", "NoDerivativeRule", "SourceUnavailable",
 ]

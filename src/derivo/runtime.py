@@ -605,3 +605,9 @@ def gradient_by_tangents(tangent, args, kwargs, positions, cotangent=None):
                 product = float(inner)
         products.append(product)
     return value, tuple(products)
+
+
+def stop_gradient(x):
+    """``x`` itself, through which no derivative flows: differentiated code treats
+    the result as a constant (``derivo.stop_gradient``, as in JAX)."""
+    return x

@@ -41,12 +41,10 @@ def test_partials_must_match_the_arity():
     assert opaque_counter not in rules.RULES
 
 
-def test_template_must_be_a_lambda():
-    def partial(ans, x):
-        return 1.0
-
-    with pytest.raises(derivo.DerivoError, match="lambda"):
-        derivo.defpartials(opaque_counter, partial)
+def test_a_rule_must_be_a_lambda_or_a_def():
+    with pytest.raises(derivo.DerivoError, match="a lambda or a def"):
+        derivo.defpartials(opaque_counter, math.cos)
+    assert opaque_counter not in rules.RULES
 
 
 def test_a_user_template_without_source_is_refused_when_registered():

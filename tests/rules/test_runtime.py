@@ -329,6 +329,8 @@ WITHOUT_RULES = {
     "prod_vjp": "the product of the other elements: its derivative in ans and the "
                 "array differs between the dividing and the zero-safe path",
     "split_stacked": "called by hstack_vjp and vstack_vjp only, never by generated code",
+    "gradient_by_tangents": "its derivative needs the tangents of the tangent function it is "
+                            "given: a third derivative of array code, refused",
 }
 
 

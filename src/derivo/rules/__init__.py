@@ -40,25 +40,29 @@ OPERATOR_FUNCTIONS = {S.Add: operator.add, S.Sub: operator.sub, S.Mult: operator
 
 
 class Template:
-    """A one-expression lambda whose parameters are placeholders.
+    """A rule's function of placeholders, pasted into generated code: the body of
+    a one-expression lambda, or a call of a ``def`` (whose body stays its own).
 
-    Its syntax tree is read the first time a derivative needs it: importing
-    derivo registers a few hundred templates, and parsing them all up front
-    took most of the import time.
+    A lambda's syntax tree is read the first time a derivative needs it:
+    importing derivo registers a few hundred templates, and parsing them all up
+    front took most of the import time.  The names its body reads are its
+    closure's (read when the template is used), then its module's.
     """
 
     def __init__(self, fn):
-        if fn.__name__ != "<lambda>":
-            raise DerivoError("a derivative template must be a one-line lambda, got {!r}"
-                              .format(fn.__qualname__))
+        if not inspect.isfunction(fn):
+            raise DerivoError("a derivative rule must be a lambda or a def, got {!r}"
+                              .format(fn))
         self.fn = fn
         code = fn.__code__
         self.params = list(code.co_varnames[:code.co_argcount])
         self.varargs = code.co_varnames[code.co_argcount + code.co_kwonlyargcount] \
             if code.co_flags & inspect.CO_VARARGS else None
-        self.globals = fn.__globals__
+        self.globals = _Scope(fn)
         self.optional = len(fn.__defaults__ or ())  # how many trailing params have defaults
-        if not S.is_derivo(fn):
+        if fn.__name__ != "<lambda>":
+            self._tree = _call_tree(fn, self.params, self.varargs)
+        elif not S.is_derivo(fn):
             # A rule of the user's is read now, so that registering a template
             # derivo cannot read fails where it is written.
             _ = self._tree
@@ -109,6 +113,43 @@ class Template:
                 return node
 
         return Substitute().visit(S.deepcopy(self.body))
+
+
+class _Scope:
+    """What a template's free names mean: the cells of its closure, read when
+    asked, then its module's globals, then a name for the function itself (a
+    ``def`` rule's call reads it)."""
+
+    def __init__(self, fn):
+        self.cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        self.module = fn.__globals__
+        self.own = {_own_name(fn): fn}
+
+    def get(self, name, default=None):
+        if name in self.cells:
+            try:
+                return self.cells[name].cell_contents
+            except ValueError:  # a cell not filled yet
+                return default
+        return self.module.get(name, self.own.get(name, default))
+
+    def as_dict(self):
+        """Every name at once, for ``eval``."""
+        return {**self.module, **self.own,
+                **{name: self.get(name) for name in self.cells}}
+
+
+def _own_name(fn):
+    return "derivo_rule_" + fn.__name__
+
+
+def _call_tree(fn, params, varargs):
+    """``(body, defaults)`` of the template of a ``def`` rule: a call of it."""
+    args = [S.name(p) for p in params] + \
+        ([S.gast.Starred(value=S.name(varargs), ctx=S.Load())] if varargs else [])
+    defaults = dict(zip(params[len(params) - len(fn.__defaults__ or ()):],
+                        (S.const(d) for d in fn.__defaults__ or ())))
+    return S.call(S.name(_own_name(fn)), *args), defaults
 
 
 class Method:
@@ -194,7 +235,7 @@ class Rule:
             bindings = dict(zip(template.params, [S.const(ans)] + [S.const(a) for a in args]))
             expression = S.gast.gast_to_ast(S.gast.Expression(body=template.instantiate(bindings)))
             ast.fix_missing_locations(expression)
-            values.append(eval(compile(expression, "<rule>", "eval"), template.globals))
+            values.append(eval(compile(expression, "<rule>", "eval"), template.globals.as_dict()))
         return values
 
 
@@ -249,6 +290,33 @@ def defjvp(primitive, *jvps):
     for rule in rules:
         rule.jvps = templates
     return rules[0]
+
+
+def primitive(partials=None, vjps=None, jvps=None):
+    """A decorator that registers the function it decorates as a primitive with
+    these rules (see :func:`defpartials`, :func:`defvjp`, :func:`defjvp`; each a
+    function or a tuple of them, one per argument); derivo then uses the rules
+    instead of reading the function's body.
+
+    >>> @derivo.primitive(partials=lambda ans, x: 1 / (1 + math.exp(-x)))
+    ... def softplus(x):
+    ...     return math.log1p(math.exp(x))
+    """
+    def as_tuple(rules):
+        return rules if isinstance(rules, tuple) else (rules,)
+
+    if (partials is None) == (vjps is None):
+        raise DerivoError("derivo.primitive takes partials= or vjps=, one of them")
+
+    def register(fn):
+        if partials is not None:
+            defpartials(fn, *as_tuple(partials))
+        else:
+            defvjp(fn, *as_tuple(vjps))
+            if jvps is not None:
+                defjvp(fn, *as_tuple(jvps))
+        return fn
+    return register
 
 
 def nondifferentiable(*primitives):

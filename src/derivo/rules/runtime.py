@@ -24,12 +24,11 @@ import numpy as np
 
 from ..runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, copysign_one,
                        dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
-                       first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
-                       inner_vjp_right, log, log_times, matmul_vjp_left, matmul_vjp_right,
-                       norm_vjp, owned, part, pop_adjoint, scalar_seed, shaped_like,
-                       sort_like, split_like, swap_last, transpose_vjp, unbroadcast,
-                       unshared, unsort, unstack, vstack_vjp, zero_gradient, zeroed,
-                       zeros_for)
+                       first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right,
+                       log, log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp, owned, part,
+                       pop_adjoint, scalar_seed, shaped_like, sort_like, split_like, stop_gradient,
+                       swap_last, transpose_vjp, unbroadcast, unshared, unsort, unstack,
+                       vstack_vjp, zero_gradient, zeroed, zeros_for)
 from . import defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
@@ -175,3 +174,5 @@ defjvp(add_at, lambda t, ans, total, adjoint, like, index: addable(t),
 # transpose puts the pair back together (``ans[0]``: the argument is popped by then).
 defvjp(pop_adjoint, lambda g, ans, adjoints: [*(g[0] if isinstance(g[0], list) else [g[0]] * len(ans[0])), g[1]])
 defjvp(pop_adjoint, lambda t, ans, adjoints: pop_adjoint(t))
+
+nondifferentiable(stop_gradient)  # its result is a constant to derivatives
