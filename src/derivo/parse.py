@@ -114,7 +114,8 @@ def parse(func):
     :class:`Parsed`."""
     if isinstance(func, Outlined):
         return func.parse()
-    func = inspect.unwrap(func)
+    # A wrapper (functools.wraps) is differentiated as the code it runs, which calls
+    # what it wraps through its closure: never as its __wrapped__
     name = getattr(func, "__qualname__", repr(func))
     code = getattr(func, "__code__", None)
     if code is None:
@@ -123,7 +124,7 @@ def parse(func):
             "source (give derivo a rule for it instead)".format(name))
     filename = code.co_filename
     try:
-        lines, first_line = inspect.getsourcelines(func)
+        lines, first_line = inspect.getsourcelines(code)  # (a function's would unwrap it)
     except (OSError, TypeError) as exc:
         raise SourceUnavailable(
             "cannot find the source of {!r} ({}); derivo reads a function's source, "
