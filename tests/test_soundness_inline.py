@@ -7,7 +7,9 @@ the tangent (jvp) and the Hessian (forward over reverse).
 """
 
 import functools
+import math
 
+import numpy as np
 import pytest
 
 import derivo
@@ -128,3 +130,77 @@ def test_a_wrapper_taking_star_args_is_refused_at_its_def():
     with pytest.raises(derivo.DerivoError, match=r"\*args") as refused:
         derivo.grad(forwarded_square)(1.5)
     assert "test_soundness_inline.py" in str(refused.value)
+
+
+# --- defaults are the values the function object holds ------------------------------
+
+def make_scaled(c):
+    def scaled(x, c=c):
+        return x * c * x
+    return scaled
+
+
+def make_looping_scaled(c):
+    def looping_scaled(x, c=c, *, shift=c):
+        s = 0.0
+        for _ in range(2):
+            s = s + x * c + shift
+        return s
+    return looping_scaled
+
+
+def make_weighted(w):
+    def weighted(x, w=w):
+        s = 0.0
+        for i in range(len(w)):
+            s = s + x * w[i] * x
+        return s
+    return weighted
+
+
+c = 100.0  # a global of the same name as the factories' parameter
+looping_scaled_by_two = make_looping_scaled(2.0)
+weighted_by_pair = make_weighted(np.array([1.0, 2.0]))
+
+
+def calls_a_looping_helper_and_reads_the_global_c(x):
+    return looping_scaled_by_two(x) + c * x
+
+
+def calls_a_helper_with_an_array_default(x):
+    return weighted_by_pair(x) * x
+
+
+def test_a_default_naming_a_closure_variable_is_its_value():
+    for factor in (2.0, 3.0):  # one code object, two defaults: two derivatives
+        assert derivo.grad(make_scaled(factor))(1.5) == pytest.approx(3.0 * factor)
+        assert_every_mode_matches(make_scaled(factor), 1.5)
+    assert_every_mode_matches(make_looping_scaled(2.0), 0.5)
+
+
+def test_a_lambdas_defaults_and_keyword_only_parameters_are_its_own():
+    scaled = (lambda c: lambda x, c=c, *, sign=-1.0: sign * x * c ** 2)(3.0)
+    assert derivo.grad(scaled)(1.0) == pytest.approx(-9.0)
+    assert_every_mode_matches(scaled, 1.0)
+
+
+def test_a_helpers_default_is_not_a_global_of_the_same_name():
+    # the helper's VJP took c=c from the module, where c is the global 100.0
+    f = calls_a_looping_helper_and_reads_the_global_c
+    assert derivo.grad(f)(1.0) == pytest.approx(104.0)
+    assert_every_mode_matches(f, 1.0)
+
+
+def test_an_array_default_is_the_array_the_function_holds():
+    f = calls_a_helper_with_an_array_default
+    assert derivo.grad(f)(1.0) == pytest.approx(9.0)
+    assert_every_mode_matches(f, 1.0)
+    assert derivo.grad(weighted_by_pair)(1.0) == pytest.approx(6.0)
+
+
+def test_a_rule_whose_default_is_not_a_literal_is_refused_where_it_is_written():
+    def scaled_exp(x, scale):
+        return math.exp(x) * scale
+
+    with pytest.raises(derivo.DerivoError, match="defaults must be literals"):
+        derivo.defpartials(scaled_exp, lambda ans, x, scale=np.ones(1): ans, None)

@@ -156,7 +156,42 @@ def parse(func):
                 closure[ident] = cell.cell_contents
             except ValueError:
                 pass
-    return Parsed(func, tree, filename, lines, first_line, func.__globals__, closure)
+    parsed = Parsed(func, tree, filename, lines, first_line, func.__globals__, closure)
+    _hold_defaults(parsed)
+    return parsed
+
+
+def _hold_defaults(parsed):
+    """Make the tree's defaults the values the function object holds
+    (``__defaults__``, ``__kwdefaults__``), not the source that made them:
+    ``c=c`` in a closure, or a global rebound since, means something else (or
+    nothing) where the generated code runs.  A literal becomes a constant; any
+    other value a name that resolves to it: the source's own name when that
+    still means the value (``w=W``), else a name of its own held with the
+    closure's."""
+    func, args = parsed.func, parsed.tree.args
+    values = list(func.__defaults__ or ())
+    taken = set(parsed.globals) | set(parsed.closure) | {
+        n.id for n in S.walk(parsed.tree) if isinstance(n, S.Name)}
+
+    def held(param, value, written):
+        if type(value) in S.LITERAL_TYPES:
+            return S.copy_location(S.const(value), written)
+        if isinstance(written, S.Name) and parsed.resolve(written.id) is value:
+            return written
+        ident, counter = "{}_default".format(param), 0
+        while ident in taken:
+            counter += 1
+            ident = "{}_default{}".format(param, counter)
+        taken.add(ident)
+        parsed.closure[ident] = value
+        return S.copy_location(S.name(ident), written)
+
+    with_defaults = args.args[len(args.args) - len(values):] if values else []
+    args.defaults = [held(a.id, v, w) for a, v, w in zip(with_defaults, values, args.defaults)]
+    keywords = func.__kwdefaults__ or {}
+    args.kw_defaults = [None if a.id not in keywords else held(a.id, keywords[a.id], w or a)
+                        for a, w in zip(args.kwonlyargs, args.kw_defaults)]
 
 
 def _indent_width(text):
@@ -186,8 +221,8 @@ def _function_tree(source, func, filename, first_line):
     if func.__name__ != "<lambda>" and defs:
         return defs[0]
     lambdas = [n for n in S.walk(module) if isinstance(n, S.gast.Lambda)
-               and [a.id for a in n.args.args] == list(func.__code__.co_varnames[
-                   :func.__code__.co_argcount])]
+               and [a.id for a in n.args.posonlyargs + n.args.args] == list(
+                   func.__code__.co_varnames[:func.__code__.co_argcount])]
     if len(lambdas) != 1:
         raise UnsupportedSyntax(
             "cannot tell which lambda on this line to differentiate; use a def",
@@ -196,6 +231,8 @@ def _function_tree(source, func, filename, first_line):
     body = S.return_(lam.body)
     S.copy_location(body, lam)
     tree = S.function("lambda_line{}".format(first_line + lam.lineno - 1),
-                      [a.id for a in lam.args.args], [body], defaults=lam.args.defaults)
+                      [a.id for a in lam.args.posonlyargs + lam.args.args], [body],
+                      defaults=lam.args.defaults, kwonly=[a.id for a in lam.args.kwonlyargs],
+                      kw_defaults=lam.args.kw_defaults)
     S.copy_location(tree, lam)
     return tree

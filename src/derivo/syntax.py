@@ -140,6 +140,10 @@ def param(ident):
     return gast.Name(id=ident, ctx=gast.Param(), annotation=None, type_comment=None)
 
 
+#: the types of the values a constant node holds and generated code prints as literals
+LITERAL_TYPES = (int, float, complex, bool, str, type(None))
+
+
 def const(value):
     return gast.Constant(value=value, kind=None)
 

@@ -58,6 +58,10 @@ class Template:
             if code.co_flags & inspect.CO_VARARGS else None
         self.globals = fn.__globals__
         self.optional = len(fn.__defaults__ or ())  # how many trailing params have defaults
+        if any(type(value) not in S.LITERAL_TYPES for value in fn.__defaults__ or ()):
+            raise DerivoError("{}:{}: a derivative template's defaults must be literals (a "
+                              "number, a string, None): generated code holds their values"
+                              .format(code.co_filename, code.co_firstlineno))
         if not S.is_derivo(fn):
             # A rule of the user's is read now, so that registering a template
             # derivo cannot read fails where it is written.
@@ -323,8 +327,8 @@ def _lambda_tree(fn):
                           "put each lambda on its own line".format(
                               filename, code.co_firstlineno))
     lambda_ = S.from_ast(candidates[0])
-    defaults = dict(zip(params[len(params) - len(lambda_.args.defaults):],
-                        lambda_.args.defaults))
+    values = fn.__defaults__ or ()  # what the lambda holds, not the text that made it
+    defaults = dict(zip(params[len(params) - len(values):], map(S.const, values)))
     return lambda_.body, defaults
 
 
