@@ -204,3 +204,43 @@ def test_a_rule_whose_default_is_not_a_literal_is_refused_where_it_is_written():
 
     with pytest.raises(derivo.DerivoError, match="defaults must be literals"):
         derivo.defpartials(scaled_exp, lambda ans, x, scale=np.ones(1): ans, None)
+
+
+# --- a parameter updated in a helper inlined into a helper ----------------------------
+
+def shifted_product(y, *, shift=1.0):
+    shift += y
+    return shift * y
+
+
+def shifted_product_positional(y, shift=1.0):
+    shift *= y
+    return shift * y
+
+
+def adds_one_to_shifted_product(x):
+    return shifted_product(x) + shifted_product_positional(x) + 1.0
+
+
+def calls_the_helpers_helper(x):
+    return adds_one_to_shifted_product(x) * x
+
+
+def scaled_sum(v, *, scale=2.0):
+    scale *= 1.5
+    return np.sum(v * scale)
+
+
+def sums_scaled(v):
+    return scaled_sum(v) + 1.0
+
+
+def calls_the_array_helpers_helper(a):
+    return sums_scaled(a * a)
+
+
+def test_a_keyword_only_parameter_updated_in_a_nested_inlined_helper():
+    assert_every_mode_matches(adds_one_to_shifted_product, 1.5)
+    assert_every_mode_matches(calls_the_helpers_helper, -0.5)
+    a = np.array([0.5, -1.0, 2.0])
+    assert np.allclose(derivo.grad(calls_the_array_helpers_helper)(a), 6.0 * a)
