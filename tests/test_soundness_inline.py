@@ -244,3 +244,39 @@ def test_a_keyword_only_parameter_updated_in_a_nested_inlined_helper():
     assert_every_mode_matches(calls_the_helpers_helper, -0.5)
     a = np.array([0.5, -1.0, 2.0])
     assert np.allclose(derivo.grad(calls_the_array_helpers_helper)(a), 6.0 * a)
+
+
+# --- refusals name the user's expression, never one of ssa's temporaries ---------------
+
+def looping_cube(x):
+    s = x
+    for _ in range(2):
+        s = s * x
+    return s
+
+
+def calls_a_gradient_made_on_the_spot(x):
+    return derivo.grad(looping_cube)(x) * x  # marker: gradient on the spot
+
+
+def joins_a_list_with_a_helpers_result(x):
+    y = [x, 2.0]
+    return (y + [looping_cube(x)])[0]  # marker: joined list
+
+
+def line_of(marker):
+    with open(__file__) as source:
+        return next(number for number, line in enumerate(source, 1)
+                    if "# marker: " + marker in line)
+
+
+@pytest.mark.parametrize("f, marker, words", [
+    (calls_a_gradient_made_on_the_spot, "gradient on the spot", "'derivo.grad(looping_cube)'"),
+    (joins_a_list_with_a_helpers_result, "joined list", "'y + [looping_cube(x)]'"),
+])
+def test_a_refusal_names_the_expression_as_the_user_wrote_it(f, marker, words):
+    with pytest.raises(derivo.DerivoError) as refused:
+        derivo.grad(f)(1.5)
+    message = str(refused.value)
+    assert "test_soundness_inline.py:{}:".format(line_of(marker)) in message
+    assert words in message and "t1" not in message

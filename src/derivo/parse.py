@@ -7,6 +7,7 @@ later error can point at the user's source.
 import builtins
 import functools
 import inspect
+import re
 import textwrap
 from dataclasses import dataclass, field
 
@@ -72,6 +73,39 @@ class Parsed:
         """An error of class ``cls`` located at ``node`` in the user's file."""
         return cls(message, self.filename, getattr(node, "lineno", None),
                    getattr(node, "col_offset", None), construct)
+
+    def words(self, node):
+        """How the user wrote the expression ``node``, for a message: its printed
+        source when the lines it stands on hold that text, else the text of the
+        file where it stands when that is an expression (a temporary of ssa's,
+        t1, stands where what it holds was written), else its printed source."""
+        printed = S.expr_source(node)
+        lines = self._lines_of(node)
+        written = " ".join(line.strip() for line in lines)
+        if not lines or re.search(r"(?<![\w.]){}(?!\w)".format(re.escape(printed)), written):
+            return printed
+        first, last = node.col_offset, node.end_col_offset
+        if len(lines) == 1:
+            text = lines[0].encode()[first:last].decode(errors="replace")
+        else:
+            text = "\n".join([lines[0].encode()[first:].decode(errors="replace")] + lines[1:-1]
+                             + [lines[-1].encode()[:last].decode(errors="replace")])
+        try:
+            S.parse_expr("(" + text + "\n)")
+        except SyntaxError:
+            return printed
+        return " ".join(text.split())
+
+    def _lines_of(self, node):
+        """The file lines an expression node spans, or [] if it spans none of
+        this function's (no position, or one outside it)."""
+        start, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if start is None or end is None or getattr(node, "end_col_offset", None) is None:
+            return []
+        first, last = start - self.first_line, end - self.first_line
+        if not 0 <= first <= last < len(self.lines):
+            return []
+        return [line.rstrip("\n") for line in self.lines[first:last + 1]]
 
     def source_line(self, lineno):
         """The stripped text of a file line of this function ('' if outside it)."""

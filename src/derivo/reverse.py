@@ -539,7 +539,7 @@ class Sweep:
             raise self.parsed.error(
                 UnsupportedSyntax, loop.node, "cannot checkpoint a loop over differentiated "
                 "values ({!r}): loop over range(len(...)) and index them".format(
-                    S.expr_source(call.args[0])), "checkpointed loop")
+                    self.parsed.words(call.args[0])), "checkpointed loop")
         # Every state variable is differentiated: a trip may carry a derivative
         # through one that neither the loop's input nor its output has.
         wrt = loop.state + [p for p in loop.invariants if p in active_params]
