@@ -280,3 +280,47 @@ def test_a_refusal_names_the_expression_as_the_user_wrote_it(f, marker, words):
     message = str(refused.value)
     assert "test_soundness_inline.py:{}:".format(line_of(marker)) in message
     assert words in message and "t1" not in message
+
+
+# --- an operand of a conditional expression is evaluated only on its branch -----------
+
+def scaled_by_the_largest_or_a_tenth(x, values):
+    scaled = [v * x for v in values]
+    return x * (max(scaled) if scaled else 0.1)
+
+
+def scaled_by_a_first_exponential(x, values):
+    return x * (math.exp(values[0] * x) * math.exp(values[0] * x) if values else 0.1)
+
+
+def looping_log_where_defined(x, n):
+    s = 0.0
+    for _ in range(3):
+        s = s + x * (math.log(n - 1.0) * math.log(n - 1.0) * x if n > 1.0 else 0.5)
+    return s
+
+
+def summed_exponential_where_given(a, values):
+    return np.sum(a * (np.exp(a * values[0]) * np.exp(a * values[0]) if values else 0.1))
+
+
+@pytest.mark.parametrize("f, other", [
+    (scaled_by_the_largest_or_a_tenth, []), (scaled_by_the_largest_or_a_tenth, [1.0, 3.0]),
+    (scaled_by_a_first_exponential, []), (scaled_by_a_first_exponential, [0.5]),
+    (looping_log_where_defined, 0.5), (looping_log_where_defined, 3.0),
+])
+def test_a_branch_not_taken_of_a_conditional_expression_is_not_evaluated(f, other):
+    assert_every_mode_matches(lambda x: f(x, other), 1.5)
+    for loops in ("checkpoint", "reversible"):
+        try:
+            gradient = derivo.grad(f, loops=loops)(1.5, other)
+        except derivo.DerivoError:
+            continue  # refused for the loop strategy: never wrong
+        assert_close(gradient, numeric_grad(f, (1.5, other)))
+
+
+def test_an_array_operand_of_a_branch_not_taken_is_not_evaluated():
+    a = np.array([0.5, -1.0])
+    f = summed_exponential_where_given
+    assert np.allclose(derivo.grad(f)(a, []), [0.1, 0.1])
+    assert np.allclose(derivo.grad(f)(a, [0.5]), np.exp(a) * (1.0 + a))
