@@ -223,7 +223,7 @@ def test_a_module_called_through_a_local_name_is_refused():
     # mod.sum(v) was taken for the method sum of mod, holding v constant: a zero gradient
     err = refusal(sums_through_a_local_module, np.array([0.1, 0.2]))
     assert_points_at(err, line_of(sums_through_a_local_module, "mod.sum("), "np.sum")
-    assert "'return mod.sum(mod.exp(x))'" in str(err)
+    assert "'mod.sum(mod.exp(x))'" in str(err)  # the expression, not ssa's mod.sum(t1)
 
 
 def test_no_rule_unhashable_callable():
@@ -1393,7 +1393,8 @@ def test_a_refused_change_in_place_is_told_in_the_users_words():
     # ssa gives x * 2.0 a name (t1), which the message named
     error = refusal(sums_a_doubled_array, np.array([3.0, 1.0, 2.0]))
     assert_points_at(error, line_of(sums_a_doubled_array, "running_sum("), "in place")
-    assert "'return running_sum(x * 2.0) * x[0]'" in str(error) and "t1" not in str(error)
+    assert "'running_sum(x * 2.0)': it may change 'x * 2.0'" in str(error)
+    assert "t1" not in str(error)
 
 
 def scaled_copy(v, c):

@@ -102,16 +102,18 @@ def test_nested_function_keeps_its_column_in_the_file():
 # --- decorators -------------------------------------------------------------------
 
 def test_decorators_are_removed():
-    parsed = parse(decorated)
+    parsed = parse(decorated.__wrapped__)
     assert parsed.tree.decorator_list == []
     assert parsed.tree.name == "decorated"
     assert "@" not in S.to_source(parsed.tree)
 
 
-def test_decorated_function_is_unwrapped_and_keeps_the_def_line():
+def test_a_wrapper_is_read_as_its_own_code_not_what_it_wraps():
     parsed = parse(decorated)
-    assert parsed.func is decorated.__wrapped__
-    assert parsed.tree.lineno == line_of("marker: decorated def")
+    assert parsed.func is decorated
+    assert parsed.tree.name == "wrapper"
+    assert parsed.tree.decorator_list == []
+    assert parse(decorated.__wrapped__).tree.lineno == line_of("marker: decorated def")
 
 
 # --- names the function can see ---------------------------------------------------

@@ -180,7 +180,7 @@ class Analysis:
                 "{1!r} ({2}): line {3} writes into that memory and {0} is read afterwards; "
                 "NumPy shows the change through both names, derivo's adjoints cannot "
                 "follow it; make a copy ({0} = {2}.copy())".format(
-                    target, source, S.expr_source(stmt.value),
+                    target, source, self.parsed.words(stmt.value),
                     getattr(write, "lineno", "?")), "aliased write")
             value = stmt.value
             if isinstance(value, S.Subscript) and isinstance(value.value, S.Name) and \
@@ -263,7 +263,7 @@ class Analysis:
                     "loop: derivatives would flow through the tape it pushes; take this "
                     "derivative of a version with loops='stack' and no derivo.checkpointed",
                     "checkpointed loop")
-            return Site(key, args, node.keywords, label=S.expr_source(node.func))
+            return Site(key, args, node.keywords, label=self.parsed.words(node.func))
         if isinstance(node, S.Attribute):
             key = rules.Method(node.attr)
             if rules.is_nondifferentiable(key) or isinstance(node.value, S.Name) and \
@@ -300,15 +300,13 @@ class Analysis:
                     continue
                 for param, arg, template in site.args[1:]:
                     if template is None and self.differentiable_names(arg) & self.varied:
-                        call = S.expr_source(node)  # in the user's words (not ssa's t1)
-                        line = self.parsed.source_line(getattr(node, "lineno", None))
                         raise self.parsed.error(
                             NoDerivativeRule, node, "cannot differentiate {!r}: derivo takes "
                             "{}.{} for the method {!r} of a value, whose rule holds its "
                             "argument {!r} constant, yet a differentiated value flows into it "
                             "(for a module's function, call it by the module's name: "
-                            "np.{})".format(call if call in line or not line else line,
-                                            S.expr_source(node.func.value), site.key.name,
+                            "np.{})".format(self.parsed.words(node),
+                                            self.parsed.words(node.func.value), site.key.name,
                                             site.key.name, param, site.key.name),
                             site.label)
 
@@ -405,18 +403,17 @@ class Analysis:
 
     def _change_in_place(self, node, expression, names):
         """The refusal of ``node``, which changes ``expression`` and so ``names``,
-        in the user's words: ssa's temporaries (``h(t1)`` for ``h(x * 2.0)``)
-        give way to the source line, and are not named."""
+        in the user's words (``h(x * 2.0)``, not ssa's ``h(t1)``)."""
         line = self.parsed.source_line(getattr(node, "lineno", None))
         user_names = self._user_names
-        call, changed = S.expr_source(getattr(node, "value", node)), S.expr_source(expression)
+        call, changed = self.parsed.words(getattr(node, "value", node)), \
+            self.parsed.words(expression)
         others = sorted(names & user_names - {changed})
         return self.parsed.error(
             UnsupportedSyntax, node, "cannot differentiate {!r}: it may change {}{} in "
             "place, which derivo does not follow (only x[i] = v and xs.append(v)); compute a "
             "new value and assign it, or give it a copy".format(
-                call if call in line or not line else line,
-                repr(changed) if changed in line else "what it is given",
+                call, repr(changed) if changed in line else "what it is given",
                 " (and {}, which may share its memory)".format(", ".join(map(repr, others)))
                 if others else ""),
             "change in place")
@@ -510,7 +507,7 @@ class Analysis:
                         UnsupportedSyntax, stmt, "cannot differentiate this loop over {}(...): "
                         "its body changes {!r}, which it iterates over; loop over "
                         "range(len(...)) and index instead".format(
-                            kind, S.expr_source(overwritten)), "loop over an iterator")
+                            kind, self.parsed.words(overwritten)), "loop over an iterator")
                 self._refuse_writes_into_items(body, targets)
                 block[:] = [s for s in block if s not in dropped]
                 names = []
@@ -893,7 +890,7 @@ class Analysis:
             elif isinstance(site.key, types.MethodType) and \
                     not isinstance(site.key.__self__, type):  # not a classmethod
                 func = getattr(node, "func", None)
-                owner = S.expr_source(func.value) if isinstance(func, S.Attribute) else "obj"
+                owner = self.parsed.words(func.value) if isinstance(func, S.Attribute) else "obj"
                 message = ("cannot differentiate {!r}, a method of an object, called on a "
                            "differentiated value: derivo differentiates functions; call it as "
                            "one, {}({}, ...), or register a rule for it with derivo.defpartials "
@@ -915,7 +912,7 @@ class Analysis:
                                 "values"}
         raise self.parsed.error(
             UnsupportedSyntax, node, "cannot differentiate {}: {!r} is not supported".format(
-                descriptions.get(construct, construct), S.expr_source(node)), construct)
+                descriptions.get(construct, construct), self.parsed.words(node)), construct)
 
     # --- reads of the reverse sweep --------------------------------------------
 
@@ -960,7 +957,7 @@ class Analysis:
                     UnsupportedSyntax, stmt, "cannot differentiate a loop over a "
                     "differentiated array or list ({0!r}) whose body rebinds or writes into "
                     "it (or with range or len redefined): loop over a copy of {0}, or index "
-                    "it with range(len(...))".format(S.expr_source(stmt.iter)),
+                    "it with range(len(...))".format(self.parsed.words(stmt.iter)),
                     "for over a value")
             if not isinstance(stmt, S.Assign):
                 continue
@@ -1374,14 +1371,14 @@ def tree_params(tree):
 
 
 def _joined_sequence_error(parsed, node, operand):
-    text = S.expr_source(operand)
-    if isinstance(operand, S.Tuple):
+    text = parsed.words(operand)
+    if isinstance(operand, S.Tuple) and text == S.expr_source(operand):
         text = "(" + text + ")"
     return parsed.error(
         UnsupportedSyntax, node, "cannot differentiate {!r}: {!r} may be a list or a tuple, "
         "and + joins such sequences, * repeats them; derivo differentiates + and * of "
         "numbers and arrays (build the list item by item, or use NumPy arrays)".format(
-            S.expr_source(node), text), "list arithmetic")
+            parsed.words(node), text), "list arithmetic")
 
 
 def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):

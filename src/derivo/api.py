@@ -15,6 +15,7 @@ import numpy as np
 
 from . import __version__, cache, codegen, display, rules, save
 from .errors import DerivoError
+from .fence import check_supported
 from .parse import MISSING, parse
 from .analyze import parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
@@ -427,8 +428,8 @@ def _entry(generated):
 
 
 def _parameters(func):
-    try:
-        signature = inspect.signature(func)
+    try:  # the parameters of the code derivo differentiates, a wrapper's own
+        signature = inspect.signature(func, follow_wrapped=False)
     except (TypeError, ValueError):
         return []
     return [p for p in signature.parameters.values()
@@ -438,6 +439,10 @@ def _parameters(func):
 def resolve_wrt(func, wrt):
     """Parameter names for ``wrt`` (a position, a name, or a tuple of them)."""
     func = _as_python(func)
+    code = getattr(func, "__code__", None)
+    if code is not None and code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        parsed = parse(func)  # a wrapper(*args) too: derivo differentiates what runs
+        check_supported(parsed, parsed.tree)
     params = _parameters(func)
     names = [p.name for p in params]
     positional = [p.name for p in params if p.kind != p.KEYWORD_ONLY]

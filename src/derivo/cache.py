@@ -1,7 +1,7 @@
 """Stage 7: transform each (function, options) once.
 
 The key holds the function's code object, the identities of the globals and
-closure values it names, and the options; redefining the function (a new code
+closure values it names and of its defaults, and the options; redefining the function (a new code
 object) or rebinding a global it calls gives a new entry.  An entry also checks,
 when found, that the functions it called still see the same globals.  A lock makes threads
 that ask for the same derivative at once share one transformation.
@@ -21,7 +21,11 @@ def key_of(func, *options):
     code = func.__code__
     names = tuple(id(func.__globals__.get(n)) for n in code.co_names)
     cells = tuple(id(_cell_contents(c)) for c in func.__closure__ or ())
-    return (code, names, cells, id(func.__globals__)) + options
+    # the generated code holds the defaults' values (see parse): make(2.0) and
+    # make(3.0) share a code object
+    defaults = tuple(map(id, func.__defaults__ or ())) + tuple(
+        (name, id(value)) for name, value in sorted((func.__kwdefaults__ or {}).items()))
+    return (code, names, cells, defaults, id(func.__globals__)) + options
 
 
 def _cell_contents(cell):

@@ -93,11 +93,13 @@ def _inline(stmt, caller, normalize_function, depth):
         # v += e on a parameter given the caller's y, which the caller reads later:
         # NumPy changes y too, which the statement form does not (analyze refuses it
         # in array code, as for y = x); y = acc(y, e) rebinds y to that same array
-        updated = original.value.left.id if getattr(original, "augmented", False) else None
+        updated = _updated_name(original)
         argument = bindings.get(updated)
         if isinstance(argument, S.Name) and argument.id not in rebound and \
                 argument.id in read_later:
             pasted.aliased_update = argument.id
+        if _updated_name(pasted) is None:
+            pasted.augmented = False  # v += e of a parameter given a constant: v = 1.0 + e
     for new in statements:
         new.inlined = True  # its updates are looked at here, not by mark_aliased_updates
         for node in S.walk(new):
@@ -105,6 +107,13 @@ def _inline(stmt, caller, normalize_function, depth):
                 S.copy_location(node, stmt)
         S.copy_location(new, stmt)
     return statements
+
+
+def _updated_name(stmt):
+    """The name ``stmt`` updates in place when it is ``y1 = y + e`` made of
+    ``y += e`` (see ssa), or None."""
+    left = stmt.value.left if getattr(stmt, "augmented", False) else None
+    return left.id if isinstance(left, S.Name) else None
 
 
 def _straight(body):

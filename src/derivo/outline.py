@@ -129,12 +129,12 @@ def _outline(parsed, tree, loop, slots, schedule, names):
     _refuse_shared_writes(parsed, tree, loop)
     if isinstance(loop, S.For) and not isinstance(loop.target, S.Name):
         raise _error(parsed, loop.target, "needs one loop variable, not {!r}".format(
-            S.expr_source(loop.target)))
+            parsed.words(loop.target)))
     if isinstance(loop, S.For) and isinstance(loop.iter, S.Call) and \
             parsed.resolve_callee(loop.iter) in (enumerate, zip, reversed, iter, map, filter):
         # checkpoints resume a loop at a trip number: it needs a sequence to index
         raise _error(parsed, loop.iter, "iterates over {!r}, an iterator; loop over "
-                     "range(len(...)) and index".format(S.expr_source(loop.iter)))
+                     "range(len(...)) and index".format(parsed.words(loop.iter)))
     target = [loop.target.id] if isinstance(loop, S.For) else []
     header = [loop.test] if isinstance(loop, S.While) else []
     read_after = set(_loads(_after(tree.body, loop)))
@@ -236,7 +236,7 @@ def _refuse_shared_writes(parsed, tree, loop):
                 not item and written & set(shared_sources(value, parsed)):
             raise _error(parsed, stmt, "writes into memory that {0!r} shares with another "
                          "name ({0} = {1}); make a copy, e.g. {0} = ... .copy()".format(
-                             target, S.expr_source(stmt.value)))
+                             target, parsed.words(stmt.value)))
 
 
 def _located(node, origin):

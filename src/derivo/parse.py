@@ -7,6 +7,7 @@ later error can point at the user's source.
 import builtins
 import functools
 import inspect
+import re
 import textwrap
 from dataclasses import dataclass, field
 
@@ -73,6 +74,39 @@ class Parsed:
         return cls(message, self.filename, getattr(node, "lineno", None),
                    getattr(node, "col_offset", None), construct)
 
+    def words(self, node):
+        """How the user wrote the expression ``node``, for a message: its printed
+        source when the lines it stands on hold that text, else the text of the
+        file where it stands when that is an expression (a temporary of ssa's,
+        t1, stands where what it holds was written), else its printed source."""
+        printed = S.expr_source(node)
+        lines = self._lines_of(node)
+        written = " ".join(line.strip() for line in lines)
+        if not lines or re.search(r"(?<![\w.]){}(?!\w)".format(re.escape(printed)), written):
+            return printed
+        first, last = node.col_offset, node.end_col_offset
+        if len(lines) == 1:
+            text = lines[0].encode()[first:last].decode(errors="replace")
+        else:
+            text = "\n".join([lines[0].encode()[first:].decode(errors="replace")] + lines[1:-1]
+                             + [lines[-1].encode()[:last].decode(errors="replace")])
+        try:
+            S.parse_expr("(" + text + "\n)")
+        except SyntaxError:
+            return printed
+        return " ".join(text.split())
+
+    def _lines_of(self, node):
+        """The file lines an expression node spans, or [] if it spans none of
+        this function's (no position, or one outside it)."""
+        start, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if start is None or end is None or getattr(node, "end_col_offset", None) is None:
+            return []
+        first, last = start - self.first_line, end - self.first_line
+        if not 0 <= first <= last < len(self.lines):
+            return []
+        return [line.rstrip("\n") for line in self.lines[first:last + 1]]
+
     def source_line(self, lineno):
         """The stripped text of a file line of this function ('' if outside it)."""
         index = (lineno or 0) - self.first_line
@@ -114,7 +148,8 @@ def parse(func):
     :class:`Parsed`."""
     if isinstance(func, Outlined):
         return func.parse()
-    func = inspect.unwrap(func)
+    # A wrapper (functools.wraps) is differentiated as the code it runs, which calls
+    # what it wraps through its closure: never as its __wrapped__
     name = getattr(func, "__qualname__", repr(func))
     code = getattr(func, "__code__", None)
     if code is None:
@@ -123,7 +158,7 @@ def parse(func):
             "source (give derivo a rule for it instead)".format(name))
     filename = code.co_filename
     try:
-        lines, first_line = inspect.getsourcelines(func)
+        lines, first_line = inspect.getsourcelines(code)  # (a function's would unwrap it)
     except (OSError, TypeError) as exc:
         raise SourceUnavailable(
             "cannot find the source of {!r} ({}); derivo reads a function's source, "
@@ -155,7 +190,42 @@ def parse(func):
                 closure[ident] = cell.cell_contents
             except ValueError:
                 pass
-    return Parsed(func, tree, filename, lines, first_line, func.__globals__, closure)
+    parsed = Parsed(func, tree, filename, lines, first_line, func.__globals__, closure)
+    _hold_defaults(parsed)
+    return parsed
+
+
+def _hold_defaults(parsed):
+    """Make the tree's defaults the values the function object holds
+    (``__defaults__``, ``__kwdefaults__``), not the source that made them:
+    ``c=c`` in a closure, or a global rebound since, means something else (or
+    nothing) where the generated code runs.  A literal becomes a constant; any
+    other value a name that resolves to it: the source's own name when that
+    still means the value (``w=W``), else a name of its own held with the
+    closure's."""
+    func, args = parsed.func, parsed.tree.args
+    values = list(func.__defaults__ or ())
+    taken = set(parsed.globals) | set(parsed.closure) | {
+        n.id for n in S.walk(parsed.tree) if isinstance(n, S.Name)}
+
+    def held(param, value, written):
+        if type(value) in S.LITERAL_TYPES:
+            return S.copy_location(S.const(value), written)
+        if isinstance(written, S.Name) and parsed.resolve(written.id) is value:
+            return written
+        ident, counter = "{}_default".format(param), 0
+        while ident in taken:
+            counter += 1
+            ident = "{}_default{}".format(param, counter)
+        taken.add(ident)
+        parsed.closure[ident] = value
+        return S.copy_location(S.name(ident), written)
+
+    with_defaults = args.args[len(args.args) - len(values):] if values else []
+    args.defaults = [held(a.id, v, w) for a, v, w in zip(with_defaults, values, args.defaults)]
+    keywords = func.__kwdefaults__ or {}
+    args.kw_defaults = [None if a.id not in keywords else held(a.id, keywords[a.id], w or a)
+                        for a, w in zip(args.kwonlyargs, args.kw_defaults)]
 
 
 def _indent_width(text):
@@ -185,8 +255,8 @@ def _function_tree(source, func, filename, first_line):
     if func.__name__ != "<lambda>" and defs:
         return defs[0]
     lambdas = [n for n in S.walk(module) if isinstance(n, S.gast.Lambda)
-               and [a.id for a in n.args.args] == list(func.__code__.co_varnames[
-                   :func.__code__.co_argcount])]
+               and [a.id for a in n.args.posonlyargs + n.args.args] == list(
+                   func.__code__.co_varnames[:func.__code__.co_argcount])]
     if len(lambdas) != 1:
         raise UnsupportedSyntax(
             "cannot tell which lambda on this line to differentiate; use a def",
@@ -195,6 +265,8 @@ def _function_tree(source, func, filename, first_line):
     body = S.return_(lam.body)
     S.copy_location(body, lam)
     tree = S.function("lambda_line{}".format(first_line + lam.lineno - 1),
-                      [a.id for a in lam.args.args], [body], defaults=lam.args.defaults)
+                      [a.id for a in lam.args.posonlyargs + lam.args.args], [body],
+                      defaults=lam.args.defaults, kwonly=[a.id for a in lam.args.kwonlyargs],
+                      kw_defaults=lam.args.kw_defaults)
     S.copy_location(tree, lam)
     return tree

@@ -539,7 +539,7 @@ class Sweep:
             raise self.parsed.error(
                 UnsupportedSyntax, loop.node, "cannot checkpoint a loop over differentiated "
                 "values ({!r}): loop over range(len(...)) and index them".format(
-                    S.expr_source(call.args[0])), "checkpointed loop")
+                    self.parsed.words(call.args[0])), "checkpointed loop")
         # Every state variable is differentiated: a trip may carry a derivative
         # through one that neither the loop's input nor its output has.
         wrt = loop.state + [p for p in loop.invariants if p in active_params]
@@ -865,8 +865,9 @@ class ExpressionAdjoint:
         return isinstance(expression, S.Call) and isinstance(expression.func, S.Name) and \
             self.sweep.module.namespace.get(expression.func.id) is helper
 
-    def value(self, node, out):
-        """An expression for ``node``'s value, binding a temporary if it is reused."""
+    def value(self, node, out, share=True):
+        """An expression for ``node``'s value, binding a temporary if it is reused
+        and ``share`` (not for an operand evaluated only sometimes: see rebuilt)."""
         if isinstance(node, (S.Name, S.Constant)):
             return S.deepcopy(node)
         if id(node) in self.plan.stored:
@@ -878,27 +879,42 @@ class ExpressionAdjoint:
             return index_value(node)
         if id(node) in self.values:
             return S.name(self.values[id(node)])
-        expression = self.rebuilt(node, out)
-        if self.plan.requests.get(id(node), 0) > 1:
+        expression = self.rebuilt(node, out, share)
+        if share and self.plan.requests.get(id(node), 0) > 1:
             temp = self.sweep.namer.numbered("t")
             out.append(S.assign(temp, expression))
             self.values[id(node)] = temp
             return S.name(temp)
         return expression
 
-    def rebuilt(self, node, out):
-        """``node`` with its sub-expressions replaced by their (shared) values."""
+    def rebuilt(self, node, out, share=True):
+        """``node`` with its sub-expressions replaced by their (shared) values.
+        An operand evaluated only when its branch is taken (of ``a if c else b``,
+        of ``a and b``) gets no temporary of its own: one would evaluate it
+        whatever the branch (max(xs) if xs else 0.0 would raise)."""
         if id(node) not in self.plan.nodes:
             return S.deepcopy(node)
         copy = S.deepcopy(node)
+        sometimes = _evaluated_sometimes(node)
         for field in node._fields:
             original = getattr(node, field)
             if isinstance(original, S.gast.expr):
-                setattr(copy, field, self.value(original, out))
+                setattr(copy, field, self.value(original, out,
+                                                share and id(original) not in sometimes))
             elif isinstance(original, list):
-                setattr(copy, field, [self.value(o, out) if isinstance(o, S.gast.expr)
-                                      else S.deepcopy(o) for o in original])
+                setattr(copy, field, [
+                    self.value(o, out, share and id(o) not in sometimes)
+                    if isinstance(o, S.gast.expr) else S.deepcopy(o) for o in original])
         return copy
+
+
+def _evaluated_sometimes(node):
+    """The ids of the operands of ``node`` that Python evaluates only on a branch."""
+    if isinstance(node, S.IfExp):
+        return {id(node.body), id(node.orelse)}
+    if isinstance(node, S.BoolOp):
+        return {id(value) for value in node.values[1:]}
+    return set()
 
 
 def _name_plan(name):

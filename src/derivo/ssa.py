@@ -360,7 +360,7 @@ class _Normalizer:
             current = S.name(target.id)
         else:
             raise self.parsed.error(UnsupportedSyntax, stmt, "cannot differentiate augmented "
-                                    "assignment to {!r}".format(S.expr_source(target)),
+                                    "assignment to {!r}".format(self.parsed.words(target)),
                                     "augmented assignment")
         value = S.binop(current, stmt.op, stmt.value)
         out = self.assign_to(target, S.copy_location(value, stmt), stmt)
@@ -388,7 +388,7 @@ class _Normalizer:
         if isinstance(target, S.Subscript) and isinstance(target.value, S.Name):
             return self.write_item(target, value, origin, reread)
         raise self.parsed.error(UnsupportedSyntax, target, "cannot differentiate assignment "
-                                "to {!r}".format(S.expr_source(target)), "assignment")
+                                "to {!r}".format(self.parsed.words(target)), "assignment")
 
     def write_item(self, target, value, origin, reread):
         """``x[i] = value``: an in-place write, with the value and the index each
@@ -876,7 +876,7 @@ def _mark_owned(tree, written, parsed, built=frozenset()):
                                    "into {!r}: it may share memory with another array "
                                    "(assigned {!r}); write into a copy, e.g. "
                                    "{} = ... .copy()".format(
-                                       stmt.targets[0].id, S.expr_source(value),
+                                       stmt.targets[0].id, parsed.words(value),
                                        stmt.targets[0].id), "aliased write")
             stmt.owns = not _makes_a_new_array(value, parsed)
 

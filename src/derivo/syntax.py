@@ -5,7 +5,9 @@ in gast's node classes (which broke tangent) or in astor touches one file.
 Trees are gast trees; node classes are re-exported for ``isinstance`` checks.
 """
 
+import ast
 import collections
+import math
 import re
 
 import astor
@@ -138,6 +140,10 @@ def param(ident):
     return gast.Name(id=ident, ctx=gast.Param(), annotation=None, type_comment=None)
 
 
+#: the types of the values a constant node holds and generated code prints as literals
+LITERAL_TYPES = (int, float, complex, bool, str, type(None))
+
+
 def const(value):
     return gast.Constant(value=value, kind=None)
 
@@ -237,8 +243,9 @@ def to_source(node, comments=None):
     """Python source for a gast tree, with comment markers turned into comments."""
     if isinstance(node, list):
         node = gast.Module(body=node, type_ignores=[])
+    tree = _SignedLiterals().visit(gast.gast_to_ast(node))
     # astor wraps long lines at odd places (a lone ")" on the next line); keep them whole
-    text = astor.to_source(gast.gast_to_ast(node), pretty_source="".join)
+    text = astor.to_source(tree, pretty_source="".join)
     if comments is None:
         return text
     lines = []
@@ -248,6 +255,21 @@ def to_source(node, comments=None):
             line = "{}# {}".format(match.group(1), comments.texts[int(match.group(2))])
         lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+class _SignedLiterals(ast.NodeTransformer):
+    """A negative number is printed as the tree Python parses its text into,
+    ``-(0.2)``: astor prints a constant as its repr, which is not one operand
+    where an operator binds tighter than the sign (``(-0.2) ** 2`` printed as
+    ``-0.2 ** 2``, ``(-2).real``)."""
+
+    def visit_Constant(self, node):
+        value = node.value
+        if type(value) in (int, float) and math.copysign(1, value) < 0 or \
+                type(value) is complex and value.real == 0 and math.copysign(1, value.imag) < 0:
+            return ast.copy_location(ast.UnaryOp(op=ast.USub(), operand=ast.copy_location(
+                ast.Constant(value=-value), node)), node)
+        return node
 
 
 def expr_source(node):

@@ -60,6 +60,10 @@ class Template:
             if code.co_flags & inspect.CO_VARARGS else None
         self.globals = _Scope(fn)
         self.optional = len(fn.__defaults__ or ())  # how many trailing params have defaults
+        if any(type(value) not in S.LITERAL_TYPES for value in fn.__defaults__ or ()):
+            raise DerivoError("{}:{}: a derivative template's defaults must be literals (a "
+                              "number, a string, None): generated code holds their values"
+                              .format(code.co_filename, code.co_firstlineno))
         if fn.__name__ != "<lambda>":
             self._tree = _call_tree(fn, self.params, self.varargs)
         elif not S.is_derivo(fn):
@@ -391,8 +395,8 @@ def _lambda_tree(fn):
                           "put each lambda on its own line".format(
                               filename, code.co_firstlineno))
     lambda_ = S.from_ast(candidates[0])
-    defaults = dict(zip(params[len(params) - len(lambda_.args.defaults):],
-                        lambda_.args.defaults))
+    values = fn.__defaults__ or ()  # what the lambda holds, not the text that made it
+    defaults = dict(zip(params[len(params) - len(values):], map(S.const, values)))
     return lambda_.body, defaults
 
 
