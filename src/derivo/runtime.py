@@ -417,6 +417,19 @@ def owned(array):
         list(array) if isinstance(array, list) else array)
 
 
+def tangent_owned(tangent, primal, *arguments):
+    """``tangent``, or a copy of it when it shares memory with the tangent of an
+    argument whose primal ``primal`` does not share: a tangent has its primal's
+    ownership (a helper's ``z * 1.0`` is a new array, its tangent ``dz`` is not).
+    ``arguments`` are pairs: an argument, then its tangent."""
+    if isinstance(tangent, np.ndarray) and any(
+            np.may_share_memory(tangent, argument_tangent) and
+            not np.may_share_memory(primal, argument)
+            for argument, argument_tangent in zip(arguments[::2], arguments[1::2])):
+        return tangent.copy()
+    return tangent
+
+
 def unshared(value, source, message):
     """Refuse (``message``) a value that shares memory with an array written
     into later (``row = A[i]``): the reverse sweep cannot follow the write."""
