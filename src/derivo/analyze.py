@@ -128,6 +128,7 @@ class Analysis:
         self.loops = loops     # "stack", "checkpoint" or "reversible" (loops undo, not save)
         self.inverses = {}     # id(x = x + e) -> (x, x - e): how the reverse undoes it
         self.undone = set()    # ids of statements the reverse sweep undoes, not pops
+        self.checked = set()   # ids of undone x = x + e whose undo is checked as it runs
         self.reloads = set()   # ids of row = X[i] the reverse loop runs again each trip
         self.counted = {}      # id(while loop) -> the integer step counting its trips
         self.calls = []        # (call statement, user function, active parameter names)
@@ -1114,6 +1115,9 @@ class Analysis:
                 "which overwrites {}): only x += e, x -= e, x *= e and x /= e with e not "
                 "reading x can be undone; use loops='stack' or loops='checkpoint'".format(
                     line, self.parsed.source_line(line), ", ".join(saved)), "reversible loop")
+        # Floating point does not undo x + e by (x + e) - e in general: the forward
+        # sweep checks, trip by trip, that it does, and saves x where not (runtime.Undo).
+        self.checked.add(id(stmt))
         return saved[0], inverse
 
     def _has_reverse(self, compound, needed):

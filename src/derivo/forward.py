@@ -375,13 +375,14 @@ class Tangents:
         return self.commented(stmt, [copy] + owned)
 
     def owned_as(self, ident, seeds, by_param):
-        """``dv = tangent_owned(dv, v, a, da)``: after a call, ``ident``'s tangent
+        """``dv = tangent_owned(dv, v, (a,), (da,))``: after a call, ``ident``'s tangent
         is copied when it shares an argument's tangent but ``ident`` does not
         share that argument (whether it does is known only when the call returns)."""
-        pairs = [part for p, tangent in seeds for part in (by_param[p], tangent)]
+        arguments = S.tuple_([S.deepcopy(by_param[p]) for p, _ in seeds])
+        tangents = S.tuple_([S.deepcopy(tangent) for _, tangent in seeds])
         stmt = S.assign(self.tangent(ident), S.call(
             self.runtime("tangent_owned"), S.name(self.tangent(ident)), S.name(ident),
-            *S.deepcopy(pairs)))
+            arguments, tangents))
         stmt.effects = True
         return stmt
 
