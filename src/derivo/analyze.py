@@ -18,9 +18,9 @@ saving
     The reverse sweep runs with every variable holding the value it had when the
     statement being reversed ran.  Integer steps (``k += 1``) are undone instead,
     and with ``loops="reversible"`` so is every update in a loop (``s *= c``
-    becomes ``s /= c`` in the reverse sweep): no stack, exact only up to
-    rounding.  An assignment therefore saves the value it
-    overwrites (pushes it on the stack) exactly when some earlier statement's
+    becomes ``s /= c`` in the reverse sweep) where the forward sweep finds the
+    undo exact (runtime.Undo saves s where not).  An assignment therefore saves
+    the value it overwrites (pushes it on the stack) exactly when some earlier statement's
     adjoint reads that value: a forward data-flow of "read by an adjoint since
     last written" decides it.  Loops and branches record what their reverse
     needs (trip counts, branch tests) the same way; a ``while`` loop counted by an

@@ -517,8 +517,10 @@ def grad(func=None, *, wrt=0, loops="stack", checkpoints=None, schedule="revolve
     ``loops`` chooses how the reverse sweep gets back the values a loop
     overwrote: ``"stack"`` saves them as the loop runs (memory grows with the
     trip count); ``"reversible"`` undoes each update instead (``s *= c``
-    becomes ``s /= c``): constant memory, exact up to rounding, and refused
-    with the offending line when an update cannot be undone; ``"checkpoint"``
+    becomes ``s /= c``) where that gives s back to the bit, which each trip
+    checks, and saves s where it does not: constant memory while the undos are
+    exact; refused with the offending line when an update cannot be undone;
+    ``"checkpoint"``
     keeps at most ``checkpoints`` states of each outermost loop and recomputes
     the others (see :mod:`derivo.checkpoints`): the optimal binomial schedule
     for ``for`` loops (``schedule="halving"`` for recursive halving), an online

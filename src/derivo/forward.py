@@ -744,6 +744,19 @@ def _insert_before(block, node, stmts):
 
 
 
+def _refuse_checked_undos(normalized):
+    """A loops="reversible" derivative checks its undos as it runs (runtime.Undo),
+    which has no tangent: refuse it, saying what to use instead."""
+    parsed, tree = normalized.parsed, normalized.tree
+    for node in S.walk(tree):
+        if isinstance(node, S.Call) and parsed.callee_key(node) is runtime.Undo:
+            raise parsed.error(
+                UnsupportedSyntax, node, "cannot differentiate {}, a loops='reversible' "
+                "derivative, again: its reverse sweep checks each undo as it runs, which "
+                "derivo does not differentiate; take the inner derivative with "
+                "loops='stack' or loops='checkpoint'".format(tree.name), "reversible loop")
+
+
 def analyze_forward(normalized, wrt, arrays=False):
     """Activity and expression plans: what forward mode needs of ``analyze``
     (no saving analysis: nothing is saved)."""
@@ -761,4 +774,5 @@ def forward(normalized, wrt, module, name, arrays=False):
     parameters, and returns ``(value, tangent)``; with several results both
     are tuples.
     """
+    _refuse_checked_undos(normalized)
     return Tangents(analyze_forward(normalized, wrt, arrays), module, name).function()
