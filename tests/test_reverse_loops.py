@@ -48,7 +48,8 @@ def test_reversible_counted_loop(x, n):
 
 
 def test_reversible_memory_does_not_grow_with_the_trip_count():
-    # at x = 0.5 the steps undo exactly, but for a few (s /= 1.5 rounds, s underflows)
+    # at x = 0.5 the steps undo exactly but for about a hundred of the 80000
+    # (s /= 1.5 rounds, s underflows): those are saved
     gradient = derivo.grad(geometric, loops="reversible")
     peaks = []
     for n in (100, 20000):
@@ -61,7 +62,7 @@ def test_reversible_memory_does_not_grow_with_the_trip_count():
     stack(0.5, 20000)
     stack_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert peaks[1] < peaks[0] + 10000
+    assert peaks[1] < peaks[0] + 30000
     assert stack_peak > 20 * 20000  # the stack does grow: a float per step at least
 
 
