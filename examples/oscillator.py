@@ -3,9 +3,9 @@
 Each step only adds to a variable something that does not depend on it
 (``x += dt * v``, then ``v -= dt * stiffness * x``), so every step can be undone.
 ``derivo.grad(..., loops="reversible")`` uses that: its reverse sweep runs the
-loop backwards, subtracting what the forward sweep added, and needs no stack,
-whatever the number of steps.  The default, ``loops="stack"``, saves the
-overwritten values instead (memory linear in the number of steps).
+loop backwards, subtracting what the forward sweep added (each trip checks that gives x
+and v back to the bit, and saves the few it does not).  The default, ``loops="stack"``,
+saves the overwritten values instead (memory linear in the number of steps).
 
     python examples/oscillator.py
 """

@@ -18,9 +18,9 @@ saving
     The reverse sweep runs with every variable holding the value it had when the
     statement being reversed ran.  Integer steps (``k += 1``) are undone instead,
     and with ``loops="reversible"`` so is every update in a loop (``s *= c``
-    becomes ``s /= c`` in the reverse sweep): no stack, exact only up to
-    rounding.  An assignment therefore saves the value it
-    overwrites (pushes it on the stack) exactly when some earlier statement's
+    becomes ``s /= c`` in the reverse sweep) where the forward sweep finds the
+    undo exact (runtime.Undo saves s where not).  An assignment therefore saves
+    the value it overwrites (pushes it on the stack) exactly when some earlier statement's
     adjoint reads that value: a forward data-flow of "read by an adjoint since
     last written" decides it.  Loops and branches record what their reverse
     needs (trip counts, branch tests) the same way; a ``while`` loop counted by an
@@ -128,6 +128,7 @@ class Analysis:
         self.loops = loops     # "stack", "checkpoint" or "reversible" (loops undo, not save)
         self.inverses = {}     # id(x = x + e) -> (x, x - e): how the reverse undoes it
         self.undone = set()    # ids of statements the reverse sweep undoes, not pops
+        self.checked = set()   # ids of undone x = x + e whose undo is checked as it runs
         self.reloads = set()   # ids of row = X[i] the reverse loop runs again each trip
         self.counted = {}      # id(while loop) -> the integer step counting its trips
         self.calls = []        # (call statement, user function, active parameter names)
@@ -1111,6 +1112,9 @@ class Analysis:
                 "which overwrites {}): only x += e, x -= e, x *= e and x /= e with e not "
                 "reading x can be undone; use loops='stack' or loops='checkpoint'".format(
                     line, self.parsed.source_line(line), ", ".join(saved)), "reversible loop")
+        # Floating point does not undo x + e by (x + e) - e in general: the forward
+        # sweep checks, trip by trip, that it does, and saves x where not (runtime.Undo).
+        self.checked.add(id(stmt))
         return saved[0], inverse
 
     def _has_reverse(self, compound, needed):

@@ -622,8 +622,10 @@ def grad(func=None, *, wrt=0, loops="stack", checkpoints=None, schedule="revolve
     ``loops`` chooses how the reverse sweep gets back the values a loop
     overwrote: ``"stack"`` saves them as the loop runs (memory grows with the
     trip count); ``"reversible"`` undoes each update instead (``s *= c``
-    becomes ``s /= c``): constant memory, exact up to rounding, and refused
-    with the offending line when an update cannot be undone; ``"checkpoint"``
+    becomes ``s /= c``) where that gives s back to the bit, which each trip
+    checks, and saves s where it does not: constant memory while the undos are
+    exact; refused with the offending line when an update cannot be undone;
+    ``"checkpoint"``
     keeps at most ``checkpoints`` states of each outermost loop and recomputes
     the others (see :mod:`derivo.checkpoints`): the optimal binomial schedule
     for ``for`` loops (``schedule="halving"`` for recursive halving), an online
@@ -740,16 +742,19 @@ def jvp(func, primals, tangents):
                           "tangents".format(len(primals), len(tangents)))
     differentiable = tuple(i for i, p in enumerate(primals) if _differentiable_or_container(p))
     label = getattr(func, "__qualname__", repr(func))
-    seeds = []
     for i, (primal, tangent) in enumerate(zip(primals, tangents)):
-        if i not in differentiable:
-            if tangent is not None and not (np.ndim(tangent) == 0 and tangent == 0):
-                raise DerivoError(
-                    "jvp of {}: argument {} is {!r}, not a float, so derivo does not "
-                    "differentiate it; give it the tangent None".format(label, i, primal))
-        elif tangent is None:
-            seeds.append(_zero_tangent(primal))
-        elif type(primal) in (list, tuple) and not _same_structure(tangent, primal):
+        if i not in differentiable and tangent is not None and \
+                not (np.ndim(tangent) == 0 and tangent == 0):
+            raise DerivoError(
+                "jvp of {}: argument {} is {!r}, not a float, so derivo does not "
+                "differentiate it; give it the tangent None".format(label, i, primal))
+    # A None tangent is a symbolic zero: its argument is left out of the tangent code,
+    # so no partial derivative of it is multiplied by a zero (0 * nan is nan).
+    differentiable = tuple(i for i in differentiable if tangents[i] is not None)
+    seeds = []
+    for i in differentiable:
+        primal, tangent = primals[i], tangents[i]
+        if type(primal) in (list, tuple) and not _same_structure(tangent, primal):
             raise DerivoError("jvp of {}: the tangent of argument {} is {}, not of the "
                               "structure of its primal {}".format(
                                   label, i, _short_repr(tangent), _short_repr(primal)))
@@ -838,13 +843,12 @@ def hessian(func, wrt=0):
         bound = inspect.signature(func).bind(*args, **kwargs)
         bound.apply_defaults()
         inputs = [bound.arguments[n] for n in names]
-        tangent = _derivative(_code_for(gradient, bound.arguments.values()), names, "jvp")
+        code = _code_for(gradient, bound.arguments.values())
         columns = [[] for _ in inputs]   # columns[k]: one tangent per component of input k
         for k, value in enumerate(inputs):
+            tangent = _derivative(code, names[k], "jvp")  # the others' tangents are zeros
             for j in range(np.size(value)):
-                seeds = [_basis(v, j) if i == k else _zero_tangent(v)
-                         for i, v in enumerate(inputs)]
-                _, dgradient = tangent(*seeds, *bound.args, **bound.kwargs)
+                _, dgradient = tangent(_basis(value, j), *bound.args, **bound.kwargs)
                 columns[k].append(dgradient if many else (dgradient,))
         blocks = [[_hessian_block(columns[k], i, inputs[i], inputs[k])
                    for k in range(len(inputs))] for i in range(len(inputs))]
@@ -911,13 +915,12 @@ def _basis(value, j):
 
 
 def _jacobian_forward(func, names, inputs, bound):
-    derivative = _derivative(func, names, "jvp")
     blocks = []
     for k, value in enumerate(inputs):
+        derivative = _derivative(func, names[k], "jvp")  # the others' tangents are zeros
         columns, out_shape = [], ()
         for j in range(np.size(value)):
-            seeds = [_basis(v, j) if i == k else _zero_tangent(v) for i, v in enumerate(inputs)]
-            _, tangent = derivative(*seeds, *bound.args, **bound.kwargs)
+            _, tangent = derivative(_basis(value, j), *bound.args, **bound.kwargs)
             column, out_shape = _as_vector(tangent)
             columns.append(column)
         blocks.append(_shaped(np.stack(columns, axis=-1), out_shape, np.shape(value)))

@@ -30,6 +30,7 @@ from . import syntax as S
 from .analyze import (Analysis, assigned_names, index_value, is_item_write,
                       same_operands)
 from .errors import NoDerivativeRule, UnsupportedSyntax
+from .memory import _VIEW_LISTS, VIEWS, shared_sources
 from .parse import parameter_names
 from .rules import Template
 from .ssa import is_append
@@ -105,6 +106,7 @@ class Tangents:
         self.defined = set(params) | {a.id for a in args.kwonlyargs}
         self.written = {stmt.targets[0].value.id for stmt in S.walk(tree)
                         if is_item_write(stmt)}
+        self.writes_in_place = bool(self.written & self.analysis.active)
         self.stacks = self.find_stacks(tree)
         # Arrays the function writes into in place are copies, and so are their tangents.
         out = []
@@ -277,6 +279,8 @@ class Tangents:
             return [copy]
         if target in self.written:
             tangent = S.call(self.runtime("owned"), tangent)
+        elif self.writes_in_place:
+            tangent = self.owned_like(stmt.value, tangent)
         copy.value = expression.primal()
         if isinstance(tangent, S.Name) and tangent.id == self.tangent(target):
             self.zero.discard(target)
@@ -287,6 +291,46 @@ class Tangents:
         self.zero.discard(target)
         code = expression.out + ([copy, tangent] if after else [tangent, copy])
         return self.commented(stmt, code)
+
+    def owned_like(self, value, tangent):
+        """The tangent of ``value``, copied where it must be: a tangent has its
+        primal's ownership, so when ``value`` is a new array (``a.copy()``,
+        ``a + 0.0``) its tangent is a new array too, not another tangent's
+        memory (``da``, ``np.reshape(da, s)``) that the function may write into
+        (``da[0] = 0.0``).  Each arm of a conditional expression on its own."""
+        if isinstance(value, S.IfExp) and isinstance(tangent, S.IfExp):
+            tangent.body = self.owned_like(value.body, tangent.body)
+            tangent.orelse = self.owned_like(value.orelse, tangent.orelse)
+        elif not shared_sources(value, self.parsed) and self.may_be_a_tangents_memory(tangent):
+            tangent = S.call(self.runtime("owned"), tangent)
+        return tangent
+
+    def may_be_a_tangents_memory(self, tangent):
+        """Whether the expression ``tangent`` may evaluate to (part of) the memory
+        of a tangent it reads: anything but arithmetic and NumPy calls that make
+        a new array."""
+        if isinstance(tangent, (S.BinOp, S.UnaryOp, S.Compare, S.Constant)):
+            return False  # arithmetic makes a new array, or an immutable number
+        if isinstance(tangent, S.IfExp):
+            return any(map(self.may_be_a_tangents_memory, (tangent.body, tangent.orelse)))
+        if isinstance(tangent, S.Call) and self.makes_a_new_array(tangent.func):
+            return False
+        return bool(_names(tangent) & set(self.tangents.values()))
+
+    def makes_a_new_array(self, function):
+        """Whether calling the generated code's ``function`` (``np.dot``) gives a
+        new array: a NumPy function that returns no view, or a ufunc."""
+        if isinstance(function, S.Attribute) and isinstance(function.value, S.Name):
+            owner = self.module.namespace.get(function.value.id)
+            callee = getattr(owner, function.attr, None) if owner is np else None
+        elif isinstance(function, S.Name):
+            callee = self.module.namespace.get(function.id)
+        else:
+            return False
+        if isinstance(callee, np.ufunc) or callee in (runtime.owned, runtime.zero_gradient):
+            return True
+        return getattr(callee, "__module__", "").startswith("numpy") and callable(callee) \
+            and not any(callee is view for view in VIEWS + _VIEW_LISTS)
 
     def commented(self, stmt, code):
         """Point back at the user's line where derivo rewrote it (``s *= c``
@@ -326,8 +370,21 @@ class Tangents:
         copy.value = S.call(helper, *[t for _, t in seeds], *S.deepcopy(call.args),
                             keywords=S.deepcopy(call.keywords))
         self.zero -= set(active)
-        owned = [self.owned(self.tangent(n)) for n in active if n in self.written]
+        owned = [self.owned(self.tangent(n)) if n in self.written else self.owned_as(n, seeds, by_param)
+                 for n in active if n in self.written or self.writes_in_place]
         return self.commented(stmt, [copy] + owned)
+
+    def owned_as(self, ident, seeds, by_param):
+        """``dv = tangent_owned(dv, v, (a,), (da,))``: after a call, ``ident``'s tangent
+        is copied when it shares an argument's tangent but ``ident`` does not
+        share that argument (whether it does is known only when the call returns)."""
+        arguments = S.tuple_([S.deepcopy(by_param[p]) for p, _ in seeds])
+        tangents = S.tuple_([S.deepcopy(tangent) for _, tangent in seeds])
+        stmt = S.assign(self.tangent(ident), S.call(
+            self.runtime("tangent_owned"), S.name(self.tangent(ident)), S.name(ident),
+            arguments, tangents))
+        stmt.effects = True
+        return stmt
 
     def append(self, stmt):
         """``xs.append(v)``, and ``dxs.append(dv)`` if xs has a tangent."""
@@ -687,6 +744,19 @@ def _insert_before(block, node, stmts):
 
 
 
+def _refuse_checked_undos(normalized):
+    """A loops="reversible" derivative checks its undos as it runs (runtime.Undo),
+    which has no tangent: refuse it, saying what to use instead."""
+    parsed, tree = normalized.parsed, normalized.tree
+    for node in S.walk(tree):
+        if isinstance(node, S.Call) and parsed.callee_key(node) is runtime.Undo:
+            raise parsed.error(
+                UnsupportedSyntax, node, "cannot differentiate {}, a loops='reversible' "
+                "derivative, again: its reverse sweep checks each undo as it runs, which "
+                "derivo does not differentiate; take the inner derivative with "
+                "loops='stack' or loops='checkpoint'".format(tree.name), "reversible loop")
+
+
 def analyze_forward(normalized, wrt, arrays=False):
     """Activity and expression plans: what forward mode needs of ``analyze``
     (no saving analysis: nothing is saved)."""
@@ -704,4 +774,5 @@ def forward(normalized, wrt, module, name, arrays=False):
     parameters, and returns ``(value, tangent)``; with several results both
     are tuples.
     """
+    _refuse_checked_undos(normalized)
     return Tangents(analyze_forward(normalized, wrt, arrays), module, name).function()

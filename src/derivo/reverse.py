@@ -91,7 +91,10 @@ class Sweep:
         for ident in sorted(self.analysis.init_none):
             out.append(S.assign(ident, S.const(None)))
         out += [self.own(ident) for ident in getattr(tree, "owned", [])]
-        out += self.primal(body)
+        self.undos = {}  # id(checked update) -> the name of its runtime.Undo
+        primal = self.primal(body)
+        out += [S.assign(name, S.call(self.runtime("Undo"), S.const(_SYMBOLS[type(
+            stmt.value.op)]))) for stmt, name in self.undos.values()] + primal
         self.value = S.deepcopy(final.value)
         restored = {n for names in self.analysis.pushes.values() for n in names} | {
             name for name, _ in self.analysis.inverses.values()}
@@ -262,6 +265,9 @@ class Sweep:
             if isinstance(stmt, S.If):
                 out.append(S.if_(S.deepcopy(stmt.test), self.primal(stmt.body),
                                  self.primal(stmt.orelse)))
+            elif self.checks_undo(stmt):
+                code = self.primal_assign(stmt)
+                out += code[:-1] + [self.checked_step(stmt, code[-1])]
             else:
                 out += self.primal_assign(stmt)
             if getattr(stmt, "owns", False):
@@ -271,6 +277,25 @@ class Sweep:
                 out.append(S.Expr(value=S.call(self.runtime("unshared"), S.name(
                     stmt.targets[0].id), S.name(source), S.const(message))))
         return out
+
+    def checks_undo(self, stmt):
+        return id(stmt) in self.analysis.checked and id(stmt) in self.analysis.undone
+
+    def undo_object(self, stmt):
+        """The name of the runtime.Undo that checks and undoes ``stmt``."""
+        if id(stmt) not in self.undos:
+            self.undos[id(stmt)] = (stmt, self.namer.fresh("undo_" + stmt.targets[0].id))
+        return self.undos[id(stmt)][1]
+
+    def checked_step(self, stmt, assign):
+        """``x = x + e`` as ``x = undo_x.step(x, e)``: the same value, and x saved
+        where the reverse sweep's ``x - e`` would not give it back exactly."""
+        target, value = stmt.targets[0].id, assign.value
+        operand = value.right if isinstance(value.left, S.Name) and \
+            value.left.id == target else value.left
+        assign.value = S.call(S.attribute(self.undo_object(stmt), "step"), S.name(target),
+                              operand)
+        return _effect(assign)
 
     def own(self, ident):
         """``x = owned(x)``: a copy derivo may write into (see ssa._mark_owned)."""
@@ -379,6 +404,9 @@ class Sweep:
             if part == "temporaries":
                 return []
             name, inverse = self.analysis.inverses[id(stmt)]
+            if self.checks_undo(stmt):  # x = undo_x.back(x, e): x - e, or x as saved
+                inverse = S.call(S.attribute(self.undo_object(stmt), "back"), S.name(name),
+                                 S.deepcopy(inverse.right))
             return [_effect(S.assign(name, S.deepcopy(inverse)))]
         stored = set(self.analysis.stored(stmt))
         names = [n for n in self.analysis.pushes.get(id(stmt), [])
@@ -657,6 +685,9 @@ class Sweep:
                                                          step=None))
             header = S.for_(loop.target.id, S.call(self.builtin("reversed"), iterable), body)
         return before + [S.copy_location(header, loop)]
+
+
+_SYMBOLS = {S.Add: "+", S.Sub: "-", S.Mult: "*", S.Div: "/"}
 
 
 def _assign_first_add(function, zeros, add, namespace):

@@ -5,6 +5,7 @@ NumPy spelling.
 """
 
 import math
+import operator
 import sys
 
 import numpy as np
@@ -415,6 +416,89 @@ def owned(array):
     """A copy of an array the generated code is about to write into."""
     return array.copy() if isinstance(array, np.ndarray) else (
         list(array) if isinstance(array, list) else array)
+
+
+class Undo:
+    """How ``loops="reversible"`` undoes one update ``x = x + e`` (``-``, ``*``,
+    ``/``), exactly or not at all.
+
+    ``x = undo.step(x, e)`` in the forward sweep computes ``x + e`` and checks
+    that ``(x + e) - e`` gives back x's bits; where it does not (rounding, an
+    underflow, a zero factor) it saves x, with the count of steps so far.
+    ``x = undo.back(x, e)`` in the reverse sweep gives x back: what was saved
+    at this count, else ``x - e``, which the check proved exact.  Memory grows
+    only with the steps that cannot be undone.
+    """
+
+    __slots__ = ("operation", "inverse", "steps", "saved")
+    OPERATIONS = {"+": (operator.add, operator.sub), "-": (operator.sub, operator.add),
+                  "*": (operator.mul, operator.truediv), "/": (operator.truediv, operator.mul)}
+
+    def __init__(self, symbol):
+        self.operation, self.inverse = self.OPERATIONS[symbol]
+        self.steps = 0
+        self.saved = []   # (step count, the value that step overwrote)
+
+    def step(self, old, operand):
+        new = self.operation(old, operand)
+        self.steps += 1
+        # The common case first: nonzero floats, whose equal values have equal bits.
+        if type(old) is float and type(new) is float and old:
+            try:
+                if self.inverse(new, operand) == old:
+                    return new
+            except ZeroDivisionError:
+                pass
+        elif _same_bits(self.undone(new, operand), old):
+            return new
+        self.saved.append((self.steps, old))
+        return new
+
+    def back(self, new, operand):
+        saved = self.saved
+        if saved and saved[-1][0] == self.steps:
+            old = saved.pop()[1]
+        else:
+            old = self.inverse(new, operand)
+        self.steps -= 1
+        return old
+
+    def undone(self, new, operand):
+        """``new - operand`` (the inverse), or None where it fails (``x / 0.0``)."""
+        with np.errstate(all="ignore"):
+            try:
+                return self.inverse(new, operand)
+            except (ArithmeticError, TypeError, ValueError):
+                return None
+
+
+def _same_bits(value, original):
+    """Whether ``value`` is ``original`` to the bit: the same type, and for an
+    array the same shape, dtype and bytes (0.0 is not -0.0; a NaN, with its bits)."""
+    kind = type(original)
+    if type(value) is not kind:
+        return False
+    if kind is float:
+        return value == original and math.copysign(1.0, value) == math.copysign(1.0, original)
+    if kind is int:
+        return value == original
+    if kind is np.ndarray or isinstance(original, np.generic):
+        return np.shape(value) == np.shape(original) and value.dtype == original.dtype and \
+            value.tobytes() == original.tobytes()
+    return False
+
+
+def tangent_owned(tangent, primal, arguments, tangents):
+    """``tangent``, or a copy of it when it shares memory with the tangent of one
+    of ``arguments`` whose primal ``primal`` does not share: a tangent has its
+    primal's ownership (a helper's ``z * 1.0`` is a new array, its tangent
+    ``dz`` is not).  ``tangents`` are the arguments' tangents, in order."""
+    if isinstance(tangent, np.ndarray) and any(
+            np.may_share_memory(tangent, argument_tangent) and
+            not np.may_share_memory(primal, argument)
+            for argument, argument_tangent in zip(arguments, tangents)):
+        return tangent.copy()
+    return tangent
 
 
 def unshared(value, source, message):

@@ -57,8 +57,8 @@ from derivo.runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, do
                             expand, extremum_vjp, first_equal_vjp, getitem_vjp, hstack_vjp,
                             inner_vjp_left, inner_vjp_right, log, log_times, matmul_vjp_left,
                             matmul_vjp_right, norm_vjp, owned, part, pop_adjoint, scalar_seed,
-                            shaped_like, sort_like, split_like, swap_last, transpose_vjp,
-                            unbroadcast, unsort, unstack, vstack_vjp, zero_gradient, zeroed)
+                            shaped_like, sort_like, split_like, swap_last, tangent_owned,
+                            transpose_vjp, unbroadcast, unsort, unstack, vstack_vjp, zero_gradient, zeroed)
 
 L4 = np.zeros(4)
 L5 = np.zeros(5)
@@ -228,6 +228,9 @@ for _expr, _shape in (("zeroed(x0, 1)", (3, 4)), ("zeroed(x0, (slice(None), 2))"
 # Copies and sums of adjoints.
 probe(runtime.owned, "owned(x0)", normal(3, 4))
 probe(runtime.owned, "owned(x0)", normal())
+probe(runtime.tangent_owned, "tangent_owned(x0, x1, (x1,), (x0,))", normal(3, 4), normal(3, 4))
+probe(runtime.tangent_owned, "tangent_owned(x0, x1 * 1.0, (x1,), (x0,))", normal(3, 4),
+      normal(3, 4))
 probe(runtime.copy_of, "copy_of(x0)", normal(3, 4))
 probe(runtime.copy_of, "copy_of(x0[1])", normal(3, 4))
 probe(runtime.add_adjoints, "add_adjoints(x0, x1)", normal(3, 4), normal(3, 4))

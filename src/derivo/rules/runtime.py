@@ -27,8 +27,8 @@ from ..runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, copysig
                        first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right,
                        log, log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp, owned, part,
                        pop_adjoint, scalar_seed, shaped_like, sort_like, split_like, stop_gradient,
-                       swap_last, transpose_vjp, unbroadcast, unshared, unsort, unstack,
-                       vstack_vjp, zero_gradient, zeroed, zeros_for)
+                       swap_last, tangent_owned, transpose_vjp, unbroadcast, unshared, unsort,
+                       unstack, vstack_vjp, zero_gradient, zeroed, zeros_for)
 from . import defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
@@ -153,6 +153,9 @@ defjvp(zeroed, lambda t, ans, adjoint, index: zeroed(t, index), None)
 
 defvjp(owned, lambda g, ans, array: g)
 defjvp(owned, lambda t, ans, array: owned(t))
+# tangent_owned gives its first argument back, or a copy of it.
+defvjp(tangent_owned, lambda g, ans, tangent, primal, arguments, tangents: g, None, None, None)
+defjvp(tangent_owned, lambda t, ans, tangent, primal, arguments, tangents: owned(t), None, None, None)
 defvjp(copy_of, lambda g, ans, part: g)
 defjvp(copy_of, lambda t, ans, part: copy_of(t))
 # A zero (0.0) standing for a list or array adds nothing: its adjoint is the sum.
