@@ -93,3 +93,102 @@ def test_an_index_computed_in_a_loop_is_saved_with_the_trip(f, options):
 def test_an_index_reading_the_array_is_bound_before_the_write():
     source = derivo.grad(clip_by_mask).source
     assert "index1 = v > 0.5" in source and "v[index1] = 0.5" in source
+
+
+# --- a zero adjoint reaching a rule that rearranges its adjoint -----------------
+
+REARRANGING = {
+    "outer": "np.outer(a, a)",
+    "matmul": "np.outer(a, a) @ a",
+    "stack": "np.stack([a, a * 2.0])",
+    "vstack": "np.vstack([a, a * 2.0])",
+    "hstack": "np.hstack([a, a * 2.0])",
+    "concatenate": "np.concatenate([a, a * 2.0])",
+    "einsum": "np.einsum('i,j->ij', a, a)",
+    "solve": "np.linalg.solve(np.outer(a, a) + np.eye(3) * 2.0, a)",
+    "transpose": "np.transpose(np.outer(a, a * 2.0), (1, 0))",
+    "copy": "(a * 2.0).copy()",
+}
+
+AFTER_A_BRANCH = """
+def f(a):
+    z = {rule}
+    if a[0] > 10.0:
+        return np.sum(z * z)
+    return np.sum(a * a)
+"""
+
+AFTER_A_RETURN_IN_A_LOOP = """
+def f(a):
+    s = 0.0
+    for i in range(3):
+        z = {rule}
+        if i == 1:
+            return s + np.sum(a)
+        s = s + np.sum(z * z * (i + 1.0))
+    return s
+"""
+
+
+def defined(template, rule, tmp_path):
+    """The function ``template`` defines with ``rule`` pasted in, from a file of
+    its own (derivo reads its source)."""
+    path = tmp_path / "program.py"
+    path.write_text("import numpy as np\n" + template.format(rule=REARRANGING[rule]))
+    namespace = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    return namespace["f"]
+
+
+@pytest.mark.parametrize("options", MODES)
+@pytest.mark.parametrize("rule", sorted(REARRANGING))
+def test_a_zero_adjoint_after_a_branch_not_taken_reaches_any_rule(rule, options, tmp_path):
+    check(defined(AFTER_A_BRANCH, rule, tmp_path), **options)
+
+
+@pytest.mark.parametrize("rule", sorted(REARRANGING))
+def test_a_zero_adjoint_after_an_early_return_reaches_any_rule(rule, tmp_path):
+    check(defined(AFTER_A_RETURN_IN_A_LOOP, rule, tmp_path))
+
+
+def product_in_a_helper(m, a):
+    if a[0] > 10.0:
+        return a
+    return m @ a
+
+
+def calls_a_helper_with_a_branch(a):
+    m = np.outer(a, a)
+    z = product_in_a_helper(m, a)
+    if a[1] > 10.0:
+        return np.sum(z)
+    return np.sum(a * a)
+
+
+def product_read_by_the_next_trip(a):
+    z = a * 1.0
+    w = a * 1.0
+    for i in range(4):
+        z = z + 0.1 * w
+        w = np.outer(z, z) @ a
+    return np.sum(z)
+
+
+def product_left_for_the_trip_before(a):
+    s = 0.0
+    w = a * 0.0
+    for i in range(3):
+        s = s + np.sum(a * a * i)
+        w = np.outer(a, a) @ (a * i)
+    return s + np.sum(w)
+
+
+@pytest.mark.parametrize("options", MODES)
+def test_a_zero_adjoint_given_to_a_helpers_vjp_reaches_any_rule(options):
+    check(calls_a_helper_with_a_branch, **options)
+
+
+@pytest.mark.parametrize("options", MODES[:2])
+@pytest.mark.parametrize("f", [product_read_by_the_next_trip, product_left_for_the_trip_before])
+def test_a_zero_adjoint_left_by_a_trip_reaches_any_rule(f, options):
+    check(f, **options)

@@ -261,9 +261,18 @@ def shaped_like(adjoint, like):
     return np.broadcast_to(adjoint, _shape(like)).copy()
 
 
+def zero_as(adjoint, like):
+    """``adjoint``, or zeros shaped like the array ``like`` where it is the 0.0
+    standing for a zero adjoint."""
+    if type(like) is np.ndarray and not isinstance(adjoint, (np.ndarray, list)) and \
+            adjoint == 0:
+        return np.zeros(like.shape)
+    return adjoint
+
+
 #: The helpers that read their second argument only for its shape (see
 #: optimize._shapes_from_sources).
-SHAPE_READERS = (unbroadcast, expand, shaped_like)
+SHAPE_READERS = (unbroadcast, expand, shaped_like, zero_as)
 
 
 def zeros_for(like):
