@@ -3,6 +3,8 @@ it owns: an item write's index read again after the write, zero adjoints
 reaching array rules, builtin ``sum`` of an array, ``reversed``/``zip`` loops
 that save values, writes into module globals, and empty or flattened arrays."""
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -192,3 +194,58 @@ def test_a_zero_adjoint_given_to_a_helpers_vjp_reaches_any_rule(options):
 @pytest.mark.parametrize("f", [product_read_by_the_next_trip, product_left_for_the_trip_before])
 def test_a_zero_adjoint_left_by_a_trip_reaches_any_rule(f, options):
     check(f, **options)
+
+
+# --- writes into memory the function does not own ---------------------------
+
+GLOBAL_LIST = [1.0, 2.0]
+GLOBAL_ARRAY = np.array([1.0, 2.0, 3.0])
+
+
+def scales_a_global_list(a):
+    GLOBAL_LIST[0] *= a[0]
+    return GLOBAL_LIST[0] + np.sum(a)
+
+
+def writes_a_global_array(a):
+    GLOBAL_ARRAY[1:] = a[:2] * 2.0
+    return np.sum(GLOBAL_ARRAY * a)
+
+
+def appends_to_a_global_list(a):
+    GLOBAL_LIST.append(a[0] * 2.0)
+    return np.sum(a)
+
+
+def writes_an_enclosing_variable():
+    kept = np.zeros(3)
+
+    def f(a):
+        kept[0] = a[0]
+        return np.sum(kept * a)
+    return f
+
+
+@pytest.mark.parametrize("options", MODES)
+@pytest.mark.parametrize("f, line, name", [
+    (scales_a_global_list, "GLOBAL_LIST[0] *= a[0]", "GLOBAL_LIST"),
+    (writes_a_global_array, "GLOBAL_ARRAY[1:] = a[:2] * 2.0", "GLOBAL_ARRAY"),
+    (appends_to_a_global_list, "GLOBAL_LIST.append(a[0] * 2.0)", "GLOBAL_LIST"),
+    (writes_an_enclosing_variable(), "kept[0] = a[0]", "kept"),
+])
+def test_a_write_into_a_global_is_refused_at_its_line(f, line, name, options):
+    lines, first = inspect.getsourcelines(f)
+    lineno = first + next(i for i, text in enumerate(lines) if line in text)
+    with pytest.raises(derivo.DerivoError) as error:
+        derivo.grad(f, **options)(A.copy())
+    message = str(error.value)
+    assert "{}:{}:".format(__file__, lineno) in message
+    assert repr(name) in message and "local copy" in message
+
+
+def test_a_local_copy_of_a_global_is_differentiated():
+    def scales_a_copy(a):
+        values = list(GLOBAL_LIST)
+        values[0] *= a[0]
+        return values[0] * a[1] + np.sum(a)
+    check(scales_a_copy)
