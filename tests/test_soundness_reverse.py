@@ -249,3 +249,44 @@ def test_a_local_copy_of_a_global_is_differentiated():
         values[0] *= a[0]
         return values[0] * a[1] + np.sum(a)
     check(scales_a_copy)
+
+
+# --- builtin sum of an array sums its rows -------------------------------------
+
+X = np.array([[0.3, -0.7, 1.1], [0.5, 0.2, -0.4]])
+
+
+def sum_of_rows(X):
+    return np.sum(sum(X) ** 2)
+
+
+def sum_of_rows_and_another_use(X):
+    return np.sum(sum(X) * sum(X * 2.0))
+
+
+def sum_of_rows_and_an_item(X):
+    y = np.tanh(X)
+    return np.sum(sum(y) * y[1]) + np.sum(y.T @ np.ones(2))
+
+
+def sum_of_rows_before_a_write(X):
+    y = X * 1.0
+    s = sum(y)
+    y[0] = y[0] * 3.0
+    return np.sum(s * s) + np.sum(y)
+
+
+def sum_of_one_row(X):
+    return np.sum(sum(X[:1]) * X[0])
+
+
+@pytest.mark.parametrize("f", [sum_of_rows, sum_of_rows_and_another_use, sum_of_rows_and_an_item,
+                               sum_of_rows_before_a_write, sum_of_one_row])
+def test_builtin_sum_of_an_array_has_a_gradient_of_its_shape(f):
+    check(f, X)
+
+
+def test_builtin_sum_of_a_list_keeps_a_list_gradient():
+    def total(xs):
+        return sum(xs) * xs[0]
+    assert derivo.grad(total)([1.0, 2.0, 3.0]) == [7.0, 1.0, 1.0]

@@ -55,8 +55,6 @@ CONSTRUCT_NAMES = {
 
 def check_supported(parsed, tree):
     """Raise UnsupportedSyntax at the first construct derivo cannot differentiate."""
-    local = {a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs} | {
-        n.id for n in S.walk(tree) if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)}
     for node in S.walk(tree):
         if node is tree:
             if isinstance(tree, S.gast.AsyncFunctionDef):
@@ -82,31 +80,7 @@ def check_supported(parsed, tree):
             raise parsed.error(UnsupportedSyntax, node,
                                "cannot differentiate '{}': code built at run time cannot "
                                "be transformed".format(node.func.id), node.func.id)
-        written = _written_in_place(node)
-        if written is not None and written not in local:
-            owner = "an enclosing function's variable" if written in parsed.closure else \
-                "a module global"
-            raise parsed.error(UnsupportedSyntax, node,
-                               "cannot differentiate a write into {!r}, {}: derivo follows "
-                               "only changes to memory the function owns; write into a "
-                               "local copy ({} = {}.copy(), or list({}) for a list)".format(
-                                   written, owner, written.lower() + "_copy", written,
-                                   written), "write into a global")
         if isinstance(node, S.Starred):
             raise parsed.error(UnsupportedSyntax, node,
                                "cannot differentiate '*' unpacking: pass arguments one by one",
                                "*")
-
-
-def _written_in_place(node):
-    """The name ``node`` writes into or appends to (``x[i] = v``, ``x[i] += v``,
-    ``x.append(v)``), or None."""
-    targets = node.targets if isinstance(node, S.Assign) else \
-        [node.target] if isinstance(node, (S.AugAssign, S.gast.AnnAssign)) else []
-    for target in targets:
-        if isinstance(target, S.Subscript) and isinstance(target.value, S.Name):
-            return target.value.id
-    if isinstance(node, S.Call) and isinstance(node.func, S.Attribute) and \
-            node.func.attr == "append" and isinstance(node.func.value, S.Name):
-        return node.func.value.id
-    return None

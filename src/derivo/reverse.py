@@ -193,12 +193,15 @@ class Sweep:
 
     def read_uniform_adjoints(self, function):
         """``bt = g`` for ``bitems, bt = pop_adjoint(bitems)`` where bitems is
-        ``[g] * n`` (the adjoint of ``sum(items)``), g a number or a name that
-        keeps one value (assigned once, outside any loop): every item's adjoint is
-        g, so the reverse of ``sum(f(x) for x in xs)`` reads g on each trip and
-        the list of copies goes."""
+        ``sum_vjp(g, items)`` (the adjoint of ``sum(items)``, items a list built
+        by appends), g a number or a name that keeps one value (assigned once,
+        outside any loop): every item's adjoint is g, so the reverse of
+        ``sum(f(x) for x in xs)`` reads g on each trip and the list of copies
+        goes."""
         pops = {name for name, obj in self.module.namespace.items()
                 if obj is runtime.pop_adjoint}
+        repeats = {name for name, obj in self.module.namespace.items()
+                   if obj is runtime.sum_vjp}
         stores = S.store_counts(function)
         places = _places(function)
         constant = {arg.id for arg in function.args.args + function.args.kwonlyargs} | {
@@ -207,10 +210,10 @@ class Sweep:
         for stmt in function.body:
             name = S.single_target(stmt)
             value = stmt.value if name else None
-            if not (isinstance(value, S.BinOp) and isinstance(value.op, S.Mult) and
-                    isinstance(value.left, S.List) and len(value.left.elts) == 1):
+            if not (isinstance(value, S.Call) and isinstance(value.func, S.Name) and
+                    value.func.id in repeats and len(value.args) == 2):
                 continue
-            each = value.left.elts[0]
+            each = value.args[0]
             if not (isinstance(each, S.Constant) or isinstance(each, S.Name) and
                     stores[each.id] == 1 and each.id in constant):
                 continue

@@ -351,6 +351,17 @@ def copy_vjp(adjoint, items):
     return list(adjoint)
 
 
+def sum_vjp(adjoint, items):
+    """Adjoint of builtin ``sum(items)``: every item's is the sum's, in a list for
+    a list (or a tuple), in an array of its shape for an array, whose items are
+    its rows."""
+    if type(items) is np.ndarray:
+        out = np.empty(items.shape)
+        out[...] = adjoint
+        return out
+    return [adjoint] * len(items)
+
+
 def split_like(adjoint, arrays, axis):
     """Adjoint of ``np.concatenate(arrays, axis)``: one piece per array."""
     sizes = [np.shape(a)[axis] for a in arrays]

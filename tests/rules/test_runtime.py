@@ -58,7 +58,8 @@ from derivo.runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, do
                             inner_vjp_left, inner_vjp_right, log, log_times, matmul_vjp_left,
                             matmul_vjp_right, norm_vjp, owned, part, pop_adjoint, scalar_seed,
                             shaped_like, sort_like, split_like, swap_last, transpose_vjp,
-                            unbroadcast, unsort, unstack, vstack_vjp, zero_gradient, zeroed)
+                            sum_vjp, unbroadcast, unsort, unstack, vstack_vjp, zero_as,
+                            zero_gradient, zeroed)
 
 L4 = np.zeros(4)
 L5 = np.zeros(5)
@@ -216,6 +217,10 @@ probe(runtime.unsort, "np.array(unsort(x0, UNSORTED))", normal(4))
 probe(runtime.sort_like, "np.array(sort_like(x0, UNSORTED))", normal(4))
 probe(runtime.copy_vjp, "np.array(copy_vjp(x0, UNSORTED))", normal(4))
 probe(runtime.copy_vjp, "copy_vjp(list(x0), L34)", normal(3, 4))
+probe(runtime.sum_vjp, "np.array(sum_vjp(x0, LIST3))", normal())
+probe(runtime.sum_vjp, "sum_vjp(x0, L34)", normal(4))
+probe(runtime.zero_as, "zero_as(x0, L34)", normal(3, 4))
+probe(runtime.zero_as, "zero_as(x0 * 0.0, L34)", normal())
 for _expr, _shape in (("part(x0, 1)", (3, 4)), ("part(x0, (slice(None), 2))", (3, 4)),
                       ("part(x0, IDX[[0, 1, 3]])", (3, 4)), ("part(x0, MASK)", (3, 4)),
                       ("part(x0, 2)", ())):
