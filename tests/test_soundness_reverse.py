@@ -290,3 +290,35 @@ def test_builtin_sum_of_a_list_keeps_a_list_gradient():
     def total(xs):
         return sum(xs) * xs[0]
     assert derivo.grad(total)([1.0, 2.0, 3.0]) == [7.0, 1.0, 1.0]
+
+
+# --- flattened and empty arrays ----------------------------------------------
+
+def concatenated_flat(a):
+    m = np.outer(a, a[:2])
+    return np.sum(np.concatenate([m, a], axis=None) ** 3)
+
+
+def mean_of_an_empty_part(a):
+    return np.mean(a[:0]) + np.sum(a * a)
+
+
+def mean_of_empty_rows(a):
+    m = np.outer(a, a)[:0]
+    return np.sum(np.mean(m, axis=0) * 0.0) + np.sum(np.mean(m, axis=1)) + np.sum(a)
+
+
+@pytest.mark.parametrize("options", MODES)
+def test_concatenate_with_axis_none_flattens(options):
+    check(concatenated_flat, **options)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("options", MODES)
+def test_the_mean_of_an_empty_array_is_nan_and_its_adjoint_empty(options):
+    value, gradient = derivo.value_and_grad(mean_of_an_empty_part, **options)(A.copy())
+    assert np.isnan(value)
+    np.testing.assert_allclose(gradient, 2 * A)  # a[:0] reaches no entry of a
+    value, gradient = derivo.value_and_grad(mean_of_empty_rows, **options)(A.copy())
+    assert np.isnan(value)
+    np.testing.assert_allclose(gradient, np.ones(3))

@@ -363,7 +363,12 @@ def sum_vjp(adjoint, items):
 
 
 def split_like(adjoint, arrays, axis):
-    """Adjoint of ``np.concatenate(arrays, axis)``: one piece per array."""
+    """Adjoint of ``np.concatenate(arrays, axis)``: one piece per array (with
+    axis None, of the arrays flattened, each piece in its array's shape)."""
+    if axis is None:
+        sizes = [np.size(a) for a in arrays]
+        pieces = np.split(adjoint, np.cumsum(sizes)[:-1])
+        return [np.reshape(p, np.shape(a)) for p, a in zip(pieces, arrays)]
     sizes = [np.shape(a)[axis] for a in arrays]
     return np.split(adjoint, np.cumsum(sizes)[:-1], axis)
 

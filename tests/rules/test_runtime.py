@@ -191,6 +191,7 @@ probe(runtime.split_like, "split_like(x0, PIECES, 0)[1]", normal(3, 3))
 probe(runtime.split_like, "split_like(x0, PIECES, 0)[0] * split_like(x0, PIECES, 0)[1]",
       normal(3, 3))
 probe(runtime.split_like, "np.concatenate(split_like(x0, COLUMNS, -1)[::-1], 1)", normal(2, 4))
+probe(runtime.split_like, "split_like(x0, COLUMNS, None)[1] * 2.0", normal(8))
 probe(runtime.unstack, "unstack(x0, ROWS, 0)[2]", normal(3, 2, 3))
 probe(runtime.unstack, "np.stack(unstack(x0, ROWS, 1), 0) * x0[:, 0]", normal(2, 3, 3))
 probe(runtime.hstack_vjp, "hstack_vjp(x0, VECTORS)[0]", normal(5))
