@@ -215,6 +215,31 @@ class Analysis:
                 if built and self.differentiable_names(operand) & self.active:
                     raise _joined_sequence_error(self.parsed, node, operand)
 
+    def refuse_writes_into_globals(self):
+        """Refuse ``x[i] = v`` and ``x.append(v)`` into a name the function does
+        not bind (a module global, an enclosing function's variable): memory
+        derivo does not own, which the reverse sweep would change back.  (Forward
+        mode writes only what the function writes.)"""
+        tree = self.normalized.tree
+        local = set(tree_params(tree)) | {n.id for n in S.walk(tree) if isinstance(n, S.Name)
+                                          and isinstance(n.ctx, S.Store)}
+        for stmt in S.walk(tree):
+            if is_item_write(stmt):
+                written = stmt.targets[0].value.id
+            elif is_append(stmt):
+                written = stmt.value.func.value.id
+            else:
+                continue
+            if written not in local:
+                owner = "an enclosing function's variable" if written in self.parsed.closure \
+                    else "a module global"
+                raise self.parsed.error(
+                    UnsupportedSyntax, stmt, "cannot differentiate a write into {!r}, {}: "
+                    "derivo follows only changes to memory the function owns; write into a "
+                    "local copy ({}_copy = {}.copy(), or list({}) for a list)".format(
+                        written, owner, written.lower(), written, written),
+                    "write into a global")
+
     # --- activity ----------------------------------------------------------
 
     def differentiable_names(self, expr):
@@ -1629,6 +1654,7 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     analysis.compute_read_item_by_item()
     analysis.refuse_shared_writes()
     analysis.refuse_joined_sequences()
+    analysis.refuse_writes_into_globals()
     analysis.plan_statements()
     analysis.compute_saving()
     return analysis

@@ -14,7 +14,7 @@ a zero is materialised only where two control paths meet.
 import builtins
 import functools
 
-from . import checkpoints, optimize, runtime
+from . import checkpoints, optimize, rules, runtime
 from . import syntax as S
 from .analyze import Node, Plan, analyze, index_value, is_item_write, same_operands
 from .errors import UnsupportedSyntax
@@ -39,6 +39,8 @@ class Sweep:
         self.adjoints = {}
         self.zero = set()           # active names whose adjoint is a symbolic zero
         self.materialized = set()   # ... made a real 0.0 where control paths meet
+        self.scalar_zeros = set()   # ... whose adjoint may be a 0.0 from elsewhere: a
+        #                             VJP's caller, or an adjoint that may be one
         self.loop_depth = 0         # reverse loops open around the statement reversed
         self.starts = {}            # id(counted loop) -> name of its counter at entry
         self.uses_stack = bool(analysis.pushes) or any(
@@ -124,6 +126,8 @@ class Sweep:
             seed.seed = True  # optimize folds it where it is never updated
             out.append(seed)
         self.zero -= set(results)
+        if self.kind == "vjp":
+            self.scalar_zeros |= set(results)  # the caller's 0.0 for a result it never read
         reverse = self.reverse_block(body)
         out += reverse
         out.append(S.return_(self.returned()))
@@ -192,12 +196,15 @@ class Sweep:
 
     def read_uniform_adjoints(self, function):
         """``bt = g`` for ``bitems, bt = pop_adjoint(bitems)`` where bitems is
-        ``[g] * n`` (the adjoint of ``sum(items)``), g a number or a name that
-        keeps one value (assigned once, outside any loop): every item's adjoint is
-        g, so the reverse of ``sum(f(x) for x in xs)`` reads g on each trip and
-        the list of copies goes."""
+        ``sum_vjp(g, items)`` (the adjoint of ``sum(items)``, items a list built
+        by appends), g a number or a name that keeps one value (assigned once,
+        outside any loop): every item's adjoint is g, so the reverse of
+        ``sum(f(x) for x in xs)`` reads g on each trip and the list of copies
+        goes."""
         pops = {name for name, obj in self.module.namespace.items()
                 if obj is runtime.pop_adjoint}
+        repeats = {name for name, obj in self.module.namespace.items()
+                   if obj is runtime.sum_vjp}
         stores = S.store_counts(function)
         places = _places(function)
         constant = {arg.id for arg in function.args.args + function.args.kwonlyargs} | {
@@ -206,10 +213,10 @@ class Sweep:
         for stmt in function.body:
             name = S.single_target(stmt)
             value = stmt.value if name else None
-            if not (isinstance(value, S.BinOp) and isinstance(value.op, S.Mult) and
-                    isinstance(value.left, S.List) and len(value.left.elts) == 1):
+            if not (isinstance(value, S.Call) and isinstance(value.func, S.Name) and
+                    value.func.id in repeats and len(value.args) == 2):
                 continue
-            each = value.left.elts[0]
+            each = value.args[0]
             if not (isinstance(each, S.Constant) or isinstance(each, S.Name) and
                     stores[each.id] == 1 and each.id in constant):
                 continue
@@ -437,10 +444,10 @@ class Sweep:
                 code = self.restore(stmt) + self.reverse_call(stmt)
             elif _reads_own_target(stmt):
                 # Its adjoint needs the target's old value: restore that first.
-                code = self.restore(stmt, "targets") + self.reverse_assign(stmt) + \
-                    self.restore(stmt, "temporaries")
+                code = self.shaped_zero(stmt) + self.restore(stmt, "targets") + \
+                    self.reverse_assign(stmt) + self.restore(stmt, "temporaries")
             else:
-                code = self.reverse_assign(stmt) + self.restore(stmt)
+                code = self.shaped_zero(stmt) + self.reverse_assign(stmt) + self.restore(stmt)
             return self.commented(stmt, code)
         if is_append(stmt):
             return self.commented(stmt, self.reverse_append(stmt))
@@ -483,6 +490,27 @@ class Sweep:
         expression.backprop(stmt.value, seed, own=target)
         self.finish_target(target, expression.own_contributions, out)
         return out
+
+    def shaped_zero(self, stmt):
+        """``bz = zero_as(bz, z)`` before reversing ``z = e``, where bz may be the
+        0.0 standing for a zero adjoint (left where control paths meet, or given
+        by a VJP's caller) and e applies a rule that needs its adjoint shaped
+        like z (``@``, ``np.stack``, ``einsum``): rules that rearrange an
+        adjoint cannot take a scalar for an array (indexing's can)."""
+        target = stmt.targets[0].id
+        plan = self.analysis.plans.get(id(stmt))
+        if not self.arrays or plan is None or target not in self.analysis.active or \
+                target in self.zero or target in self.analysis.scalars or \
+                not self.may_be_scalar_zero(target) or not any(
+                    node.kind == "rule" and node.rule.style == "vjp" and
+                    node.rule.primitive != rules.GETITEM for node in plan.nodes.values()):
+            return []
+        adjoint = self.adjoint(target)
+        return [S.assign(adjoint, S.call(self.runtime("zero_as"), S.name(adjoint),
+                                         S.name(target)))]
+
+    def may_be_scalar_zero(self, ident):
+        return ident in self.materialized or ident in self.scalar_zeros
 
     def reverse_item_write(self, stmt):
         """``x[i] = v``: v receives the adjoint of the part written, which the
@@ -650,6 +678,9 @@ class Sweep:
             self.zero = set(head)
             self.last_line = last_line
             self.namer.taken = taken | set(self.adjoints.values())
+            # a trip may start from the 0.0 made before the loop
+            self.scalar_zeros |= entry - head
+            scalar_zeros = set(self.scalar_zeros)
             self.loop_depth += 1
             body = body_fn()
             self.loop_depth -= 1
@@ -659,7 +690,11 @@ class Sweep:
                 # no trip ran and it still holds its earlier value (see ssa).
                 self.zero.add(loop.target.id)
             if head <= self.zero:
-                break
+                # ... or from the 0.0 the trip after it left: then the body again
+                self.scalar_zeros |= self.zero - head
+                if not self.arrays or self.scalar_zeros <= scalar_zeros:
+                    break
+                continue
             head &= self.zero
         body += self.materialize(self.zero - head)
         before = self.materialize(entry - head)
@@ -869,6 +904,8 @@ class ExpressionAdjoint:
         if ident == self.own:
             self.own_contributions.append(adjoint)
         elif ident in sweep.zero:
+            if sweep.arrays and self.may_pass_a_scalar_zero(adjoint):
+                sweep.scalar_zeros.add(ident)
             first = S.assign(sweep.adjoint(ident), adjoint)
             # A constant adjoint (bt = 1.0 from a sum) folds into its uses, as the seed does.
             first.seed = optimize.is_number(adjoint)
@@ -891,6 +928,17 @@ class ExpressionAdjoint:
             out.append(S.assign(name, S.binop(S.name(name), S.Add(), adjoint)))
         else:
             out.append(S.aug_add(sweep.adjoint(ident), adjoint))
+
+    def may_pass_a_scalar_zero(self, adjoint):
+        """Whether ``adjoint`` may be a plain 0.0: an adjoint that may be one, as
+        it is or through a helper (``unbroadcast(bz, w)``), or an item of one."""
+        if isinstance(adjoint, S.Call) and adjoint.args:
+            adjoint = adjoint.args[0]
+        if isinstance(adjoint, S.Subscript):
+            return True
+        adjoints = {name: ident for ident, name in self.sweep.adjoints.items()}
+        return isinstance(adjoint, S.Name) and adjoint.id in adjoints and \
+            self.sweep.may_be_scalar_zero(adjoints[adjoint.id])
 
     def _calls(self, expression, helper):
         return isinstance(expression, S.Call) and isinstance(expression.func, S.Name) and \

@@ -262,9 +262,18 @@ def shaped_like(adjoint, like):
     return np.broadcast_to(adjoint, _shape(like)).copy()
 
 
+def zero_as(adjoint, like):
+    """``adjoint``, or zeros shaped like the array ``like`` where it is the 0.0
+    standing for a zero adjoint."""
+    if type(like) is np.ndarray and not isinstance(adjoint, (np.ndarray, list)) and \
+            adjoint == 0:
+        return np.zeros(like.shape)
+    return adjoint
+
+
 #: The helpers that read their second argument only for its shape (see
 #: optimize._shapes_from_sources).
-SHAPE_READERS = (unbroadcast, expand, shaped_like)
+SHAPE_READERS = (unbroadcast, expand, shaped_like, zero_as)
 
 
 def zeros_for(like):
@@ -343,8 +352,24 @@ def copy_vjp(adjoint, items):
     return list(adjoint)
 
 
+def sum_vjp(adjoint, items):
+    """Adjoint of builtin ``sum(items)``: every item's is the sum's, in a list for
+    a list (or a tuple), in an array of its shape for an array, whose items are
+    its rows."""
+    if type(items) is np.ndarray:
+        out = np.empty(items.shape)
+        out[...] = adjoint
+        return out
+    return [adjoint] * len(items)
+
+
 def split_like(adjoint, arrays, axis):
-    """Adjoint of ``np.concatenate(arrays, axis)``: one piece per array."""
+    """Adjoint of ``np.concatenate(arrays, axis)``: one piece per array (with
+    axis None, of the arrays flattened, each piece in its array's shape)."""
+    if axis is None:
+        sizes = [np.size(a) for a in arrays]
+        pieces = np.split(adjoint, np.cumsum(sizes)[:-1])
+        return [np.reshape(p, np.shape(a)) for p, a in zip(pieces, arrays)]
     sizes = [np.shape(a)[axis] for a in arrays]
     return np.split(adjoint, np.cumsum(sizes)[:-1], axis)
 

@@ -401,9 +401,30 @@ class _Normalizer:
             value = S.name(temp)
         moved, index = self.hoist_calls(self.read(target.slice), origin, top=False)
         array = self.current.get(target.value.id, target.value.id)
+        index = self.index_before_write(index, array, origin, moved)
         self.written.add(array)
         item = S.gast.Subscript(value=S.name(array), slice=index, ctx=S.Store())
         return out + moved + [S.assign(item, value)]
+
+    def index_before_write(self, index, array, origin, out):
+        """The index of a write into ``array`` as a value computed before the
+        write: each part of it that may evaluate to something else afterwards
+        (see :func:`_reads_memory`) is bound to a name first, since the reverse
+        sweep reads the index after the write."""
+        if isinstance(index, S.Tuple):
+            index.elts = [self.index_before_write(e, array, origin, out) for e in index.elts]
+            return index
+        if isinstance(index, S.Slice):
+            for field in ("lower", "upper", "step"):
+                part = getattr(index, field)
+                if part is not None:
+                    setattr(index, field, self.index_before_write(part, array, origin, out))
+            return index
+        if not _reads_memory(index, array):
+            return index
+        temp = self.namer.numbered("index")
+        out.append(S.copy_location(S.assign(temp, index), origin))
+        return S.copy_location(S.name(temp), index)
 
     def unpack(self, target, value, origin):
         """Split ``a, (b, c) = value`` into single assignments."""
@@ -724,6 +745,19 @@ class _Normalizer:
 
         value = Hoist().visit(value)
         return out, value
+
+
+def _reads_memory(index, array):
+    """Whether the index of a write into ``array`` may evaluate to something else
+    after the write: it reads ``array``, or anything but constants, names and
+    arithmetic of them (an item, an attribute, a call, a comparison)."""
+    for node in S.walk(index):
+        if isinstance(node, S.Name) and node.id == array:
+            return True
+        if not isinstance(node, (S.Constant, S.Name, S.BinOp, S.UnaryOp,
+                                 S.gast.expr_context, S.gast.operator, S.gast.unaryop)):
+            return True
+    return False
 
 
 _SAFE_OPS = (S.Add, S.Sub, S.Mult)

@@ -53,12 +53,13 @@ RTOL = 1e-6
 PRELUDE = """\
 import numpy as np
 
-from derivo.runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, dot_vjp_left, dot_vjp_right, einsum_vjp,
-                            expand, extremum_vjp, first_equal_vjp, getitem_vjp, hstack_vjp,
-                            inner_vjp_left, inner_vjp_right, log, log_times, matmul_vjp_left,
-                            matmul_vjp_right, norm_vjp, owned, part, pop_adjoint, scalar_seed,
-                            shaped_like, sort_like, split_like, swap_last, tangent_owned,
-                            transpose_vjp, unbroadcast, unsort, unstack, vstack_vjp, zero_gradient, zeroed)
+from derivo.runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, dot_vjp_left,
+                            dot_vjp_right, einsum_vjp, expand, extremum_vjp, first_equal_vjp,
+                            getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, log,
+                            log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp, owned, part,
+                            pop_adjoint, scalar_seed, shaped_like, sort_like, split_like, sum_vjp,
+                            swap_last, tangent_owned, transpose_vjp, unbroadcast, unsort, unstack,
+                            vstack_vjp, zero_as, zero_gradient, zeroed)
 
 L4 = np.zeros(4)
 L5 = np.zeros(5)
@@ -190,6 +191,7 @@ probe(runtime.split_like, "split_like(x0, PIECES, 0)[1]", normal(3, 3))
 probe(runtime.split_like, "split_like(x0, PIECES, 0)[0] * split_like(x0, PIECES, 0)[1]",
       normal(3, 3))
 probe(runtime.split_like, "np.concatenate(split_like(x0, COLUMNS, -1)[::-1], 1)", normal(2, 4))
+probe(runtime.split_like, "split_like(x0, COLUMNS, None)[1] * 2.0", normal(8))
 probe(runtime.unstack, "unstack(x0, ROWS, 0)[2]", normal(3, 2, 3))
 probe(runtime.unstack, "np.stack(unstack(x0, ROWS, 1), 0) * x0[:, 0]", normal(2, 3, 3))
 probe(runtime.hstack_vjp, "hstack_vjp(x0, VECTORS)[0]", normal(5))
@@ -216,6 +218,10 @@ probe(runtime.unsort, "np.array(unsort(x0, UNSORTED))", normal(4))
 probe(runtime.sort_like, "np.array(sort_like(x0, UNSORTED))", normal(4))
 probe(runtime.copy_vjp, "np.array(copy_vjp(x0, UNSORTED))", normal(4))
 probe(runtime.copy_vjp, "copy_vjp(list(x0), L34)", normal(3, 4))
+probe(runtime.sum_vjp, "np.array(sum_vjp(x0, LIST3))", normal())
+probe(runtime.sum_vjp, "sum_vjp(x0, L34)", normal(4))
+probe(runtime.zero_as, "zero_as(x0, L34)", normal(3, 4))
+probe(runtime.zero_as, "zero_as(x0 * 0.0, L34)", normal())
 for _expr, _shape in (("part(x0, 1)", (3, 4)), ("part(x0, (slice(None), 2))", (3, 4)),
                       ("part(x0, IDX[[0, 1, 3]])", (3, 4)), ("part(x0, MASK)", (3, 4)),
                       ("part(x0, 2)", ())):

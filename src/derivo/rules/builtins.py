@@ -9,7 +9,7 @@ lambda of ``(ans, *args)`` where ``ans = f(*args)``; a function of a whole list
 import math
 
 from .. import syntax as S
-from ..runtime import copy_vjp, copysign_one, first_equal_vjp, log_times, unsort
+from ..runtime import copy_vjp, copysign_one, first_equal_vjp, log_times, sum_vjp, unsort
 from . import defpartials, defvjp, nondifferentiable, without_rule
 
 
@@ -39,7 +39,7 @@ defvjp(sorted, lambda g, ans, iterable: unsort(g, iterable))
 # copies: the items' adjoints, in a list of their own
 defvjp(list, lambda g, ans, iterable: copy_vjp(g, iterable))
 defvjp(tuple, lambda g, ans, iterable: copy_vjp(g, iterable))
-defvjp(sum, lambda g, ans, iterable, start=0: [g] * len(iterable), lambda g, ans, iterable, start=0: g)
+defvjp(sum, lambda g, ans, iterable, start=0: sum_vjp(g, iterable), lambda g, ans, iterable, start=0: g)
 nondifferentiable(int, round, bool, len, range, isinstance, print)
 without_rule(divmod)  # its remainder has a derivative (x % y has a rule)
 

@@ -75,8 +75,9 @@ defvjp(np.einsum, None, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscript
 
 for _sum in (np.sum, Method("sum")):
     defvjp(_sum, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims))
+# (an empty array's adjoint is empty, whatever the factor)
 for _mean in (np.mean, Method("mean")):
-    defvjp(_mean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims) * (np.size(ans) / np.size(a)))
+    defvjp(_mean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims) * (np.size(ans) / max(np.size(a), 1)))
 for _prod in (np.prod, Method("prod")):
     defvjp(_prod, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: prod_vjp(g, ans, a, axis, keepdims))
 for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")):

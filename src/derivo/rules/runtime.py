@@ -27,8 +27,8 @@ from ..runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, copysig
                        first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right,
                        log, log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp, owned, part,
                        pop_adjoint, scalar_seed, shaped_like, sort_like, split_like, stop_gradient,
-                       swap_last, tangent_owned, transpose_vjp, unbroadcast, unshared, unsort,
-                       unstack, vstack_vjp, zero_gradient, zeroed, zeros_for)
+                       sum_vjp, swap_last, tangent_owned, transpose_vjp, unbroadcast, unshared,
+                       unsort, unstack, vstack_vjp, zero_as, zero_gradient, zeroed, zeros_for)
 from . import defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
@@ -142,6 +142,12 @@ defvjp(sort_like, lambda g, ans, tangent, items: unsort(g, items), None)
 defjvp(sort_like, lambda t, ans, tangent, items: sort_like(t, items), None)
 defvjp(copy_vjp, lambda g, ans, adjoint, items: copy_vjp(g, adjoint), None)
 defjvp(copy_vjp, lambda t, ans, adjoint, items: copy_vjp(t, items), None)
+# sum_vjp repeats the adjoint once per item; its transpose sums the repeats.
+defvjp(sum_vjp, lambda g, ans, adjoint, items: unbroadcast(np.sum(np.asarray(g, dtype=float), axis=0), adjoint), None)
+defjvp(sum_vjp, lambda t, ans, adjoint, items: sum_vjp(t, items), None)
+# zero_as is the identity, but for the 0.0 that stands for zeros
+defvjp(zero_as, lambda g, ans, adjoint, like: unbroadcast(g, adjoint), None)
+defjvp(zero_as, lambda t, ans, adjoint, like: zero_as(t, like), None)
 
 defvjp(part, lambda g, ans, adjoint, index: getitem_vjp(g, adjoint, index) if np.ndim(adjoint) else unbroadcast(g, adjoint), None)
 defjvp(part, lambda t, ans, adjoint, index: part(t, index), None)
