@@ -12,6 +12,8 @@ import sys
 import numpy as np
 import pytest
 
+from derivo import rules
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 PAGES = [ROOT / "README.md"] + [page for page in sorted((ROOT / "docs").glob("*.md"))
@@ -71,8 +73,22 @@ def run_page(page, directory):
                 exec(compile(ast.Module([stmt], []), str(script), "exec"), namespace)
 
 
+@pytest.fixture
+def own_rules():
+    """The rule tables as they were before the test: a page's examples register
+    rules of their own (for functions of the page), which other tests must not see."""
+    tables = {key: dict(table) for key, table in rules.RULES.items()}
+    flags = set(rules.NONDIFFERENTIABLE), set(rules.WITHOUT_RULE)
+    yield
+    rules.RULES.clear()
+    rules.RULES.update(tables)
+    for registry, saved in zip((rules.NONDIFFERENTIABLE, rules.WITHOUT_RULE), flags):
+        registry.clear()
+        registry.update(saved)
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_every_code_block_runs(page, tmp_path, monkeypatch):
+def test_every_code_block_runs(page, tmp_path, monkeypatch, own_rules):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))
     np.random.seed(0)
