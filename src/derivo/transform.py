@@ -16,7 +16,7 @@ from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
 from .forward import forward
 from .names import Namer
-from .parse import GENERATED_PREFIX, MISSING, Outlined, parse
+from .parse import GENERATED_PREFIX, MISSING, Outlined, parse, too_deep
 from .inline import inline_calls
 from .outline import outline_loops
 from .reverse import reverse
@@ -88,6 +88,12 @@ class Build:
         """Transform ``func`` and append its derivative; return the new function's name.
         ``call`` is (the parsed caller, the call) when a caller calls the derivative,
         for the location of an error."""
+        try:
+            return self._add(func, wrt, kind, tuple_wrt, name, call)
+        except RecursionError:
+            raise too_deep(func) from None
+
+    def _add(self, func, wrt, kind, tuple_wrt, name, call):
         if kind != "jvp" and is_generated(func):
             return self.add_over_tangents(func, wrt, kind, tuple_wrt, name, call)
         parsed = parse(func)
