@@ -6,8 +6,12 @@ itself (tests/checks.py), in every mode that the case reaches: the gradient,
 the tangent (jvp) and the Hessian (forward over reverse).
 """
 
+import contextlib
 import functools
+import importlib.util
+import inspect
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -324,3 +328,47 @@ def test_an_array_operand_of_a_branch_not_taken_is_not_evaluated():
     f = summed_exponential_where_given
     assert np.allclose(derivo.grad(f)(a, []), [0.1, 0.1])
     assert np.allclose(derivo.grad(f)(a, [0.5]), np.exp(a) * (1.0 + a))
+
+
+# --- an expression as deep as Python compiles --------------------------------------------
+
+def deep_module(tmp_path, name, depth):
+    """A module whose product(x) is x * (x * (... (x * 1.0))), ``depth`` deep."""
+    source = "def product(x):\n    return " + "(x * " * depth + "1.0" + ")" * depth + "\n"
+    path = tmp_path / (name + ".py")
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextlib.contextmanager
+def python_stops_at_depth_40():
+    """A recursion limit that a product 40 deep exceeds in derivo's passes, as
+    Python's default of 1000 stops one 140 deep (which takes a minute to transform)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 300)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def test_an_expression_deeper_than_pythons_recursion_limit_is_differentiated(tmp_path):
+    product = deep_module(tmp_path, "deep_product", 40).product
+    x = 1.01
+    with python_stops_at_depth_40():
+        tangent = derivo.jvp(product, (x,), (1.0,))[1]
+    assert tangent == pytest.approx(40 * x ** 39, rel=1e-12)
+
+
+def test_an_expression_deeper_than_derivo_recurses_is_refused_at_its_line(
+        tmp_path, monkeypatch):
+    from derivo import syntax as S
+    monkeypatch.setattr(S, "RECURSION_LIMIT", 0)
+    product = deep_module(tmp_path, "deeper_product", 40).product
+    with python_stops_at_depth_40(), \
+            pytest.raises(derivo.DerivoError, match="nests deeper") as refused:
+        derivo.jvp(product, (1.01,), (1.0,))
+    assert "deeper_product.py:2:" in str(refused.value)

@@ -14,9 +14,10 @@ from typing import NamedTuple
 import numpy as np
 
 from . import __version__, cache, codegen, display, rules, save
+from . import syntax as S
 from .errors import DerivoError
 from .fence import check_supported
-from .parse import MISSING, parse
+from .parse import MISSING, parse, too_deep
 from .analyze import parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
 from .transform import Build, uses_numpy
@@ -469,7 +470,14 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
     """Transform and compile ``func`` (or find it in the cache); ``loops`` is
     (strategy, checkpoints, schedule)."""
 
+    @S.deep_recursion()
     def build():
+        try:
+            return built()
+        except RecursionError:
+            raise too_deep(func) from None
+
+    def built():
         module = Build(arrays, *loops)
         name = module.add(func, list(names), kind, tuple_wrt)
         source = module.source()

@@ -4,6 +4,7 @@ The tree's line and column numbers are those of the user's file, so every
 later error can point at the user's source.
 """
 
+import ast
 import builtins
 import functools
 import inspect
@@ -226,6 +227,30 @@ def _hold_defaults(parsed):
     keywords = func.__kwdefaults__ or {}
     args.kw_defaults = [None if a.id not in keywords else held(a.id, keywords[a.id], w or a)
                         for a, w in zip(args.kwonlyargs, args.kw_defaults)]
+
+
+def too_deep(func):
+    """The refusal of ``func`` when derivo's passes over it recurse deeper than
+    :data:`~derivo.syntax.RECURSION_LIMIT`: it names the statement holding its
+    most deeply nested expression."""
+    if isinstance(func, Outlined):
+        statement, filename = S.deepest(func.tree), func._parsed.filename
+    else:
+        code = func.__code__
+        filename, statement = code.co_filename, None
+        try:
+            lines, first_line = inspect.getsourcelines(code)
+            text = textwrap.dedent("".join(lines))
+            statement = S.deepest(ast.parse(text))
+            statement.lineno += max(first_line, 1) - 1
+            statement.col_offset += _indent_width("".join(lines)) - _indent_width(text)
+        except (OSError, TypeError, SyntaxError):
+            pass
+    return UnsupportedSyntax(
+        "cannot differentiate this expression: it nests deeper than derivo's passes can "
+        "follow; compute its parts in statements of their own", filename,
+        getattr(statement, "lineno", None), getattr(statement, "col_offset", None),
+        "deep expression")
 
 
 def _indent_width(text):

@@ -7,8 +7,10 @@ Trees are gast trees; node classes are re-exported for ``isinstance`` checks.
 
 import ast
 import collections
+import contextlib
 import math
 import re
+import sys
 
 import astor
 import gast
@@ -95,6 +97,39 @@ def blocks(tree):
             block = getattr(node, field, None)
             if isinstance(block, list):
                 yield block
+
+
+#: How deep derivo's passes may recurse: gast, astor and derivo's visitors take a
+#: few frames per level of an expression, and a tangent nests deeper than its
+#: expression, so Python's default of 1000 stopped at expressions about 140 deep,
+#: which Python compiles (its parser takes 200 parentheses)
+RECURSION_LIMIT = 20000
+
+
+@contextlib.contextmanager
+def deep_recursion():
+    """Let the code in the block recurse to :data:`RECURSION_LIMIT`."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+def deepest(tree):
+    """The statement of ``tree`` (a gast or ast tree) holding its most deeply
+    nested expression, found without recursion."""
+    best, best_depth = tree, -1
+    todo = [(tree, 0, tree)]
+    while todo:
+        node, depth, statement = todo.pop()
+        if isinstance(node, (ast.stmt, gast.stmt)):
+            statement, depth = node, 0
+        elif depth > best_depth:
+            best, best_depth = statement, depth
+        todo.extend((child, depth + 1, statement) for child in ast.iter_child_nodes(node))
+    return best
 
 
 def parse_function(source):

@@ -20,7 +20,7 @@ from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
 from .forward import forward
 from .names import Namer
-from .parse import GENERATED_PREFIX, MISSING, Outlined, parse
+from .parse import GENERATED_PREFIX, MISSING, Outlined, parse, too_deep
 from .inline import inline_calls
 from .outline import outline_loops
 from .reverse import reverse
@@ -114,7 +114,10 @@ class Build:
         LOG.debug("transforming the %s", label)
         started = time.perf_counter()
         with _collection_paused():
-            name = self._add(func, wrt, kind, tuple_wrt, name, call)
+            try:
+                name = self._add(func, wrt, kind, tuple_wrt, name, call)
+            except RecursionError:
+                raise too_deep(func) from None
         elapsed = time.perf_counter() - started
         LOG.log(logging.INFO if elapsed > SLOW_SECONDS else logging.DEBUG,
                 "transformed the %s in %.1f s", label, elapsed)
