@@ -291,3 +291,15 @@ def test_every_kind_of_update_is_undone_exactly_or_saved(c):
     h = 1e-6
     assert expected[0] == pytest.approx(
         (every_update(1.3 + h, c) - every_update(1.3 - h, c)) / (2 * h), rel=1e-5)
+
+
+def test_a_reversible_derivative_is_refused_when_differentiated_again():
+    gradient = derivo.grad(scaled_by, loops="reversible")
+    for again in (lambda: derivo.grad(gradient)(1.0, 0.5),
+                  lambda: derivo.jvp(gradient, (1.0, 0.5), (1.0, None))):
+        with pytest.raises(derivo.UnsupportedSyntax, match="loops='stack' or loops='checkpoint'"):
+            again()
+    stacked = derivo.grad(scaled_by)
+    h = 1e-5
+    assert derivo.grad(stacked)(1.0, 0.5) == pytest.approx(
+        (stacked(1.0 + h, 0.5) - stacked(1.0 - h, 0.5)) / (2 * h), rel=1e-6)
