@@ -271,3 +271,35 @@ def test_exact_steps_save_nothing():
 def test_the_generated_code_checks_each_undone_update():
     source = derivo.grad(scaled_by, loops="reversible").source
     assert "s = undo_s.step(s, c)" in source and "s = undo_s.back(s, c)" in source
+
+
+def every_update(s, c):
+    acc = 0.0
+    for _ in range(30):
+        acc += math.sin(s)
+        s = c * s     # the updated name on the right
+        s = s / 1.1
+        s = 0.3 + s
+        s -= c * 0.01
+    return acc
+
+
+@pytest.mark.parametrize("c", [0.7, 0.0, 1e-300])
+def test_every_kind_of_update_is_undone_exactly_or_saved(c):
+    expected = derivo.grad(every_update, wrt=(0, 1))(1.3, c)
+    assert derivo.grad(every_update, wrt=(0, 1), loops="reversible")(1.3, c) == expected
+    h = 1e-6
+    assert expected[0] == pytest.approx(
+        (every_update(1.3 + h, c) - every_update(1.3 - h, c)) / (2 * h), rel=1e-5)
+
+
+def test_a_reversible_derivative_is_refused_when_differentiated_again():
+    gradient = derivo.grad(scaled_by, loops="reversible")
+    for again in (lambda: derivo.grad(gradient)(1.0, 0.5),
+                  lambda: derivo.jvp(gradient, (1.0, 0.5), (1.0, None))):
+        with pytest.raises(derivo.UnsupportedSyntax, match="loops='stack' or loops='checkpoint'"):
+            again()
+    stacked = derivo.grad(scaled_by)
+    h = 1e-5
+    assert derivo.grad(stacked)(1.0, 0.5) == pytest.approx(
+        (stacked(1.0 + h, 0.5) - stacked(1.0 - h, 0.5)) / (2 * h), rel=1e-6)

@@ -370,7 +370,8 @@ class Tangents:
         copy.value = S.call(helper, *[t for _, t in seeds], *S.deepcopy(call.args),
                             keywords=S.deepcopy(call.keywords))
         self.zero -= set(active)
-        owned = [self.owned(self.tangent(n)) if n in self.written else self.owned_as(n, seeds, by_param)
+        owned = [self.owned(self.tangent(n)) if n in self.written
+                 else self.owned_as(n, seeds, by_param)
                  for n in active if n in self.written or self.writes_in_place]
         return self.commented(stmt, [copy] + owned)
 

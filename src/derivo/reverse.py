@@ -273,8 +273,7 @@ class Sweep:
                 out.append(S.if_(S.deepcopy(stmt.test), self.primal(stmt.body),
                                  self.primal(stmt.orelse)))
             elif self.checks_undo(stmt):
-                code = self.primal_assign(stmt)
-                out += code[:-1] + [self.checked_step(stmt, code[-1])]
+                out.append(self.checked_step(stmt))
             else:
                 out += self.primal_assign(stmt)
             if getattr(stmt, "owns", False):
@@ -294,15 +293,14 @@ class Sweep:
             self.undos[id(stmt)] = (stmt, self.namer.fresh("undo_" + stmt.targets[0].id))
         return self.undos[id(stmt)][1]
 
-    def checked_step(self, stmt, assign):
-        """``x = x + e`` as ``x = undo_x.step(x, e)``: the same value, and x saved
-        where the reverse sweep's ``x - e`` would not give it back exactly."""
-        target, value = stmt.targets[0].id, assign.value
-        operand = value.right if isinstance(value.left, S.Name) and \
-            value.left.id == target else value.left
-        assign.value = S.call(S.attribute(self.undo_object(stmt), "step"), S.name(target),
-                              operand)
-        return _effect(assign)
+    def checked_step(self, stmt):
+        """``x = x + e`` (or ``e + x``) as ``x = undo_x.step(x, e)``: the same value
+        (``+`` and ``*`` of numbers commute to the bit), and x saved where the
+        reverse sweep's ``x - e`` would not give it back exactly."""
+        name, inverse = self.analysis.inverses[id(stmt)]
+        step = S.call(S.attribute(self.undo_object(stmt), "step"), S.name(name),
+                      S.deepcopy(inverse.right))
+        return _effect(S.copy_location(S.assign(name, step), stmt))
 
     def own(self, ident):
         """``x = owned(x)``: a copy derivo may write into (see ssa._mark_owned)."""
