@@ -404,3 +404,23 @@ def test_a_loop_over_a_reversed_sequence_it_changes_is_refused():
         derivo.grad(changes_its_sequence)(A.copy(), A.copy())
     assert "{}:{}:".format(__file__, first + 2) in str(error.value)
     assert "changes 'reversed(Y)'" in str(error.value)
+
+
+# --- second derivatives through the helpers these fixes call ---------------------
+
+def cubed_after_a_branch_not_taken(a):
+    z = np.outer(a, a) @ a
+    if a[0] > 10.0:
+        return np.sum(z * z)
+    return np.sum(a * a * a)
+
+
+def cubed_sum_of_rows(X):
+    return np.sum(sum(X) ** 3)
+
+
+def test_hessians_through_zero_as_and_sum_vjp():
+    np.testing.assert_allclose(derivo.hessian(cubed_after_a_branch_not_taken)(A.copy()),
+                               np.diag(6 * A))
+    (product,) = derivo.hvp(cubed_sum_of_rows, (X,), (np.ones_like(X),))
+    np.testing.assert_allclose(product, np.broadcast_to(12 * sum(X), X.shape))
