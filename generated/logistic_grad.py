@@ -11,7 +11,7 @@ def logistic_loss_grad(w, b, X, y):
     result = np.mean(t4)
     # reverse sweep
     # line 23: return np.mean(np.logaddexp(0.0, z) - y * z)
-    bt4 = expand(1.0, t4, None, False) * (np.size(result) / np.size(t4))
+    bt4 = expand(1.0, t4, None, False) * (np.size(result) / max(np.size(t4), 1))
     bz = unbroadcast(bt4, t2) * np.exp(z - t2) + unbroadcast(unbroadcast(-bt4, t3) * y, z)
     # line 22: z = X @ w + b
     bt1 = unbroadcast(bz, t1)

@@ -16,7 +16,7 @@ def softmax_cross_entropy_value_and_grad(W, b, X, labels):
     result = np.mean(t7)
     # reverse sweep
     # line 34: return np.mean(logsumexp(Z) - picked)
-    bt7 = expand(1.0, t7, None, False) * (np.size(result) / np.size(t7))
+    bt7 = expand(1.0, t7, None, False) * (np.size(result) / max(np.size(t7), 1))
     bt1 = unbroadcast(bt7, t1)
     bpicked = unbroadcast(-bt7, picked)
     bt5 = unbroadcast(bt1, t5)

@@ -322,3 +322,105 @@ def test_the_mean_of_an_empty_array_is_nan_and_its_adjoint_empty(options):
     value, gradient = derivo.value_and_grad(mean_of_empty_rows, **options)(A.copy())
     assert np.isnan(value)
     np.testing.assert_allclose(gradient, np.ones(3))
+
+
+# --- loops over reversed(...) and zip(...) whose body saves values ----------------
+
+def numeric_gradients(f, args, h=1e-6):
+    out = []
+    for which, arg in enumerate(args):
+        values = np.array(arg, dtype=float)
+        gradient = np.zeros_like(values)
+        for i in range(len(values)):
+            up, down = list(args), list(args)
+            for shifted, step in ((up, h), (down, -h)):
+                moved = values.copy()
+                moved[i] += step
+                shifted[which] = moved if isinstance(arg, np.ndarray) else list(moved)
+            gradient[i] = (f(*up) - f(*down)) / (2 * h)
+        out.append(gradient)
+    return out
+
+
+def over_reversed(X, Y):
+    acc = 0.3
+    for x in reversed(X):
+        acc = np.sin(acc) * x
+    return acc + Y[0]
+
+
+def over_zip(X, Y):
+    acc = 0.3
+    for x, y in zip(X, Y):
+        t = np.tanh(x * acc)
+        acc = acc * acc * y + t
+    return acc
+
+
+def over_zip_of_a_reversed(X, Y):
+    acc = 0.3
+    for x, y in zip(X, reversed(Y)):
+        x = x * acc
+        acc = acc + np.sin(x) * y
+    return acc
+
+
+def over_enumerate_of_a_reversed(X, Y):
+    acc = 0.3
+    for i, x in enumerate(reversed(X)):
+        acc = np.sin(acc) * x + i * Y[i]
+    return acc
+
+
+def over_a_reversed_item_unused(X, Y):
+    acc = 0.3
+    for x, y in zip(X, reversed(Y)):
+        acc = np.exp(-acc * acc) * x
+    return acc
+
+
+@pytest.mark.parametrize("container", [np.array, list])
+@pytest.mark.parametrize("f", [over_reversed, over_zip, over_zip_of_a_reversed,
+                               over_enumerate_of_a_reversed, over_a_reversed_item_unused])
+def test_a_loop_over_an_iterator_of_differentiated_values_that_saves(f, container):
+    args = (container([0.2, -0.9, 0.85]), container([0.4, 0.1, -0.3]))
+    gradients = derivo.grad(f, wrt=(0, 1))(*args)
+    for gradient, expected in zip(gradients, numeric_gradients(f, args)):
+        np.testing.assert_allclose(np.asarray(gradient, dtype=float), expected,
+                                   rtol=1e-6, atol=1e-8)
+
+
+def changes_its_sequence(X, Y):
+    acc = 0.3
+    for x, y in zip(X, reversed(Y)):
+        acc = np.sin(acc) * x * y
+        Y[0] = acc
+    return acc
+
+
+def test_a_loop_over_a_reversed_sequence_it_changes_is_refused():
+    lines, first = inspect.getsourcelines(changes_its_sequence)
+    with pytest.raises(derivo.DerivoError) as error:
+        derivo.grad(changes_its_sequence)(A.copy(), A.copy())
+    assert "{}:{}:".format(__file__, first + 2) in str(error.value)
+    assert "changes 'reversed(Y)'" in str(error.value)
+
+
+# --- second derivatives through the helpers these fixes call ---------------------
+
+def cubed_after_a_branch_not_taken(a):
+    z = np.outer(a, a) @ a
+    if a[0] > 10.0:
+        return np.sum(z * z)
+    return np.sum(a * a * a)
+
+
+def cubed_sum_of_rows(X):
+    return np.sum(sum(X) ** 3)
+
+
+def test_hessians_through_zero_as_and_sum_vjp():
+    np.testing.assert_allclose(derivo.hessian(cubed_after_a_branch_not_taken)(A.copy()),
+                               np.diag(6 * A))
+    (product,) = derivo.hvp(cubed_sum_of_rows, (X,), (np.ones_like(X),))
+    np.testing.assert_allclose(product, np.broadcast_to(12 * sum(X), X.shape))

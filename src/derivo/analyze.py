@@ -522,10 +522,15 @@ class Analysis:
                         and self.differentiable_names(stmt.iter) & self.active
                         or kind != "values" and S.stored_names(stmt.body) & self.active):
                     continue
+                written_as = sequences  # as the user wrote them, for the message below
+                if kind in ("zip", "enumerate"):
+                    sequences = [self._reversed_as_slice(block, stmt, s) for s in sequences]
+                    written_as = [S.call(S.name("reversed"), new.value) if new is not old
+                                  else old for new, old in zip(sequences, written_as)]
                 body = [s for s in stmt.body if s not in dropped]
                 written = _changed_in(body)
-                overwritten = next((items for items in sequences if _names(items) & written),
-                                   None)
+                overwritten = next((named for items, named in zip(sequences, written_as)
+                                    if _names(items) & written), None)
                 if overwritten is not None and kind == "values":
                     continue
                 if overwritten is not None:
@@ -577,6 +582,31 @@ class Analysis:
                 self.local_names |= {index, *names}
                 changed = True
         return changed
+
+    def _reversed_as_slice(self, block, loop, sequence):
+        """``X[::-1]`` for a sequence of zip or enumerate that is ``reversed(X)``
+        (or a name assigned it just before the loop, as ssa hoists it: the
+        assignment goes when nothing else reads the name), which cannot be
+        indexed; the same items, whose adjoints reach X by indexing.  Any other
+        sequence as it is."""
+        value, earlier = sequence, None
+        if isinstance(sequence, S.Name):
+            position = block.index(loop)
+            earlier = next((s for s in reversed(block[:position])
+                            if sequence.id in S.stored_names([s])), None)
+            value = earlier.value if isinstance(earlier, S.Assign) and \
+                S.single_target(earlier) == sequence.id else None
+            between = block[block.index(earlier) + 1:position] if value is not None else []
+            if value is not None and _names(value) & S.stored_names(between):
+                value = None
+        if not (isinstance(value, S.Call) and self.parsed.callee_key(value) is reversed and
+                len(value.args) == 1 and not value.keywords and
+                not isinstance(value.args[0], S.gast.Starred)):
+            return sequence
+        if earlier is not None and S.load_counts(self.normalized.tree)[sequence.id] == 1:
+            block.remove(earlier)
+        backwards = S.Slice(lower=None, upper=None, step=S.const(-1))
+        return S.copy_location(S.subscript(S.deepcopy(value.args[0]), backwards), loop)
 
     def _maybe_an_iterator(self, sequence):
         """Whether a loop's sequence, not differentiated and read by the loop alone,

@@ -37,6 +37,7 @@ class Sweep:
         self.kind = kind            # 'grad' | 'value_and_grad' | 'vjp'
         self.name = name
         self.adjoints = {}
+        self.adjoint_of = {}        # the inverse: adjoint name -> name
         self.zero = set()           # active names whose adjoint is a symbolic zero
         self.materialized = set()   # ... made a real 0.0 where control paths meet
         self.scalar_zeros = set()   # ... whose adjoint may be a 0.0 from elsewhere: a
@@ -78,6 +79,7 @@ class Sweep:
     def adjoint(self, ident):
         if ident not in self.adjoints:
             self.adjoints[ident] = self.namer.fresh("b" + ident)
+            self.adjoint_of[self.adjoints[ident]] = ident
         return self.adjoints[ident]
 
     # --- the whole function -------------------------------------------------------
@@ -934,9 +936,9 @@ class ExpressionAdjoint:
             adjoint = adjoint.args[0]
         if isinstance(adjoint, S.Subscript):
             return True
-        adjoints = {name: ident for ident, name in self.sweep.adjoints.items()}
-        return isinstance(adjoint, S.Name) and adjoint.id in adjoints and \
-            self.sweep.may_be_scalar_zero(adjoints[adjoint.id])
+        of = self.sweep.adjoint_of
+        return isinstance(adjoint, S.Name) and adjoint.id in of and \
+            self.sweep.may_be_scalar_zero(of[adjoint.id])
 
     def _calls(self, expression, helper):
         return isinstance(expression, S.Call) and isinstance(expression.func, S.Name) and \

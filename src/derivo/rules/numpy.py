@@ -75,7 +75,7 @@ defvjp(np.einsum, None, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscript
 
 for _sum in (np.sum, Method("sum")):
     defvjp(_sum, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims))
-# (an empty array's adjoint is empty, whatever the factor)
+# (an empty array's adjoint is empty, whatever the factor: not 1 / 0)
 for _mean in (np.mean, Method("mean")):
     defvjp(_mean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims) * (np.size(ans) / max(np.size(a), 1)))
 for _prod in (np.prod, Method("prod")):
