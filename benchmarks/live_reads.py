@@ -8,6 +8,8 @@ Prints, per case, the minimum over ``rounds`` (default 31) interleaved rounds of
 - the cached call overhead: ``d(a0, a1)`` minus ``d.derivo_function(a0, a1)``, the
   derivative's entry (the check that the names the derivative depends on still
   hold what they held, then the argument types' check) over the generated code;
+- the check alone: the entry's test of the names it read (``cache.LiveReads.check``),
+  run in a function of its own, minus an empty function's call;
 - the first call after a module-level array the function reads was rebound (the
   entry notices it and refreshes the generated code's binding), per rebinding.
 """
@@ -20,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # noqa: E402
 
 import derivo  # noqa: E402
+from derivo import api  # noqa: E402
 from examples import bessel, seed004  # noqa: E402
 
 X = np.array([1.0, 2.0])
@@ -54,6 +57,25 @@ def overheads(rounds):
         yield label, min(p[0] for p in pairs) - min(p[1] for p in pairs)
 
 
+def check_alone(rounds):
+    cases = [("seed-004 f_grad", derivo.grad(seed004.f, wrt=(0, 1))),
+             ("Bessel grad", derivo.grad(bessel.besselj, wrt="z")),
+             ("array loss grad", derivo.grad(loss))]
+    for label, d in cases:
+        generated = d.__self__._generated
+        prefix = generated.entry_names[api._LIVE]
+        check, holders = generated.live.check(prefix)
+        scope = dict(holders, **generated.live.entry_values(prefix))
+        exec("def probe():\n    try:\n        fresh = {}\n    except Exception:\n"
+             "        fresh = False\n    return fresh\n\ndef empty():\n    return True\n"
+             .format(check), scope)
+        assert scope["probe"]()
+        probe, empty = timeit.Timer("p()", globals={"p": scope["probe"]}), \
+            timeit.Timer("p()", globals={"p": scope["empty"]})
+        pairs = [(probe.timeit(20000) / 20000, empty.timeit(20000) / 20000) for _ in range(rounds)]
+        yield label, check.count(" and ") + 1, min(p[0] for p in pairs) - min(p[1] for p in pairs)
+
+
 def rebinding(rounds):
     global X
     d = derivo.grad(loss)
@@ -83,6 +105,9 @@ def main():
     print("cached call overhead, d(a0, a1) minus d.derivo_function(a0, a1):")
     for label, seconds in overheads(rounds):
         print("  {:30s} {:8.3f} us".format(label, seconds * 1e6))
+    print("the check of the names read, alone:")
+    for label, tests, seconds in check_alone(rounds):
+        print("  {:30s} {:8.3f} us  ({} identity tests)".format(label, seconds * 1e6, tests))
     print("first call after a module-level array was rebound, over a steady call:")
     print("  {:30s} {:8.2f} us".format("array loss", rebinding(rounds) * 1e6))
 

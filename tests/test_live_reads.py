@@ -298,3 +298,32 @@ def test_asking_again_with_an_option_refused_still_refuses():
     derivo.grad(cubic, loops="checkpoint", checkpoints=1)
     with pytest.raises(derivo.DerivoError, match="checkpoints=True"):
         derivo.grad(cubic, loops="checkpoint", checkpoints=True)
+
+
+# --- what a call checks cheaply ----------------------------------------------------------
+
+class Model:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def weight(self):
+        return self.scale
+
+
+MODEL = Model(3.0)
+
+
+def through_a_method(x):
+    return MODEL.weight() * x * x + x
+
+
+def test_a_method_of_a_global_object_is_not_a_change(monkeypatch):
+    # MODEL.weight is a new bound method at each read: the derivative is made once
+    dmethod = derivo.grad(through_a_method)
+    assert_close(dmethod(2.0), central(through_a_method, 2.0))
+    misses = derivo.cache_info().misses
+    for _ in range(3):
+        assert_close(dmethod(2.0), 13.0)
+    assert derivo.cache_info().misses == misses
+    monkeypatch.setattr(THIS, "MODEL", Model(-1.0))
+    assert_close(dmethod(2.0), central(through_a_method, 2.0))

@@ -77,6 +77,7 @@ class LiveReads:
         self.seen = [value for *_, value in reads]
         self.data = [not path and _is_data(value) for _, _, path, value in reads]
         self.kinds = [_kind(value) if data else None for value, data in zip(self.seen, self.data)]
+        self.bound = [_is_bound_method(value) for value in self.seen]
         self.generation = generation
 
     def _current(self, index):
@@ -96,7 +97,8 @@ class LiveReads:
             return False
         for index, (seen, data, kind) in enumerate(zip(self.seen, self.data, self.kinds)):
             now = self._current(index)
-            if now is not seen and not (data and now is not MISSING and _kind(now) == kind):
+            if now is not seen and not (data and now is not MISSING and _kind(now) == kind) \
+                    and not (self.bound[index] and now == seen):
                 return False
         return True
 
@@ -127,7 +129,9 @@ class LiveReads:
             holder = holders.setdefault(id(where), ("{}_in{}".format(prefix, len(holders)), where))[0]
             read = holder + (".cell_contents" if isinstance(where, types.CellType) else
                              "[{!r}]".format(ident)) + "".join("." + attr for attr in path)
-            tests.append("{} is {}_seen{}".format(read, prefix, index))
+            # a method of an object is a new bound method at each read: equal, not the same
+            tests.append("{} {} {}_seen{}".format(read, "==" if self.bound[index] else "is",
+                                                  prefix, index))
         tests.append("{0}_rules.generation is {0}_generation".format(prefix))
         return " and ".join(tests), dict(holders.values())
 
@@ -143,6 +147,13 @@ def _is_data(value):
     """Whether the generated code reads ``value`` only for what it is: not a module, a
     class, or anything called (whose code or rule the transformation used)."""
     return not (callable(value) or isinstance(value, types.ModuleType))
+
+
+def _is_bound_method(value):
+    """Whether ``value`` is a method bound to an object (``rng.normal``), not a
+    function of a module (``math.sin``, whose ``__self__`` is the module)."""
+    return isinstance(value, (types.MethodType, types.BuiltinMethodType)) and \
+        not isinstance(value.__self__, types.ModuleType)
 
 
 def _kind(value):
