@@ -327,3 +327,35 @@ def test_a_method_of_a_global_object_is_not_a_change(monkeypatch):
     assert derivo.cache_info().misses == misses
     monkeypatch.setattr(THIS, "MODEL", Model(-1.0))
     assert_close(dmethod(2.0), central(through_a_method, 2.0))
+
+
+# --- derivatives of derivatives ---------------------------------------------------------
+
+GAIN = 2.0
+
+
+def gained(x):
+    return GAIN * x * x
+
+
+dgained = derivo.grad(gained)
+
+
+def calls_a_derivative(x):
+    return dgained(x) * x
+
+
+def test_a_derivative_called_by_a_function_reads_live_too(monkeypatch):
+    dcalls = derivo.grad(calls_a_derivative)
+    assert_close(dcalls(1.5), 4.0 * GAIN * 1.5)
+    monkeypatch.setattr(THIS, "GAIN", 5.0)
+    # the inner derivative not called since: the outer one brings it up to date
+    assert_close(dcalls(1.5), central(calls_a_derivative, 1.5))
+    assert_close(dcalls(1.5), 30.0)
+
+
+def test_a_derivative_made_after_the_change_sees_it(monkeypatch):
+    dgained(1.0)
+    monkeypatch.setattr(THIS, "GAIN", -3.0)
+    assert_close(derivo.value_and_grad(calls_a_derivative)(2.0)[1], -24.0)
+    assert_close(derivo.grad(dgained)(2.0), -6.0)

@@ -191,7 +191,7 @@ class Derivative(metaclass=_DerivativeType):
         entry.__doc__ = self.__doc__
         entry.__dict__.update(
             kind=kind, wrt=wrt, save=self.save, module_source=self.module_source,
-            __wrapped__=func,
+            derivo_reads=self._reads_now, __wrapped__=func,
             # the entry's own (inspect drops the bound first one), not __wrapped__'s
             __signature__=inspect.signature(entry))
 
@@ -224,6 +224,13 @@ class Derivative(metaclass=_DerivativeType):
         """A call that found a name the derivative read changed (see the class)."""
         self._bring_up_to_date()
         return self._call_checked(args, kwargs)
+
+    def _reads_now(self):
+        """What the transformation read, brought up to date: ``(where, name, path,
+        value)`` for each (see cache.LiveReads)."""
+        self._bring_up_to_date()
+        live = self._generated.live
+        return [(*read, seen) for read, seen in zip(live.reads, live.seen)]
 
     def _bring_up_to_date(self):
         """Make the generated code see what the function's names hold now:

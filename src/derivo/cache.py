@@ -15,7 +15,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import rules
-from .parse import MISSING
+from .parse import MISSING, is_derivative
 
 CacheInfo = namedtuple("CacheInfo", "hits misses size")
 
@@ -69,7 +69,7 @@ class LiveReads:
     (scalar or array code) and nothing else.  Any other read (a function inlined or
     called, a module, a class) the transformation depended on as it was: when it
     changed, or when a rule was registered since (``rules.generation``), the
-    derivative is made again.
+    derivative is made again.  A derivative the code calls counts with what it read.
     """
 
     def __init__(self, reads, generation):
@@ -79,6 +79,9 @@ class LiveReads:
         self.kinds = [_kind(value) if data else None for value, data in zip(self.seen, self.data)]
         self.bound = [_is_bound_method(value) for value in self.seen]
         self.generation = generation
+        # derivatives the code calls: brought up to date first, so that what their
+        # generated code reads agrees with what the function's names hold
+        self.derivatives = [value for value in self.seen if is_derivative(value)]
 
     def _current(self, index):
         where, ident, path = self.reads[index]
@@ -95,6 +98,8 @@ class LiveReads:
         what it held (a data read: a value of the same kind) and no rule came since."""
         if rules.generation is not self.generation:
             return False
+        for derivative in self.derivatives:
+            derivative.derivo_reads()
         for index, (seen, data, kind) in enumerate(zip(self.seen, self.data, self.kinds)):
             now = self._current(index)
             if now is not seen and not (data and now is not MISSING and _kind(now) == kind) \

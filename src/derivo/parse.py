@@ -10,6 +10,7 @@ import functools
 import inspect
 import textwrap
 import threading
+import types
 from dataclasses import dataclass, field
 
 from . import syntax as S
@@ -42,7 +43,17 @@ def recording_reads():
 def _record(where, ident, path, value):
     stack = getattr(_RECORDING, "stack", None)
     if stack:
-        stack[-1].setdefault((id(where), ident, path), (where, ident, path, value))
+        reads = stack[-1]
+        reads.setdefault((id(where), ident, path), (where, ident, path, value))
+        if is_derivative(value):
+            # a derivative's code is read as it is now, and what it read counts as read here
+            for read in value.derivo_reads():
+                reads.setdefault((id(read[0]), read[1], read[2]), read)
+
+
+def is_derivative(value):
+    """Whether ``value`` is what derivo.grad & co. return: a Derivative's entry."""
+    return type(value) is types.MethodType and "derivo_reads" in value.__func__.__dict__
 
 
 @dataclass
