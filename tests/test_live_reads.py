@@ -359,3 +359,30 @@ def test_a_derivative_made_after_the_change_sees_it(monkeypatch):
     monkeypatch.setattr(THIS, "GAIN", -3.0)
     assert_close(derivo.value_and_grad(calls_a_derivative)(2.0)[1], -24.0)
     assert_close(derivo.grad(dgained)(2.0), -6.0)
+
+
+# --- checkpointed loops, forward mode ---------------------------------------------
+
+FRICTION = 0.5
+
+
+def damped(x, n):
+    for _ in range(n):
+        x = x - FRICTION * math.sin(x) * 0.1
+    return x
+
+
+def along_one(tangent):
+    """The derivative, from a tangent derivative of damped made once."""
+    return lambda x, n: tangent(1.0, x, n)[1]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: derivo.grad(damped, loops="checkpoint", checkpoints=3),
+    lambda: along_one(derivo.tangent(damped)),
+], ids=["checkpoint", "tangent"])
+def test_checkpointed_loops_and_forward_mode_read_live(make, monkeypatch):
+    derivative = make()
+    assert_close(derivative(1.0, 20), numeric_grad(damped, (1.0, 20)))
+    monkeypatch.setattr(THIS, "FRICTION", 3.0)
+    assert_close(derivative(1.0, 20), numeric_grad(damped, (1.0, 20)))
