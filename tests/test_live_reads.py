@@ -386,3 +386,18 @@ def test_checkpointed_loops_and_forward_mode_read_live(make, monkeypatch):
     assert_close(derivative(1.0, 20), numeric_grad(damped, (1.0, 20)))
     monkeypatch.setattr(THIS, "FRICTION", 3.0)
     assert_close(derivative(1.0, 20), numeric_grad(damped, (1.0, 20)))
+
+
+def noise_scale(x):
+    return 0.5 * x
+
+
+def with_noise(x):
+    return x * x + noise_scale(x)
+
+
+def test_a_function_declared_nondifferentiable_later_is_followed():
+    dnoise = derivo.grad(with_noise)
+    assert_close(dnoise(1.0), 2.5)
+    derivo.nondifferentiable(noise_scale)
+    assert_close(dnoise(1.0), 2.0)
