@@ -401,3 +401,13 @@ def test_a_function_declared_nondifferentiable_later_is_followed():
     assert_close(dnoise(1.0), 2.5)
     derivo.nondifferentiable(noise_scale)
     assert_close(dnoise(1.0), 2.0)
+
+
+def test_a_saved_module_holds_what_the_names_hold_now(monkeypatch, tmp_path):
+    dloss = derivo.grad(loss)
+    dloss(0.0)
+    monkeypatch.setattr(THIS, "X", np.array([10.0, 20.0]))
+    path = tmp_path / "saved_loss_grad.py"
+    dloss.save(path)
+    saved = import_file(path, "derivo_test_saved_loss_grad")
+    assert_close(getattr(saved, dloss.__name__)(0.0), -60.0)

@@ -438,10 +438,16 @@ def entry_guard(function, checked, arrays, names=None, numbers=()):
         tests.append(test.format(arg=param.name, **names))
     if not tests:
         return ""
-    fallback = "{}._call_checked(({}{}), {{{}}})".format(
-        names["derivo_self"], ", ".join(positional), "," if len(positional) == 1 else "",
-        ", ".join("{0!r}: {0}".format(name) for name in keywords))
+    fallback = _method_call(names["derivo_self"], "_call_checked", positional, keywords)
     return "if not ({}):\n    return {}\n".format(" and ".join(tests), fallback)
+
+
+def _method_call(derivative, method, positional, keywords):
+    """The text of the call ``derivative.method(args, kwargs)`` of the arguments
+    named ``positional`` and ``keywords``."""
+    return "{}.{}(({}{}), {{{}}})".format(
+        derivative, method, ", ".join(positional), "," if len(positional) == 1 else "",
+        ", ".join("{0!r}: {0}".format(name) for name in keywords))
 
 
 def _entry_names(function):
@@ -466,9 +472,7 @@ def _live_check(function, check, names):
     code = function.__code__
     positional = code.co_varnames[:code.co_argcount]
     keywords = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
-    stale = "{}._call_stale(({}{}), {{{}}})".format(
-        names["derivo_self"], ", ".join(positional), "," if len(positional) == 1 else "",
-        ", ".join("{0!r}: {0}".format(name) for name in keywords))
+    stale = _method_call(names["derivo_self"], "_call_stale", positional, keywords)
     return ("try:\n    {fresh} = {check}\nexcept Exception:\n    {fresh} = False\n"
             "if not {fresh}:\n    return {stale}\n").format(
                 fresh=names[_LIVE] + "_fresh", check=check, stale=stale)
