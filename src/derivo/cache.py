@@ -163,11 +163,12 @@ def _is_bound_method(value):
 
 def _kind(value):
     """What the transformation saw of a data value: its type, an array's dtype, and
-    the kinds of a list's or a tuple's items (scalar or array code follows them)."""
+    the types of a list's or a tuple's items (scalar or array code follows them),
+    collected at C speed: a list of a million numbers takes milliseconds."""
     if isinstance(value, np.ndarray):
         return type(value), value.dtype
     if isinstance(value, (list, tuple)):
-        return type(value), frozenset(map(_kind, value))
+        return type(value), frozenset(map(type, value))
     return type(value)
 
 
