@@ -129,11 +129,16 @@ class LiveReads:
         namespaces it reads, named from ``prefix``: one identity test per read, and one
         of the rule registry's generation (the values it compares with: see
         :meth:`entry_values`)."""
-        holders, tests = {}, []
+        holders, tests, roots = {}, [], {}
         for index, (where, ident, path) in enumerate(self.reads):
             holder = holders.setdefault(id(where), ("{}_in{}".format(prefix, len(holders)), where))[0]
-            read = holder + (".cell_contents" if isinstance(where, types.CellType) else
-                             "[{!r}]".format(ident)) + "".join("." + attr for attr in path)
+            root = holder + (".cell_contents" if isinstance(where, types.CellType) else
+                             "[{!r}]".format(ident))
+            if not path:
+                roots[id(where), ident] = "{}_seen{}".format(prefix, index)
+            # np.sum read from the np already checked: one lookup fewer
+            read = roots.get((id(where), ident), root) if path else root
+            read += "".join("." + attr for attr in path)
             # a method of an object is a new bound method at each read: equal, not the same
             tests.append("{} {} {}_seen{}".format(read, "==" if self.bound[index] else "is",
                                                   prefix, index))
