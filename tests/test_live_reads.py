@@ -411,3 +411,41 @@ def test_a_saved_module_holds_what_the_names_hold_now(monkeypatch, tmp_path):
     dloss.save(path)
     saved = import_file(path, "derivo_test_saved_loss_grad")
     assert_close(getattr(saved, dloss.__name__)(0.0), -60.0)
+
+
+def make_power(helper, exponent):
+    def power(x):
+        return helper(x) ** exponent
+    return power
+
+
+def identity(t):
+    return t
+
+
+def doubled(t):
+    return 2.0 * t
+
+
+def test_a_closure_made_again_is_not_transformed_again():
+    transformation = derivo.grad(make_power(identity, 2.0)).__self__._generated.build
+    for exponent in (2.0, 3.0, 4.0):
+        power = make_power(identity, exponent)
+        dpower = derivo.grad(power)
+        assert_close(dpower(1.5), central(power, 1.5))
+        assert dpower.__self__._generated.build is transformation  # compiled, not transformed
+    # another helper in the cell: transformed anew, right
+    power = make_power(doubled, 3.0)
+    assert_close(derivo.grad(power)(1.5), central(power, 1.5))
+
+
+def test_closures_made_again_part_when_one_cell_changes():
+    first, set_first = make_scaled()
+    second, set_second = make_scaled()
+    dfirst, dsecond = derivo.value_and_grad(first), derivo.value_and_grad(second)
+    set_second(7.0)
+    assert_close(dsecond(1.0), (7.0, 14.0))
+    assert_close(dfirst(1.0), (2.0, 4.0))
+    set_first(-1.0)
+    assert_close(dfirst(1.0), (-1.0, -2.0))
+    assert_close(dsecond(1.0), (7.0, 14.0))

@@ -532,7 +532,19 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
     """Transform and compile ``func`` (or find it in the cache); ``loops`` is
     (strategy, checkpoints, schedule)."""
 
+    options = (kind, names, tuple_wrt, arrays, loops)
+
     def build():
+        shared = cache.sibling(func, *options)
+        if shared is not None:
+            moved = _moved(*shared, func)
+            if moved.live.unchanged():
+                return moved
+        generated = transform()
+        cache.keep_sibling(func, generated, *options)
+        return generated
+
+    def transform():
         generation = rules.generation
         with recording_reads() as reads:
             module = Build(arrays, *loops)
@@ -555,8 +567,31 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
         return Generated(compiled, source, module.namespace, module.user_sources, module,
                          entry_code, entry_names, entry_globals, live)
 
-    key = cache.key_of(func, kind, names, tuple_wrt, arrays, loops)
+    key = cache.key_of(func, *options)
     return cache.lookup(key, build, lambda generated: generated.live.unchanged())
+
+
+def _moved(made_from, generated, func):
+    """What ``generated`` (the transformation of ``made_from``) is for ``func``, a
+    closure of the same code with cells of its own: the generated functions again,
+    in a namespace of their own, reading ``func``'s cells (a closure made
+    again in a loop, ``derivo.grad(lambda w: loss(w, X))``, is not transformed
+    again)."""
+    places = dict(zip(map(id, made_from.__closure__ or ()), func.__closure__ or ()))
+    shared = generated.function.__globals__
+    scope = dict(shared)
+    for ident, value in shared.items():  # each generated function, in the new namespace
+        if isinstance(value, types.FunctionType) and value.__globals__ is shared:
+            scope[ident] = types.FunctionType(value.__code__, scope, value.__name__,
+                                              value.__defaults__, value.__closure__)
+            scope[ident].__kwdefaults__ = value.__kwdefaults__
+    compiled = scope[generated.function.__name__]
+    compiled.__defaults__ = func.__defaults__
+    compiled.__kwdefaults__ = func.__kwdefaults__
+    entry_globals = {ident: places.get(id(value), value)
+                     for ident, value in generated.entry_globals.items()}
+    return generated._replace(function=compiled, namespace=dict(generated.namespace),
+                              entry_globals=entry_globals, live=generated.live.moved(places))
 
 
 def _derivative(func, wrt, kind, loops=("stack", None, "revolve")):

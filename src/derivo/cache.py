@@ -28,10 +28,30 @@ _derivatives = {}
 DERIVATIVES_KEPT = 1024
 
 
+#: the key_of of a function without its cells -> (that function, what it was transformed to)
+_siblings = {}
+
+
 def key_of(func, *options):
     cells = tuple(map(id, func.__closure__ or ()))
     return (func.__code__, id(func.__globals__), cells, id(func.__defaults__),
             id(func.__kwdefaults__)) + options
+
+
+def _sibling_key(func, options):
+    return (func.__code__, id(func.__globals__), id(func.__defaults__),
+            id(func.__kwdefaults__)) + options
+
+
+def sibling(func, *options):
+    """``(made_from, value)`` last kept by :func:`keep_sibling` for a function of the
+    same code, globals and defaults as ``func`` (a closure made again by the same
+    ``def``), or None."""
+    return _siblings.get(_sibling_key(func, options))
+
+
+def keep_sibling(func, value, *options):
+    _siblings[_sibling_key(func, options)] = (func, value)
 
 
 def derivative(key):
@@ -82,6 +102,13 @@ class LiveReads:
         # derivatives the code calls: brought up to date first, so that what their
         # generated code reads agrees with what the function's names hold
         self.derivatives = [value for value in self.seen if is_derivative(value)]
+
+    def moved(self, places):
+        """These reads from other places: ``places`` maps the id of a cell or
+        globals dict read to the one to read instead (another closure's cell)."""
+        return LiveReads([(places.get(id(where), where), ident, path, seen)
+                          for (where, ident, path), seen in zip(self.reads, self.seen)],
+                         self.generation)
 
     def _current(self, index):
         where, ident, path = self.reads[index]
@@ -204,3 +231,4 @@ def clear():
     with _lock:
         _entries.clear()
         _derivatives.clear()
+        _siblings.clear()
