@@ -4,8 +4,13 @@ The key holds the function's code object, the identities of its globals dict,
 closure cells and defaults, and the options; redefining the function (a new code
 object) gives a new entry.  What the function's names hold is not in the key: a
 generated derivative reads it live (see :class:`LiveReads`), and an entry found
-is used only if what the transformation depended on is unchanged.  A lock makes
-threads that ask for the same derivative at once share one transformation.
+is used only if what the transformation depended on is unchanged.  A closure made
+again by the same ``def`` (new cells) finds the transformation of the last one
+(see :func:`sibling`).  A lock makes threads that ask for the same derivative at
+once share one transformation.
+
+Asked again for the same function and options, ``derivo.grad`` & co. return the
+derivative they made (see :func:`derivative`), which checks itself on each call.
 """
 
 import threading
@@ -26,8 +31,6 @@ _stats = {"hits": 0, "misses": 0}
 _derivatives = {}
 #: How many derivatives _derivatives keeps: the oldest go first (each holds its function)
 DERIVATIVES_KEPT = 1024
-
-
 #: the key_of of a function without its cells -> (that function, what it was transformed to)
 _siblings = {}
 
@@ -51,6 +54,7 @@ def sibling(func, *options):
 
 
 def keep_sibling(func, value, *options):
+    """Keep ``value``, what ``func`` was transformed to, for :func:`sibling`."""
     _siblings[_sibling_key(func, options)] = (func, value)
 
 
