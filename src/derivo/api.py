@@ -17,7 +17,7 @@ from . import __version__, cache, codegen, display, rules, save
 from . import syntax as S
 from .errors import DerivoError
 from .fence import check_supported
-from .parse import MISSING, parse, too_deep
+from .parse import MISSING, parse, recording_reads, too_deep
 from .analyze import parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
 from .transform import Build, uses_numpy
@@ -40,6 +40,9 @@ _GUARD_GLOBALS = {"derivo_float": float, "derivo_int": int, "derivo_ndarray": _N
 #: The names the entry adds to the generated code: its first parameter, the
 #: Derivative it is bound to, and the guard's globals.
 _ENTRY_NAMES = ("derivo_self", *_GUARD_GLOBALS)
+#: The prefix of the names of the entry's check of the names the derivative read
+#: (see cache.LiveReads.check)
+_LIVE = "derivo_live"
 # The kinds whose differentiated arguments a call checks (derivo.vjp and derivo.jvp
 # choose theirs by type before calling).
 _TYPE_CHECKED_KINDS = ("grad", "value_and_grad")
@@ -141,6 +144,7 @@ class Generated(NamedTuple):
     entry_code: object  # the code of the Derivative's entry (see _entry)
     entry_names: dict  # the names the entry adds (see _entry_names)
     entry_globals: dict  # the globals its code reads besides the generated code's
+    live: cache.LiveReads  # what the transformation read, which each call checks
 
 
 class _DerivativeType(type):
@@ -168,12 +172,15 @@ class Derivative(metaclass=_DerivativeType):
     ``__call__`` or a ``functools.partial`` subclass cost ten times that, more than
     many whole gradients.  The entry carries the public attributes (``source``,
     ``save``, ``kind``, ``wrt``...), which the bound method shows as its own.
+
+    The entry first checks that the names the transformation read still hold what
+    they held (see :class:`cache.LiveReads`); a call that finds one changed takes
+    :meth:`_call_stale`, which gives the generated code the names' new values, or
+    transforms the function again and puts the new code in the same entry.
     """
 
     def __init__(self, func, kind, wrt, tuple_wrt, loops=("stack", None, "revolve")):
         func = _as_python(func)
-        arrays = uses_numpy(func)
-        generated = _generate(func, kind, wrt, tuple_wrt, arrays, loops)
         positional = [p.name for p in _parameters(func) if p.kind != p.KEYWORD_ONLY]
         # (position or None, name) of each argument whose type is checked
         self._checked = [(positional.index(n) if n in positional else None, n) for n in wrt] \
@@ -183,27 +190,70 @@ class Derivative(metaclass=_DerivativeType):
         self.wrt = wrt
         self._tuple_wrt = tuple_wrt
         self._loops = loops
-        self._generated = generated
+        self.__doc__ = "{} of {} with respect to {}.".format(
+            KIND_LABELS[kind], func.__qualname__, ", ".join(wrt))
+        self._install()
+        entry = self.call.__func__
+        entry.__module__ = func.__module__
+        entry.__doc__ = self.__doc__
+        entry.__dict__.update(
+            kind=kind, wrt=wrt, save=self.save, module_source=self.module_source,
+            derivo_reads=self._reads_now, __wrapped__=func, _repr_html_=self._repr_html_,
+            _repr_markdown_=self._repr_markdown_,
+            # the entry's own (inspect drops the bound first one), not __wrapped__'s
+            __signature__=inspect.signature(entry))
+
+    def _install(self):
+        """Transform the function as it is now (or find it in the cache) and make
+        the entry run the result: a new entry the first time, later the same
+        entry (what the user holds) with the new code."""
+        func = self.__wrapped__
+        arrays = uses_numpy(func)
+        generated = self._generated = _generate(
+            func, self.kind, self.wrt, self._tuple_wrt, arrays, self._loops)
         self._function = generated.function
         self.derivo_function = self._function  # what derivo differentiates in a caller
         # ... and in a caller's array code (see transform.Build.with_array_code)
         self._function.derivo_array_code = self._for_arrays
-        self._array_function = self._function if arrays else None
+        self._array_generated = None
         self._scalar_only = not arrays
         self.source = generated.source
         self.__name__ = self._function.__name__
-        self.__doc__ = "{} of {} with respect to {}.".format(
-            KIND_LABELS[kind], func.__qualname__, ", ".join(wrt))
-        entry = _entry(generated)
-        entry.__module__ = func.__module__
-        entry.__doc__ = self.__doc__
-        entry.__dict__.update(
-            source=self.source, kind=kind, wrt=wrt, save=self.save,
-            module_source=self.module_source, derivo_function=self._function,
-            __wrapped__=func, _repr_html_=self._repr_html_, _repr_markdown_=self._repr_markdown_,
-            # the entry's own (inspect drops the bound first one), not __wrapped__'s
-            __signature__=inspect.signature(entry))
-        self.call = types.MethodType(entry, self)
+        if "call" not in self.__dict__:
+            self.call = types.MethodType(_entry(generated), self)
+        else:
+            entry = self.call.__func__
+            made = _entry(generated, entry.__globals__)
+            entry.__code__ = made.__code__
+            entry.__defaults__, entry.__kwdefaults__ = made.__defaults__, made.__kwdefaults__
+        self.call.__func__.__dict__.update(source=self.source, derivo_function=self._function)
+
+    def _call_stale(self, args, kwargs):
+        """A call that found a name the derivative read changed (see the class)."""
+        self._bring_up_to_date()
+        return self._call_checked(args, kwargs)
+
+    def _reads_now(self):
+        """What the transformation read, brought up to date: ``(where, name, path,
+        value)`` for each (see cache.LiveReads)."""
+        self._bring_up_to_date()
+        live = self._generated.live
+        return [(*read, seen) for read, seen in zip(live.reads, live.seen)]
+
+    def _bring_up_to_date(self):
+        """Make the generated code see what the function's names hold now:
+        refresh the values it reads, or transform the function again when what
+        the transformation depended on changed."""
+        with cache.lock():
+            entry_scope = self.call.__func__.__globals__
+            generated = self._generated
+            if not generated.live.refresh(generated.function.__globals__, generated.namespace,
+                                          entry_scope):
+                self._install()
+                generated = self._generated
+                generated.live.refresh(generated.function.__globals__, generated.namespace,
+                                       entry_scope)
+            entry_scope.update(generated.live.entry_values(generated.entry_names[_LIVE]))
 
     def _call_checked(self, args, kwargs):
         values = [*args, *kwargs.values()]
@@ -279,10 +329,18 @@ class Derivative(metaclass=_DerivativeType):
         return sequence_arithmetic(self.__wrapped__)
 
     def _for_arrays(self):
-        if self._array_function is None:
-            self._array_function = _generate(self.__wrapped__, self.kind, self.wrt,
-                                             self._tuple_wrt, True, self._loops).function
-        return self._array_function
+        """The array code of the function as it is now (see _bring_up_to_date)."""
+        self._bring_up_to_date()
+        if not self._scalar_only:
+            return self._function
+        with cache.lock():
+            generated = self._array_generated
+            if generated is None or not generated.live.refresh(generated.function.__globals__,
+                                                                 generated.namespace):
+                generated = self._array_generated = _generate(
+                    self.__wrapped__, self.kind, self.wrt, self._tuple_wrt, True, self._loops)
+                generated.live.refresh(generated.function.__globals__, generated.namespace)
+            return generated.function
 
     def __repr__(self):
         # how it was made: derivo.grad(besselj, wrt='z'), derivo.tangent(f, wrt=('x', 'y'))
@@ -312,6 +370,7 @@ class Derivative(metaclass=_DerivativeType):
         """The text :meth:`save` writes: imports, the user functions the generated
         code calls, and the generated functions; large arrays go into ``data``
         when it is a dict (see :func:`codegen.module_text`)."""
+        self._bring_up_to_date()
         func = self.__wrapped__
         header = "{} Generated by derivo {} from {}; do not edit.".format(
             self.__doc__, __version__, codegen.file_label(func.__code__.co_filename))
@@ -397,30 +456,56 @@ def entry_guard(function, checked, arrays, names=None, numbers=()):
         tests.append(test.format(arg=param.name, **names))
     if not tests:
         return ""
-    fallback = "{}._call_checked(({}{}), {{{}}})".format(
-        names["derivo_self"], ", ".join(positional), "," if len(positional) == 1 else "",
-        ", ".join("{0!r}: {0}".format(name) for name in keywords))
+    fallback = _method_call(names["derivo_self"], "_call_checked", positional, keywords)
     return "if not ({}):\n    return {}\n".format(" and ".join(tests), fallback)
 
 
+def _method_call(derivative, method, positional, keywords):
+    """The text of the call ``derivative.method(args, kwargs)`` of the arguments
+    named ``positional`` and ``keywords``."""
+    return "{}.{}(({}{}), {{{}}})".format(
+        derivative, method, ", ".join(positional), "," if len(positional) == 1 else "",
+        ", ".join("{0!r}: {0}".format(name) for name in keywords))
+
+
 def _entry_names(function):
-    """A name for each of :data:`_ENTRY_NAMES` that ``function``'s code does not use."""
+    """A name for each of :data:`_ENTRY_NAMES` that ``function``'s code does not use,
+    and under :data:`_LIVE` a prefix no name it uses starts with."""
     taken = codegen.names_used(function.__code__)
     names = {}
     for name in _ENTRY_NAMES:
         names[name] = name
         while names[name] in taken:
             names[name] += "_"
+    names[_LIVE] = _LIVE
+    while any(name.startswith(names[_LIVE]) for name in taken):
+        names[_LIVE] += "_"
     return names
 
 
-def _entry(generated):
+def _live_check(function, check, names):
+    """The statements an entry runs first: a call that finds the expression ``check``
+    false, or failing (a name deleted), goes to ``derivo_self._call_stale(args,
+    kwargs)`` (see cache.LiveReads.check)."""
+    code = function.__code__
+    positional = code.co_varnames[:code.co_argcount]
+    keywords = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    stale = _method_call(names["derivo_self"], "_call_stale", positional, keywords)
+    return ("try:\n    {fresh} = {check}\nexcept Exception:\n    {fresh} = False\n"
+            "if not {fresh}:\n    return {stale}\n").format(
+                fresh=names[_LIVE] + "_fresh", check=check, stale=stale)
+
+
+def _entry(generated, scope=None):
     """A new copy of the generated function behind its guard, with the Derivative
-    to bind it to as first parameter (see :class:`Derivative`)."""
+    to bind it to as first parameter (see :class:`Derivative`), defined in
+    ``scope`` (a new dict by default)."""
     function = generated.function
-    scope = dict(function.__globals__)
+    scope = {} if scope is None else scope
+    scope.update(function.__globals__)
     scope.update((generated.entry_names[name], value) for name, value in _GUARD_GLOBALS.items())
     scope.update(generated.entry_globals)
+    scope.update(generated.live.entry_values(generated.entry_names[_LIVE]))
     exec(generated.entry_code, scope)
     entry = scope[function.__name__]
     entry.__defaults__ = function.__defaults__
@@ -470,32 +555,73 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
     """Transform and compile ``func`` (or find it in the cache); ``loops`` is
     (strategy, checkpoints, schedule)."""
 
-    @S.deep_recursion()
+    options = (kind, names, tuple_wrt, arrays, loops)
+
     def build():
+        shared = cache.sibling(func, *options)
+        if shared is not None:
+            moved = _moved(*shared, func)
+            if moved.live.unchanged():
+                return moved
+        generated = transform()
+        cache.keep_sibling(func, generated, *options)
+        return generated
+
+    @S.deep_recursion()
+    def transform():
         try:
-            return built()
+            return transformed()
         except RecursionError:
             raise too_deep(func) from None
 
-    def built():
-        module = Build(arrays, *loops)
-        name = module.add(func, list(names), kind, tuple_wrt)
-        source = module.source()
+    def transformed():
+        generation = rules.generation
+        with recording_reads() as reads:
+            module = Build(arrays, *loops)
+            name = module.add(func, list(names), kind, tuple_wrt)
+            source = module.source()
+            numbers = {p.name for p in _parameters(func)} - parameters_read_whole(func)
+        live = cache.LiveReads(reads.values(), generation)
         namespace = codegen.compile_module(source, module.namespace, name)
         compiled = namespace[name]
         compiled.__defaults__ = func.__defaults__
         compiled.__kwdefaults__ = func.__kwdefaults__
         checked = names if kind in _TYPE_CHECKED_KINDS else ()
         entry_names = _entry_names(compiled)
-        numbers = {p.name for p in _parameters(func)} - parameters_read_whole(func)
-        guard = entry_guard(compiled, set(checked), arrays, entry_names, numbers)
+        check, holders = live.check(entry_names[_LIVE])
+        guard = _live_check(compiled, check, entry_names) + \
+            entry_guard(compiled, set(checked), arrays, entry_names, numbers)
         entry_code, entry_globals = codegen.compile_with_prologue(
             compiled, source, guard, entry_names["derivo_self"])
+        entry_globals.update(holders)
         return Generated(compiled, source, module.namespace, module.user_sources, module,
-                         entry_code, entry_names, entry_globals)
+                         entry_code, entry_names, entry_globals, live)
 
-    key = cache.key_of(func, kind, names, tuple_wrt, arrays, loops)
-    return cache.lookup(key, build, lambda generated: generated.build.still_valid())
+    key = cache.key_of(func, *options)
+    return cache.lookup(key, build, lambda generated: generated.live.unchanged())
+
+
+def _moved(made_from, generated, func):
+    """What ``generated`` (the transformation of ``made_from``) is for ``func``, a
+    closure of the same code with cells of its own: the generated functions again,
+    in a namespace of their own, reading ``func``'s cells (a closure made
+    again in a loop, ``derivo.grad(lambda w: loss(w, X))``, is not transformed
+    again)."""
+    places = dict(zip(map(id, made_from.__closure__ or ()), func.__closure__ or ()))
+    shared = generated.function.__globals__
+    scope = dict(shared)
+    for ident, value in shared.items():  # each generated function, in the new namespace
+        if isinstance(value, types.FunctionType) and value.__globals__ is shared:
+            scope[ident] = types.FunctionType(value.__code__, scope, value.__name__,
+                                              value.__defaults__, value.__closure__)
+            scope[ident].__kwdefaults__ = value.__kwdefaults__
+    compiled = scope[generated.function.__name__]
+    compiled.__defaults__ = func.__defaults__
+    compiled.__kwdefaults__ = func.__kwdefaults__
+    entry_globals = {ident: places.get(id(value), value)
+                     for ident, value in generated.entry_globals.items()}
+    return generated._replace(function=compiled, namespace=dict(generated.namespace),
+                              entry_globals=entry_globals, live=generated.live.moved(places))
 
 
 _PRIMITIVE_FUNCTIONS = {}
@@ -524,9 +650,24 @@ def _as_python(func):
 
 
 def _derivative(func, wrt, kind, loops=("stack", None, "revolve")):
+    """The derivative of ``func``: the one made before for the same function and
+    options when there is one (each call checks it is still the function's)."""
     func = _as_python(func)
     if isinstance(func, Derivative):
-        func = func.derivo_function  # derivo reads its generated code like any other function
+        func = _current_code(func)  # derivo reads its generated code like any other function
+    key = (kind, func, wrt, _types(wrt), loops)
+    return cache.derivative(key) or cache.remember(key, _new_derivative(func, wrt, kind, loops))
+
+
+def _current_code(derivative):
+    """The generated code of ``derivative`` (a Derivative or its entry), brought up
+    to date with the function's names first (see Derivative._bring_up_to_date)."""
+    derivative = getattr(derivative, "__self__", derivative)
+    derivative._bring_up_to_date()
+    return derivative.derivo_function
+
+
+def _new_derivative(func, wrt, kind, loops):
     if getattr(func, "derivo_opaque", False):
         # functools.wraps gave it func's source to find: derivo would differentiate func
         raise DerivoError("derivo cannot differentiate {} (what derivo.hessian or "
@@ -606,10 +747,17 @@ def _loop_options(loops, checkpoints, schedule):
 
 
 def _transform(kind, func, wrt, loops="stack", checkpoints=None, schedule="revolve"):
+    # asked again for the same function and options, the same derivative at once
+    key = (kind, func, wrt, _types(wrt), loops, checkpoints, type(checkpoints), schedule)
+    made = cache.derivative(key)
+    if made is not None:
+        return made
     options = _loop_options(loops, checkpoints, schedule)
     if func is None:
         return lambda f: _refused_here(_derivative, f, wrt, kind, options)
-    return _refused_here(_derivative, func, wrt, kind, options)
+    made = _refused_here(_derivative, func, wrt, kind, options)
+    # a derivative of a derivative is looked up by its generated code (see _derivative)
+    return made if isinstance(func, Derivative) else cache.remember(key, made)
 
 
 def _refused_here(function, *args):
@@ -619,6 +767,11 @@ def _refused_here(function, *args):
         return function(*args)
     except DerivoError as exc:
         raise exc.with_traceback(None) from None
+
+
+def _types(wrt):
+    """What tells apart options that compare equal: wrt=1 from wrt=True (refused)."""
+    return tuple(map(type, wrt)) if type(wrt) is tuple else type(wrt)
 
 
 def grad(func=None, *, wrt=0, loops="stack", checkpoints=None, schedule="revolve"):

@@ -1,38 +1,211 @@
-"""Stage 7: transform each (function, options) once.
+"""Stage 7: transform each (function, options) once, and keep it live.
 
-The key holds the function's code object, the identities of the globals and
-closure values it names and of its defaults, and the options; redefining the function (a new code
-object) or rebinding a global it calls gives a new entry.  An entry also checks,
-when found, that the functions it called still see the same globals.  A lock makes threads
-that ask for the same derivative at once share one transformation.
+The key holds the function's code object, the identities of its globals dict,
+closure cells and defaults, and the options; redefining the function (a new code
+object) gives a new entry.  What the function's names hold is not in the key: a
+generated derivative reads it live (see :class:`LiveReads`), and an entry found
+is used only if what the transformation depended on is unchanged.  A closure made
+again by the same ``def`` (new cells) finds the transformation of the last one
+(see :func:`sibling`).  A lock makes threads that ask for the same derivative at
+once share one transformation.
+
+Asked again for the same function and options, ``derivo.grad`` & co. return the
+derivative they made (see :func:`derivative`), which checks itself on each call.
 """
 
 import threading
+import types
 from collections import namedtuple
+
+import numpy as np
+
+from . import rules
+from .parse import MISSING, is_derivative
 
 CacheInfo = namedtuple("CacheInfo", "hits misses size")
 
 _entries = {}
 _lock = threading.RLock()
 _stats = {"hits": 0, "misses": 0}
+#: (kind, function, wrt, loop options) -> the derivative derivo.grad & co. returned
+_derivatives = {}
+#: How many derivatives _derivatives keeps: the oldest go first (each holds its function)
+DERIVATIVES_KEPT = 1024
+#: the key_of of a function without its cells -> (that function, what it was transformed to)
+_siblings = {}
 
 
 def key_of(func, *options):
-    code = func.__code__
-    names = tuple(id(func.__globals__.get(n)) for n in code.co_names)
-    cells = tuple(id(_cell_contents(c)) for c in func.__closure__ or ())
-    # the generated code holds the defaults' values (see parse): make(2.0) and
-    # make(3.0) share a code object
-    defaults = tuple(map(id, func.__defaults__ or ())) + tuple(
-        (name, id(value)) for name, value in sorted((func.__kwdefaults__ or {}).items()))
-    return (code, names, cells, defaults, id(func.__globals__)) + options
+    cells = tuple(map(id, func.__closure__ or ()))
+    return (func.__code__, id(func.__globals__), cells, id(func.__defaults__),
+            id(func.__kwdefaults__)) + options
 
 
-def _cell_contents(cell):
+def _sibling_key(func, options):
+    return (func.__code__, id(func.__globals__), id(func.__defaults__),
+            id(func.__kwdefaults__)) + options
+
+
+def sibling(func, *options):
+    """``(made_from, value)`` last kept by :func:`keep_sibling` for a function of the
+    same code, globals and defaults as ``func`` (a closure made again by the same
+    ``def``), or None."""
+    return _siblings.get(_sibling_key(func, options))
+
+
+def keep_sibling(func, value, *options):
+    """Keep ``value``, what ``func`` was transformed to, for :func:`sibling`."""
+    _siblings[_sibling_key(func, options)] = (func, value)
+
+
+def derivative(key):
+    """The derivative made for ``key`` (see :func:`remember`), or None.  This runs each
+    time a user asks for a derivative: ``derivo.grad(loss)(w)`` in a training loop."""
     try:
-        return cell.cell_contents
-    except ValueError:
+        found = _derivatives.get(key)
+    except TypeError:  # an unhashable wrt, a list: not remembered
         return None
+    if found is not None:
+        _stats["hits"] += 1
+    return found
+
+
+def remember(key, made):
+    """Keep the derivative ``made`` for ``key``; return it."""
+    with _lock:
+        try:
+            _derivatives[key] = made
+        except TypeError:
+            return made
+        while len(_derivatives) > DERIVATIVES_KEPT:
+            del _derivatives[next(iter(_derivatives))]
+    return made
+
+
+class LiveReads:
+    """What a transformation read from the user's namespaces, and how a call checks it.
+
+    ``reads`` holds one ``(where, name, path, value)`` per free name and attribute
+    path the transformation resolved (see :func:`derivo.parse.recording_reads`).  A
+    *data* read (an array, a number: a name read for its value, not called) the
+    generated code reads through its own globals, which :meth:`refresh` sets to
+    what the name holds now; the transformation depended on the value's type
+    (scalar or array code) and nothing else.  Any other read (a function inlined or
+    called, a module, a class) the transformation depended on as it was: when it
+    changed, or when a rule was registered since (``rules.generation``), the
+    derivative is made again.  A derivative the code calls counts with what it read.
+    """
+
+    def __init__(self, reads, generation):
+        self.reads = [(where, ident, path) for where, ident, path, _ in reads]
+        self.seen = [value for *_, value in reads]
+        self.data = [not path and _is_data(value) for _, _, path, value in reads]
+        self.kinds = [_kind(value) if data else None for value, data in zip(self.seen, self.data)]
+        self.bound = [_is_bound_method(value) for value in self.seen]
+        self.generation = generation
+        # derivatives the code calls: brought up to date first, so that what their
+        # generated code reads agrees with what the function's names hold
+        self.derivatives = [value for value in self.seen if is_derivative(value)]
+
+    def moved(self, places):
+        """These reads from other places: ``places`` maps the id of a cell or
+        globals dict read to the one to read instead (another closure's cell)."""
+        return LiveReads([(places.get(id(where), where), ident, path, seen)
+                          for (where, ident, path), seen in zip(self.reads, self.seen)],
+                         self.generation)
+
+    def _current(self, index):
+        where, ident, path = self.reads[index]
+        try:
+            value = where.cell_contents if isinstance(where, types.CellType) else where[ident]
+            for attr in path:
+                value = getattr(value, attr)
+        except (KeyError, ValueError, AttributeError):
+            return MISSING
+        return value
+
+    def unchanged(self):
+        """Whether the transformation would come out the same now: every read holds
+        what it held (a data read: a value of the same kind) and no rule came since."""
+        if rules.generation is not self.generation:
+            return False
+        for derivative in self.derivatives:
+            derivative.derivo_reads()
+        for index, (seen, data, kind) in enumerate(zip(self.seen, self.data, self.kinds)):
+            now = self._current(index)
+            if now is not seen and not (data and now is not MISSING and _kind(now) == kind) \
+                    and not (self.bound[index] and now == seen):
+                return False
+        return True
+
+    def refresh(self, *scopes):
+        """Give each name the generated code reads for its value what it holds now,
+        in ``scopes`` (the generated code's globals dicts); False, changing nothing,
+        when the derivative must be made again instead."""
+        if not self.unchanged():
+            return False
+        now = {index: self._current(index) for index, data in enumerate(self.data) if data}
+        by_name = {}
+        for index, value in now.items():
+            if by_name.setdefault(self.reads[index][1], value) is not value:
+                return False  # one name, two namespaces (an inlined helper's): they part now
+        for index, value in now.items():
+            self.seen[index] = value
+        for scope in scopes:
+            scope.update((name, value) for name, value in by_name.items() if name in scope)
+        return True
+
+    def check(self, prefix):
+        """The expression a call evaluates to tell that nothing changed, and the
+        namespaces it reads, named from ``prefix``: one identity test per read, and one
+        of the rule registry's generation (the values it compares with: see
+        :meth:`entry_values`)."""
+        holders, tests, roots = {}, [], {}
+        for index, (where, ident, path) in enumerate(self.reads):
+            holder = holders.setdefault(id(where), ("{}_in{}".format(prefix, len(holders)), where))[0]
+            root = holder + (".cell_contents" if isinstance(where, types.CellType) else
+                             "[{!r}]".format(ident))
+            if not path:
+                roots[id(where), ident] = "{}_seen{}".format(prefix, index)
+            # np.sum read from the np already checked: one lookup fewer
+            read = roots.get((id(where), ident), root) if path else root
+            read += "".join("." + attr for attr in path)
+            # a method of an object is a new bound method at each read: equal, not the same
+            tests.append("{} {} {}_seen{}".format(read, "==" if self.bound[index] else "is",
+                                                  prefix, index))
+        tests.append("{0}_rules.generation is {0}_generation".format(prefix))
+        return " and ".join(tests), dict(holders.values())
+
+    def entry_values(self, prefix):
+        """The globals :meth:`check`'s expression compares with, which :meth:`refresh`
+        changes."""
+        values = {"{}_seen{}".format(prefix, index): value for index, value in enumerate(self.seen)}
+        values.update({prefix + "_rules": rules, prefix + "_generation": self.generation})
+        return values
+
+
+def _is_data(value):
+    """Whether the generated code reads ``value`` only for what it is: not a module, a
+    class, or anything called (whose code or rule the transformation used)."""
+    return not (callable(value) or isinstance(value, types.ModuleType))
+
+
+def _is_bound_method(value):
+    """Whether ``value`` is a method bound to an object (``rng.normal``), not a
+    function of a module (``math.sin``, whose ``__self__`` is the module)."""
+    return isinstance(value, (types.MethodType, types.BuiltinMethodType)) and \
+        not isinstance(value.__self__, types.ModuleType)
+
+
+def _kind(value):
+    """What the transformation saw of a data value: its type, an array's dtype, and
+    the types of a list's or a tuple's items (scalar or array code follows them),
+    collected at C speed: a list of a million numbers takes milliseconds."""
+    if isinstance(value, np.ndarray):
+        return type(value), value.dtype
+    if isinstance(value, (list, tuple)):
+        return type(value), frozenset(map(type, value))
+    return type(value)
 
 
 def lookup(key, build, valid=lambda value: True):
@@ -47,6 +220,11 @@ def lookup(key, build, valid=lambda value: True):
         return value
 
 
+def lock():
+    """The lock under which derivatives are transformed and brought up to date."""
+    return _lock
+
+
 def info():
     """(hits, misses, size) of the transformation cache."""
     with _lock:
@@ -56,3 +234,5 @@ def info():
 def clear():
     with _lock:
         _entries.clear()
+        _derivatives.clear()
+        _siblings.clear()

@@ -6,10 +6,13 @@ later error can point at the user's source.
 
 import ast
 import builtins
+import contextlib
 import functools
 import inspect
 import re
 import textwrap
+import threading
+import types
 from dataclasses import dataclass, field
 
 from . import syntax as S
@@ -19,6 +22,40 @@ from .errors import SourceUnavailable, UnsupportedSyntax
 MISSING = object()
 #: The start of the file name of a module derivo generated (see codegen)
 GENERATED_PREFIX = "<derivo generated "
+#: The reads being recorded by this thread (see recording_reads), innermost last
+_RECORDING = threading.local()
+
+
+@contextlib.contextmanager
+def recording_reads():
+    """Record what each free name resolved inside the block meant: yields a dict
+    filled with one ``(where, name, path, value)`` per name and attribute path read
+    (``where``: the globals dict or the closure cell holding ``name``; ``path``: the
+    attributes read from it, ``("linalg", "norm")`` for ``np.linalg.norm``).  Names
+    that resolved to a builtin, or to nothing, are left out."""
+    stack = _RECORDING.__dict__.setdefault("stack", [])
+    reads = {}
+    stack.append(reads)
+    try:
+        yield reads
+    finally:
+        stack.pop()
+
+
+def _record(where, ident, path, value):
+    stack = getattr(_RECORDING, "stack", None)
+    if stack:
+        reads = stack[-1]
+        reads.setdefault((id(where), ident, path), (where, ident, path, value))
+        if is_derivative(value):
+            # a derivative's code is read as it is now, and what it read counts as read here
+            for read in value.derivo_reads():
+                reads.setdefault((id(read[0]), read[1], read[2]), read)
+
+
+def is_derivative(value):
+    """Whether ``value`` is what derivo.grad & co. return: a Derivative's entry."""
+    return type(value) is types.MethodType and "derivo_reads" in value.__func__.__dict__
 
 
 @dataclass
@@ -35,11 +72,22 @@ class Parsed:
 
     def resolve(self, ident):
         """The object a free name refers to, or MISSING."""
+        where = self._holder(ident)
+        if where is None:
+            return getattr(builtins, ident, MISSING)
+        value = self.closure[ident] if where is not self.globals else self.globals[ident]
+        _record(where, ident, (), value)
+        return value
+
+    def _holder(self, ident):
+        """The closure cell or the globals dict that holds the free name ``ident``,
+        or None (a builtin, or nothing)."""
         if ident in self.closure:
-            return self.closure[ident]
-        if ident in self.globals:
-            return self.globals[ident]
-        return getattr(builtins, ident, MISSING)
+            func = self.func
+            while isinstance(func, Outlined):  # a loop's step reads its function's cells
+                func = func._parsed.func
+            return dict(zip(func.__code__.co_freevars, func.__closure__))[ident]
+        return self.globals if ident in self.globals else None
 
     def resolve_callee(self, call):
         """The object a call's function expression (``f``, ``math.sin``) names,
@@ -53,6 +101,9 @@ class Parsed:
         obj = self.resolve(func.id)
         for attr in reversed(path):
             obj = getattr(obj, attr, MISSING)
+        where = self._holder(func.id)
+        if path and obj is not MISSING and where is not None:
+            _record(where, func.id, tuple(reversed(path)), obj)
         return obj
 
     def callee_key(self, call):

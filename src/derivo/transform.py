@@ -100,11 +100,6 @@ class Build:
         self.outlined = set()         # names of outlined functions already emitted
         self.jvps = {}                # the same, for forward mode
         self.in_progress = []         # functions being transformed (to catch recursion)
-        self.guards = []              # (parsed function, free name, object it meant)
-
-    def still_valid(self):
-        """Whether every free name of every function involved means what it did."""
-        return all(parsed.resolve(ident) is obj for parsed, ident, obj in self.guards)
 
     def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None):
         """Transform ``func`` and append its derivative; return the new function's name.
@@ -330,7 +325,6 @@ class Build:
                 if obj is MISSING or _is_builtin(node.id, obj) or \
                         self.namespace.get(node.id, MISSING) is obj:
                     continue
-                self.guards.append((parsed, node.id, obj))
                 self.bind(node.id, obj)
                 if callable(obj) and getattr(obj, "__code__", None) is not None \
                         and not S.is_derivo(obj) and _user_source(obj) is not None:

@@ -34,6 +34,9 @@ RULES = {}
 #: functions whose result is never differentiated (comparisons are handled by ssa)
 NONDIFFERENTIABLE = set()
 WITHOUT_RULE = set()
+#: A new object each time a rule is registered or a function declared: a
+#: derivative made before checks it on each call and is made again when it changed.
+generation = object()
 OPERATOR_FUNCTIONS = {S.Add: operator.add, S.Sub: operator.sub, S.Mult: operator.mul,
                       S.Div: operator.truediv, S.Pow: operator.pow, S.Mod: operator.mod,
                       S.MatMult: operator.matmul, S.USub: operator.neg, S.UAdd: operator.pos}
@@ -254,8 +257,14 @@ def label_of(primitive):
     return qualname if module in ("builtins", "") else module + "." + qualname
 
 
+def _registry_changed():
+    global generation
+    generation = object()
+
+
 def _register(rule):
     RULES.setdefault(rule.primitive, {})[rule.arity] = rule
+    _registry_changed()
     return rule
 
 
@@ -293,6 +302,7 @@ def defjvp(primitive, *jvps):
                               label_of(primitive), len(templates), ", ".join(sorted(used))))
     for rule in rules:
         rule.jvps = templates
+    _registry_changed()
     return rules[0]
 
 
@@ -326,6 +336,7 @@ def primitive(partials=None, vjps=None, jvps=None):
 def nondifferentiable(*primitives):
     """Declare functions whose results carry no derivative (counts, tests, rounding)."""
     NONDIFFERENTIABLE.update(primitives)
+    _registry_changed()
 
 
 def without_rule(*primitives):
@@ -333,6 +344,7 @@ def without_rule(*primitives):
     their arguments but have no rule here (``np.arange``, ``np.linspace``): a
     differentiated argument is refused."""
     WITHOUT_RULE.update(primitives)
+    _registry_changed()
 
 
 def lookup(primitive, nargs, keywords=()):
