@@ -74,19 +74,22 @@ class Parsed:
         """The object a free name refers to, or MISSING."""
         where = self._holder(ident)
         if where is None:
-            return getattr(builtins, ident, MISSING)
+            # a default held under a name of its own (see _hold_defaults) is in the
+            # cache's key with the function's defaults: nothing to read live
+            return self.closure[ident] if ident in self.closure else \
+                getattr(builtins, ident, MISSING)
         value = self.closure[ident] if where is not self.globals else self.globals[ident]
         _record(where, ident, (), value)
         return value
 
     def _holder(self, ident):
         """The closure cell or the globals dict that holds the free name ``ident``,
-        or None (a builtin, or nothing)."""
+        or None (a builtin, a default the function holds, or nothing)."""
         if ident in self.closure:
             func = self.func
             while isinstance(func, Outlined):  # a loop's step reads its function's cells
                 func = func._parsed.func
-            return dict(zip(func.__code__.co_freevars, func.__closure__))[ident]
+            return dict(zip(func.__code__.co_freevars, func.__closure__ or ())).get(ident)
         return self.globals if ident in self.globals else None
 
     def resolve_callee(self, call):
