@@ -28,7 +28,7 @@ _NDARRAY = np.ndarray
 _PLAIN_REALS = frozenset({float, int})
 #: What a Derivative's entry reads besides its arguments (see entry_guard).
 _MATRIX = np.matrix
-_GUARD_GLOBALS = {"derivo_float": float, "derivo_int": int, "derivo_ndarray": _NDARRAY,
+_GUARD_GLOBALS = {"derivo_float": float, "derivo_ndarray": _NDARRAY,
                   "derivo_matrix": _MATRIX,
                   "derivo_containers": frozenset({_NDARRAY, _MATRIX, list, tuple})}
 #: The names the entry adds to the generated code: its first parameter, the
@@ -66,6 +66,23 @@ def _is_real(value):
         # the types of a list of plain numbers collected at C speed: this runs on every call
         return _item_types(value) <= _PLAIN_REALS or all(_is_real(item) for item in value)
     return False
+
+
+def _integral(value):
+    """Whether ``value`` is an integer, an integer array, or a list or tuple
+    holding one at any depth."""
+    if isinstance(value, (list, tuple)):
+        return any(map(_integral, value))
+    return np.asarray(value).dtype.kind in "iu" if isinstance(value, np.ndarray) else \
+        isinstance(value, (int, np.integer))
+
+
+def _as_floats_hint(name, value):
+    if isinstance(value, np.ndarray):
+        return "{}.astype(float)".format(name)
+    if isinstance(value, (list, tuple)):
+        return "floats in {}".format(name)
+    return "float({})".format(name)
 
 
 def _holds_array(value, item_types=None):
@@ -164,9 +181,10 @@ class Derivative(metaclass=_DerivativeType):
     ``save``, ``kind``, ``wrt``...), which the bound method shows as its own.
     """
 
-    def __init__(self, func, kind, wrt, tuple_wrt, loops=("stack", None, "revolve")):
+    def __init__(self, func, kind, wrt, tuple_wrt, loops=("stack", None, "revolve"),
+                 has_aux=False):
         arrays = uses_numpy(func)
-        generated = _generate(func, kind, wrt, tuple_wrt, arrays, loops)
+        generated = _generate(func, kind, wrt, tuple_wrt, arrays, loops, has_aux)
         positional = [p.name for p in _parameters(func) if p.kind != p.KEYWORD_ONLY]
         # (position or None, name) of each argument whose type is checked
         self._checked = [(positional.index(n) if n in positional else None, n) for n in wrt] \
@@ -176,6 +194,7 @@ class Derivative(metaclass=_DerivativeType):
         self.wrt = wrt
         self._tuple_wrt = tuple_wrt
         self._loops = loops
+        self._has_aux = has_aux
         self._generated = generated
         self._function = generated.function
         self.derivo_function = self._function  # what derivo differentiates in a caller
@@ -221,7 +240,8 @@ class Derivative(metaclass=_DerivativeType):
     def _gradients_in_structure(self, result, values, item_types):
         """``result`` with the gradient of each list or tuple in ``values`` (the
         differentiated arguments) in its structure (see :func:`_in_structure`)."""
-        grads = result[1] if self.kind == "value_and_grad" else result
+        grads = result[1] if self.kind == "value_and_grad" else \
+            result[0] if self._has_aux else result
         single = len(values) == 1 and not self._tuple_wrt
         if all(type(value) not in (list, tuple) or
                _kept_as_is(gradient, value, item_types[id(value)])
@@ -231,7 +251,9 @@ class Derivative(metaclass=_DerivativeType):
                  _in_structure(gradient, value, item_types[id(value)])
                  for gradient, value in zip((grads,) if single else grads, values)]
         grads = grads[0] if single else tuple(grads)
-        return (result[0], grads) if self.kind == "value_and_grad" else grads
+        if self.kind == "value_and_grad":
+            return result[0], grads
+        return (grads, result[1]) if self._has_aux else grads
 
     def _check_arguments(self, args, kwargs, item_types):
         """Refuse a differentiated argument that is not real: a string, None, a
@@ -254,6 +276,14 @@ class Derivative(metaclass=_DerivativeType):
                     "real numbers (float, int, NumPy arrays of them, or lists and tuples of "
                     "those), got {}".format(self.__wrapped__.__qualname__, name,
                                             _short_repr(value), type(value).__name__))
+            if value is not _DEFAULT and _integral(value):
+                raise DerivoError(
+                    "{0}: cannot differentiate with respect to {1}={2}, which holds integers: "
+                    "derivo differentiates floats (as JAX does), and {0} may use {1} as an "
+                    "integer (math.factorial({1}), range({1})), whose derivative is not its "
+                    "change with {1}; if {0} is smooth in {1}, pass {3}, else leave {1} out "
+                    "of wrt".format(self.__wrapped__.__qualname__, name, _short_repr(value),
+                                    _as_floats_hint(name, value)))
             if type(value) in (list, tuple):
                 self._refuse_joined(name, value, flat)
         return values
@@ -274,7 +304,8 @@ class Derivative(metaclass=_DerivativeType):
     def _for_arrays(self):
         if self._array_function is None:
             self._array_function = _generate(self.__wrapped__, self.kind, self.wrt,
-                                             self._tuple_wrt, True, self._loops).function
+                                             self._tuple_wrt, True, self._loops,
+                                             self._has_aux).function
         return self._array_function
 
     def __repr__(self):
@@ -283,7 +314,8 @@ class Derivative(metaclass=_DerivativeType):
     def __reduce__(self):
         # Copied or unpickled, a derivative is made again from what it was made of
         # (a cache hit when this process made it already).
-        return Derivative, (self.__wrapped__, self.kind, self.wrt, self._tuple_wrt, self._loops)
+        return Derivative, (self.__wrapped__, self.kind, self.wrt, self._tuple_wrt, self._loops,
+                            self._has_aux)
 
     def __getattr__(self, name):
         # A bound method pickles as getattr(its __self__, its __name__): this is how
@@ -357,9 +389,10 @@ def entry_guard(function, checked, arrays, names=None, numbers=()):
     names = dict(zip(_ENTRY_NAMES, _ENTRY_NAMES), **(names or {}))
     # x.__class__ rather than type(x): one attribute read costs less than a call,
     # and this runs on every call
-    real = "({arg}.__class__ is {derivo_float} or {arg}.__class__ is {derivo_int})"
-    real_array = ("({arg}.__class__ is {derivo_ndarray} and {arg}.dtype.kind in 'fiu' or "
-                  + real[1:])
+    # (an int, an integer array or a list takes the checked call, which refuses ints)
+    real = "{arg}.__class__ is {derivo_float}"
+    real_array = ("({arg}.__class__ is {derivo_ndarray} and {arg}.dtype.kind == 'f' or "
+                  + real + ")")
     not_array = "{arg}.__class__ is not {derivo_ndarray}"
     # a list that may hold arrays takes the checked call too (to array code), and
     # an np.matrix, which it refuses
@@ -444,13 +477,14 @@ def resolve_wrt(func, wrt):
     return tuple(resolved)
 
 
-def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revolve")):
+def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revolve"),
+              has_aux=False):
     """Transform and compile ``func`` (or find it in the cache); ``loops`` is
     (strategy, checkpoints, schedule)."""
 
     def build():
         module = Build(arrays, *loops)
-        name = module.add(func, list(names), kind, tuple_wrt)
+        name = module.add(func, list(names), kind, tuple_wrt, has_aux=has_aux)
         source = module.source()
         namespace = codegen.compile_module(source, module.namespace, name)
         compiled = namespace[name]
@@ -465,12 +499,18 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
         return Generated(compiled, source, module.namespace, module.user_sources, module,
                          entry_code, entry_names, entry_globals)
 
-    key = cache.key_of(func, kind, names, tuple_wrt, arrays, loops)
+    key = cache.key_of(func, kind, names, tuple_wrt, arrays, loops, has_aux)
     return cache.lookup(key, build, lambda generated: generated.build.still_valid())
 
 
-def _derivative(func, wrt, kind, loops=("stack", None, "revolve")):
+def _derivative(func, wrt, kind, loops=("stack", None, "revolve"), has_aux=False):
     if isinstance(func, Derivative):
+        if func.kind == "value_and_grad" and kind != "jvp":
+            raise DerivoError(
+                "cannot differentiate {}, a value_and_grad: it returns (value, gradient), a "
+                "pair; differentiate derivo.grad({}) for the second derivative, or "
+                "derivo.value_and_grad(derivo.grad({}))".format(
+                    func.__name__, func.__wrapped__.__name__, func.__wrapped__.__name__))
         func = func.derivo_function  # derivo reads its generated code like any other function
     if getattr(func, "derivo_opaque", False):
         # functools.wraps gave it func's source to find: derivo would differentiate func
@@ -481,7 +521,9 @@ def _derivative(func, wrt, kind, loops=("stack", None, "revolve")):
         parse(func)  # raises the error that explains what is missing
         raise DerivoError("derivo differentiates Python functions, got {!r}".format(func))
     names = resolve_wrt(func, wrt)
-    return Derivative(func, kind, names, isinstance(wrt, (tuple, list)), loops).call
+    if isinstance(wrt, (tuple, list)) and not names:
+        raise DerivoError("wrt=() names no parameter: give at least one")
+    return Derivative(func, kind, names, isinstance(wrt, (tuple, list)), loops, has_aux).call
 
 
 LOOP_STRATEGIES = ("stack", "checkpoint", "reversible")
@@ -501,14 +543,16 @@ def _loop_options(loops, checkpoints, schedule):
     return loops, checkpoints, schedule
 
 
-def _transform(kind, func, wrt, loops="stack", checkpoints=None, schedule="revolve"):
+def _transform(kind, func, wrt, loops="stack", checkpoints=None, schedule="revolve",
+               has_aux=False):
     options = _loop_options(loops, checkpoints, schedule)
     if func is None:
-        return lambda f: _derivative(f, wrt, kind, options)
-    return _derivative(func, wrt, kind, options)
+        return lambda f: _derivative(f, wrt, kind, options, has_aux)
+    return _derivative(func, wrt, kind, options, has_aux)
 
 
-def grad(func=None, *, wrt=0, loops="stack", checkpoints=None, schedule="revolve"):
+def grad(func=None, *, wrt=0, has_aux=False, loops="stack", checkpoints=None,
+         schedule="revolve"):
     """The gradient of ``func`` with respect to ``wrt``.
 
     ``wrt`` is a parameter position or name, or a tuple of them (then the
@@ -524,13 +568,18 @@ def grad(func=None, *, wrt=0, loops="stack", checkpoints=None, schedule="revolve
     for ``for`` loops (``schedule="halving"`` for recursive halving), an online
     one for ``while`` loops.  ``for x in derivo.checkpointed(...)`` checkpoints
     one loop whatever ``loops`` says.
+
+    ``has_aux=True``: ``func`` returns a pair ``(loss, aux)``; the gradient is
+    the loss's, returned as ``(gradient, aux)`` with ``aux`` untouched.
     """
-    return _transform("grad", func, wrt, loops, checkpoints, schedule)
+    return _transform("grad", func, wrt, loops, checkpoints, schedule, has_aux)
 
 
-def value_and_grad(func=None, *, wrt=0, loops="stack", checkpoints=None, schedule="revolve"):
-    """Like :func:`grad`, returning ``(func(*args), gradient)``."""
-    return _transform("value_and_grad", func, wrt, loops, checkpoints, schedule)
+def value_and_grad(func=None, *, wrt=0, has_aux=False, loops="stack", checkpoints=None,
+                   schedule="revolve"):
+    """Like :func:`grad`, returning ``(func(*args), gradient)``; with
+    ``has_aux=True``, ``((loss, aux), gradient)``."""
+    return _transform("value_and_grad", func, wrt, loops, checkpoints, schedule, has_aux)
 
 
 def vjp(func, *args, **kwargs):

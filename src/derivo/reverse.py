@@ -48,6 +48,7 @@ class Sweep:
             self.push = self.namer.fresh("push")
             self.pop = self.namer.fresh("pop")
         self.last_line = None
+        self.aux = None             # the auxiliary result a has_aux gradient returns
 
     def may_be_reset(self, adjoint):
         """Whether the adjoint named ``adjoint`` belongs to a name assigned more
@@ -95,10 +96,15 @@ class Sweep:
         self.value = S.deepcopy(final.value)
         restored = {n for names in self.analysis.pushes.values() for n in names} | {
             name for name, _ in self.analysis.inverses.values()}
-        if self.kind == "value_and_grad" and restored & set(self.normalized.results):
+        returned = set(self.normalized.results) | ({self.aux} if self.aux else set())
+        if self.kind == "value_and_grad" and restored & returned:
             # The reverse sweep restores the result's old value: keep it first.
             self.value = S.name(self.namer.fresh("value"))
             out.append(S.assign(self.value.id, S.deepcopy(final.value)))
+        elif self.aux in restored:
+            kept = self.namer.fresh("aux")
+            out.append(S.assign(kept, S.name(self.aux)))
+            self.aux = kept
         out.append(self.module.comments.statement("reverse sweep"))
         results = self.normalized.results
         params = [a.id for a in tree.args.args]
@@ -227,7 +233,7 @@ class Sweep:
         grads = grads[0] if len(grads) == 1 and not self.tuple_wrt else S.tuple_(grads)
         if self.kind == "value_and_grad":
             return S.tuple_([self.value, grads])
-        return grads
+        return S.tuple_([grads, S.name(self.aux)]) if self.aux else grads
 
     def gradient(self, ident):
         if ident in self.analysis.active and ident not in self.zero:
@@ -939,13 +945,66 @@ def _effect(stmt):
 
 
 def reverse(normalized, wrt, module, kind, name, tuple_wrt=False, arrays=False,
-            loops="stack"):
+            loops="stack", has_aux=False):
     """The adjoint FunctionDef of ``normalized`` w.r.t. the parameter names ``wrt``.
 
     With ``arrays``, values may be NumPy arrays: adjoints of broadcasting
     operations are summed back to their operand's shape, and never updated in
     place.  ``loops="reversible"`` undoes loop updates instead of saving them
-    (see ``analyze``).
+    (see ``analyze``).  With ``has_aux`` the function returns (loss, aux): the
+    loss is differentiated, and aux returned as it is, after the gradient.
     """
+    aux = _split_results(normalized, kind, has_aux)
     sweep = Sweep(analyze(normalized, wrt, arrays, loops), module, kind, name, tuple_wrt)
+    sweep.aux = aux
     return sweep.function()
+
+
+def _split_results(normalized, kind, has_aux):
+    """The name of the auxiliary result of a ``has_aux`` gradient, which leaves
+    ``normalized.results`` as the one differentiated (None without has_aux).
+    grad and value_and_grad take one result: a function returning a tuple is
+    refused at its return (a vjp takes one cotangent per result)."""
+    if kind == "vjp":
+        return None
+    results, final = normalized.results, normalized.tree.body[-1]
+    label = normalized.parsed.tree.name
+    if has_aux and len(results) != 2:
+        raise normalized.parsed.error(
+            UnsupportedSyntax, final, "with has_aux=True, {} must return a pair (loss, aux), "
+            "got {} value(s): return loss, (a, b) to pass several".format(label, len(results)),
+            "has_aux result")
+    if not has_aux and len(results) > 1:
+        raise normalized.parsed.error(
+            UnsupportedSyntax, final, "{} returns a tuple of {} values, and a gradient is of "
+            "one number: return the loss alone, or pass has_aux=True to get (loss, aux) back "
+            "as (gradient, aux), the aux untouched".format(label, len(results)), "tuple result")
+    _refuse_result_not_a_number(normalized, results[0])
+    if not has_aux:
+        return None
+    normalized.results = results[:1]
+    return results[1]
+
+
+#: What a returned display makes, when it is not a number: a gradient is of one.
+_NOT_NUMBERS = {S.List: "a list", S.gast.ListComp: "a list", S.Tuple: "a tuple",
+                S.gast.Dict: "a dict", S.gast.Set: "a set", S.gast.JoinedStr: "a string"}
+
+
+def _refuse_result_not_a_number(normalized, result):
+    """Refuse a differentiated result that the code assigns a list, tuple, dict
+    or set display, a string or None: grad takes the derivative of one number."""
+    for stmt in S.walk(normalized.tree):
+        if not (isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and
+                stmt.targets[0].id == result):
+            continue
+        value = stmt.value
+        made = _NOT_NUMBERS.get(type(value))
+        if isinstance(value, S.Constant) and not isinstance(value.value, (int, float)):
+            made = repr(value.value) if value.value is None else "a " + type(value.value).__name__
+        if made:
+            raise normalized.parsed.error(
+                UnsupportedSyntax, stmt, "{} returns {}, and a gradient is of one number: "
+                "return the loss (np.sum(...) of an array or of a list's items), or pass "
+                "has_aux=True and return (loss, aux) for the rest".format(
+                    normalized.parsed.tree.name, made), "result not a number")

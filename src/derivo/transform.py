@@ -84,11 +84,15 @@ class Build:
         """Whether every free name of every function involved means what it did."""
         return all(parsed.resolve(ident) is obj for parsed, ident, obj in self.guards)
 
-    def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None):
+    def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None, has_aux=False):
         """Transform ``func`` and append its derivative; return the new function's name.
         ``call`` is (the parsed caller, the call) when a caller calls the derivative,
-        for the location of an error."""
+        for the location of an error.  ``has_aux``: ``func`` returns (loss, aux)
+        (see :func:`derivo.reverse.reverse`)."""
         if kind != "jvp" and is_generated(func):
+            if has_aux:
+                raise DerivoError("has_aux=True takes a function that returns (loss, aux), "
+                                  "not a derivative")
             return self.add_over_tangents(func, wrt, kind, tuple_wrt, name, call)
         parsed = parse(func)
         if kind != "jvp" and not isinstance(func, Outlined):
@@ -111,7 +115,7 @@ class Build:
                 self.functions.append(forward(normalized, wrt, self, name, self.arrays))
             else:
                 self.functions.append(reverse(normalized, wrt, self, kind, name, tuple_wrt,
-                                              self.arrays, self.loops))
+                                              self.arrays, self.loops, has_aux))
             return name
         finally:
             self.in_progress.pop()
