@@ -310,7 +310,7 @@ def test_real_scalars_of_every_kind_are_accepted(value):
 
 @pytest.mark.parametrize("value", [2, np.int64(2)])
 def test_integer_scalars_are_refused(value):
-    with pytest.raises(DerivoError, match=r"x=2, which holds integers.*float\(x\)"):
+    with pytest.raises(DerivoError, match=r"which holds integers.*float\(x\)"):
         derivo.grad(scaled)(value)
 
 
