@@ -1388,7 +1388,7 @@ def test_a_vjp_cotangent_of_the_wrong_shape_is_not_broadcast():
     _, vjp_fn = derivo.vjp(square_sum, np.array([1.0, 2.0, 3.0]))
     (gradient,) = vjp_fn(2.0)
     np.testing.assert_allclose(gradient, [4.0, 8.0, 12.0])
-    with pytest.raises(ValueError):
+    with pytest.raises(DerivoError, match=r"the cotangent must be a number, like the result"):
         vjp_fn(np.array([[1.0], [2.0]]))
 
 

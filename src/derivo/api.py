@@ -17,7 +17,7 @@ from .errors import DerivoError
 from .parse import MISSING, parse
 from .analyze import parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
-from .transform import Build, uses_numpy
+from .transform import Build, is_generated, uses_numpy
 
 
 KIND_LABELS = {"grad": "Gradient", "value_and_grad": "Value and gradient",
@@ -182,9 +182,9 @@ class Derivative(metaclass=_DerivativeType):
     """
 
     def __init__(self, func, kind, wrt, tuple_wrt, loops=("stack", None, "revolve"),
-                 has_aux=False):
+                 has_aux=False, pullback=False):
         arrays = uses_numpy(func)
-        generated = _generate(func, kind, wrt, tuple_wrt, arrays, loops, has_aux)
+        generated = _generate(func, kind, wrt, tuple_wrt, arrays, loops, has_aux, pullback)
         positional = [p.name for p in _parameters(func) if p.kind != p.KEYWORD_ONLY]
         # (position or None, name) of each argument whose type is checked
         self._checked = [(positional.index(n) if n in positional else None, n) for n in wrt] \
@@ -195,6 +195,7 @@ class Derivative(metaclass=_DerivativeType):
         self._tuple_wrt = tuple_wrt
         self._loops = loops
         self._has_aux = has_aux
+        self._pullback = pullback
         self._generated = generated
         self._function = generated.function
         self.derivo_function = self._function  # what derivo differentiates in a caller
@@ -219,23 +220,28 @@ class Derivative(metaclass=_DerivativeType):
 
     def _call_checked(self, args, kwargs):
         values = [*args, *kwargs.values()]
+        # the types of each list's items, collected once at C speed for the checks
+        # and the gradients' structure: this runs on every call with a list
+        item_types = {id(v): _item_types(v) for v in values if type(v) in (list, tuple)}
+        differentiated = self._check_arguments(args, kwargs, item_types) if self._checked else ()
+        result = self._code_to_run(values, item_types)(*args, **kwargs)
+        # lists or tuples among the arguments: some may be differentiated
+        return self._gradients_in_structure(result, differentiated, item_types) \
+            if item_types else result
+
+    def _code_to_run(self, values, item_types=None):
+        """The generated function to call with the arguments ``values``: scalar code
+        called with arrays, or lists of them, switches to array code.  An np.matrix
+        is refused."""
         if _MATRIX in map(type, values):
             raise DerivoError(
                 "{}: cannot differentiate with an np.matrix argument: its * is a matrix "
                 "product, which derivo's rules for * do not follow; pass np.asarray(m) and "
                 "write @ for the products".format(self.__wrapped__.__qualname__))
-        # the types of each list's items, collected once at C speed for the checks
-        # and the gradients' structure: this runs on every call with a list
-        item_types = {id(v): _item_types(v) for v in values if type(v) in (list, tuple)}
-        differentiated = self._check_arguments(args, kwargs, item_types) if self._checked else ()
-        # scalar code called with arrays, or lists of them, switches to array code
+        item_types = item_types or {}
         if self._scalar_only and any(_holds_array(v, item_types.get(id(v))) for v in values):
-            result = self._for_arrays()(*args, **kwargs)
-        else:
-            result = self._function(*args, **kwargs)
-        # lists or tuples among the arguments: some may be differentiated
-        return self._gradients_in_structure(result, differentiated, item_types) \
-            if item_types else result
+            return self._for_arrays()
+        return self._function
 
     def _gradients_in_structure(self, result, values, item_types):
         """``result`` with the gradient of each list or tuple in ``values`` (the
@@ -305,7 +311,7 @@ class Derivative(metaclass=_DerivativeType):
         if self._array_function is None:
             self._array_function = _generate(self.__wrapped__, self.kind, self.wrt,
                                              self._tuple_wrt, True, self._loops,
-                                             self._has_aux).function
+                                             self._has_aux, self._pullback).function
         return self._array_function
 
     def __repr__(self):
@@ -315,7 +321,7 @@ class Derivative(metaclass=_DerivativeType):
         # Copied or unpickled, a derivative is made again from what it was made of
         # (a cache hit when this process made it already).
         return Derivative, (self.__wrapped__, self.kind, self.wrt, self._tuple_wrt, self._loops,
-                            self._has_aux)
+                            self._has_aux, self._pullback)
 
     def __getattr__(self, name):
         # A bound method pickles as getattr(its __self__, its __name__): this is how
@@ -478,13 +484,15 @@ def resolve_wrt(func, wrt):
 
 
 def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revolve"),
-              has_aux=False):
+              has_aux=False, pullback=False):
     """Transform and compile ``func`` (or find it in the cache); ``loops`` is
-    (strategy, checkpoints, schedule)."""
+    (strategy, checkpoints, schedule); for ``has_aux`` and ``pullback`` see
+    :func:`derivo.reverse.reverse`."""
 
     def build():
         module = Build(arrays, *loops)
-        name = module.add(func, list(names), kind, tuple_wrt, has_aux=has_aux)
+        name = module.add(func, list(names), kind, tuple_wrt, has_aux=has_aux,
+                          pullback=pullback)
         source = module.source()
         namespace = codegen.compile_module(source, module.namespace, name)
         compiled = namespace[name]
@@ -499,11 +507,12 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
         return Generated(compiled, source, module.namespace, module.user_sources, module,
                          entry_code, entry_names, entry_globals)
 
-    key = cache.key_of(func, kind, names, tuple_wrt, arrays, loops, has_aux)
+    key = cache.key_of(func, kind, names, tuple_wrt, arrays, loops, has_aux, pullback)
     return cache.lookup(key, build, lambda generated: generated.build.still_valid())
 
 
-def _derivative(func, wrt, kind, loops=("stack", None, "revolve"), has_aux=False):
+def _derivative(func, wrt, kind, loops=("stack", None, "revolve"), has_aux=False,
+                pullback=False):
     if isinstance(func, Derivative):
         if func.kind == "value_and_grad" and kind != "jvp":
             raise DerivoError(
@@ -523,7 +532,8 @@ def _derivative(func, wrt, kind, loops=("stack", None, "revolve"), has_aux=False
     names = resolve_wrt(func, wrt)
     if isinstance(wrt, (tuple, list)) and not names:
         raise DerivoError("wrt=() names no parameter: give at least one")
-    return Derivative(func, kind, names, isinstance(wrt, (tuple, list)), loops, has_aux).call
+    return Derivative(func, kind, names, isinstance(wrt, (tuple, list)), loops, has_aux,
+                      pullback).call
 
 
 LOOP_STRATEGIES = ("stack", "checkpoint", "reversible")
@@ -587,23 +597,111 @@ def vjp(func, *args, **kwargs):
     cotangent per positional argument: for a float or a float array, and for a
     list or a tuple of numbers and arrays (in its structure); ``None`` for the
     others (ints, bools, strings...).
+
+    The value and ``vjp_fn`` come from one run of ``func``: its reverse sweep
+    runs on the values that run kept (a random draw is the same).  A scalar
+    result's ``vjp_fn`` scales the gradient of that run (the product is linear
+    in the cotangent); another result's runs ``func`` again after its first call,
+    and refuses when that run's result differs from the first.
     """
     differentiable = tuple(i for i, a in enumerate(args) if _differentiable_or_container(a))
-    # On copies: a function that writes into its arguments must not move the point
-    # the cotangents are computed at (the generated code copies what it writes).
-    out = func(*map(_copied, args), **kwargs)
     if not differentiable:
+        out = func(*map(_copied, args), **kwargs)
         return out, lambda cotangent: tuple(None for _ in args)
-    derivative = _derivative(_code_for(func, [*args, *kwargs.values()]), differentiable, "vjp")
-    _refuse_joined_sequences(derivative, func, args, differentiable)
+    code = _code_for(func, [*args, *kwargs.values()])
+    if isinstance(code, Derivative) or is_generated(code):
+        return _vjp_by_running_again(code, func, differentiable, args, kwargs)
+    derivative = _derivative(code, differentiable, "vjp", pullback=True).__self__
+    _refuse_joined_sequences(derivative.call, func, args, differentiable)
+    run = derivative._code_to_run([*args, *kwargs.values()])
+    sweeps = [run(*args, **kwargs)]  # the generator whose primal sweep is done
+    out = next(sweeps[0])
+    label = getattr(func, "__qualname__", repr(func))
+    scalar = np.ndim(out) == 0 and not isinstance(out, (list, tuple))
+    unit_gradients = []  # a scalar result's, for the cotangent 1.0
 
     def vjp_fn(cotangent):
-        grads = derivative(cotangent, *args, **kwargs)
-        grads = iter(grads if isinstance(grads, tuple) else (grads,))
-        return tuple(None if i not in differentiable else _in_structure(next(grads), a)
-                     if type(a) in (list, tuple) else next(grads) for i, a in enumerate(args))
+        _check_cotangent(label, cotangent, out)
+        if scalar and unit_gradients:
+            return _cotangents_per_argument(_scaled(unit_gradients[0], cotangent), args,
+                                            differentiable)
+        if not sweeps:
+            sweeps.append(run(*args, **kwargs))
+            if not _same_value(next(sweeps[0]), out):
+                raise DerivoError(
+                    "vjp_fn of {}: running it again for this cotangent gave another result "
+                    "(a random draw?); a result that is not a scalar gets one cotangent per "
+                    "derivo.vjp: call derivo.vjp again".format(label))
+        try:
+            sweeps.pop().send(1.0 if scalar else cotangent)
+        except StopIteration as stop:
+            grads = stop.value
+        if scalar:
+            unit_gradients.append(grads)
+            grads = _scaled(grads, cotangent)
+        return _cotangents_per_argument(grads, args, differentiable)
 
     return out, vjp_fn
+
+
+def _same_value(value, other):
+    """Whether two results of a function are the same, bit for bit (NaN too)."""
+    if type(value) in (list, tuple):
+        return type(other) is type(value) and len(other) == len(value) and \
+            all(map(_same_value, value, other))
+    return np.shape(value) == np.shape(other) and \
+        bool(np.all((value == other) | (value != value) & (other != other)))
+
+
+def _vjp_by_running_again(code, func, differentiable, args, kwargs):
+    """vjp of code derivo generated, whose VJP is a tangent pass over it (see
+    transform.Build.add_over_tangents): ``vjp_fn`` runs it for each cotangent;
+    generated code draws nothing at random."""
+    out = func(*map(_copied, args), **kwargs)
+    derivative = _derivative(code, differentiable, "vjp")
+    _refuse_joined_sequences(derivative, func, args, differentiable)
+    label = getattr(func, "__qualname__", repr(func))
+
+    def vjp_fn(cotangent):
+        _check_cotangent(label, cotangent, out)
+        return _cotangents_per_argument(derivative(cotangent, *args, **kwargs), args,
+                                        differentiable)
+
+    return out, vjp_fn
+
+
+def _cotangents_per_argument(grads, args, differentiable):
+    """One cotangent per argument in ``args`` from the gradients of those at
+    ``differentiable`` (None for the others), each in its argument's structure."""
+    grads = iter(grads if isinstance(grads, tuple) else (grads,))
+    return tuple(None if i not in differentiable else _in_structure(next(grads), a)
+                 if type(a) in (list, tuple) else next(grads) for i, a in enumerate(args))
+
+
+def _scaled(gradient, factor):
+    """``gradient`` (a number, an array, or a list or tuple of them) times ``factor``."""
+    if type(gradient) in (list, tuple):
+        return type(gradient)(_scaled(g, factor) for g in gradient)
+    return gradient * factor
+
+
+def _check_cotangent(label, cotangent, out):
+    """Refuse a cotangent not of the shape of the result ``out`` (in its structure
+    for a tuple or a list)."""
+    if type(out) in (list, tuple):
+        if type(cotangent) in (list, tuple) and len(cotangent) == len(out):
+            for item, value in zip(cotangent, out):
+                _check_cotangent(label, item, value)
+            return
+        expected = "a {} of {} cotangents".format(type(out).__name__, len(out))
+    elif not isinstance(cotangent, (list, tuple)) and np.shape(cotangent) == np.shape(out) \
+            and _is_real(cotangent):
+        return
+    else:
+        expected = "a number" if np.ndim(out) == 0 else \
+            "an array of shape {}".format(np.shape(out))
+    raise DerivoError("vjp_fn of {}: the cotangent must be {}, like the result, got {}".format(
+        label, expected, _short_repr(cotangent)))
 
 
 def tangent(func=None, *, wrt=0):
@@ -643,7 +741,7 @@ def _refuse_joined_sequences(derivative, func, args, positions):
 
 
 def _differentiable(value):
-    return isinstance(value, float) or (
+    return isinstance(value, (float, np.floating)) or (
         isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.inexact))
 
 

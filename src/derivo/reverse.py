@@ -49,6 +49,7 @@ class Sweep:
             self.pop = self.namer.fresh("pop")
         self.last_line = None
         self.aux = None             # the auxiliary result a has_aux gradient returns
+        self.pullback = False       # a VJP as a generator (see reverse)
 
     def may_be_reset(self, adjoint):
         """Whether the adjoint named ``adjoint`` belongs to a name assigned more
@@ -111,13 +112,18 @@ class Sweep:
         seeds = []
         self.zero = set(self.analysis.active)
         if self.kind == "vjp":
-            if not isinstance(final.value, S.Tuple):
-                seed_param = self.adjoint(results[0])
+            several = isinstance(final.value, S.Tuple)
+            seed_param = self.namer.fresh("bresults") if several else self.adjoint(results[0])
+            if self.pullback:
+                # a generator: it yields the value, and is sent the cotangent for it
+                suspend = S.assign(seed_param, S.gast.Yield(value=S.deepcopy(final.value)))
+                suspend.effects = True  # kept where it is, read or not
+                out.append(suspend)
             else:
-                seed_param = self.namer.fresh("bresults")
+                seeds = [seed_param]
+            if several:
                 out.append(S.assign(S.tuple_([S.store(self.adjoint(r)) for r in results],
                                              store_ctx=True), S.name(seed_param)))
-            seeds = [seed_param]
         elif self.arrays and results[0] not in self.analysis.scalars:
             # Only a result that may be an array needs its shape checked (and computed).
             out.append(S.assign(self.adjoint(results[0]),
@@ -945,7 +951,7 @@ def _effect(stmt):
 
 
 def reverse(normalized, wrt, module, kind, name, tuple_wrt=False, arrays=False,
-            loops="stack", has_aux=False):
+            loops="stack", has_aux=False, pullback=False):
     """The adjoint FunctionDef of ``normalized`` w.r.t. the parameter names ``wrt``.
 
     With ``arrays``, values may be NumPy arrays: adjoints of broadcasting
@@ -953,10 +959,13 @@ def reverse(normalized, wrt, module, kind, name, tuple_wrt=False, arrays=False,
     place.  ``loops="reversible"`` undoes loop updates instead of saving them
     (see ``analyze``).  With ``has_aux`` the function returns (loss, aux): the
     loss is differentiated, and aux returned as it is, after the gradient.
+    With ``pullback`` a VJP is a generator: its primal sweep runs to a ``yield``
+    of the function's value, and its reverse sweep, on the values that run
+    kept, when it is sent the cotangent; it returns the gradients.
     """
     aux = _split_results(normalized, kind, has_aux)
     sweep = Sweep(analyze(normalized, wrt, arrays, loops), module, kind, name, tuple_wrt)
-    sweep.aux = aux
+    sweep.aux, sweep.pullback = aux, pullback
     return sweep.function()
 
 

@@ -84,15 +84,19 @@ class Build:
         """Whether every free name of every function involved means what it did."""
         return all(parsed.resolve(ident) is obj for parsed, ident, obj in self.guards)
 
-    def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None, has_aux=False):
+    def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None, has_aux=False,
+            pullback=False):
         """Transform ``func`` and append its derivative; return the new function's name.
         ``call`` is (the parsed caller, the call) when a caller calls the derivative,
         for the location of an error.  ``has_aux``: ``func`` returns (loss, aux)
-        (see :func:`derivo.reverse.reverse`)."""
+        ``pullback``: a VJP as a generator (see :func:`derivo.reverse.reverse`)."""
         if kind != "jvp" and is_generated(func):
             if has_aux:
                 raise DerivoError("has_aux=True takes a function that returns (loss, aux), "
                                   "not a derivative")
+            if pullback:
+                raise DerivoError("derivo.vjp of a derivative: use derivo.jvp or "
+                                  "derivo.hvp for its derivative")
             return self.add_over_tangents(func, wrt, kind, tuple_wrt, name, call)
         parsed = parse(func)
         if kind != "jvp" and not isinstance(func, Outlined):
@@ -115,7 +119,7 @@ class Build:
                 self.functions.append(forward(normalized, wrt, self, name, self.arrays))
             else:
                 self.functions.append(reverse(normalized, wrt, self, kind, name, tuple_wrt,
-                                              self.arrays, self.loops, has_aux))
+                                              self.arrays, self.loops, has_aux, pullback))
             return name
         finally:
             self.in_progress.pop()
