@@ -29,6 +29,7 @@ _PLAIN_REALS = frozenset({float, int})
 #: What a Derivative's entry reads besides its arguments (see entry_guard).
 _MATRIX = np.matrix
 _GUARD_GLOBALS = {"derivo_float": float, "derivo_ndarray": _NDARRAY,
+                  "derivo_float64": np.dtype(np.float64),
                   "derivo_matrix": _MATRIX,
                   "derivo_containers": frozenset({_NDARRAY, _MATRIX, list, tuple})}
 #: The names the entry adds to the generated code: its first parameter, the
@@ -75,6 +76,13 @@ def _integral(value):
         return any(map(_integral, value))
     return np.asarray(value).dtype.kind in "iu" if isinstance(value, np.ndarray) else \
         isinstance(value, (int, np.integer))
+
+
+def _low_precision(value):
+    """Whether ``value`` is a NumPy array or scalar of a float type narrower than
+    float64 (whose gradient is of its dtype)."""
+    return isinstance(value, (np.ndarray, np.floating)) and value.dtype.kind == "f" and \
+        value.dtype.itemsize < 8
 
 
 def _as_floats_hint(name, value):
@@ -225,6 +233,8 @@ class Derivative(metaclass=_DerivativeType):
         item_types = {id(v): _item_types(v) for v in values if type(v) in (list, tuple)}
         differentiated = self._check_arguments(args, kwargs, item_types) if self._checked else ()
         result = self._code_to_run(values, item_types)(*args, **kwargs)
+        if any(map(_low_precision, differentiated)):
+            result = self._gradients_in_precision(result, differentiated)
         # lists or tuples among the arguments: some may be differentiated
         return self._gradients_in_structure(result, differentiated, item_types) \
             if item_types else result
@@ -243,23 +253,38 @@ class Derivative(metaclass=_DerivativeType):
             return self._for_arrays()
         return self._function
 
-    def _gradients_in_structure(self, result, values, item_types):
-        """``result`` with the gradient of each list or tuple in ``values`` (the
-        differentiated arguments) in its structure (see :func:`_in_structure`)."""
+    def _gradients(self, result):
+        """The gradients in what the generated code returned, one per
+        differentiated argument."""
         grads = result[1] if self.kind == "value_and_grad" else \
             result[0] if self._has_aux else result
-        single = len(values) == 1 and not self._tuple_wrt
-        if all(type(value) not in (list, tuple) or
-               _kept_as_is(gradient, value, item_types[id(value)])
-               for gradient, value in zip((grads,) if single else grads, values)):
-            return result  # the common case, lists of numbers with lists of adjoints
-        grads = [gradient if type(value) not in (list, tuple) else
-                 _in_structure(gradient, value, item_types[id(value)])
-                 for gradient, value in zip((grads,) if single else grads, values)]
-        grads = grads[0] if single else tuple(grads)
+        return (grads,) if len(self.wrt) == 1 and not self._tuple_wrt else grads
+
+    def _with_gradients(self, result, grads):
+        """``result`` with the gradients ``grads`` (one per differentiated argument)."""
+        grads = grads[0] if len(self.wrt) == 1 and not self._tuple_wrt else tuple(grads)
         if self.kind == "value_and_grad":
             return result[0], grads
         return (grads, result[1]) if self._has_aux else grads
+
+    def _gradients_in_structure(self, result, values, item_types):
+        """``result`` with the gradient of each list or tuple in ``values`` (the
+        differentiated arguments) in its structure (see :func:`_in_structure`)."""
+        grads = self._gradients(result)
+        if all(type(value) not in (list, tuple) or
+               _kept_as_is(gradient, value, item_types[id(value)])
+               for gradient, value in zip(grads, values)):
+            return result  # the common case, lists of numbers with lists of adjoints
+        return self._with_gradients(result, [
+            gradient if type(value) not in (list, tuple) else
+            _in_structure(gradient, value, item_types[id(value)])
+            for gradient, value in zip(grads, values)])
+
+    def _gradients_in_precision(self, result, values):
+        """``result`` with the gradient of each float32 (or float16) array or NumPy
+        scalar in ``values`` (the differentiated arguments) of its dtype, as JAX
+        gives it: the generated code computes in float64 where NumPy promotes."""
+        return self._with_gradients(result, list(map(_of_dtype, self._gradients(result), values)))
 
     def _check_arguments(self, args, kwargs, item_types):
         """Refuse a differentiated argument that is not real: a string, None, a
@@ -359,8 +384,23 @@ class Derivative(metaclass=_DerivativeType):
                             "cannot save the derivative as a module: {} reads {!r}, which the "
                             "module's other code uses for something else".format(name, ident))
         user = "\n\n".join(src.rstrip() + "\n" for _, src in sorted(user_sources.items()))
-        body = (user + "\n\n" + self.source) if user else self.source
+        scalar_guarded = self._scalar_only and _parameters(self._function)
+        source = self.source if not scalar_guarded else codegen.with_prologue(
+            self.source, self._function.__name__, self._saved_scalar_guard())
+        body = (user + "\n\n" + source) if user else source
         return codegen.module_text(body, namespace, header)
+
+    def _saved_scalar_guard(self):
+        """The check a saved module of scalar code runs first: the entry in this
+        process switches to array code for an array argument, which a saved
+        module cannot generate, so it refuses one (scalar code run on arrays
+        would not sum what broadcasting spread)."""
+        params = [p.name for p in _parameters(self._function)]
+        return ("if any(getattr(arg, 'ndim', 0) for arg in ({}{})):\n"
+                "    raise TypeError({!r})\n".format(
+                    ", ".join(params), "," if len(params) == 1 else "",
+                    "{} takes numbers, not arrays: derivo generated it from NumPy-free "
+                    "code".format(self._function.__name__)))
 
     def save(self, path):
         """Write the derivative as a standalone module at ``path`` (atomically)."""
@@ -397,8 +437,9 @@ def entry_guard(function, checked, arrays, names=None, numbers=()):
     # and this runs on every call
     # (an int, an integer array or a list takes the checked call, which refuses ints)
     real = "{arg}.__class__ is {derivo_float}"
-    real_array = ("({arg}.__class__ is {derivo_ndarray} and {arg}.dtype.kind == 'f' or "
-                  + real + ")")
+    # (a float32 array takes the checked call, which gives its gradient its dtype)
+    real_array = ("({arg}.__class__ is {derivo_ndarray} and {arg}.dtype is {derivo_float64} "
+                  "or " + real + ")")
     not_array = "{arg}.__class__ is not {derivo_ndarray}"
     # a list that may hold arrays takes the checked call too (to array code), and
     # an np.matrix, which it refuses
@@ -675,7 +716,18 @@ def _cotangents_per_argument(grads, args, differentiable):
     ``differentiable`` (None for the others), each in its argument's structure."""
     grads = iter(grads if isinstance(grads, tuple) else (grads,))
     return tuple(None if i not in differentiable else _in_structure(next(grads), a)
-                 if type(a) in (list, tuple) else next(grads) for i, a in enumerate(args))
+                 if type(a) in (list, tuple) else _of_dtype(next(grads), a)
+                 for i, a in enumerate(args))
+
+
+def _of_dtype(gradient, value):
+    """``gradient`` of the dtype of ``value`` when that is a narrow float (see
+    Derivative._gradients_in_precision)."""
+    if not _low_precision(value):
+        return gradient
+    if isinstance(value, np.ndarray):
+        return np.asarray(gradient, dtype=value.dtype).reshape(value.shape)
+    return value.dtype.type(gradient)
 
 
 def _scaled(gradient, factor):
