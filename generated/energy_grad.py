@@ -2,7 +2,7 @@
 
 def energy_after_grad(stiffness, x0, steps=1000, dt=0.01):
     if any(getattr(arg, 'ndim', 0) for arg in (stiffness, x0, steps, dt)):
-        raise TypeError('energy_after_grad takes numbers, not arrays: derivo generated it from NumPy-free code')
+        raise TypeError('energy_after_grad takes numbers, not arrays: it was generated from NumPy-free code')
     x = x0
     v = 0.0
     t1 = dt * stiffness

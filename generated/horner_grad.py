@@ -4,7 +4,7 @@ from derivo.runtime import zeros_for
 
 def horner_grad(coefficients, x):
     if any(getattr(arg, 'ndim', 0) for arg in (coefficients, x)):
-        raise TypeError('horner_grad takes numbers, not arrays: derivo generated it from NumPy-free code')
+        raise TypeError('horner_grad takes numbers, not arrays: it was generated from NumPy-free code')
     stack = []
     push = stack.append
     pop = stack.pop

@@ -399,7 +399,7 @@ class Derivative(metaclass=_DerivativeType):
         return ("if any(getattr(arg, 'ndim', 0) for arg in ({}{})):\n"
                 "    raise TypeError({!r})\n".format(
                     ", ".join(params), "," if len(params) == 1 else "",
-                    "{} takes numbers, not arrays: derivo generated it from NumPy-free "
+                    "{} takes numbers, not arrays: it was generated from NumPy-free "
                     "code".format(self._function.__name__)))
 
     def save(self, path):
