@@ -3,6 +3,8 @@
 import math
 
 def besselj_grad(v, z, atol=1e-08):
+    if any(getattr(arg, 'ndim', 0) for arg in (v, z, atol)):
+        raise TypeError('besselj_grad takes numbers, not arrays: it was generated from NumPy-free code')
     stack = []
     push = stack.append
     pop = stack.pop

@@ -3,6 +3,8 @@
 import math
 
 def besselj_jvp(dz, v, z, atol=1e-08):
+    if any(getattr(arg, 'ndim', 0) for arg in (dz, v, z, atol)):
+        raise TypeError('besselj_jvp takes numbers, not arrays: it was generated from NumPy-free code')
     k = 0
     # line 16: s = (z / 2) ** v / math.factorial(v)
     t2 = z / 2

@@ -12,5 +12,7 @@ def energy_grad_jvp(dx, x, a):
 
 
 def energy_grad_grad(x, a):
+    if any(getattr(arg, 'ndim', 0) for arg in (x, a)):
+        raise TypeError('energy_grad_grad takes numbers, not arrays: it was generated from NumPy-free code')
     _, dx = energy_grad_jvp(1.0, x, a)
     return dx

@@ -3,6 +3,8 @@
 import math
 
 def f_grad(x1, x2):
+    if any(getattr(arg, 'ndim', 0) for arg in (x1, x2)):
+        raise TypeError('f_grad takes numbers, not arrays: it was generated from NumPy-free code')
     # reverse sweep
     # line 14: return math.log(x1) + x1 * x2 - math.sin(x2)
     return 1.0 / x1 + x2, x1 - math.cos(x2)

@@ -3,6 +3,8 @@
 import math
 
 def penalized_grad(x, a):
+    if any(getattr(arg, 'ndim', 0) for arg in (x, a)):
+        raise TypeError('penalized_grad takes numbers, not arrays: it was generated from NumPy-free code')
     bt1 = 2 * (x * x - 1.0)
     g = bt1 * x * 2 + a + 0.1 * math.cos(3.0 * x) * 3.0
     # reverse sweep

@@ -30,6 +30,8 @@ def predator_prey_step_vjp(bresults, _, x, y, dt, alpha, gamma, beta, delta):
 
 
 def predator_prey_grad(alpha, beta, delta, gamma, steps=1000, dt=0.01):
+    if any(getattr(arg, 'ndim', 0) for arg in (alpha, beta, delta, gamma, steps, dt)):
+        raise TypeError('predator_prey_grad takes numbers, not arrays: it was generated from NumPy-free code')
     stack = []
     push = stack.append
     pop = stack.pop

@@ -3,6 +3,8 @@
 import math
 
 def simulate_grad(damping, theta0, steps=1000, dt=0.01):
+    if any(getattr(arg, 'ndim', 0) for arg in (damping, theta0, steps, dt)):
+        raise TypeError('simulate_grad takes numbers, not arrays: it was generated from NumPy-free code')
     stack = []
     push = stack.append
     pop = stack.pop

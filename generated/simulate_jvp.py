@@ -3,6 +3,8 @@
 import math
 
 def simulate_jvp(ddamping, dtheta0, damping, theta0, steps=1000, dt=0.01):
+    if any(getattr(arg, 'ndim', 0) for arg in (ddamping, dtheta0, damping, theta0, steps, dt)):
+        raise TypeError('simulate_jvp takes numbers, not arrays: it was generated from NumPy-free code')
     theta = theta0
     dtheta = dtheta0
     omega = 0.0

@@ -3,6 +3,8 @@
 import math
 
 def energy_grad(x, a):
+    if any(getattr(arg, 'ndim', 0) for arg in (x, a)):
+        raise TypeError('energy_grad takes numbers, not arrays: it was generated from NumPy-free code')
     # reverse sweep
     # line 20: return (x * x - 1.0) ** 2 + a * x + 0.1 * math.sin(3.0 * x)
     bt1 = 2 * (x * x - 1.0)

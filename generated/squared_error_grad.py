@@ -18,6 +18,8 @@ def horner_vjp(bvalue, coefficients, x):
 
 
 def squared_error_grad(coefficients, xs, ys):
+    if any(getattr(arg, 'ndim', 0) for arg in (coefficients, xs, ys)):
+        raise TypeError('squared_error_grad takes numbers, not arrays: it was generated from NumPy-free code')
     stack = []
     push = stack.append
     pop = stack.pop

@@ -3,6 +3,8 @@
 KEEP = 7
 
 def trimmed_loss_grad(params, xs, ys):
+    if any(getattr(arg, 'ndim', 0) for arg in (params, xs, ys)):
+        raise TypeError('trimmed_loss_grad takes numbers, not arrays: it was generated from NumPy-free code')
     slope = params[0]
     intercept = params[1]
     items = []

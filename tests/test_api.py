@@ -127,8 +127,7 @@ def test_the_entry_checks_each_argument_in_one_line():
     guard = derivo.api.entry_guard(derivo.grad(poly, wrt=(0, 1)).derivo_function, {"x", "y"},
                                    False)
     assert guard == (
-        "if not ((x.__class__ is derivo_float or x.__class__ is derivo_int) and "
-        "(y.__class__ is derivo_float or y.__class__ is derivo_int)):\n"
+        "if not (x.__class__ is derivo_float and y.__class__ is derivo_float):\n"
         "    return derivo_self._call_checked((x, y), {})\n")
 
 
@@ -136,7 +135,7 @@ def test_the_entry_of_array_code_checks_the_differentiated_arrays_and_for_np_mat
     def weights_only(W, x):
         return np.sum(W @ x)
     guard = derivo.api.entry_guard(weights_only, {"W"}, True)
-    assert "W.dtype.kind in 'fiu'" in guard
+    assert "W.dtype is derivo_float64" in guard
     assert "x.__class__ is not derivo_matrix" in guard
     guard = derivo.api.entry_guard(weights_only, set(), True)
     assert guard.startswith("if not (W.__class__ is not derivo_matrix and "
@@ -167,7 +166,7 @@ def shadows_the_guard(derivo_int, derivo_float=2.0, derivo_self=1.0):
 def test_the_guard_reads_names_the_generated_code_does_not_use():
     df = derivo.grad(shadows_the_guard, wrt=(0, 1, 2))
     assert_close(df(3.0, 5.0), (5.0, 3.0, 15.0))
-    assert_close(df(3, 5, derivo_self=2.0), (10.0, 6.0, 15.0))
+    assert_close(df(3.0, 5.0, derivo_self=2.0), (10.0, 6.0, 15.0))
     with pytest.raises(derivo.DerivoError, match="derivo_int='3'"):
         df("3", 5.0)
 

@@ -77,12 +77,12 @@ def test_cli_check_refuses_a_non_literal_argument():
 
 
 def test_cli_check_reports_a_failing_function_in_one_line():
-    # the order v is an int the loop counts with: a finite-difference step breaks it
+    # the order v is an int the loop counts with: derivo refuses to differentiate it
     done = run_cli("check", "examples/bessel.py", "besselj", "--args", "2", "1.0", "--wrt", "v")
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert done.stderr.count("\n") == 1 and "bessel.py:" in done.stderr
-    # TypeError since Python 3.10, ValueError before
-    assert "besselj raised TypeError" in done.stderr or "besselj raised ValueError" in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert "besselj: cannot differentiate with respect to v=2, which holds integers" in \
+        done.stderr
 
 
 def test_forward_gradient_is_unbiased():

@@ -303,16 +303,23 @@ def test_a_non_real_keyword_argument_is_refused():
     assert derivo.grad(scaled, wrt="y")(1.5) == 1.5  # the default is not checked
 
 
-@pytest.mark.parametrize("value", [2, 2.0, np.float32(2.0), np.int64(2), np.float64(2.0)])
+@pytest.mark.parametrize("value", [2.0, np.float32(2.0), np.float64(2.0)])
 def test_real_scalars_of_every_kind_are_accepted(value):
     assert derivo.grad(scaled)(value) == pytest.approx(5.0)
 
 
-def test_an_integer_array_is_accepted():
+@pytest.mark.parametrize("value", [2, np.int64(2)])
+def test_integer_scalars_are_refused(value):
+    with pytest.raises(DerivoError, match=r"which holds integers.*float\(x\)"):
+        derivo.grad(scaled)(value)
+
+
+def test_an_integer_array_is_refused():
     def total(x):
         return np.sum(x * x)
 
-    assert derivo.grad(total)(np.array([1, 2])).tolist() == [2.0, 4.0]
+    with pytest.raises(DerivoError, match=r"x.astype\(float\)"):
+        derivo.grad(total)(np.array([1, 2]))
 
 
 # --- NaN and infinities propagate as in the function itself ------------------------
@@ -1381,7 +1388,7 @@ def test_a_vjp_cotangent_of_the_wrong_shape_is_not_broadcast():
     _, vjp_fn = derivo.vjp(square_sum, np.array([1.0, 2.0, 3.0]))
     (gradient,) = vjp_fn(2.0)
     np.testing.assert_allclose(gradient, [4.0, 8.0, 12.0])
-    with pytest.raises(ValueError):
+    with pytest.raises(DerivoError, match=r"the cotangent must be a number, like the result"):
         vjp_fn(np.array([[1.0], [2.0]]))
 
 

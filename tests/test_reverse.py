@@ -1710,7 +1710,7 @@ def test_gradient_with_respect_to_a_tuple_is_a_tuple_of_floats():
     gp, gx = derivo.grad(pair_product, wrt=(0, 1))((1.5, 2.0), 3.0)
     assert gp == (6.0, 4.5) and type(gp) is tuple and {type(g) for g in gp} == {float}
     assert gx == 3.0
-    value, gp = derivo.value_and_grad(pair_product)((1.5, 2), x=3.0)
+    value, gp = derivo.value_and_grad(pair_product)((1.5, 2.0), x=3.0)
     assert value == 9.0 and gp == (6.0, 4.5) and type(gp) is tuple
     assert derivo.grad(pair_product)([1.5, 2.0], 3.0) == [6.0, 4.5]
 

@@ -263,6 +263,11 @@ class Analysis:
                 if site is not None:
                     stack += [arg for _, arg, template in site.args
                               if template is not None or site.rule is None]
+                # a function held in a local name is a value its result depends
+                # on (f of out, f = derivo.vjp(g, x), moves with x)
+                if isinstance(node, S.Call) and isinstance(node.func, S.Name) and \
+                        node.func.id in self.local_names:
+                    stack.append(node.func)
         return found
 
     def site(self, node):
@@ -952,6 +957,11 @@ class Analysis:
                            "one, {}({}, ...), or register a rule for it with derivo.defpartials "
                            "or derivo.defvjp".format(
                                site.label, site.key.__func__.__qualname__, owner))
+            elif S.is_derivo(site.key) and getattr(site.key, "__module__", "") == "derivo.api":
+                message = ("cannot differentiate through {!r} called inside the differentiated "
+                           "function: make the derivative once outside it "
+                           "(dg = derivo.grad(g)) and call dg here, which derivo "
+                           "differentiates through its code".format(site.label))
             else:
                 message = ("cannot differentiate {!r}: derivo has no derivative rule for it and "
                            "a differentiated value flows into it (register one with "

@@ -20,7 +20,7 @@ from .fence import check_supported
 from .parse import MISSING, parse, recording_reads, too_deep
 from .analyze import parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
-from .transform import Build, uses_numpy
+from .transform import Build, is_generated, uses_numpy
 
 
 KIND_LABELS = {"grad": "Gradient", "value_and_grad": "Value and gradient",
@@ -34,7 +34,8 @@ _NDARRAY = np.ndarray
 _PLAIN_REALS = frozenset({float, int})
 #: What a Derivative's entry reads besides its arguments (see entry_guard).
 _MATRIX = np.matrix
-_GUARD_GLOBALS = {"derivo_float": float, "derivo_int": int, "derivo_ndarray": _NDARRAY,
+_GUARD_GLOBALS = {"derivo_float": float, "derivo_ndarray": _NDARRAY,
+                  "derivo_float64": np.dtype(np.float64),
                   "derivo_matrix": _MATRIX,
                   "derivo_containers": frozenset({_NDARRAY, _MATRIX, list, tuple})}
 #: The names the entry adds to the generated code: its first parameter, the
@@ -75,6 +76,30 @@ def _is_real(value):
         # the types of a list of plain numbers collected at C speed: this runs on every call
         return _item_types(value) <= _PLAIN_REALS or all(_is_real(item) for item in value)
     return False
+
+
+def _integral(value):
+    """Whether ``value`` is an integer, an integer array, or a list or tuple
+    holding one at any depth."""
+    if isinstance(value, (list, tuple)):
+        return any(map(_integral, value))
+    return np.asarray(value).dtype.kind in "iu" if isinstance(value, np.ndarray) else \
+        isinstance(value, (int, np.integer))
+
+
+def _low_precision(value):
+    """Whether ``value`` is a NumPy array or scalar of a float type narrower than
+    float64 (whose gradient is of its dtype)."""
+    return isinstance(value, (np.ndarray, np.floating)) and value.dtype.kind == "f" and \
+        value.dtype.itemsize < 8
+
+
+def _as_floats_hint(name, value):
+    if isinstance(value, np.ndarray):
+        return "{}.astype(float)".format(name)
+    if isinstance(value, (list, tuple)):
+        return "floats in {}".format(name)
+    return "float({})".format(name)
 
 
 def _holds_array(value, item_types=None):
@@ -179,7 +204,8 @@ class Derivative(metaclass=_DerivativeType):
     transforms the function again and puts the new code in the same entry.
     """
 
-    def __init__(self, func, kind, wrt, tuple_wrt, loops=("stack", None, "revolve")):
+    def __init__(self, func, kind, wrt, tuple_wrt, loops=("stack", None, "revolve"),
+                 has_aux=False, pullback=False):
         func = _as_python(func)
         positional = [p.name for p in _parameters(func) if p.kind != p.KEYWORD_ONLY]
         # (position or None, name) of each argument whose type is checked
@@ -192,6 +218,8 @@ class Derivative(metaclass=_DerivativeType):
         self._loops = loops
         self.__doc__ = "{} of {} with respect to {}.".format(
             KIND_LABELS[kind], func.__qualname__, ", ".join(wrt))
+        self._has_aux = has_aux
+        self._pullback = pullback
         self._install()
         entry = self.call.__func__
         entry.__module__ = func.__module__
@@ -210,7 +238,8 @@ class Derivative(metaclass=_DerivativeType):
         func = self.__wrapped__
         arrays = uses_numpy(func)
         generated = self._generated = _generate(
-            func, self.kind, self.wrt, self._tuple_wrt, arrays, self._loops)
+            func, self.kind, self.wrt, self._tuple_wrt, arrays, self._loops,
+            self._has_aux, self._pullback)
         self._function = generated.function
         self.derivo_function = self._function  # what derivo differentiates in a caller
         # ... and in a caller's array code (see transform.Build.with_array_code)
@@ -257,38 +286,63 @@ class Derivative(metaclass=_DerivativeType):
 
     def _call_checked(self, args, kwargs):
         values = [*args, *kwargs.values()]
+        # the types of each list's items, collected once at C speed for the checks
+        # and the gradients' structure: this runs on every call with a list
+        item_types = {id(v): _item_types(v) for v in values if type(v) in (list, tuple)}
+        differentiated = self._check_arguments(args, kwargs, item_types) if self._checked else ()
+        result = self._code_to_run(values, item_types)(*args, **kwargs)
+        if any(map(_low_precision, differentiated)):
+            result = self._gradients_in_precision(result, differentiated)
+        # lists or tuples among the arguments: some may be differentiated
+        return self._gradients_in_structure(result, differentiated, item_types) \
+            if item_types else result
+
+    def _code_to_run(self, values, item_types=None):
+        """The generated function to call with the arguments ``values``: scalar code
+        called with arrays, or lists of them, switches to array code.  An np.matrix
+        is refused."""
         if _MATRIX in map(type, values):
             raise DerivoError(
                 "{}: cannot differentiate with an np.matrix argument: its * is a matrix "
                 "product, which derivo's rules for * do not follow; pass np.asarray(m) and "
                 "write @ for the products".format(self.__wrapped__.__qualname__))
-        # the types of each list's items, collected once at C speed for the checks
-        # and the gradients' structure: this runs on every call with a list
-        item_types = {id(v): _item_types(v) for v in values if type(v) in (list, tuple)}
-        differentiated = self._check_arguments(args, kwargs, item_types) if self._checked else ()
-        # scalar code called with arrays, or lists of them, switches to array code
+        item_types = item_types or {}
         if self._scalar_only and any(_holds_array(v, item_types.get(id(v))) for v in values):
-            result = self._for_arrays()(*args, **kwargs)
-        else:
-            result = self._function(*args, **kwargs)
-        # lists or tuples among the arguments: some may be differentiated
-        return self._gradients_in_structure(result, differentiated, item_types) \
-            if item_types else result
+            return self._for_arrays()
+        return self._function
+
+    def _gradients(self, result):
+        """The gradients in what the generated code returned, one per
+        differentiated argument."""
+        grads = result[1] if self.kind == "value_and_grad" else \
+            result[0] if self._has_aux else result
+        return (grads,) if len(self.wrt) == 1 and not self._tuple_wrt else grads
+
+    def _with_gradients(self, result, grads):
+        """``result`` with the gradients ``grads`` (one per differentiated argument)."""
+        grads = grads[0] if len(self.wrt) == 1 and not self._tuple_wrt else tuple(grads)
+        if self.kind == "value_and_grad":
+            return result[0], grads
+        return (grads, result[1]) if self._has_aux else grads
 
     def _gradients_in_structure(self, result, values, item_types):
         """``result`` with the gradient of each list or tuple in ``values`` (the
         differentiated arguments) in its structure (see :func:`_in_structure`)."""
-        grads = result[1] if self.kind == "value_and_grad" else result
-        single = len(values) == 1 and not self._tuple_wrt
+        grads = self._gradients(result)
         if all(type(value) not in (list, tuple) or
                _kept_as_is(gradient, value, item_types[id(value)])
-               for gradient, value in zip((grads,) if single else grads, values)):
+               for gradient, value in zip(grads, values)):
             return result  # the common case, lists of numbers with lists of adjoints
-        grads = [gradient if type(value) not in (list, tuple) else
-                 _in_structure(gradient, value, item_types[id(value)])
-                 for gradient, value in zip((grads,) if single else grads, values)]
-        grads = grads[0] if single else tuple(grads)
-        return (result[0], grads) if self.kind == "value_and_grad" else grads
+        return self._with_gradients(result, [
+            gradient if type(value) not in (list, tuple) else
+            _in_structure(gradient, value, item_types[id(value)])
+            for gradient, value in zip(grads, values)])
+
+    def _gradients_in_precision(self, result, values):
+        """``result`` with the gradient of each float32 (or float16) array or NumPy
+        scalar in ``values`` (the differentiated arguments) of its dtype, as JAX
+        gives it: the generated code computes in float64 where NumPy promotes."""
+        return self._with_gradients(result, list(map(_of_dtype, self._gradients(result), values)))
 
     def _check_arguments(self, args, kwargs, item_types):
         """Refuse a differentiated argument that is not real: a string, None, a
@@ -311,6 +365,14 @@ class Derivative(metaclass=_DerivativeType):
                     "real numbers (float, int, NumPy arrays of them, or lists and tuples of "
                     "those), got {}".format(self.__wrapped__.__qualname__, name,
                                             _short_repr(value), type(value).__name__))
+            if value is not _DEFAULT and _integral(value):
+                raise DerivoError(
+                    "{0}: cannot differentiate with respect to {1}={2}, which holds integers: "
+                    "derivo differentiates floats (as JAX does), and {0} may use {1} as an "
+                    "integer (math.factorial({1}), range({1})), whose derivative is not its "
+                    "change with {1}; if {0} is smooth in {1}, pass {3}, else leave {1} out "
+                    "of wrt".format(self.__wrapped__.__qualname__, name, _short_repr(value),
+                                    _as_floats_hint(name, value)))
             if type(value) in (list, tuple):
                 self._refuse_joined(name, value, flat)
         return values
@@ -338,7 +400,8 @@ class Derivative(metaclass=_DerivativeType):
             if generated is None or not generated.live.refresh(generated.function.__globals__,
                                                                  generated.namespace):
                 generated = self._array_generated = _generate(
-                    self.__wrapped__, self.kind, self.wrt, self._tuple_wrt, True, self._loops)
+                    self.__wrapped__, self.kind, self.wrt, self._tuple_wrt, True, self._loops,
+                    self._has_aux, self._pullback)
                 generated.live.refresh(generated.function.__globals__, generated.namespace)
             return generated.function
 
@@ -357,7 +420,8 @@ class Derivative(metaclass=_DerivativeType):
     def __reduce__(self):
         # Copied or unpickled, a derivative is made again from what it was made of
         # (a cache hit when this process made it already).
-        return Derivative, (self.__wrapped__, self.kind, self.wrt, self._tuple_wrt, self._loops)
+        return Derivative, (self.__wrapped__, self.kind, self.wrt, self._tuple_wrt, self._loops,
+                            self._has_aux, self._pullback)
 
     def __getattr__(self, name):
         # A bound method pickles as getattr(its __self__, its __name__): this is how
@@ -397,8 +461,23 @@ class Derivative(metaclass=_DerivativeType):
                             "cannot save the derivative as a module: {} reads {!r}, which the "
                             "module's other code uses for something else".format(name, ident))
         user = "\n\n".join(src.rstrip() + "\n" for _, src in sorted(user_sources.items()))
-        body = (user + "\n\n" + self.source) if user else self.source
+        scalar_guarded = self._scalar_only and _parameters(self._function)
+        source = self.source if not scalar_guarded else codegen.with_prologue(
+            self.source, self._function.__name__, self._saved_scalar_guard())
+        body = (user + "\n\n" + source) if user else source
         return codegen.module_text(body, namespace, header, data)
+
+    def _saved_scalar_guard(self):
+        """The check a saved module of scalar code runs first: the entry in this
+        process switches to array code for an array argument, which a saved
+        module cannot generate, so it refuses one (scalar code run on arrays
+        would not sum what broadcasting spread)."""
+        params = [p.name for p in _parameters(self._function)]
+        return ("if any(getattr(arg, 'ndim', 0) for arg in ({}{})):\n"
+                "    raise TypeError({!r})\n".format(
+                    ", ".join(params), "," if len(params) == 1 else "",
+                    "{} takes numbers, not arrays: it was generated from NumPy-free "
+                    "code".format(self._function.__name__)))
 
     def save(self, path, overwrite=False):
         """Write the derivative as a standalone module at ``path`` and return ``path``.
@@ -433,9 +512,11 @@ def entry_guard(function, checked, arrays, names=None, numbers=()):
     names = dict(zip(_ENTRY_NAMES, _ENTRY_NAMES), **(names or {}))
     # x.__class__ rather than type(x): one attribute read costs less than a call,
     # and this runs on every call
-    real = "({arg}.__class__ is {derivo_float} or {arg}.__class__ is {derivo_int})"
-    real_array = ("({arg}.__class__ is {derivo_ndarray} and {arg}.dtype.kind in 'fiu' or "
-                  + real[1:])
+    # (an int, an integer array or a list takes the checked call, which refuses ints)
+    real = "{arg}.__class__ is {derivo_float}"
+    # (a float32 array takes the checked call, which gives its gradient its dtype)
+    real_array = ("({arg}.__class__ is {derivo_ndarray} and {arg}.dtype is {derivo_float64} "
+                  "or " + real + ")")
     not_array = "{arg}.__class__ is not {derivo_ndarray}"
     # a list that may hold arrays takes the checked call too (to array code), and
     # an np.matrix, which it refuses
@@ -551,11 +632,13 @@ def resolve_wrt(func, wrt):
     return tuple(resolved)
 
 
-def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revolve")):
+def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revolve"),
+              has_aux=False, pullback=False):
     """Transform and compile ``func`` (or find it in the cache); ``loops`` is
-    (strategy, checkpoints, schedule)."""
+    (strategy, checkpoints, schedule); for ``has_aux`` and ``pullback`` see
+    :func:`derivo.reverse.reverse`."""
 
-    options = (kind, names, tuple_wrt, arrays, loops)
+    options = (kind, names, tuple_wrt, arrays, loops, has_aux, pullback)
 
     def build():
         shared = cache.sibling(func, *options)
@@ -578,7 +661,8 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
         generation = rules.generation
         with recording_reads() as reads:
             module = Build(arrays, *loops)
-            name = module.add(func, list(names), kind, tuple_wrt)
+            name = module.add(func, list(names), kind, tuple_wrt, has_aux=has_aux,
+                              pullback=pullback)
             source = module.source()
             numbers = {p.name for p in _parameters(func)} - parameters_read_whole(func)
         live = cache.LiveReads(reads.values(), generation)
@@ -649,14 +733,22 @@ def _as_python(func):
     return _PRIMITIVE_FUNCTIONS[func]
 
 
-def _derivative(func, wrt, kind, loops=("stack", None, "revolve")):
+def _derivative(func, wrt, kind, loops=("stack", None, "revolve"), has_aux=False,
+                pullback=False):
     """The derivative of ``func``: the one made before for the same function and
     options when there is one (each call checks it is still the function's)."""
     func = _as_python(func)
     if isinstance(func, Derivative):
+        if func.kind == "value_and_grad" and kind != "jvp":
+            raise DerivoError(
+                "cannot differentiate {}, a value_and_grad: it returns (value, gradient), a "
+                "pair; differentiate derivo.grad({}) for the second derivative, or "
+                "derivo.value_and_grad(derivo.grad({}))".format(
+                    func.__name__, func.__wrapped__.__name__, func.__wrapped__.__name__))
         func = _current_code(func)  # derivo reads its generated code like any other function
-    key = (kind, func, wrt, _types(wrt), loops)
-    return cache.derivative(key) or cache.remember(key, _new_derivative(func, wrt, kind, loops))
+    key = (kind, func, wrt, _types(wrt), loops, has_aux, pullback)
+    return cache.derivative(key) or cache.remember(
+        key, _new_derivative(func, wrt, kind, loops, has_aux, pullback))
 
 
 def _current_code(derivative):
@@ -667,7 +759,7 @@ def _current_code(derivative):
     return derivative.derivo_function
 
 
-def _new_derivative(func, wrt, kind, loops):
+def _new_derivative(func, wrt, kind, loops, has_aux, pullback):
     if getattr(func, "derivo_opaque", False):
         # functools.wraps gave it func's source to find: derivo would differentiate func
         raise DerivoError("derivo cannot differentiate {} (what derivo.hessian or "
@@ -675,12 +767,15 @@ def _new_derivative(func, wrt, kind, loops):
                           "or use derivo.hvp".format(func.__qualname__))
     bound = _bound_parts(func)
     if bound is not None:
-        return _of_bound(func, bound, wrt, kind, loops)
+        return _of_bound(func, bound, wrt, kind, loops, has_aux)
     if not callable(func) or not hasattr(func, "__code__"):
         parse(func)  # raises the error that explains what is missing
         raise DerivoError("derivo differentiates Python functions, got {!r}".format(func))
     names = resolve_wrt(func, wrt)
-    return Derivative(func, kind, names, isinstance(wrt, (tuple, list)), loops).call
+    if isinstance(wrt, (tuple, list)) and not names:
+        raise DerivoError("wrt=() names no parameter: give at least one")
+    return Derivative(func, kind, names, isinstance(wrt, (tuple, list)), loops, has_aux,
+                      pullback).call
 
 
 def _bound_parts(func):
@@ -707,14 +802,15 @@ def _bound_parts(func):
     return None
 
 
-def _of_bound(func, bound, wrt, kind, loops):
+def _of_bound(func, bound, wrt, kind, loops, has_aux):
     """The derivative of ``func`` (see :func:`_bound_parts`): the derivative of the
     function it calls, with respect to the same parameters, given ``func``'s
     bound arguments after the derivative's own leading ones (a vjp's cotangent,
     a jvp's tangents)."""
     function, args, keywords = bound
     names = resolve_wrt(func, wrt)
-    entry = Derivative(function, kind, names, isinstance(wrt, (tuple, list)), loops).call
+    entry = Derivative(function, kind, names, isinstance(wrt, (tuple, list)), loops,
+                       has_aux).call
     lead = {"vjp": 1, "jvp": len(names)}.get(kind, 0)
     if not lead:
         derivative = functools.partial(entry, *args, **keywords)
@@ -746,16 +842,18 @@ def _loop_options(loops, checkpoints, schedule):
     return loops, checkpoints, schedule
 
 
-def _transform(kind, func, wrt, loops="stack", checkpoints=None, schedule="revolve"):
+def _transform(kind, func, wrt, loops="stack", checkpoints=None, schedule="revolve",
+               has_aux=False):
     # asked again for the same function and options, the same derivative at once
-    key = (kind, func, wrt, _types(wrt), loops, checkpoints, type(checkpoints), schedule)
+    key = (kind, func, wrt, _types(wrt), loops, checkpoints, type(checkpoints), schedule,
+           has_aux)
     made = cache.derivative(key)
     if made is not None:
         return made
     options = _loop_options(loops, checkpoints, schedule)
     if func is None:
-        return lambda f: _refused_here(_derivative, f, wrt, kind, options)
-    made = _refused_here(_derivative, func, wrt, kind, options)
+        return lambda f: _refused_here(_derivative, f, wrt, kind, options, has_aux)
+    made = _refused_here(_derivative, func, wrt, kind, options, has_aux)
     # a derivative of a derivative is looked up by its generated code (see _derivative)
     return made if isinstance(func, Derivative) else cache.remember(key, made)
 
@@ -774,7 +872,8 @@ def _types(wrt):
     return tuple(map(type, wrt)) if type(wrt) is tuple else type(wrt)
 
 
-def grad(func=None, *, wrt=0, loops="stack", checkpoints=None, schedule="revolve"):
+def grad(func=None, *, wrt=0, has_aux=False, loops="stack", checkpoints=None,
+         schedule="revolve"):
     """The gradient of ``func`` with respect to ``wrt``.
 
     ``wrt`` is a parameter position or name, or a tuple of them (then the
@@ -792,13 +891,18 @@ def grad(func=None, *, wrt=0, loops="stack", checkpoints=None, schedule="revolve
     for ``for`` loops (``schedule="halving"`` for recursive halving), an online
     one for ``while`` loops.  ``for x in derivo.checkpointed(...)`` checkpoints
     one loop whatever ``loops`` says.
+
+    ``has_aux=True``: ``func`` returns a pair ``(loss, aux)``; the gradient is
+    the loss's, returned as ``(gradient, aux)`` with ``aux`` untouched.
     """
-    return _transform("grad", func, wrt, loops, checkpoints, schedule)
+    return _transform("grad", func, wrt, loops, checkpoints, schedule, has_aux)
 
 
-def value_and_grad(func=None, *, wrt=0, loops="stack", checkpoints=None, schedule="revolve"):
-    """Like :func:`grad`, returning ``(func(*args), gradient)``."""
-    return _transform("value_and_grad", func, wrt, loops, checkpoints, schedule)
+def value_and_grad(func=None, *, wrt=0, has_aux=False, loops="stack", checkpoints=None,
+                   schedule="revolve"):
+    """Like :func:`grad`, returning ``(func(*args), gradient)``; with
+    ``has_aux=True``, ``((loss, aux), gradient)``."""
+    return _transform("value_and_grad", func, wrt, loops, checkpoints, schedule, has_aux)
 
 
 def vjp(func, *args, **kwargs):
@@ -806,23 +910,122 @@ def vjp(func, *args, **kwargs):
     cotangent per positional argument: for a float or a float array, and for a
     list or a tuple of numbers and arrays (in its structure); ``None`` for the
     others (ints, bools, strings...).
+
+    The value and ``vjp_fn`` come from one run of ``func``: its reverse sweep
+    runs on the values that run kept (a random draw is the same).  A scalar
+    result's ``vjp_fn`` scales the gradient of that run (the product is linear
+    in the cotangent); another result's runs ``func`` again after its first call,
+    and refuses when that run's result differs from the first.
     """
     differentiable = tuple(i for i, a in enumerate(args) if _differentiable_or_container(a))
-    # On copies: a function that writes into its arguments must not move the point
-    # the cotangents are computed at (the generated code copies what it writes).
-    out = func(*map(_copied, args), **kwargs)
     if not differentiable:
+        out = func(*map(_copied, args), **kwargs)
         return out, lambda cotangent: tuple(None for _ in args)
-    derivative = _derivative(_code_for(func, [*args, *kwargs.values()]), differentiable, "vjp")
-    _refuse_joined_sequences(derivative, func, args, differentiable)
+    code = _code_for(func, [*args, *kwargs.values()])
+    if isinstance(code, Derivative) or is_generated(code) or _bound_parts(code) is not None:
+        return _vjp_by_running_again(code, func, differentiable, args, kwargs)
+    derivative = _derivative(code, differentiable, "vjp", pullback=True).__self__
+    _refuse_joined_sequences(derivative.call, func, args, differentiable)
+    run = derivative._code_to_run([*args, *kwargs.values()])
+    sweeps = [run(*args, **kwargs)]  # the generator whose primal sweep is done
+    out = next(sweeps[0])
+    label = getattr(func, "__qualname__", repr(func))
+    scalar = np.ndim(out) == 0 and not isinstance(out, (list, tuple))
+    unit_gradients = []  # a scalar result's, for the cotangent 1.0
 
     def vjp_fn(cotangent):
-        grads = derivative(cotangent, *args, **kwargs)
-        grads = iter(grads if isinstance(grads, tuple) else (grads,))
-        return tuple(None if i not in differentiable else _in_structure(next(grads), a)
-                     if type(a) in (list, tuple) else next(grads) for i, a in enumerate(args))
+        _check_cotangent(label, cotangent, out)
+        if scalar and unit_gradients:
+            return _cotangents_per_argument(_scaled(unit_gradients[0], cotangent), args,
+                                            differentiable)
+        if not sweeps:
+            sweeps.append(run(*args, **kwargs))
+            if not _same_value(next(sweeps[0]), out):
+                raise DerivoError(
+                    "vjp_fn of {}: running it again for this cotangent gave another result "
+                    "(a random draw?); a result that is not a scalar gets one cotangent per "
+                    "derivo.vjp: call derivo.vjp again".format(label))
+        try:
+            sweeps.pop().send(1.0 if scalar else cotangent)
+        except StopIteration as stop:
+            grads = stop.value
+        if scalar:
+            unit_gradients.append(grads)
+            grads = _scaled(grads, cotangent)
+        return _cotangents_per_argument(grads, args, differentiable)
 
     return out, vjp_fn
+
+
+def _same_value(value, other):
+    """Whether two results of a function are the same, bit for bit (NaN too)."""
+    if type(value) in (list, tuple):
+        return type(other) is type(value) and len(other) == len(value) and \
+            all(map(_same_value, value, other))
+    return np.shape(value) == np.shape(other) and \
+        bool(np.all((value == other) | (value != value) & (other != other)))
+
+
+def _vjp_by_running_again(code, func, differentiable, args, kwargs):
+    """vjp of code derivo generated, whose VJP is a tangent pass over it (see
+    transform.Build.add_over_tangents): ``vjp_fn`` runs it for each cotangent;
+    generated code draws nothing at random."""
+    out = func(*map(_copied, args), **kwargs)
+    derivative = _derivative(code, differentiable, "vjp")
+    _refuse_joined_sequences(derivative, func, args, differentiable)
+    label = getattr(func, "__qualname__", repr(func))
+
+    def vjp_fn(cotangent):
+        _check_cotangent(label, cotangent, out)
+        return _cotangents_per_argument(derivative(cotangent, *args, **kwargs), args,
+                                        differentiable)
+
+    return out, vjp_fn
+
+
+def _cotangents_per_argument(grads, args, differentiable):
+    """One cotangent per argument in ``args`` from the gradients of those at
+    ``differentiable`` (None for the others), each in its argument's structure."""
+    grads = iter(grads if isinstance(grads, tuple) else (grads,))
+    return tuple(None if i not in differentiable else _in_structure(next(grads), a)
+                 if type(a) in (list, tuple) else _of_dtype(next(grads), a)
+                 for i, a in enumerate(args))
+
+
+def _of_dtype(gradient, value):
+    """``gradient`` of the dtype of ``value`` when that is a narrow float (see
+    Derivative._gradients_in_precision)."""
+    if not _low_precision(value):
+        return gradient
+    if isinstance(value, np.ndarray):
+        return np.asarray(gradient, dtype=value.dtype).reshape(value.shape)
+    return value.dtype.type(gradient)
+
+
+def _scaled(gradient, factor):
+    """``gradient`` (a number, an array, or a list or tuple of them) times ``factor``."""
+    if type(gradient) in (list, tuple):
+        return type(gradient)(_scaled(g, factor) for g in gradient)
+    return gradient * factor
+
+
+def _check_cotangent(label, cotangent, out):
+    """Refuse a cotangent not of the shape of the result ``out`` (in its structure
+    for a tuple or a list)."""
+    if type(out) in (list, tuple):
+        if type(cotangent) in (list, tuple) and len(cotangent) == len(out):
+            for item, value in zip(cotangent, out):
+                _check_cotangent(label, item, value)
+            return
+        expected = "a {} of {} cotangents".format(type(out).__name__, len(out))
+    elif not isinstance(cotangent, (list, tuple)) and np.shape(cotangent) == np.shape(out) \
+            and _is_real(cotangent):
+        return
+    else:
+        expected = "a number" if np.ndim(out) == 0 else \
+            "an array of shape {}".format(np.shape(out))
+    raise DerivoError("vjp_fn of {}: the cotangent must be {}, like the result, got {}".format(
+        label, expected, _short_repr(cotangent)))
 
 
 def tangent(func=None, *, wrt=0):
@@ -862,7 +1065,7 @@ def _refuse_joined_sequences(derivative, func, args, positions):
 
 
 def _differentiable(value):
-    return isinstance(value, float) or (
+    return isinstance(value, (float, np.floating)) or (
         isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.inexact))
 
 

@@ -85,6 +85,22 @@ def compile_with_prologue(function, source, prologue, first_parameter):
     return code, bindings
 
 
+def with_prologue(source, name, prologue):
+    """``source`` with the statements ``prologue`` first in the body of its
+    function ``name``, indented as that body."""
+    definition = next(node for node in ast.parse(source).body
+                      if isinstance(node, ast.FunctionDef) and node.name == name)
+    first = definition.body[0]
+    lines = source.splitlines(keepends=True)
+    # a comment line may stand above the first statement: insert above those too
+    line = first.lineno - 1
+    while line > definition.lineno and lines[line - 1].lstrip().startswith("#"):
+        line -= 1
+    indent = " " * first.col_offset
+    inserted = "".join(indent + text + "\n" for text in prologue.splitlines())
+    return "".join(lines[:line]) + inserted + "".join(lines[line:])
+
+
 def _math_by_name(definition, namespace):
     """Rewrite ``math.cos`` in ``definition`` as ``cos`` where the code uses no
     name ``cos`` and ``math`` is the global (not a parameter or local of that

@@ -51,6 +51,8 @@ class Sweep:
             self.push = self.namer.fresh("push")
             self.pop = self.namer.fresh("pop")
         self.last_line = None
+        self.aux = None             # the auxiliary result a has_aux gradient returns
+        self.pullback = False       # a VJP as a generator (see reverse)
 
     def may_be_reset(self, adjoint):
         """Whether the adjoint named ``adjoint`` belongs to a name assigned more
@@ -102,23 +104,33 @@ class Sweep:
         self.value = S.deepcopy(final.value)
         restored = {n for names in self.analysis.pushes.values() for n in names} | {
             name for name, _ in self.analysis.inverses.values()}
-        if self.kind == "value_and_grad" and restored & set(self.normalized.results):
+        returned = set(self.normalized.results) | ({self.aux} if self.aux else set())
+        if self.kind == "value_and_grad" and restored & returned:
             # The reverse sweep restores the result's old value: keep it first.
             self.value = S.name(self.namer.fresh("value"))
             out.append(S.assign(self.value.id, S.deepcopy(final.value)))
+        elif self.aux in restored:
+            kept = self.namer.fresh("aux")
+            out.append(S.assign(kept, S.name(self.aux)))
+            self.aux = kept
         out.append(self.module.comments.statement("reverse sweep"))
         results = self.normalized.results
         params = [a.id for a in tree.args.args]
         seeds = []
         self.zero = set(self.analysis.active)
         if self.kind == "vjp":
-            if not isinstance(final.value, S.Tuple):
-                seed_param = self.adjoint(results[0])
+            several = isinstance(final.value, S.Tuple)
+            seed_param = self.namer.fresh("bresults") if several else self.adjoint(results[0])
+            if self.pullback:
+                # a generator: it yields the value, and is sent the cotangent for it
+                suspend = S.assign(seed_param, S.gast.Yield(value=S.deepcopy(final.value)))
+                suspend.effects = True  # kept where it is, read or not
+                out.append(suspend)
             else:
-                seed_param = self.namer.fresh("bresults")
+                seeds = [seed_param]
+            if several:
                 out.append(S.assign(S.tuple_([S.store(self.adjoint(r)) for r in results],
                                              store_ctx=True), S.name(seed_param)))
-            seeds = [seed_param]
         elif self.arrays and results[0] not in self.analysis.scalars:
             # Only a result that may be an array needs its shape checked (and computed).
             out.append(S.assign(self.adjoint(results[0]),
@@ -239,7 +251,7 @@ class Sweep:
         grads = grads[0] if len(grads) == 1 and not self.tuple_wrt else S.tuple_(grads)
         if self.kind == "value_and_grad":
             return S.tuple_([self.value, grads])
-        return grads
+        return S.tuple_([grads, S.name(self.aux)]) if self.aux else grads
 
     def gradient(self, ident):
         if ident in self.analysis.active and ident not in self.zero:
@@ -1034,13 +1046,69 @@ def _effect(stmt):
 
 
 def reverse(normalized, wrt, module, kind, name, tuple_wrt=False, arrays=False,
-            loops="stack"):
+            loops="stack", has_aux=False, pullback=False):
     """The adjoint FunctionDef of ``normalized`` w.r.t. the parameter names ``wrt``.
 
     With ``arrays``, values may be NumPy arrays: adjoints of broadcasting
     operations are summed back to their operand's shape, and never updated in
     place.  ``loops="reversible"`` undoes loop updates instead of saving them
-    (see ``analyze``).
+    (see ``analyze``).  With ``has_aux`` the function returns (loss, aux): the
+    loss is differentiated, and aux returned as it is, after the gradient.
+    With ``pullback`` a VJP is a generator: its primal sweep runs to a ``yield``
+    of the function's value, and its reverse sweep, on the values that run
+    kept, when it is sent the cotangent; it returns the gradients.
     """
+    aux = _split_results(normalized, kind, has_aux)
     sweep = Sweep(analyze(normalized, wrt, arrays, loops), module, kind, name, tuple_wrt)
+    sweep.aux, sweep.pullback = aux, pullback
     return sweep.function()
+
+
+def _split_results(normalized, kind, has_aux):
+    """The name of the auxiliary result of a ``has_aux`` gradient, which leaves
+    ``normalized.results`` as the one differentiated (None without has_aux).
+    grad and value_and_grad take one result: a function returning a tuple is
+    refused at its return (a vjp takes one cotangent per result)."""
+    if kind == "vjp":
+        return None
+    results, final = normalized.results, normalized.tree.body[-1]
+    label = normalized.parsed.tree.name
+    if has_aux and len(results) != 2:
+        raise normalized.parsed.error(
+            UnsupportedSyntax, final, "with has_aux=True, {} must return a pair (loss, aux), "
+            "got {} value(s): return loss, (a, b) to pass several".format(label, len(results)),
+            "has_aux result")
+    if not has_aux and len(results) > 1:
+        raise normalized.parsed.error(
+            UnsupportedSyntax, final, "{} returns a tuple of {} values, and a gradient is of "
+            "one number: return the loss alone, or pass has_aux=True to get (loss, aux) back "
+            "as (gradient, aux), the aux untouched".format(label, len(results)), "tuple result")
+    _refuse_result_not_a_number(normalized, results[0])
+    if not has_aux:
+        return None
+    normalized.results = results[:1]
+    return results[1]
+
+
+#: What a returned display makes, when it is not a number: a gradient is of one.
+_NOT_NUMBERS = {S.List: "a list", S.gast.ListComp: "a list", S.Tuple: "a tuple",
+                S.gast.Dict: "a dict", S.gast.Set: "a set", S.gast.JoinedStr: "a string"}
+
+
+def _refuse_result_not_a_number(normalized, result):
+    """Refuse a differentiated result that the code assigns a list, tuple, dict
+    or set display, a string or None: grad takes the derivative of one number."""
+    for stmt in S.walk(normalized.tree):
+        if not (isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and
+                stmt.targets[0].id == result):
+            continue
+        value = stmt.value
+        made = _NOT_NUMBERS.get(type(value))
+        if isinstance(value, S.Constant) and not isinstance(value.value, (int, float)):
+            made = repr(value.value) if value.value is None else "a " + type(value.value).__name__
+        if made:
+            raise normalized.parsed.error(
+                UnsupportedSyntax, stmt, "{} returns {}, and a gradient is of one number: "
+                "return the loss (np.sum(...) of an array or of a list's items), or pass "
+                "has_aux=True and return (loss, aux) for the rest".format(
+                    normalized.parsed.tree.name, made), "result not a number")

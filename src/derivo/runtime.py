@@ -69,7 +69,8 @@ def scalar_seed(result):
     """1.0, the seed of ``grad``, after checking the result is a scalar."""
     if _ndim(result) != 0:
         raise DerivoError("grad needs a function returning a scalar, got an array of shape "
-                          "{}; use derivo.vjp with a cotangent of that shape".format(
+                          "{}; return np.sum(...) of it for the gradient of its sum, or use "
+                          "derivo.vjp with a cotangent of that shape".format(
                               np.shape(result)))
     return 1.0
 

@@ -101,16 +101,18 @@ class Build:
         self.jvps = {}                # the same, for forward mode
         self.in_progress = []         # functions being transformed (to catch recursion)
 
-    def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None):
+    def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None, has_aux=False,
+            pullback=False):
         """Transform ``func`` and append its derivative; return the new function's name.
         ``call`` is (the parsed caller, the call) when a caller calls the derivative,
-        for the location of an error."""
+        for the location of an error.  ``has_aux``: ``func`` returns (loss, aux);
+        ``pullback``: a VJP as a generator (see :func:`derivo.reverse.reverse`)."""
         label = "{} of {}".format(kind, getattr(func, "__qualname__", func))
         LOG.debug("transforming the %s", label)
         started = time.perf_counter()
         with _collection_paused():
             try:
-                name = self._add(func, wrt, kind, tuple_wrt, name, call)
+                name = self._add(func, wrt, kind, tuple_wrt, name, call, has_aux, pullback)
             except RecursionError:
                 raise too_deep(func) from None
         elapsed = time.perf_counter() - started
@@ -118,8 +120,14 @@ class Build:
                 "transformed the %s in %.1f s", label, elapsed)
         return name
 
-    def _add(self, func, wrt, kind, tuple_wrt, name, call):
+    def _add(self, func, wrt, kind, tuple_wrt, name, call, has_aux, pullback):
         if kind != "jvp" and is_generated(func):
+            if has_aux:
+                raise DerivoError("has_aux=True takes a function that returns (loss, aux), "
+                                  "not a derivative")
+            if pullback:
+                raise DerivoError("derivo.vjp of a derivative: use derivo.jvp or "
+                                  "derivo.hvp for its derivative")
             return self.add_over_tangents(func, wrt, kind, tuple_wrt, name, call)
         parsed = parse(func)
         if kind != "jvp" and not isinstance(func, Outlined):
@@ -142,7 +150,7 @@ class Build:
                 self.functions.append(forward(normalized, wrt, self, name, self.arrays))
             else:
                 self.functions.append(reverse(normalized, wrt, self, kind, name, tuple_wrt,
-                                              self.arrays, self.loops))
+                                              self.arrays, self.loops, has_aux, pullback))
             return name
         finally:
             self.in_progress.pop()
