@@ -926,6 +926,7 @@ def vjp(func, *args, **kwargs):
         return _vjp_by_running_again(code, func, differentiable, args, kwargs)
     derivative = _derivative(code, differentiable, "vjp", pullback=True).__self__
     _refuse_joined_sequences(derivative.call, func, args, differentiable)
+    derivative._bring_up_to_date()  # its code runs directly, without the entry's check
     run = derivative._code_to_run([*args, *kwargs.values()])
     sweeps = [run(*args, **kwargs)]  # the generator whose primal sweep is done
     out = next(sweeps[0])
