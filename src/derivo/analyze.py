@@ -1620,6 +1620,20 @@ def _shallowest(*depths):
     return merged
 
 
+#: The kinds of refusal of an in-place change the memory model makes
+MEMORY_REFUSALS = ("aliased write", "aliased update", "write into a loop item")
+
+
+def analyze_memory(normalized, wrt, arrays=False):
+    """Run the analyses that refuse in-place changes of shared memory, alone."""
+    analysis = Analysis(normalized, wrt, arrays, "stack")
+    analysis.compute_activity()
+    analysis.compute_lists()
+    analysis.compute_read_item_by_item()
+    analysis.refuse_shared_writes()
+    analysis.plan_statements()
+
+
 def analyze(normalized, wrt, arrays=False, loops="stack"):
     """Run all analyses of ``normalized`` for differentiation w.r.t. ``wrt`` names."""
     analysis = Analysis(normalized, wrt, arrays, loops)
