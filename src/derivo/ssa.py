@@ -54,7 +54,7 @@ from . import rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
 from .fence import check_supported
-from .memory import VIEWS, in_the_standard_library, may_share_memory, shared_sources
+from .memory import call_result, in_the_standard_library, may_share_memory, shared_sources
 from .names import Namer, names_in
 
 JUMPS = (S.Break, S.Continue, S.gast.Raise, S.Return)
@@ -788,11 +788,6 @@ def _opaque(tree, parsed):
                for n in S.walk(tree))
 
 
-_ALLOCATORS = (list, np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
-               np.empty_like, np.full_like, np.array, np.copy, np.eye, np.identity,
-               np.arange, np.linspace)
-
-
 
 
 def _share_repeated_terms(tree, namer, written):
@@ -1085,17 +1080,12 @@ def _fresh_before(statements, name, parsed):
 
 def _makes_a_new_array(value, parsed):
     """Whether ``value`` is surely memory no other name holds: arithmetic, a list
-    display, or a ufunc, an allocator, another NumPy function than a view, or
-    ``.copy()``."""
+    display, or a call the memory model knows makes a new array or container (a
+    ufunc, an allocator, ``.copy()``, a primitive declared to return one)."""
     if isinstance(value, (S.BinOp, S.UnaryOp, S.Constant, S.List)):
         return True
-    if not isinstance(value, S.Call) or any(k.arg == "copy" for k in value.keywords):
-        return False
-    callee = parsed.callee_key(value)
-    return isinstance(callee, np.ufunc) or callee in _ALLOCATORS or \
-        callee == rules.Method("copy") or not isinstance(callee, rules.Method) and \
-        (getattr(callee, "__module__", None) or "").partition(".")[0] == "numpy" and \
-        not any(callee is view for view in VIEWS)
+    # list(xs) is a new list: writing into it changes none of xs
+    return isinstance(value, S.Call) and call_result(value, parsed)[0] in ("new", "holds")
 
 
 def _assigned_before_read(loop):

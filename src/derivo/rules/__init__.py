@@ -17,6 +17,15 @@ Tables register themselves when imported (see ``builtins.py``)::
 
 ``None`` in place of a partial marks an argument derivo does not
 differentiate through (an integer count, a flag).
+
+Each entry also says what the primitive returns, for derivo's memory model
+(:mod:`derivo.memory`): ``returns=NEW`` a new array or an immutable value that
+shares no memory with the arguments; ``returns=k`` (an int) the argument at
+position k or a view of it (a method's object is position 0); ``returns=ARGUMENT``
+one of its arguments as it is (``max(a, b)``); ``returns=None``, the default of
+every entry but ``defpartials``, that it may be, or hold, anything reachable from
+its arguments.  An elementwise ``defpartials`` entry computes a new value and
+defaults to NEW.
 """
 
 import ast
@@ -31,6 +40,10 @@ from ..errors import DerivoError
 
 #: primitive (a function, an operator's gast class, a Method) -> {arity: Rule}
 RULES = {}
+#: what a primitive returns, for memory (see the module's docstring)
+NEW, ARGUMENT = "new", "argument"
+#: primitive without a rule (nondifferentiable, without_rule) -> what it returns
+RETURNS = {}
 #: functions whose result is never differentiated (comparisons are handled by ssa)
 NONDIFFERENTIABLE = set()
 WITHOUT_RULE = set()
@@ -144,8 +157,9 @@ class Rule:
     tangent is ``t`` (see :func:`defjvp`).
     """
 
-    def __init__(self, primitive, templates, label, style):
+    def __init__(self, primitive, templates, label, style, returns=None):
         self.primitive = primitive
+        self.returns = returns  # NEW, ARGUMENT, an argument's position or None
         self.label = label
         self.style = style
         self.jvps = []
@@ -214,17 +228,18 @@ def _register(rule):
     return rule
 
 
-def defpartials(primitive, *partials, label=None):
+def defpartials(primitive, *partials, label=None, returns=NEW):
     """Register ``primitive``'s partial derivatives, one lambda of
     ``(ans, *args)`` per argument (None for an argument not differentiated)."""
-    return _register(Rule(primitive, partials, label or label_of(primitive), "partial"))
+    return _register(Rule(primitive, partials, label or label_of(primitive), "partial",
+                          returns))
 
 
-def defvjp(primitive, *vjps, label=None):
+def defvjp(primitive, *vjps, label=None, returns=None):
     """Register ``primitive``'s vector-Jacobian products, one lambda of
     ``(g, ans, *args, **options)`` per positional argument (None for one not
     differentiated); ``g`` is the output's adjoint, the result the argument's."""
-    return _register(Rule(primitive, vjps, label or label_of(primitive), "vjp"))
+    return _register(Rule(primitive, vjps, label or label_of(primitive), "vjp", returns))
 
 
 def defjvp(primitive, *jvps):
@@ -251,16 +266,31 @@ def defjvp(primitive, *jvps):
     return rules[0]
 
 
-def nondifferentiable(*primitives):
+def nondifferentiable(*primitives, returns=None):
     """Declare functions whose results carry no derivative (counts, tests, rounding)."""
     NONDIFFERENTIABLE.update(primitives)
+    RETURNS.update(dict.fromkeys(primitives, returns))
 
 
-def without_rule(*primitives):
+def without_rule(*primitives, returns=None):
     """Declare functions derivo evaluates as they are, whose results move with
     their arguments but have no rule here (``np.arange``, ``np.linspace``): a
     differentiated argument is refused."""
     WITHOUT_RULE.update(primitives)
+    RETURNS.update(dict.fromkeys(primitives, returns))
+
+
+def returns(primitive, nargs, keywords=()):
+    """What ``primitive`` called so returns (see the module's docstring): NEW,
+    ARGUMENT, the position of the argument it is a view of, or None (may be or
+    hold anything reachable from its arguments)."""
+    rule = lookup(primitive, nargs, keywords)
+    if rule is not None:
+        return rule.returns
+    try:
+        return RETURNS.get(primitive)
+    except TypeError:  # unhashable
+        return None
 
 
 def lookup(primitive, nargs, keywords=()):
