@@ -857,6 +857,8 @@ def _mark_owned(tree, written, parsed, built=frozenset()):
     """
     params = {a.id for a in tree.args.args + tree.args.kwonlyargs}
     tree.owned = sorted(written & params)
+    tree.apart = [(name, other, _shared_parameter_message(parsed, tree, name, other))
+                  for name in tree.owned for other in sorted(params - {name})]
     for stmt in S.walk(tree):
         if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) \
                 and stmt.targets[0].id in written:
@@ -874,6 +876,21 @@ def _mark_owned(tree, written, parsed, built=frozenset()):
                                        stmt.targets[0].id, S.expr_source(value),
                                        stmt.targets[0].id), "aliased write")
             stmt.owns = not _makes_a_new_array(value, parsed)
+
+
+def _shared_parameter_message(parsed, tree, name, other):
+    """The refusal of a call that gives parameter ``name``, which the function
+    writes into, memory that parameter ``other`` shares: derivo writes into a copy
+    of ``name``, so ``other`` would not see the write that NumPy shows it."""
+    write = next((stmt for stmt in S.walk(tree.body) if isinstance(stmt, S.Assign)
+                  and hasattr(stmt, "lineno") and name in {
+                      n.id for target in stmt.targets if isinstance(target, S.Subscript)
+                      for n in [S.root_name(target)] if n is not None}), tree)
+    return str(parsed.error(
+        UnsupportedSyntax, write, "cannot differentiate this write into parameter {0!r} "
+        "when the call gives {0} and {1} the same memory: NumPy shows the write through "
+        "{1} too, derivo writes into a copy of {0}; pass a copy ({0}.copy())".format(
+            name, other), "aliased write"))
 
 
 def _is_append(value):
