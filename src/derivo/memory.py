@@ -53,8 +53,8 @@ def call_result(call, parsed):
     else:
         declared = rules.returns(callee, len(call.args), [k.arg for k in call.keywords])
         positional = list(call.args)
-    if declared == rules.NEW or isinstance(callee, np.ufunc) or S.is_derivo(callee) or \
-            is_in(callee, _STRINGS):
+    if declared == rules.NEW or isinstance(callee, np.ufunc) or is_in(callee, _STRINGS) or \
+            not isinstance(callee, rules.Method) and S.is_derivo(callee):  # derivo's runtime
         return "new", []
     if declared == rules.ARGUMENT:  # max(a, b): one of them
         return "is", positional
