@@ -1686,6 +1686,20 @@ def _shallowest(*depths):
     return merged
 
 
+#: The kinds of refusal of an in-place change the memory model makes
+MEMORY_REFUSALS = ("aliased write", "aliased update", "write into a loop item")
+
+
+def analyze_memory(normalized, wrt, arrays=False):
+    """Run the analyses that refuse in-place changes of shared memory, alone."""
+    analysis = Analysis(normalized, wrt, arrays, "stack")
+    analysis.compute_activity()
+    analysis.compute_lists()
+    analysis.compute_read_item_by_item()
+    analysis.refuse_shared_writes()
+    analysis.plan_statements()
+
+
 def analyze(normalized, wrt, arrays=False, loops="stack"):
     """Run all analyses of ``normalized`` for differentiation w.r.t. ``wrt`` names."""
     analysis = Analysis(normalized, wrt, arrays, loops)
@@ -1756,6 +1770,10 @@ def _numpy_out_position(function):
     return None
 
 
+def _is_dunder(name):
+    return name.startswith("__") and name.endswith("__")
+
+
 def _written_in_place(parsed, call, callee=None):
     """The expressions whose object a call changes, as NumPy, ``random``,
     ``heapq`` and ``operator`` do: the first argument of ``np.copyto``, of
@@ -1786,8 +1804,10 @@ def _written_in_place(parsed, call, callee=None):
             _changes_its_object(callee):
         written += call.args[:1] or [k.value for k in call.keywords
                                      if k.arg in _FIRST_ARGUMENT_NAMES]
-    # (xs.append(v) as a statement is followed; the caller looks at statements)
-    if isinstance(callee, rules.Method) and name in _MUTATORS and name != "append":
+    # (xs.append(v) as a statement is followed; the caller looks at statements);
+    # a dunder called by name (x.__iadd__(v)) may change its object, but indexing
+    if isinstance(callee, rules.Method) and (name in _MUTATORS and name != "append" or
+                                             _is_dunder(name) and callee != rules.GETITEM):
         written.append(call.func.value)
     if isinstance(callee, np.ufunc):
         written += call.args[callee.nin:]

@@ -110,6 +110,9 @@ class Tangents:
         self.stacks = self.find_stacks(tree)
         # Arrays the function writes into in place are copies, and so are their tangents.
         out = []
+        for ident, other, message in getattr(tree, "apart", []):
+            out.append(S.Expr(value=S.call(self.runtime("unshared"), S.name(ident),
+                                           S.name(other), S.const(message))))
         for ident in getattr(tree, "owned", []):
             out.append(self.owned(ident))
             if ident in self.analysis.active and ident in wrt:

@@ -19,26 +19,61 @@ import numpy as np
 from . import rules
 from . import syntax as S
 from .errors import DerivoError
-from .parse import parse
+from .parse import MISSING, parse
 
-VIEWS = (np.reshape, np.ravel, np.squeeze, np.expand_dims, np.transpose, np.swapaxes,
-          np.moveaxis, np.rollaxis, np.flip, np.fliplr, np.flipud, np.rot90, np.diagonal,
-          np.real, np.imag, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.asarray,
-          np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.broadcast_to,
-          np.require, np.asmatrix, np.asarray_chkfinite, np.real_if_close, np.trim_zeros,
-          np.lib.stride_tricks.as_strided, np.lib.stride_tricks.sliding_window_view,
-          *(getattr(module, "matrix_transpose") for module in (np, np.linalg)
-            if hasattr(module, "matrix_transpose")))  # NumPy 2
+def call_result(call, parsed):
+    """What the result of ``call`` may share memory with, as (how, parts):
+    ``("new", [])`` for a new array or an immutable value; ``("is", parts)`` when it
+    may be (a view of) one of the expressions ``parts``; ``("holds", parts)`` for a
+    new container of them (``list(ys)``); ``("any", parts)`` when it may be or hold
+    anything reachable from ``parts``, and may have written into them.
 
-
-VIEW_METHODS = ("reshape", "ravel", "view", "transpose", "squeeze", "swapaxes", "conj",
-                "conjugate", "__array__")
+    An allow-list: a call counts as new only when derivo knows it is (a ufunc,
+    derivo's own runtime, a rule-table primitive declared ``returns=NEW``, a user
+    function whose summary returns none of its parameters); every other call,
+    ``operator.getitem``, ``np.ndarray.view``, a dunder, a function derivo cannot
+    look up, is ``"any"`` of its arguments (and of a method's object)."""
+    callee = parsed.callee_key(call)
+    if callee is MISSING and isinstance(call.func, S.Name):
+        # zeros = np.zeros; zeros(3): the function the local name is assigned once
+        value = S.values_assigned_once(parsed.tree).get(call.func.id)
+        named = parsed.callee_key(S.call(value)) if isinstance(value, (S.Name, S.Attribute)) \
+            else MISSING
+        if named is not MISSING and not isinstance(named, rules.Method):
+            return call_result(S.call(value, *call.args, keywords=call.keywords), parsed)
+    obj = [call.func.value] if isinstance(call.func, S.Attribute) else []
+    given = [*call.args, *(k.value for k in call.keywords)]
+    if _may_not_copy(call):  # np.array(y, copy=None), y.astype(t, copy=False)
+        return "any", obj + given
+    if is_in(callee, _HOLDERS):
+        return "holds", given
+    if isinstance(callee, rules.Method):
+        declared = rules.returns(callee, 1 + len(call.args), [k.arg for k in call.keywords])
+        positional = obj + list(call.args)
+    else:
+        declared = rules.returns(callee, len(call.args), [k.arg for k in call.keywords])
+        positional = list(call.args)
+    if declared == rules.NEW or isinstance(callee, np.ufunc) or is_in(callee, _STRINGS) or \
+            not isinstance(callee, rules.Method) and S.is_derivo(callee):  # derivo's runtime
+        return "new", []
+    if declared == rules.ARGUMENT:  # max(a, b): one of them
+        return "is", positional
+    if isinstance(declared, int) and not isinstance(declared, bool):
+        return "is", positional[declared:declared + 1]
+    function, offset = user_function(callee)
+    returned = returned_parameters(function) if function is not None else None
+    if returned is not None:  # ident(y) is y; dense(W, x) returns a new array
+        parts = [argument for name, argument in arguments(call, function, offset)
+                 if name in returned]
+        return ("is", parts) if parts else ("new", [])
+    return "any", obj + given
 
 
 def shared_sources(value, parsed, lists=()):
     """Names whose memory ``value`` may share: ``y``, ``y.T``, ``y[1:3]``, a row
-    ``y[i]``, ``y.reshape(s)``, ``np.ravel(y)``, either branch of ``a if c else b``
-    (an item or slice of one of ``lists``, a list, is a copy or a value)."""
+    ``y[i]``, ``y.reshape(s)``, ``ident(y)``, either branch of ``a if c else b``,
+    what a call derivo does not know is given (an item or slice of one of
+    ``lists``, a list, is a copy or a value)."""
     if isinstance(value, S.Name):
         return [value.id]
     if isinstance(value, S.IfExp):
@@ -51,25 +86,9 @@ def shared_sources(value, parsed, lists=()):
             return []
         return shared_sources(value.value, parsed, lists)
     if isinstance(value, S.Call):
-        callee = parsed.callee_key(value)
-        given = [*value.args, *(k.value for k in value.keywords)]
-        if _may_not_copy(value):  # np.array(y, copy=None), y.astype(t, copy=False)
-            parts = [value.func.value] if isinstance(callee, rules.Method) else []
-            return [source for part in parts + given
-                    for source in shared_sources(part, parsed, lists)]
-        if (callee is max or callee is min) and len(value.args) > 1:  # one of them
-            return [source for argument in value.args
-                    for source in shared_sources(argument, parsed, lists)]
-        if isinstance(callee, rules.Method) and callee.name in VIEW_METHODS:
-            return shared_sources(value.func.value, parsed, lists)
-        if callee in VIEWS and value.args:
-            return shared_sources(value.args[0], parsed, lists)
-        function, given = user_function(callee)
-        if function is not None:  # ident(y) is y; dense(W, x) returns a new array
-            returned = returned_parameters(function)
-            return [source for name, argument in arguments(value, function, given)
-                    if returned is None or name in returned
-                    for source in shared_sources(argument, parsed, lists)]
+        how, parts = call_result(value, parsed)
+        if how in ("is", "any"):
+            return [source for part in parts for source in shared_sources(part, parsed, lists)]
     return []
 
 
@@ -81,11 +100,13 @@ def _may_not_copy(call):
 
 def may_share_memory(value, parsed):
     """Whether assigning ``value`` may give an existing array another name (``x``,
-    ``x.T``, ``x[1:3]``, ``x.reshape(s)``, ``np.ravel(x)``): a write through either
-    name changes what both hold."""
-    callee = parsed.callee_key(value) if isinstance(value, S.Call) else None
-    return isinstance(value, (S.Name, S.Attribute, S.Subscript)) or \
-        isinstance(callee, rules.Method) and callee.name != "copy" or callee in VIEWS
+    ``x.T``, ``x[1:3]``, ``x.reshape(s)``, ``a if c else x``, ``ident(x)``, a call
+    derivo does not know): a write through either name changes what both hold."""
+    if isinstance(value, S.IfExp):
+        return may_share_memory(value.body, parsed) or may_share_memory(value.orelse, parsed)
+    if isinstance(value, S.Call):
+        return call_result(value, parsed)[0] in ("is", "any")
+    return isinstance(value, (S.Name, S.Attribute, S.Subscript))
 
 
 def all_params(tree):
@@ -127,16 +148,10 @@ def arguments(call, callee, given=0):
 #: change of that container changes none of its items
 _HOLDERS = (list, tuple, sorted, reversed, iter, zip, enumerate, dict, set, frozenset, map,
             filter)
-#: NumPy functions that return a list of views of their first argument
-_VIEW_LISTS = (np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit, np.broadcast_arrays,
-               *(getattr(np, name) for name in ("unstack",) if hasattr(np, name)))  # NumPy 2
-#: Builtins whose result shares no memory with their arguments
-_NEW_BUILTINS = (len, float, int, bool, abs, round, range, sum, pow, str, repr, isinstance)
+#: Builtins without a rule whose result is a new string
+_STRINGS = (str, repr)
 #: Attributes of an array that share none of its memory
 _METADATA = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides")
-#: Methods whose result may be what the object is or holds (the others make a new value)
-_SHARING_METHODS = {*VIEW_METHODS, "pop", "popitem", "get", "setdefault", "__getitem__",
-                    "item"}
 
 
 class Memory:
@@ -182,33 +197,18 @@ class Memory:
         return set(), set()
 
     def _returned(self, call):
-        callee = self.parsed.callee_key(call)
-        given = [*call.args, *(k.value for k in call.keywords)]
-        if _may_not_copy(call):  # x.astype(float, copy=False) may be x
-            parts = [call.func.value] if isinstance(call.func, S.Attribute) else []
-            return self._everything(parts + given), self._everything_held(parts + given)
-        if isinstance(callee, rules.Method):
-            if callee.name not in _SHARING_METHODS:
-                return set(), set()
-            return self._item(self.of(call.func.value)) if callee.name not in VIEW_METHODS \
-                else self.of(call.func.value)
-        if is_in(callee, _HOLDERS):
-            return set(), self._everything(given)
-        if is_in(callee, VIEWS) and call.args:  # np.reshape(y, shape): a view of y
-            return self.of(call.args[0])
-        if is_in(callee, _VIEW_LISTS) and call.args:  # np.split(y, 2): views of y
-            return set(), self._everything(call.args[:1])
-        if isinstance(callee, np.ufunc) or S.is_derivo(callee) or \
-                is_in(callee, _NEW_BUILTINS) or is_numpy(callee):
+        how, parts = call_result(call, self.parsed)
+        if how == "new":
             return set(), set()
-        function, offset = user_function(callee)
-        returned = returned_parameters(function) if function is not None else None
-        if returned is not None:  # dense(W, x) returns np.tanh(x @ W): nothing of W
-            given = [argument for name, argument in arguments(call, function, offset)
-                     if name in returned]
-            return self._everything(given), self._everything_held(given)
-        everything = self._everything(given + [call.func])
-        return everything, self._everything_held(given)
+        if how == "holds":
+            return set(), self._everything(parts)
+        if how == "is":
+            return self._everything_viewed(parts), self._everything_held(parts)
+        everything = self._everything(parts + [call.func])
+        return everything, self._everything_held(parts)
+
+    def _everything_viewed(self, values):
+        return set().union(*(self.of(value)[0] for value in values)) if values else set()
 
     def _everything(self, values):
         found = set()

@@ -96,6 +96,7 @@ class Sweep:
                     S.assign(self.pop, S.attribute(self.stack, "pop"))]
         for ident in sorted(self.analysis.init_none):
             out.append(S.assign(ident, S.const(None)))
+        out += [self.apart(*check) for check in getattr(tree, "apart", [])]
         out += [self.own(ident) for ident in getattr(tree, "owned", [])]
         self.undos = {}  # id(checked update) -> the name of its runtime.Undo
         primal = self.primal(body)
@@ -293,9 +294,8 @@ class Sweep:
             if getattr(stmt, "owns", False):
                 out.append(self.own(stmt.targets[0].id))
             if id(stmt) in self.analysis.shared_checks:
-                source, message = self.analysis.shared_checks[id(stmt)]
-                out.append(S.Expr(value=S.call(self.runtime("unshared"), S.name(
-                    stmt.targets[0].id), S.name(source), S.const(message))))
+                out.append(self.apart(stmt.targets[0].id,
+                                      *self.analysis.shared_checks[id(stmt)]))
         return out
 
     def checks_undo(self, stmt):
@@ -315,6 +315,11 @@ class Sweep:
         step = S.call(S.attribute(self.undo_object(stmt), "step"), S.name(name),
                       S.deepcopy(inverse.right))
         return _effect(S.copy_location(S.assign(name, step), stmt))
+
+    def apart(self, ident, other, message):
+        """``unshared(x, other, message)``: refuse x sharing memory with other."""
+        return S.Expr(value=S.call(self.runtime("unshared"), S.name(ident), S.name(other),
+                                   S.const(message)))
 
     def own(self, ident):
         """``x = owned(x)``: a copy derivo may write into (see ssa._mark_owned)."""

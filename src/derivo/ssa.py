@@ -54,7 +54,7 @@ from . import rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
 from .fence import check_supported
-from .memory import VIEWS, in_the_standard_library, may_share_memory, shared_sources
+from .memory import call_result, in_the_standard_library, may_share_memory, shared_sources
 from .names import Namer, names_in
 
 JUMPS = (S.Break, S.Continue, S.gast.Raise, S.Return)
@@ -822,11 +822,6 @@ def _opaque(tree, parsed):
                for n in S.walk(tree))
 
 
-_ALLOCATORS = (list, np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
-               np.empty_like, np.full_like, np.array, np.copy, np.eye, np.identity,
-               np.arange, np.linspace)
-
-
 
 
 def _share_repeated_terms(tree, namer, written):
@@ -896,6 +891,8 @@ def _mark_owned(tree, written, parsed, built=frozenset()):
     """
     params = {a.id for a in tree.args.args + tree.args.kwonlyargs}
     tree.owned = sorted(written & params)
+    tree.apart = [(name, other, _shared_parameter_message(parsed, tree, name, other))
+                  for name in tree.owned for other in sorted(params - {name})]
     for stmt in S.walk(tree):
         if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) \
                 and stmt.targets[0].id in written:
@@ -913,6 +910,21 @@ def _mark_owned(tree, written, parsed, built=frozenset()):
                                        stmt.targets[0].id, parsed.words(value),
                                        stmt.targets[0].id), "aliased write")
             stmt.owns = not _makes_a_new_array(value, parsed)
+
+
+def _shared_parameter_message(parsed, tree, name, other):
+    """The refusal of a call that gives parameter ``name``, which the function
+    writes into, memory that parameter ``other`` shares: derivo writes into a copy
+    of ``name``, so ``other`` would not see the write that NumPy shows it."""
+    write = next((stmt for stmt in S.walk(tree.body) if isinstance(stmt, S.Assign)
+                  and hasattr(stmt, "lineno") and name in {
+                      n.id for target in stmt.targets if isinstance(target, S.Subscript)
+                      for n in [S.root_name(target)] if n is not None}), tree)
+    return str(parsed.error(
+        UnsupportedSyntax, write, "cannot differentiate this write into parameter {0!r} "
+        "when the call gives {0} and {1} the same memory: NumPy shows the write through "
+        "{1} too, derivo writes into a copy of {0}; pass a copy ({0}.copy())".format(
+            name, other), "aliased write"))
 
 
 def _is_append(value):
@@ -1119,17 +1131,12 @@ def _fresh_before(statements, name, parsed):
 
 def _makes_a_new_array(value, parsed):
     """Whether ``value`` is surely memory no other name holds: arithmetic, a list
-    display, or a ufunc, an allocator, another NumPy function than a view, or
-    ``.copy()``."""
+    display, or a call the memory model knows makes a new array or container (a
+    ufunc, an allocator, ``.copy()``, a primitive declared to return one)."""
     if isinstance(value, (S.BinOp, S.UnaryOp, S.Constant, S.List)):
         return True
-    if not isinstance(value, S.Call) or any(k.arg == "copy" for k in value.keywords):
-        return False
-    callee = parsed.callee_key(value)
-    return isinstance(callee, np.ufunc) or callee in _ALLOCATORS or \
-        callee == rules.Method("copy") or not isinstance(callee, rules.Method) and \
-        (getattr(callee, "__module__", None) or "").partition(".")[0] == "numpy" and \
-        not any(callee is view for view in VIEWS)
+    # list(xs) is a new list: writing into it changes none of xs
+    return isinstance(value, S.Call) and call_result(value, parsed)[0] in ("new", "holds")
 
 
 def _assigned_before_read(loop):

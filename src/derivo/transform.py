@@ -24,6 +24,7 @@ from .parse import GENERATED_PREFIX, MISSING, Outlined, parse, too_deep
 from .inline import inline_calls
 from .outline import outline_loops
 from .reverse import reverse
+from .analyze import MEMORY_REFUSALS, analyze_memory
 from .ssa import normalize
 
 #: derivo's log: each transform at DEBUG, a transform slower than SLOW_SECONDS at INFO
@@ -131,8 +132,11 @@ class Build:
             return self.add_over_tangents(func, wrt, kind, tuple_wrt, name, call)
         parsed = parse(func)
         if kind != "jvp" and not isinstance(func, Outlined):
+            whole = parsed
             parsed = outline_loops(parsed, self.loops, self.checkpoints, self.schedule,
                                    self.names)
+            if parsed is not whole:
+                self.refuse_memory_faults(whole, wrt)
         if func in self.in_progress:
             raise UnsupportedSyntax(
                 "cannot differentiate recursive function {!r}: derivo transforms each "
@@ -154,6 +158,20 @@ class Build:
             return name
         finally:
             self.in_progress.pop()
+
+    def refuse_memory_faults(self, parsed, wrt):
+        """Raise the refusals of in-place changes that the function, read whole,
+        gets from the stack strategy: the ownership check runs on the function as
+        the user wrote it, before loops are outlined into step functions that take
+        each name as an argument of their own, so every strategy refuses alike."""
+        try:
+            normalized = inline_calls(self.with_array_code(normalize(parsed)),
+                                      self.normalize_callee)
+            analyze_memory(normalized, wrt, self.arrays)
+        except DerivoError as error:
+            if getattr(error, "construct", None) in MEMORY_REFUSALS:
+                raise
+            # any other refusal is the outlined function's to make, or not
 
     def add_over_tangents(self, func, wrt, kind, tuple_wrt, name, call=None):
         """The gradient (or VJP) of code derivo generated, by forward mode over it:

@@ -17,6 +17,15 @@ Tables register themselves when imported (see ``builtins.py``)::
 
 ``None`` in place of a partial marks an argument derivo does not
 differentiate through (an integer count, a flag).
+
+Each entry also says what the primitive returns, for derivo's memory model
+(:mod:`derivo.memory`): ``returns=NEW`` a new array or an immutable value that
+shares no memory with the arguments; ``returns=k`` (an int) the argument at
+position k or a view of it (a method's object is position 0); ``returns=ARGUMENT``
+one of its arguments as it is (``max(a, b)``); ``returns=None``, the default of
+every entry but ``defpartials``, that it may be, or hold, anything reachable from
+its arguments.  An elementwise ``defpartials`` entry computes a new value and
+defaults to NEW.
 """
 
 import ast
@@ -31,6 +40,10 @@ from ..errors import DerivoError
 
 #: primitive (a function, an operator's gast class, a Method) -> {arity: Rule}
 RULES = {}
+#: what a primitive returns, for memory (see the module's docstring)
+NEW, ARGUMENT = "new", "argument"
+#: primitive without a rule (nondifferentiable, without_rule) -> what it returns
+RETURNS = {}
 #: functions whose result is never differentiated (comparisons are handled by ssa)
 NONDIFFERENTIABLE = set()
 WITHOUT_RULE = set()
@@ -192,8 +205,9 @@ class Rule:
     tangent is ``t`` (see :func:`defjvp`).
     """
 
-    def __init__(self, primitive, templates, label, style):
+    def __init__(self, primitive, templates, label, style, returns=None):
         self.primitive = primitive
+        self.returns = returns  # NEW, ARGUMENT, an argument's position or None
         self.label = label
         self.style = style
         self.jvps = []
@@ -268,17 +282,18 @@ def _register(rule):
     return rule
 
 
-def defpartials(primitive, *partials, label=None):
+def defpartials(primitive, *partials, label=None, returns=NEW):
     """Register ``primitive``'s partial derivatives, one lambda of
     ``(ans, *args)`` per argument (None for an argument not differentiated)."""
-    return _register(Rule(primitive, partials, label or label_of(primitive), "partial"))
+    return _register(Rule(primitive, partials, label or label_of(primitive), "partial",
+                          returns))
 
 
-def defvjp(primitive, *vjps, label=None):
+def defvjp(primitive, *vjps, label=None, returns=None):
     """Register ``primitive``'s vector-Jacobian products, one lambda of
     ``(g, ans, *args, **options)`` per positional argument (None for one not
     differentiated); ``g`` is the output's adjoint, the result the argument's."""
-    return _register(Rule(primitive, vjps, label or label_of(primitive), "vjp"))
+    return _register(Rule(primitive, vjps, label or label_of(primitive), "vjp", returns))
 
 
 def defjvp(primitive, *jvps):
@@ -306,11 +321,12 @@ def defjvp(primitive, *jvps):
     return rules[0]
 
 
-def primitive(partials=None, vjps=None, jvps=None):
+def primitive(partials=None, vjps=None, jvps=None, returns=None):
     """A decorator that registers the function it decorates as a primitive with
     these rules (see :func:`defpartials`, :func:`defvjp`, :func:`defjvp`; each a
-    function or a tuple of them, one per argument); derivo then uses the rules
-    instead of reading the function's body.
+    function or a tuple of them, one per argument) and what it ``returns`` (see
+    the module's docstring); derivo then uses the rules instead of reading the
+    function's body.
 
     >>> @derivo.primitive(partials=lambda ans, x: 1 / (1 + math.exp(-x)))
     ... def softplus(x):
@@ -324,27 +340,43 @@ def primitive(partials=None, vjps=None, jvps=None):
 
     def register(fn):
         if partials is not None:
-            defpartials(fn, *as_tuple(partials))
+            defpartials(fn, *as_tuple(partials), **({} if returns is None else
+                                                     {"returns": returns}))
         else:
-            defvjp(fn, *as_tuple(vjps))
+            defvjp(fn, *as_tuple(vjps), returns=returns)
             if jvps is not None:
                 defjvp(fn, *as_tuple(jvps))
         return fn
     return register
 
 
-def nondifferentiable(*primitives):
+def nondifferentiable(*primitives, returns=None):
     """Declare functions whose results carry no derivative (counts, tests, rounding)."""
     NONDIFFERENTIABLE.update(primitives)
+    RETURNS.update(dict.fromkeys(primitives, returns))
     _registry_changed()
 
 
-def without_rule(*primitives):
+def without_rule(*primitives, returns=None):
     """Declare functions derivo evaluates as they are, whose results move with
     their arguments but have no rule here (``np.arange``, ``np.linspace``): a
     differentiated argument is refused."""
     WITHOUT_RULE.update(primitives)
+    RETURNS.update(dict.fromkeys(primitives, returns))
     _registry_changed()
+
+
+def returns(primitive, nargs, keywords=()):
+    """What ``primitive`` called so returns (see the module's docstring): NEW,
+    ARGUMENT, the position of the argument it is a view of, or None (may be or
+    hold anything reachable from its arguments)."""
+    rule = lookup(primitive, nargs, keywords)
+    if rule is not None:
+        return rule.returns
+    try:
+        return RETURNS.get(primitive)
+    except TypeError:  # unhashable
+        return None
 
 
 def lookup(primitive, nargs, keywords=()):

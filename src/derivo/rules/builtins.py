@@ -10,7 +10,7 @@ import math
 
 from .. import syntax as S
 from ..runtime import copy_vjp, copysign_one, first_equal_vjp, log_times, sum_vjp, unsort
-from . import defpartials, defvjp, nondifferentiable, without_rule
+from . import ARGUMENT, NEW, defpartials, defvjp, nondifferentiable, without_rule
 
 
 # --- operators (keyed by their syntax node class) ---------------------------
@@ -31,17 +31,17 @@ defpartials(float, lambda ans, x: 1)
 defpartials(pow, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_times(ans, x))
 # Ties go to the first argument (of a list, to the first item equal to the result),
 # as Python's min and max return the first.
-defpartials(max, lambda ans, x, y: 1.0 if x >= y else 0.0, lambda ans, x, y: 0.0 if x >= y else 1.0)
-defpartials(min, lambda ans, x, y: 1.0 if x <= y else 0.0, lambda ans, x, y: 0.0 if x <= y else 1.0)
+defpartials(max, lambda ans, x, y: 1.0 if x >= y else 0.0, lambda ans, x, y: 0.0 if x >= y else 1.0, returns=ARGUMENT)
+defpartials(min, lambda ans, x, y: 1.0 if x <= y else 0.0, lambda ans, x, y: 0.0 if x <= y else 1.0, returns=ARGUMENT)
 defvjp(max, lambda g, ans, iterable: first_equal_vjp(g, ans, iterable))
 defvjp(min, lambda g, ans, iterable: first_equal_vjp(g, ans, iterable))
 defvjp(sorted, lambda g, ans, iterable: unsort(g, iterable))
 # copies: the items' adjoints, in a list of their own
 defvjp(list, lambda g, ans, iterable: copy_vjp(g, iterable))
 defvjp(tuple, lambda g, ans, iterable: copy_vjp(g, iterable))
-defvjp(sum, lambda g, ans, iterable, start=0: sum_vjp(g, iterable), lambda g, ans, iterable, start=0: g)
-nondifferentiable(int, round, bool, len, range, isinstance, print)
-without_rule(divmod)  # its remainder has a derivative (x % y has a rule)
+defvjp(sum, lambda g, ans, iterable, start=0: sum_vjp(g, iterable), lambda g, ans, iterable, start=0: g, returns=NEW)
+nondifferentiable(int, round, bool, len, range, isinstance, print, returns=NEW)
+without_rule(divmod, returns=NEW)  # its remainder has a derivative (x % y has a rule)
 
 # --- math -------------------------------------------------------------------
 
@@ -77,4 +77,4 @@ defpartials(math.radians, lambda ans, x: math.pi / 180)
 defpartials(math.fmod, lambda ans, x, y: 1, lambda ans, x, y: -math.trunc(x / y))
 nondifferentiable(math.factorial, math.floor, math.ceil, math.trunc, math.isnan,
                   math.isinf, math.isfinite, math.isclose, math.comb, math.perm,
-                  math.gcd)
+                  math.gcd, returns=NEW)

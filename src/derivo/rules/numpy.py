@@ -14,7 +14,7 @@ from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum
                        getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, log_times,
                        matmul_vjp_left, matmul_vjp_right, norm_vjp, prod_vjp, split_like,
                        swap_last, transpose_vjp, unbroadcast, unstack, vstack_vjp)
-from . import GETITEM, Method, defpartials, defvjp, nondifferentiable, without_rule
+from . import GETITEM, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
 
 # --- elementwise --------------------------------------------------------------
 
@@ -40,33 +40,33 @@ defpartials(np.maximum, lambda ans, x, y: x >= y, lambda ans, x, y: x < y)
 defpartials(np.minimum, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
 defpartials(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: np.exp(y - ans))
 defpartials(np.clip, lambda ans, a, a_min, a_max: ans == a, None, None)  # a bound may be None
-defvjp(np.full, None, lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value))
-defvjp(np.full_like, None, lambda g, ans, a, fill_value, dtype=None: unbroadcast(g, fill_value))
-defvjp(Method("astype"), lambda g, ans, a, dtype, *options: np.reshape(g, np.shape(a)) if np.asarray(ans).dtype.kind == "f" else np.zeros(np.shape(a)))
+defvjp(np.full, None, lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
+defvjp(np.full_like, None, lambda g, ans, a, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
+defvjp(Method("astype"), lambda g, ans, a, dtype, *options: np.reshape(g, np.shape(a)) if np.asarray(ans).dtype.kind == "f" else np.zeros(np.shape(a)), returns=NEW)
 defvjp(np.where, None,
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
-       lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y))
+       lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y), returns=NEW)
 
 # --- linear algebra -------------------------------------------------------------
 
 defvjp(S.MatMult, lambda g, ans, a, b: matmul_vjp_left(g, a, b),
-       lambda g, ans, a, b: matmul_vjp_right(g, a, b), label="@")
+       lambda g, ans, a, b: matmul_vjp_right(g, a, b), label="@", returns=NEW)
 defvjp(np.matmul, lambda g, ans, a, b: matmul_vjp_left(g, a, b),
-       lambda g, ans, a, b: matmul_vjp_right(g, a, b))
+       lambda g, ans, a, b: matmul_vjp_right(g, a, b), returns=NEW)
 defvjp(np.dot, lambda g, ans, a, b: dot_vjp_left(g, a, b),
-       lambda g, ans, a, b: dot_vjp_right(g, a, b))
+       lambda g, ans, a, b: dot_vjp_right(g, a, b), returns=NEW)
 defvjp(Method("dot"), lambda g, ans, a, b: dot_vjp_left(g, a, b),
-       lambda g, ans, a, b: dot_vjp_right(g, a, b))
+       lambda g, ans, a, b: dot_vjp_right(g, a, b), returns=NEW)
 defvjp(np.inner, lambda g, ans, a, b: inner_vjp_left(g, a, b),
-       lambda g, ans, a, b: inner_vjp_right(g, a, b))
+       lambda g, ans, a, b: inner_vjp_right(g, a, b), returns=NEW)
 defvjp(np.outer, lambda g, ans, a, b: np.reshape(g @ np.ravel(b), np.shape(a)),
-       lambda g, ans, a, b: np.reshape(np.ravel(a) @ g, np.shape(b)))
-defvjp(np.trace, lambda g, ans, a: g * np.eye(*np.shape(a)))
-defvjp(np.linalg.inv, lambda g, ans, a: -(swap_last(ans) @ g @ swap_last(ans)))
+       lambda g, ans, a, b: np.reshape(np.ravel(a) @ g, np.shape(b)), returns=NEW)
+defvjp(np.trace, lambda g, ans, a: g * np.eye(*np.shape(a)), returns=NEW)
+defvjp(np.linalg.inv, lambda g, ans, a: -(swap_last(ans) @ g @ swap_last(ans)), returns=NEW)
 defvjp(np.linalg.solve,
        lambda g, ans, a, b: -np.multiply.outer(np.linalg.solve(swap_last(a), g), ans) if np.ndim(b) == 1 else -(np.linalg.solve(swap_last(a), g) @ swap_last(ans)),
-       lambda g, ans, a, b: np.linalg.solve(swap_last(a), g))
-defvjp(np.linalg.norm, lambda g, ans, x, ord=None, axis=None, keepdims=False: norm_vjp(g, ans, x, ord, axis, keepdims))
+       lambda g, ans, a, b: np.linalg.solve(swap_last(a), g), returns=NEW)
+defvjp(np.linalg.norm, lambda g, ans, x, ord=None, axis=None, keepdims=False: norm_vjp(g, ans, x, ord, axis, keepdims), returns=NEW)
 defvjp(np.einsum, None, lambda g, ans, subscripts, a: einsum_vjp(g, subscripts, [a], 0))
 defvjp(np.einsum, None, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 0),
        lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 1))
@@ -74,40 +74,40 @@ defvjp(np.einsum, None, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscript
 # --- reductions ------------------------------------------------------------------
 
 for _sum in (np.sum, Method("sum")):
-    defvjp(_sum, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims))
+    defvjp(_sum, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims), returns=NEW)
 # (an empty array's adjoint is empty, whatever the factor: not 1 / 0)
 for _mean in (np.mean, Method("mean")):
-    defvjp(_mean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims) * (np.size(ans) / max(np.size(a), 1)))
+    defvjp(_mean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims) * (np.size(ans) / max(np.size(a), 1)), returns=NEW)
 for _prod in (np.prod, Method("prod")):
-    defvjp(_prod, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: prod_vjp(g, ans, a, axis, keepdims))
+    defvjp(_prod, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: prod_vjp(g, ans, a, axis, keepdims), returns=NEW)
 for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")):
-    defvjp(_extremum, lambda g, ans, a, axis=None, out=None, keepdims=False: extremum_vjp(g, ans, a, axis, keepdims))
+    defvjp(_extremum, lambda g, ans, a, axis=None, out=None, keepdims=False: extremum_vjp(g, ans, a, axis, keepdims), returns=NEW)
 
 # --- shapes --------------------------------------------------------------------------
 
 # Functions that only rearrange (or copy) their argument: the adjoint is the
 # output's adjoint in the argument's shape.
-defvjp(np.reshape, lambda g, ans, a, shape=None, order="C": np.reshape(g, np.shape(a), order=order))
-defvjp(np.ravel, lambda g, ans, a, order="C": np.reshape(g, np.shape(a), order=order))
-defvjp(np.squeeze, lambda g, ans, a, axis=None: np.reshape(g, np.shape(a)))
-defvjp(np.expand_dims, lambda g, ans, a, axis: np.reshape(g, np.shape(a)))
+defvjp(np.reshape, lambda g, ans, a, shape=None, order="C": np.reshape(g, np.shape(a), order=order), returns=0)
+defvjp(np.ravel, lambda g, ans, a, order="C": np.reshape(g, np.shape(a), order=order), returns=0)
+defvjp(np.squeeze, lambda g, ans, a, axis=None: np.reshape(g, np.shape(a)), returns=0)
+defvjp(np.expand_dims, lambda g, ans, a, axis: np.reshape(g, np.shape(a)), returns=0)
 for _copy in (np.atleast_1d, np.atleast_2d, np.copy, np.asarray, np.array):
-    defvjp(_copy, lambda g, ans, a, dtype=None: np.reshape(g, np.shape(a)))
-defvjp(Method("reshape"), lambda g, ans, a, *shape: np.reshape(g, np.shape(a)))
+    defvjp(_copy, lambda g, ans, a, dtype=None: np.reshape(g, np.shape(a)), returns=NEW if _copy in (np.copy, np.array) else 0)
+defvjp(Method("reshape"), lambda g, ans, a, *shape: np.reshape(g, np.shape(a)), returns=0)
 for _method in ("ravel", "flatten", "copy"):
-    defvjp(Method(_method), lambda g, ans, a, order="C": np.reshape(g, np.shape(a), order=order))
-defvjp(Method("squeeze"), lambda g, ans, a, axis=None: np.reshape(g, np.shape(a)))
-defvjp(np.transpose, lambda g, ans, a, axes=None: transpose_vjp(g, (axes,)))
-defvjp(Method("transpose"), lambda g, ans, a, *axes: transpose_vjp(g, axes))
-defvjp(Method("T"), lambda g, ans, a: np.asarray(g).T)  # np.transpose costs 5x more
-defvjp(np.concatenate, lambda g, ans, arrays, axis=0: split_like(g, arrays, axis))
-defvjp(np.stack, lambda g, ans, arrays, axis=0: unstack(g, arrays, axis))
-defvjp(np.hstack, lambda g, ans, arrays: hstack_vjp(g, arrays))
-defvjp(np.vstack, lambda g, ans, arrays: vstack_vjp(g, arrays))
+    defvjp(Method(_method), lambda g, ans, a, order="C": np.reshape(g, np.shape(a), order=order), returns=0 if _method == "ravel" else NEW)
+defvjp(Method("squeeze"), lambda g, ans, a, axis=None: np.reshape(g, np.shape(a)), returns=0)
+defvjp(np.transpose, lambda g, ans, a, axes=None: transpose_vjp(g, (axes,)), returns=0)
+defvjp(Method("transpose"), lambda g, ans, a, *axes: transpose_vjp(g, axes), returns=0)
+defvjp(Method("T"), lambda g, ans, a: np.asarray(g).T, returns=0)  # np.transpose costs 5x more
+defvjp(np.concatenate, lambda g, ans, arrays, axis=0: split_like(g, arrays, axis), returns=NEW)
+defvjp(np.stack, lambda g, ans, arrays, axis=0: unstack(g, arrays, axis), returns=NEW)
+defvjp(np.hstack, lambda g, ans, arrays: hstack_vjp(g, arrays), returns=NEW)
+defvjp(np.vstack, lambda g, ans, arrays: vstack_vjp(g, arrays), returns=NEW)
 
 # --- indexing ----------------------------------------------------------------------
 
-defvjp(GETITEM, lambda g, ans, x, index: getitem_vjp(g, x, index), label="[]")
+defvjp(GETITEM, lambda g, ans, x, index: getitem_vjp(g, x, index), label="[]", returns=0)
 
 nondifferentiable(
     np.shape, np.ndim, np.size, np.zeros, np.ones, np.zeros_like, np.ones_like, np.empty,
@@ -116,5 +116,5 @@ nondifferentiable(
     np.isinf, np.isfinite, np.allclose, np.isclose, np.array_equal, np.any, np.all,
     np.greater, np.less, np.equal, np.count_nonzero,
     Method("shape"), Method("ndim"), Method("size"), Method("dtype"), Method("argmax"),
-    Method("argmin"), Method("any"), Method("all"))
-without_rule(np.arange, np.linspace)
+    Method("argmin"), Method("any"), Method("all"), returns=NEW)
+without_rule(np.arange, np.linspace, returns=NEW)
