@@ -272,6 +272,7 @@ def test_a_vjp_rule_registered_later_is_used_by_the_next_call():
     assert_close(duses(0.3), central(uses_softplus_like, 0.3))
     # a rule that differs from the source's derivative, so the test can tell
     derivo.defvjp(softplus_like, lambda g, ans, x: g * 10.0)
+    derivo.defjvp(softplus_like, lambda t, ans, x: t * 10.0)  # every vjp rule has one
     assert_close(duses(0.3), 20.0)
     assert_close(derivo.vjp(uses_softplus_like, 0.3)[1](1.0)[0], 20.0)
 

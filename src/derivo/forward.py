@@ -25,12 +25,12 @@ import builtins
 
 import numpy as np
 
-from . import optimize, runtime
+from . import optimize, rules, runtime
 from . import syntax as S
 from .analyze import (Analysis, assigned_names, index_value, is_item_write,
                       same_operands)
 from .errors import NoDerivativeRule, UnsupportedSyntax
-from .memory import _VIEW_LISTS, VIEWS, shared_sources
+from .memory import shared_sources
 from .parse import parameter_names
 from .rules import Template
 from .ssa import is_append
@@ -316,13 +316,15 @@ class Tangents:
             return False  # arithmetic makes a new array, or an immutable number
         if isinstance(tangent, S.IfExp):
             return any(map(self.may_be_a_tangents_memory, (tangent.body, tangent.orelse)))
-        if isinstance(tangent, S.Call) and self.makes_a_new_array(tangent.func):
+        if isinstance(tangent, S.Call) and self.makes_a_new_array(tangent):
             return False
         return bool(_names(tangent) & set(self.tangents.values()))
 
-    def makes_a_new_array(self, function):
-        """Whether calling the generated code's ``function`` (``np.dot``) gives a
-        new array: a NumPy function that returns no view, or a ufunc."""
+    def makes_a_new_array(self, call):
+        """Whether the generated code's ``call`` (``np.dot(a, b)``) gives a new
+        array: a ufunc, derivo's own copy or zeros, or a primitive the rule tables
+        declare ``returns=NEW`` (see memory.call_result)."""
+        function = call.func
         if isinstance(function, S.Attribute) and isinstance(function.value, S.Name):
             owner = self.module.namespace.get(function.value.id)
             callee = getattr(owner, function.attr, None) if owner is np else None
@@ -332,8 +334,8 @@ class Tangents:
             return False
         if isinstance(callee, np.ufunc) or callee in (runtime.owned, runtime.zero_gradient):
             return True
-        return getattr(callee, "__module__", "").startswith("numpy") and callable(callee) \
-            and not any(callee is view for view in VIEWS + _VIEW_LISTS)
+        return callee is not None and rules.returns(
+            callee, len(call.args), [k.arg for k in call.keywords]) == rules.NEW
 
     def commented(self, stmt, code):
         """Point back at the user's line where derivo rewrote it (``s *= c``
