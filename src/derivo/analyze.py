@@ -68,6 +68,12 @@ class Node:
         self.reduce = set()         # ... whose adjoint may need summing to their shape
 
 
+#: what to write instead of a NumPy construct that has no rule
+_INSTEAD = [(np.r_, "np.concatenate([np.atleast_1d(x), np.atleast_1d(y)])"),
+            (np.c_, "np.stack([x, y], axis=-1) (of vectors) or np.concatenate([x, y], "
+                    "axis=-1)")]
+
+
 class Site:
     """One application of a primitive: its rule and its arguments bound to the
     rule's parameter names, ``[(param, argument node, template or None)]``."""
@@ -271,6 +277,11 @@ class Analysis:
                 return None  # x.shape, or a module attribute like math.pi
             return Site(key, [node.value], [])
         if isinstance(node, S.Subscript):
+            indexed = self.parsed.resolve_expression(node.value)
+            if indexed is np.r_ or indexed is np.c_:
+                # np.r_[x, y] concatenates its items: a call with no rule, not indexing
+                items = node.slice.elts if isinstance(node.slice, S.Tuple) else [node.slice]
+                return Site(indexed, list(items), [], label=S.expr_source(node.value))
             return Site(rules.GETITEM, [node.value, node.slice], [])
         return None
 
@@ -899,6 +910,11 @@ class Analysis:
                            "one, {}({}, ...), or register a rule for it with derivo.defpartials "
                            "or derivo.defvjp".format(
                                site.label, site.key.__func__.__qualname__, owner))
+            elif any(site.key is construct for construct, _ in _INSTEAD):
+                message = ("cannot differentiate {!r}: derivo has no derivative rule for it; "
+                           "write {} instead".format(site.label, next(
+                               instead for construct, instead in _INSTEAD
+                               if site.key is construct)))
             else:
                 message = ("cannot differentiate {!r}: derivo has no derivative rule for it and "
                            "a differentiated value flows into it (register one with "

@@ -135,6 +135,11 @@ probe(np.clip, "np.clip(x0, a_min=-0.5, a_max=0.7)", avoiding(5))
 probe(np.clip, "np.clip(x0, LO, 0.7)", avoiding(3, 4))
 probe(np.clip, "np.clip(x0, LO, 0.7)", avoiding(3, 1))
 probe(np.clip, "np.clip(x0, -0.5, 0.7)", avoiding())
+# bounds that are differentiated: the result moves with a bound where it is attained
+probe(np.clip, "np.clip(x0, x1, 0.7)", avoiding(3, 4), normal(3, 4))
+probe(np.clip, "np.clip(x0, -0.5, x1)", avoiding(3, 4), normal(4))
+probe(np.clip, "np.clip(x0, x1, x2)", normal(3, 4), normal(), positive(3, 1))
+probe(np.clip, "np.clip(x0, None, x1)", normal(5), normal())
 
 probe(np.where, "np.where(x0 > 0.0, x0, x1)", nonzero(3, 4), normal(3, 4))
 probe(np.where, "np.where(COND, x0, x1)", normal(3, 1), normal(4))

@@ -24,7 +24,9 @@ defpartials(np.log, lambda ans, x: 1 / x)
 defpartials(np.log1p, lambda ans, x: 1 / (1 + x))
 defpartials(np.sqrt, lambda ans, x: 0.5 / ans)
 defpartials(np.square, lambda ans, x: 2 * x)
-defpartials(np.abs, lambda ans, x: np.sign(x))
+# |z| of a complex z, as JAX: the adjoint of a real result is real, and a complex
+# argument's adjoint is conj(dL/dz) (its real part the derivative in the real part)
+defvjp(np.abs, lambda g, ans, x: g * np.sign(x) if np.isrealobj(x) else np.real(g) * np.conj(x) / np.where(ans == 0, 1, ans))
 defpartials(np.sin, lambda ans, x: np.cos(x))
 defpartials(np.cos, lambda ans, x: -np.sin(x))
 defpartials(np.tan, lambda ans, x: 1 + ans * ans)
@@ -39,7 +41,11 @@ defpartials(np.power, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_
 defpartials(np.maximum, lambda ans, x, y: x >= y, lambda ans, x, y: x < y)
 defpartials(np.minimum, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
 defpartials(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: np.exp(y - ans))
-defpartials(np.clip, lambda ans, a, a_min, a_max: ans == a, None, None)  # a bound may be None
+# Where a bound is attained the result moves with the bound; ties go to a, then to
+# a_min.  A bound given as None is a constant.
+defpartials(np.clip, lambda ans, a, a_min, a_max: ans == a,
+            lambda ans, a, a_min, a_max: (ans != a) & (ans == a_min),
+            lambda ans, a, a_min, a_max: (ans != a) & (ans != a_min))
 defvjp(np.full, None, lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value))
 defvjp(np.full_like, None, lambda g, ans, a, fill_value, dtype=None: unbroadcast(g, fill_value))
 defvjp(Method("astype"), lambda g, ans, a, dtype, *options: np.reshape(g, np.shape(a)) if np.asarray(ans).dtype.kind == "f" else np.zeros(np.shape(a)))
@@ -113,7 +119,7 @@ nondifferentiable(
     np.eye, np.identity, np.sign,
     np.argmax, np.argmin, np.argsort, np.floor, np.ceil, np.round, np.rint, np.isnan,
     np.isinf, np.isfinite, np.allclose, np.isclose, np.array_equal, np.any, np.all,
-    np.greater, np.less, np.equal, np.count_nonzero,
+    np.greater, np.less, np.equal, np.count_nonzero, np.isrealobj,
     Method("shape"), Method("ndim"), Method("size"), Method("dtype"), Method("argmax"),
     Method("argmin"), Method("any"), Method("all"))
 without_rule(np.arange, np.linspace)

@@ -25,6 +25,7 @@ defjvp(sum, lambda t, ans, iterable, start=0: sum(t), lambda t, ans, iterable, s
 
 # --- NumPy ------------------------------------------------------------------------
 
+defjvp(np.abs, lambda t, ans, x: t * np.sign(x) if np.isrealobj(x) else np.real(np.conj(x) * t) / np.where(ans == 0, 1, ans))
 defjvp(np.where, None, lambda t, ans, condition, x, y: np.where(condition, t, 0.0),
        lambda t, ans, condition, x, y: np.where(condition, 0.0, t))
 
