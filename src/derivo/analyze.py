@@ -45,8 +45,8 @@ import numpy as np
 from . import checkpoints, rules
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
-from .memory import (Memory, all_params, arguments, is_numpy, is_user_function,
-                     shared_sources, user_function)
+from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
+                     is_user_function, shared_sources, user_function)
 from .outline import Loop
 from .parse import GENERATED_PREFIX, MISSING, parameter_names, parse
 from .ssa import CONSUMERS, is_append, normalize
@@ -902,7 +902,8 @@ class Analysis:
                                " or ".join("({})".format(", ".join(r.params))
                                            for r in known.values())))
             elif isinstance(site.key, types.MethodType) and \
-                    not isinstance(site.key.__self__, type):  # not a classmethod
+                    not isinstance(site.key.__self__, type) and \
+                    not in_a_library(site.key.__func__):  # a user object's, not a classmethod
                 func = getattr(node, "func", None)
                 owner = S.expr_source(func.value) if isinstance(func, S.Attribute) else "obj"
                 message = ("cannot differentiate {!r}, a method of an object, called on a "
