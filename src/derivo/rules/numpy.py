@@ -14,6 +14,8 @@ from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum
                        getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, log_times,
                        matmul_vjp_left, matmul_vjp_right, norm_vjp, prod_vjp, split_like,
                        swap_last, transpose_vjp, unbroadcast, unstack, vstack_vjp)
+from ..adjoints import (cholesky_vjp, diag_vjp, diff_vjp, repeat_vjp, reverse_cumsum,
+                        tile_vjp)
 from . import GETITEM, Method, defpartials, defvjp, nondifferentiable, without_rule
 
 # --- elementwise --------------------------------------------------------------
@@ -77,6 +79,10 @@ defvjp(np.einsum, None, lambda g, ans, subscripts, a: einsum_vjp(g, subscripts, 
 defvjp(np.einsum, None, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 0),
        lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 1))
 
+defvjp(np.linalg.det, lambda g, ans, a: np.expand_dims(g * ans, (-2, -1)) * swap_last(np.linalg.inv(a)))
+# ans is the factor L: the adjoint reuses it (two triangular solves, no inverse)
+defvjp(np.linalg.cholesky, lambda g, ans, a: cholesky_vjp(g, ans))
+
 # --- reductions ------------------------------------------------------------------
 
 for _sum in (np.sum, Method("sum")):
@@ -87,6 +93,18 @@ for _prod in (np.prod, Method("prod")):
     defvjp(_prod, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: prod_vjp(g, ans, a, axis, keepdims))
 for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")):
     defvjp(_extremum, lambda g, ans, a, axis=None, out=None, keepdims=False: extremum_vjp(g, ans, a, axis, keepdims))
+
+# the variance's partials are 2 (a - mean) / (N - ddof), N the count reduced over;
+# the standard deviation's (a - mean) / ((N - ddof) std)
+for _var in (np.var, Method("var")):
+    defvjp(_var, lambda g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: expand(g, a, axis, keepdims) * (2 * (a - np.mean(a, axis=axis, keepdims=True)) / (np.size(a) / np.size(ans) - ddof)))
+for _std in (np.std, Method("std")):
+    defvjp(_std, lambda g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: expand(g / ans, a, axis, keepdims) * ((a - np.mean(a, axis=axis, keepdims=True)) / (np.size(a) / np.size(ans) - ddof)))
+for _cumsum in (np.cumsum, Method("cumsum")):
+    defvjp(_cumsum, lambda g, ans, a, axis=None, dtype=None, out=None: reverse_cumsum(g, a, axis))
+# through ans / a: a zero element of a gives nan (as autograd's rule does)
+for _cumprod in (np.cumprod, Method("cumprod")):
+    defvjp(_cumprod, lambda g, ans, a, axis=None, dtype=None, out=None: reverse_cumsum(g * ans, a, axis) / a)
 
 # --- shapes --------------------------------------------------------------------------
 
@@ -109,6 +127,20 @@ defvjp(np.concatenate, lambda g, ans, arrays, axis=0: split_like(g, arrays, axis
 defvjp(np.stack, lambda g, ans, arrays, axis=0: unstack(g, arrays, axis))
 defvjp(np.hstack, lambda g, ans, arrays: hstack_vjp(g, arrays))
 defvjp(np.vstack, lambda g, ans, arrays: vstack_vjp(g, arrays))
+
+# Rearrangements and selections: the adjoint is the output's adjoint moved back.
+defvjp(np.roll, lambda g, ans, a, shift, axis=None: np.roll(g, np.negative(shift), axis))
+defvjp(np.flip, lambda g, ans, a, axis=None: np.flip(g, axis))
+defvjp(np.fliplr, lambda g, ans, a: np.fliplr(g))
+defvjp(np.flipud, lambda g, ans, a: np.flipud(g))
+defvjp(np.triu, lambda g, ans, m, k=0: np.triu(g, k))
+defvjp(np.tril, lambda g, ans, m, k=0: np.tril(g, k))
+defvjp(np.diag, lambda g, ans, v, k=0: diag_vjp(g, v, k))
+defvjp(np.swapaxes, lambda g, ans, a, axis1, axis2: np.swapaxes(g, axis1, axis2))
+defvjp(np.moveaxis, lambda g, ans, a, source, destination: np.moveaxis(g, destination, source))
+defvjp(np.diff, lambda g, ans, a, n=1, axis=-1: diff_vjp(g, n, axis))
+defvjp(np.repeat, lambda g, ans, a, repeats, axis=None: repeat_vjp(g, a, repeats, axis), None)
+defvjp(np.tile, lambda g, ans, A, reps: tile_vjp(g, A, reps), None)
 
 # --- indexing ----------------------------------------------------------------------
 
