@@ -86,3 +86,133 @@ def cholesky_jvp(tangent, factor):
     """The tangent of ``L = np.linalg.cholesky(A)``: L phi(L^-1 dA L^-T)."""
     inner = np.linalg.solve(factor, swap_last(np.linalg.solve(factor, swap_last(tangent))))
     return factor @ _phi(inner)
+
+
+def _weighted_shares(a, ans, axis, b, keepdims):
+    """exp(a - logsumexp) (times the weights ``b``): each element's share of
+    ``scipy.special.logsumexp``, never overflowing."""
+    from .runtime import expand
+    shares = np.exp(a - expand(ans, a, axis, keepdims))
+    return shares if b is None else shares * b
+
+
+def logsumexp_vjp(adjoint, ans, a, axis, b, keepdims, return_sign):
+    """The adjoint of ``scipy.special.logsumexp(a, axis, b, keepdims)`` in a."""
+    from .runtime import expand
+    _refuse_sign(return_sign)
+    return expand(adjoint, a, axis, keepdims) * _weighted_shares(a, ans, axis, b, keepdims)
+
+
+def logsumexp_vjp_b(adjoint, ans, a, axis, b, keepdims, return_sign):
+    """The adjoint of ``scipy.special.logsumexp(a, axis, b, keepdims)`` in b."""
+    from .runtime import expand, unbroadcast
+    _refuse_sign(return_sign)
+    return unbroadcast(expand(adjoint, a, axis, keepdims) * _weighted_shares(a, ans, axis, None, keepdims), b)
+
+
+def logsumexp_jvp_b(tangent, ans, a, axis, keepdims):
+    return np.sum(tangent * _weighted_shares(a, ans, axis, None, keepdims), axis=axis,
+                  keepdims=keepdims)
+
+
+def logsumexp_jvp(tangent, ans, a, axis, b, keepdims, return_sign):
+    _refuse_sign(return_sign)
+    return np.sum(tangent * _weighted_shares(a, ans, axis, b, keepdims), axis=axis,
+                  keepdims=keepdims)
+
+
+def _refuse_sign(return_sign):
+    if return_sign:
+        from .errors import DerivoError
+        raise DerivoError("cannot differentiate scipy.special.logsumexp(..., "
+                          "return_sign=True); differentiate it without return_sign")
+
+
+def _triangle(matrix, lower):
+    return np.tril(matrix) if lower else np.triu(matrix)
+
+
+def _transposed(trans):
+    """Whether ``trans`` of scipy.linalg.solve_triangular solves with A^T."""
+    if trans in (0, "N"):
+        return False
+    if trans in (1, "T"):
+        return True
+    from .errors import DerivoError
+    raise DerivoError("cannot differentiate scipy.linalg.solve_triangular with trans={!r}; "
+                      "derivo's rule takes trans 0 or 1".format(trans))
+
+
+def solve_triangular_vjp_a(adjoint, ans, a, b, trans, lower):
+    """The adjoint in A of x = op(A)^-1 b, A read in one triangle only."""
+    from scipy.linalg import solve_triangular
+    transposed = _transposed(trans)
+    solved = solve_triangular(a, adjoint, trans=0 if transposed else 1, lower=lower)
+    n = np.shape(a)[0]
+    outer = np.reshape(solved, (n, -1)) @ np.reshape(ans, (n, -1)).T   # d op(A)
+    return -_triangle(outer.T if transposed else outer, lower)
+
+
+def solve_triangular_vjp_b(adjoint, a, trans, lower):
+    from scipy.linalg import solve_triangular
+    return solve_triangular(a, adjoint, trans=0 if _transposed(trans) else 1, lower=lower)
+
+
+def solve_triangular_jvp_a(tangent, ans, a, trans, lower):
+    from scipy.linalg import solve_triangular
+    change = _triangle(tangent, lower)
+    change = change.T if _transposed(trans) else change
+    return -solve_triangular(a, change @ ans, trans=trans, lower=lower)
+
+
+def _mvn_parts(x, mean, cov):
+    """(residuals (n, d), C^-1 residuals (n, d), C as a matrix) of
+    scipy.stats.multivariate_normal.logpdf(x, mean, cov)."""
+    d = np.shape(mean)[-1] if np.ndim(mean) else np.shape(x)[-1]
+    residuals = np.reshape(np.asarray(x) - (0.0 if mean is None else mean), (-1, d))
+    if np.ndim(cov) not in (0, 2):
+        from .errors import DerivoError
+        raise DerivoError("cannot differentiate scipy.stats.multivariate_normal.logpdf with a "
+                          "covariance of {} dimension(s); give a matrix (np.diag(v))"
+                          .format(np.ndim(cov)))
+    matrix = cov * np.eye(d) if np.ndim(cov) == 0 else np.asarray(cov)
+    solved = np.linalg.solve(matrix, residuals.T).T
+    return residuals, solved, matrix
+
+
+def mvn_logpdf_vjp_x(adjoint, ans, x, mean, cov):
+    """The adjoint in x: -g C^-1 (x - mean), for each point."""
+    _, solved, _ = _mvn_parts(x, mean, cov)
+    return np.reshape(-np.reshape(adjoint, (-1, 1)) * solved, np.shape(x))
+
+
+def mvn_logpdf_vjp_mean(adjoint, ans, x, mean, cov):
+    _, solved, _ = _mvn_parts(x, mean, cov)
+    return np.reshape(np.sum(np.reshape(adjoint, (-1, 1)) * solved, axis=0), np.shape(mean))
+
+
+def mvn_logpdf_vjp_cov(adjoint, ans, x, mean, cov):
+    """The adjoint in cov: (C^-1 r r^T C^-1 - C^-1) / 2 weighed by g, summed
+    over the points (a number for a covariance given as a number times I)."""
+    _, solved, matrix = _mvn_parts(x, mean, cov)
+    weights = np.reshape(adjoint, (-1, 1))
+    inverse = np.linalg.solve(matrix, np.eye(len(matrix)))
+    total = 0.5 * ((solved * weights).T @ solved - np.sum(weights) * inverse)
+    return np.trace(total) if np.ndim(cov) == 0 else total
+
+
+def mvn_logpdf_jvp_residual(tangent, ans, x, mean, cov):
+    """The tangent of multivariate_normal.logpdf for a tangent of the residual
+    x - mean: -(C^-1 r) . dr for each point."""
+    _, solved, matrix = _mvn_parts(x, mean, cov)
+    moved = np.reshape(np.asarray(tangent) + np.zeros(matrix.shape[0]), (-1, matrix.shape[0]))
+    return np.reshape(-np.sum(solved * moved, axis=1), np.shape(ans))
+
+
+def mvn_logpdf_jvp_cov(tangent, ans, x, mean, cov):
+    """... for a tangent dC of cov: (r^T C^-1 dC C^-1 r - tr(C^-1 dC)) / 2."""
+    _, solved, matrix = _mvn_parts(x, mean, cov)
+    change = tangent * np.eye(matrix.shape[0]) if np.ndim(tangent) == 0 else tangent
+    result = 0.5 * np.sum((solved @ change) * solved, axis=1) - 0.5 * np.trace(
+        np.linalg.solve(matrix, change))
+    return np.reshape(result, np.shape(ans))

@@ -104,3 +104,16 @@ def test_abs_of_a_complex_scalar():
     gx, gy = derivo.grad(f, wrt=(0, 1))(0.6, 0.8)
     assert (np.real(gx), np.real(gy)) == pytest.approx((0.6, 0.8), rel=1e-12)
     assert derivo.jvp(f, (0.6, 0.8), (0.0, 1.0))[1] == pytest.approx(0.8, rel=1e-12)
+
+
+def test_a_computed_keyword_argument_a_rule_reads(tmp_path):
+    """The adjoint of np.clip reads a_min: its value, computed in the call, is
+    kept in a temporary the reverse sweep reads."""
+    module, _ = load(tmp_path, """\
+        def f(x, c):
+            return np.sum(np.clip(x, a_min=c * 2.0, a_max=1.0) * np.arange(1.0, 4.0))
+        """, "clip_keyword")
+    x = np.array([0.1, 0.5, 2.0])
+    gx, gc = derivo.grad(module.f, wrt=(0, 1))(x, 0.2)
+    np.testing.assert_array_equal(gx, [0.0, 2.0, 0.0])
+    assert gc == 2.0

@@ -25,6 +25,7 @@ import functools
 import inspect
 import linecache
 import operator
+import sys
 
 from .. import syntax as S
 from ..errors import DerivoError
@@ -263,9 +264,24 @@ def without_rule(*primitives):
     WITHOUT_RULE.update(primitives)
 
 
+def load_tables():
+    """Register the rules of each library table whose library the program has
+    imported (see :mod:`derivo.rules.scipy`): derivo does not import SciPy."""
+    if _UNLOADED_TABLES and "scipy" in sys.modules:
+        from . import scipy as table
+        for module in [m for m in _UNLOADED_TABLES if m in sys.modules]:
+            _UNLOADED_TABLES.discard(module)
+            table.TABLES[module]()
+
+
+#: the submodules of :mod:`derivo.rules.scipy` not registered yet
+_UNLOADED_TABLES = {"scipy.special", "scipy.linalg", "scipy.stats"}
+
+
 def lookup(primitive, nargs, keywords=()):
     """The rule for ``primitive`` called with ``nargs`` positional arguments and
     these keyword names, or None."""
+    load_tables()
     try:
         candidates = RULES.get(primitive, {})
     except TypeError:  # unhashable callables have no rules
@@ -277,6 +293,7 @@ def lookup(primitive, nargs, keywords=()):
 
 
 def is_primitive(obj):
+    load_tables()
     try:
         return obj in RULES or obj in NONDIFFERENTIABLE or obj in WITHOUT_RULE
     except TypeError:
@@ -284,6 +301,7 @@ def is_primitive(obj):
 
 
 def is_nondifferentiable(obj):
+    load_tables()
     try:
         return obj in NONDIFFERENTIABLE
     except TypeError:
