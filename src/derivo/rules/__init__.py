@@ -278,6 +278,22 @@ def load_tables():
 _UNLOADED_TABLES = {"scipy.special", "scipy.linalg", "scipy.stats"}
 
 
+def table():
+    """The registered primitives by group, ``{group: sorted labels}``: one group
+    per rule table (``numpy``, ``builtins``, ``scipy``...), and the functions
+    declared not differentiable or without a rule.  A primitive with rules for
+    several arities counts once."""
+    load_tables()
+    groups = {}
+    for by_arity in RULES.values():
+        rule = next(iter(by_arity.values()))
+        group = (rule.table or "user").rpartition(".")[2]
+        groups.setdefault(group, set()).add(rule.label)
+    groups["not differentiable"] = {label_of(p) for p in NONDIFFERENTIABLE}
+    groups["evaluated, no rule"] = {label_of(p) for p in WITHOUT_RULE}
+    return {group: sorted(labels) for group, labels in sorted(groups.items())}
+
+
 def lookup(primitive, nargs, keywords=()):
     """The rule for ``primitive`` called with ``nargs`` positional arguments and
     these keyword names, or None."""
