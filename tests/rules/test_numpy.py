@@ -111,7 +111,11 @@ UNARY = [(np.exp, normal), (np.expm1, normal), (np.log, positive), (np.log1p, po
          (np.sqrt, positive), (np.square, normal), (np.abs, nonzero), (np.sin, normal),
          (np.cos, normal), (np.tan, unit), (np.tanh, normal), (np.sinh, normal),
          (np.cosh, normal), (np.arctan, normal), (np.arcsin, unit), (np.arccos, unit),
-         (np.negative, normal)]
+         (np.negative, normal), (np.fabs, nonzero), (np.reciprocal, nonzero),
+         (np.cbrt, nonzero), (np.exp2, normal), (np.log2, positive), (np.log10, positive),
+         (np.arcsinh, normal), (np.arccosh, lambda *s: (lambda rng: positive(*s)(rng) + 1.0)),
+         (np.arctanh, unit), (np.deg2rad, normal), (np.radians, normal), (np.rad2deg, normal),
+         (np.degrees, normal), (np.sinc, nonzero), (np.nan_to_num, normal)]
 for _f, _domain in UNARY:
     _name = "abs" if _f is np.abs else _f.__name__
     for _shape in ((3, 4), (5,), ()):
@@ -121,7 +125,10 @@ for _f, _domain in UNARY:
 BROADCAST_PAIRS = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3), (3,)), ((), (3, 4)),
                    ((3, 4), ()), ((4,), (3, 1))]
 for _f, _first, _second in ((np.power, positive, normal), (np.maximum, normal, normal),
-                            (np.minimum, normal, normal), (np.logaddexp, normal, normal)):
+                            (np.minimum, normal, normal), (np.logaddexp, normal, normal),
+                            (np.fmax, normal, normal), (np.fmin, normal, normal),
+                            (np.logaddexp2, normal, normal), (np.arctan2, normal, nonzero),
+                            (np.hypot, nonzero, nonzero), (np.copysign, nonzero, nonzero)):
     for _a, _b in BROADCAST_PAIRS:
         probe(_f, "np.{}(x0, x1)".format(_f.__name__), _first(*_a), _second(*_b))
 probe(np.power, "np.power(x0, 3)", normal(3, 4))
@@ -129,6 +136,8 @@ probe(np.power, "np.power(x0, 0.5)", positive(3, 4))
 probe(np.power, "np.power(2.0, x0)", normal(3, 4))
 probe(np.maximum, "np.maximum(x0, 0.0)", nonzero(3, 4))
 probe(np.minimum, "np.minimum(x0, 0.0)", nonzero(3, 4))
+probe(np.sinc, "np.sinc(x0 * 0.0)", normal(3))  # the partial at 0
+probe(np.nan_to_num, "np.nan_to_num(np.log(x0))", nonzero(3, 4))  # nan where x0 < 0
 
 probe(np.clip, "np.clip(x0, -0.5, 0.7)", avoiding(3, 4))
 probe(np.clip, "np.clip(x0, a_min=-0.5, a_max=0.7)", avoiding(5))

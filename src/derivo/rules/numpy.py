@@ -39,6 +39,29 @@ defpartials(np.arctan, lambda ans, x: 1 / (1 + x * x))
 defpartials(np.arcsin, lambda ans, x: 1 / np.sqrt(1 - x * x))
 defpartials(np.arccos, lambda ans, x: -1 / np.sqrt(1 - x * x))
 defpartials(np.negative, lambda ans, x: -1)
+defpartials(np.fabs, lambda ans, x: np.sign(x))  # real numbers only, as np.fabs takes
+defpartials(np.reciprocal, lambda ans, x: -(ans * ans))
+defpartials(np.cbrt, lambda ans, x: 1 / (3 * ans * ans))
+defpartials(np.exp2, lambda ans, x: ans * np.log(2))
+defpartials(np.log2, lambda ans, x: 1 / (x * np.log(2)))
+defpartials(np.log10, lambda ans, x: 1 / (x * np.log(10)))
+defpartials(np.arcsinh, lambda ans, x: 1 / np.sqrt(x * x + 1))
+defpartials(np.arccosh, lambda ans, x: 1 / np.sqrt(x * x - 1))
+defpartials(np.arctanh, lambda ans, x: 1 / (1 - x * x))
+for _to_radians in (np.deg2rad, np.radians):
+    defpartials(_to_radians, lambda ans, x: np.pi / 180)
+for _to_degrees in (np.rad2deg, np.degrees):
+    defpartials(_to_degrees, lambda ans, x: 180 / np.pi)
+# sinc(x) = sin(pi x) / (pi x): (cos(pi x) - sinc(x)) / x, 0 at x = 0
+defpartials(np.sinc, lambda ans, x: np.where(x == 0, 0.0, (np.cos(np.pi * x) - ans) / np.where(x == 0, 1.0, x)))
+# nan and infinities are replaced by constants
+defpartials(np.nan_to_num, lambda ans, x: np.isfinite(x))
+defpartials(np.fmax, lambda ans, x, y: x >= y, lambda ans, x, y: x < y)
+defpartials(np.fmin, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
+defpartials(np.logaddexp2, lambda ans, x, y: np.exp2(x - ans), lambda ans, x, y: np.exp2(y - ans))
+defpartials(np.arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
+defpartials(np.hypot, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
+defpartials(np.copysign, lambda ans, x, y: np.sign(x) * np.copysign(1.0, y), None)
 defpartials(np.power, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_times(ans, x))
 defpartials(np.maximum, lambda ans, x, y: x >= y, lambda ans, x, y: x < y)
 defpartials(np.minimum, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
@@ -151,7 +174,7 @@ nondifferentiable(
     np.eye, np.identity, np.sign,
     np.argmax, np.argmin, np.argsort, np.floor, np.ceil, np.round, np.rint, np.isnan,
     np.isinf, np.isfinite, np.allclose, np.isclose, np.array_equal, np.any, np.all,
-    np.greater, np.less, np.equal, np.count_nonzero, np.isrealobj,
+    np.greater, np.less, np.equal, np.count_nonzero, np.isrealobj, np.heaviside,
     Method("shape"), Method("ndim"), Method("size"), Method("dtype"), Method("argmax"),
     Method("argmin"), Method("any"), Method("all"))
 without_rule(np.arange, np.linspace)
