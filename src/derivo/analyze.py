@@ -45,8 +45,8 @@ import numpy as np
 from . import checkpoints, rules
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
-from .memory import (Memory, all_params, arguments, is_numpy, is_user_function,
-                     shared_sources, user_function)
+from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
+                     is_user_function, shared_sources, user_function)
 from .outline import Loop
 from .parse import GENERATED_PREFIX, MISSING, parameter_names, parse
 from .ssa import CONSUMERS, is_append, normalize
@@ -66,6 +66,12 @@ class Node:
         self.rule = rule
         self.active = []            # indices of operands that receive an adjoint
         self.reduce = set()         # ... whose adjoint may need summing to their shape
+
+
+#: what to write instead of a NumPy construct that has no rule
+_INSTEAD = [(np.r_, "np.concatenate([np.atleast_1d(x), np.atleast_1d(y)])"),
+            (np.c_, "np.stack([x, y], axis=-1) (of vectors) or np.concatenate([x, y], "
+                    "axis=-1)")]
 
 
 class Site:
@@ -302,6 +308,11 @@ class Analysis:
                 return None  # x.shape, or a module attribute like math.pi
             return Site(key, [node.value], [])
         if isinstance(node, S.Subscript):
+            indexed = self.parsed.resolve_expression(node.value)
+            if indexed is np.r_ or indexed is np.c_:
+                # np.r_[x, y] concatenates its items: a call with no rule, not indexing
+                items = node.slice.elts if isinstance(node.slice, S.Tuple) else [node.slice]
+                return Site(indexed, list(items), [], label=S.expr_source(node.value))
             return Site(rules.GETITEM, [node.value, node.slice], [])
         return None
 
@@ -949,7 +960,8 @@ class Analysis:
                                " or ".join("({})".format(", ".join(r.params))
                                            for r in known.values())))
             elif isinstance(site.key, types.MethodType) and \
-                    not isinstance(site.key.__self__, type):  # not a classmethod
+                    not isinstance(site.key.__self__, type) and \
+                    not in_a_library(site.key.__func__):  # a user object's, not a classmethod
                 func = getattr(node, "func", None)
                 owner = self.parsed.words(func.value) if isinstance(func, S.Attribute) else "obj"
                 message = ("cannot differentiate {!r}, a method of an object, called on a "
@@ -962,6 +974,11 @@ class Analysis:
                            "function: make the derivative once outside it "
                            "(dg = derivo.grad(g)) and call dg here, which derivo "
                            "differentiates through its code".format(site.label))
+            elif any(site.key is construct for construct, _ in _INSTEAD):
+                message = ("cannot differentiate {!r}: derivo has no derivative rule for it; "
+                           "write {} instead".format(site.label, next(
+                               instead for construct, instead in _INSTEAD
+                               if site.key is construct)))
             else:
                 message = ("cannot differentiate {!r}: derivo has no derivative rule for it and "
                            "a differentiated value flows into it (register one with "

@@ -202,7 +202,7 @@ def module_text(source, namespace, header, data=None):
 
 
 #: The modules of derivo whose functions generated code calls at run time.
-HELPER_MODULES = ("derivo.runtime", "derivo.checkpoints")
+HELPER_MODULES = ("derivo.runtime", "derivo.adjoints", "derivo.checkpoints")
 VERSION = importlib.import_module("derivo").__version__
 
 _ERRORS_FALLBACK = """try:
@@ -224,7 +224,7 @@ def helper_sources(helpers, namespace):
     for name, module in helpers.items():
         wanted[module].add(name)
     chunks = []
-    for module in reversed(HELPER_MODULES):  # checkpoints imports from runtime
+    for module in reversed(HELPER_MODULES):  # a later one imports from an earlier one
         tree, text = _helper_module_tree(module)
         values = vars(importlib.import_module(module))
         for stmt in script.needed_statements(tree, wanted[module]):

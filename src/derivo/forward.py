@@ -545,7 +545,7 @@ class ExpressionTangent:
         rule = entry.rule
         terms, broadcast = [], bool(entry.reduce)
         for index in entry.active:
-            _, operand, template = entry.operands[index]
+            param, operand, template = entry.operands[index]
             tangent = self.tangent(operand)
             if tangent is None:
                 continue
@@ -558,7 +558,9 @@ class ExpressionTangent:
                 broadcast = broadcast and (index in entry.reduce and not _names(partial)) \
                     and not same_operands(entry.operands)
             else:
-                jvp = rule.jvps[index] if index < len(rule.jvps) else None
+                # a keyword argument's tangent rule is its parameter's, not its place's
+                position = rule.params.index(param) if param in rule.params else index
+                jvp = rule.jvps[position] if position < len(rule.jvps) else None
                 if jvp is None:
                     raise self.sweep.parsed.error(
                         NoDerivativeRule, node, "cannot differentiate {!r} in forward mode: its "

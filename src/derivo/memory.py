@@ -342,7 +342,7 @@ def is_numpy(obj):
 def is_user_function(callee):
     """Whether ``callee`` is a Python function of the user's, which derivo reads."""
     return isinstance(callee, types.FunctionType) and not rules.is_primitive(callee) and \
-        not S.is_derivo(callee) and not in_the_standard_library(callee)
+        not S.is_derivo(callee) and not in_a_library(callee)
 
 
 def user_function(callee):
@@ -379,3 +379,17 @@ def in_the_standard_library(function):
     for a construct the user never wrote."""
     filename = function.__code__.co_filename
     return filename.startswith(_STANDARD_LIBRARY) and "-packages" not in filename
+
+
+def in_a_library(function):
+    """Whether ``function`` is a library's, not the user's: Python's own (see
+    :func:`in_the_standard_library`) or an installed package's (under a
+    site-packages or dist-packages folder, or NumPy's or SciPy's wherever they
+    are), or code not written in Python.  derivo never reads a library's
+    source: a call into one needs a rule, and is refused by name without one."""
+    if not hasattr(function, "__code__"):
+        return True
+    filename = function.__code__.co_filename
+    module = (getattr(function, "__module__", None) or "").partition(".")[0]
+    return in_the_standard_library(function) or module in ("numpy", "scipy") or any(
+        part in ("site-packages", "dist-packages") for part in filename.split(os.sep))

@@ -95,7 +95,12 @@ class Parsed:
     def resolve_callee(self, call):
         """The object a call's function expression (``f``, ``math.sin``) names,
         or MISSING when it is a local value or cannot be looked up."""
-        func, path = call.func, []
+        return self.resolve_expression(call.func)
+
+    def resolve_expression(self, func):
+        """The object a name or a chain of attributes of a free name (``np.r_``)
+        refers to, or MISSING when it is a local value or cannot be looked up."""
+        path = []
         while isinstance(func, S.Attribute):
             path.append(func.attr)
             func = func.value

@@ -338,6 +338,8 @@ class Sweep:
         steps = []
 
         def build(node):
+            if isinstance(node, S.gast.keyword):  # f(x, cov=...): its value may be stored
+                return S.gast.keyword(arg=node.arg, value=build(node.value))
             if not isinstance(node, S.gast.expr):
                 return S.deepcopy(node)
             new = S.deepcopy(node) if isinstance(node, (S.Name, S.Constant)) else \

@@ -54,7 +54,7 @@ from . import rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
 from .fence import check_supported
-from .memory import call_result, in_the_standard_library, may_share_memory, shared_sources
+from .memory import call_result, in_a_library, may_share_memory, shared_sources
 from .names import Namer, names_in
 
 JUMPS = (S.Break, S.Continue, S.gast.Raise, S.Return)
@@ -1180,7 +1180,7 @@ def _is_user_function(obj):
             and not isinstance(obj, types.MethodType)
             and not getattr(obj, "derivo_opaque", False)  # derivo.hessian(g): not g
             and getattr(obj, "__name__", "") != "<lambda>"
-            and not S.is_derivo(obj) and not in_the_standard_library(obj))
+            and not S.is_derivo(obj) and not in_a_library(obj))
 
 
 def _loop_level(body):

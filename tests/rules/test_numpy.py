@@ -111,7 +111,11 @@ UNARY = [(np.exp, normal), (np.expm1, normal), (np.log, positive), (np.log1p, po
          (np.sqrt, positive), (np.square, normal), (np.abs, nonzero), (np.sin, normal),
          (np.cos, normal), (np.tan, unit), (np.tanh, normal), (np.sinh, normal),
          (np.cosh, normal), (np.arctan, normal), (np.arcsin, unit), (np.arccos, unit),
-         (np.negative, normal)]
+         (np.negative, normal), (np.fabs, nonzero), (np.reciprocal, nonzero),
+         (np.cbrt, nonzero), (np.exp2, normal), (np.log2, positive), (np.log10, positive),
+         (np.arcsinh, normal), (np.arccosh, lambda *s: (lambda rng: positive(*s)(rng) + 1.0)),
+         (np.arctanh, unit), (np.deg2rad, normal), (np.radians, normal), (np.rad2deg, normal),
+         (np.degrees, normal), (np.sinc, nonzero), (np.nan_to_num, normal)]
 for _f, _domain in UNARY:
     _name = "abs" if _f is np.abs else _f.__name__
     for _shape in ((3, 4), (5,), ()):
@@ -121,7 +125,10 @@ for _f, _domain in UNARY:
 BROADCAST_PAIRS = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3), (3,)), ((), (3, 4)),
                    ((3, 4), ()), ((4,), (3, 1))]
 for _f, _first, _second in ((np.power, positive, normal), (np.maximum, normal, normal),
-                            (np.minimum, normal, normal), (np.logaddexp, normal, normal)):
+                            (np.minimum, normal, normal), (np.logaddexp, normal, normal),
+                            (np.fmax, normal, normal), (np.fmin, normal, normal),
+                            (np.logaddexp2, normal, normal), (np.arctan2, normal, nonzero),
+                            (np.hypot, nonzero, nonzero), (np.copysign, nonzero, nonzero)):
     for _a, _b in BROADCAST_PAIRS:
         probe(_f, "np.{}(x0, x1)".format(_f.__name__), _first(*_a), _second(*_b))
 probe(np.power, "np.power(x0, 3)", normal(3, 4))
@@ -129,12 +136,19 @@ probe(np.power, "np.power(x0, 0.5)", positive(3, 4))
 probe(np.power, "np.power(2.0, x0)", normal(3, 4))
 probe(np.maximum, "np.maximum(x0, 0.0)", nonzero(3, 4))
 probe(np.minimum, "np.minimum(x0, 0.0)", nonzero(3, 4))
+probe(np.sinc, "np.sinc(x0 * 0.0)", normal(3))  # the partial at 0
+probe(np.nan_to_num, "np.nan_to_num(np.log(x0))", nonzero(3, 4))  # nan where x0 < 0
 
 probe(np.clip, "np.clip(x0, -0.5, 0.7)", avoiding(3, 4))
 probe(np.clip, "np.clip(x0, a_min=-0.5, a_max=0.7)", avoiding(5))
 probe(np.clip, "np.clip(x0, LO, 0.7)", avoiding(3, 4))
 probe(np.clip, "np.clip(x0, LO, 0.7)", avoiding(3, 1))
 probe(np.clip, "np.clip(x0, -0.5, 0.7)", avoiding())
+# bounds that are differentiated: the result moves with a bound where it is attained
+probe(np.clip, "np.clip(x0, x1, 0.7)", avoiding(3, 4), normal(3, 4))
+probe(np.clip, "np.clip(x0, -0.5, x1)", avoiding(3, 4), normal(4))
+probe(np.clip, "np.clip(x0, x1, x2)", normal(3, 4), normal(), positive(3, 1))
+probe(np.clip, "np.clip(x0, None, x1)", normal(5), normal())
 
 probe(np.where, "np.where(x0 > 0.0, x0, x1)", nonzero(3, 4), normal(3, 4))
 probe(np.where, "np.where(COND, x0, x1)", normal(3, 1), normal(4))
@@ -295,6 +309,70 @@ probe(np.vstack, "np.vstack([x0, x1])", normal(3), normal(3))
 probe(np.vstack, "np.vstack((x0, x1))", normal(2, 3), normal(1, 3))
 probe(np.vstack, "np.vstack([x0, x1])", normal(3), normal(2, 3))
 
+# Statistics and running sums.
+for _name in ("var", "std"):
+    for _keywords in ("", ", axis=0", ", axis=1", ", axis=-1, keepdims=True", ", ddof=1",
+                      ", axis=(0, 1), ddof=1, keepdims=True", ", 1"):
+        probe(getattr(np, _name), "np.{}(x0{})".format(_name, _keywords), normal(3, 4))
+        probe(Method(_name), "x0.{}({})".format(_name, _keywords[2:]), normal(3, 4))
+    probe(getattr(np, _name), "np.{}(x0, axis=(0, 2))".format(_name), normal(2, 3, 4))
+    probe(getattr(np, _name), "np.{}(x0)".format(_name), normal(5))
+for _name, _domain in (("cumsum", normal), ("cumprod", nonzero)):
+    for _keywords in ("", ", axis=0", ", axis=1", ", axis=-1", ", 0"):
+        probe(getattr(np, _name), "np.{}(x0{})".format(_name, _keywords), _domain(3, 4))
+        probe(Method(_name), "x0.{}({})".format(_name, _keywords[2:]), _domain(3, 4))
+    probe(getattr(np, _name), "np.{}(x0)".format(_name), _domain(5))
+probe(np.diff, "np.diff(x0)", normal(5))
+probe(np.diff, "np.diff(x0)", normal(3, 4))
+probe(np.diff, "np.diff(x0, axis=0)", normal(3, 4))
+probe(np.diff, "np.diff(x0, 2)", normal(6))
+probe(np.diff, "np.diff(x0, n=3, axis=1)", normal(2, 5))
+probe(np.diff, "np.diff(x0, 2, 0)", normal(4, 3))
+
+# Rearrangements.
+probe(np.roll, "np.roll(x0, 2)", normal(5))
+probe(np.roll, "np.roll(x0, -1)", normal(3, 4))
+probe(np.roll, "np.roll(x0, 1, axis=1)", normal(3, 4))
+probe(np.roll, "np.roll(x0, (1, -2), axis=(0, 1))", normal(3, 4))
+probe(np.flip, "np.flip(x0)", normal(3, 4))
+probe(np.flip, "np.flip(x0, 1)", normal(3, 4))
+probe(np.flip, "np.flip(x0, axis=(0, 2))", normal(2, 3, 4))
+probe(np.swapaxes, "np.swapaxes(x0, 0, 1)", normal(3, 4))
+probe(np.swapaxes, "np.swapaxes(x0, -1, 0)", normal(2, 3, 4))
+probe(np.moveaxis, "np.moveaxis(x0, 0, -1)", normal(2, 3, 4))
+probe(np.moveaxis, "np.moveaxis(x0, (0, 1), (2, 0))", normal(2, 3, 4))
+probe(np.fliplr, "np.fliplr(x0)", normal(3, 4))
+probe(np.flipud, "np.flipud(x0)", normal(3, 4))
+probe(np.flipud, "np.flipud(x0)", normal(5))
+for _f in (np.triu, np.tril):
+    probe(_f, "np.{}(x0)".format(_f.__name__), normal(3, 4))
+    probe(_f, "np.{}(x0, 1)".format(_f.__name__), normal(4, 4))
+    probe(_f, "np.{}(x0, k=-1)".format(_f.__name__), normal(2, 3, 3))
+probe(np.diag, "np.diag(x0)", normal(4))
+probe(np.diag, "np.diag(x0, 1)", normal(3))
+probe(np.diag, "np.diag(x0, k=-2)", normal(3))
+probe(np.diag, "np.diag(x0)", normal(3, 3))
+probe(np.diag, "np.diag(x0)", normal(3, 5))
+probe(np.diag, "np.diag(x0, 1)", normal(4, 3))
+probe(np.diag, "np.diag(x0, -1)", normal(3, 4))
+probe(np.repeat, "np.repeat(x0, 3)", normal(4))
+probe(np.repeat, "np.repeat(x0, 2)", normal(2, 3))
+probe(np.repeat, "np.repeat(x0, 2, axis=1)", normal(2, 3))
+probe(np.repeat, "np.repeat(x0, [1, 0, 2], axis=0)", normal(3, 2))
+probe(np.repeat, "np.repeat(x0, 3)", normal())
+probe(np.tile, "np.tile(x0, 3)", normal(4))
+probe(np.tile, "np.tile(x0, (2, 1))", normal(4))
+probe(np.tile, "np.tile(x0, (2, 3))", normal(2, 3))
+probe(np.tile, "np.tile(x0, 2)", normal(2, 3))
+probe(np.tile, "np.tile(x0, (2, 1, 2))", normal(2, 3))
+
+# Determinants and factorisations (cholesky of a symmetric positive definite matrix).
+probe(np.linalg.det, "np.linalg.det(x0)", invertible(3, 3))
+probe(np.linalg.det, "np.linalg.det(x0)", invertible(2, 3, 3))
+probe(np.linalg.cholesky, "np.linalg.cholesky(x0 @ x0.T + np.eye(3))", normal(3, 3))
+probe(np.linalg.cholesky, "np.linalg.cholesky(x0 @ np.swapaxes(x0, -1, -2) + np.eye(3))",
+      normal(2, 3, 3))
+
 # Indexing reads.
 for _expr, _shape in (("x0[1]", (3, 4)), ("x0[-1]", (3, 4)), ("x0[1:3]", (5,)),
                       ("x0[::-2]", (5,)), ("x0[1:, 2]", (3, 4)), ("x0[:, -1]", (3, 4)),
@@ -436,3 +514,24 @@ def test_probe_points_are_deterministic():
     p = PROBES[(np.exp, 1)][0]
     np.testing.assert_array_equal(p.arguments()[0], p.arguments()[0])
     assert math.isfinite(float(np.sum(p.arguments()[0])))
+
+
+def check_forward(p, tmp_path):
+    """derivo.jvp along a random direction matches the central finite-difference
+    directional derivative of the probe."""
+    arguments = p.arguments()
+    module = load(tmp_path, PRELUDE, p, arguments, "numpy")
+    rng = np.random.default_rng(zlib.crc32(p.expr.encode()) + 1)
+    v = [random_like(rng, x) for x in arguments]
+    _, tangent = derivo.jvp(module.probe, tuple(arguments), tuple(v))
+    up = [x + H * d for x, d in zip(arguments, v)]
+    down = [x - H * d for x, d in zip(arguments, v)]
+    expected = (np.asarray(module.probe(*up)) - np.asarray(module.probe(*down))) / (2 * H)
+    assert np.shape(tangent) == np.shape(expected)
+    np.testing.assert_allclose(tangent, expected, rtol=RTOL, atol=1e-8)
+
+
+@pytest.mark.parametrize("key,p", list(rule_cases(TABLE, PROBES)))
+def test_rule_forward_matches_finite_differences(key, p, tmp_path):
+    assert p is not None, "no probe in tests/rules/test_numpy.py for " + rule_of(key).label
+    check_forward(p, tmp_path)

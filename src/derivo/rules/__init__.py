@@ -34,6 +34,7 @@ import functools
 import inspect
 import linecache
 import operator
+import sys
 
 from .. import syntax as S
 from ..errors import DerivoError
@@ -379,9 +380,40 @@ def returns(primitive, nargs, keywords=()):
         return None
 
 
+def load_tables():
+    """Register the rules of each library table whose library the program has
+    imported (see :mod:`derivo.rules.scipy`): derivo does not import SciPy."""
+    if _UNLOADED_TABLES and "scipy" in sys.modules:
+        from . import scipy as table
+        for module in [m for m in _UNLOADED_TABLES if m in sys.modules]:
+            _UNLOADED_TABLES.discard(module)
+            table.TABLES[module]()
+
+
+#: the submodules of :mod:`derivo.rules.scipy` not registered yet
+_UNLOADED_TABLES = {"scipy.special", "scipy.linalg", "scipy.stats"}
+
+
+def table():
+    """The registered primitives by group, ``{group: sorted labels}``: one group
+    per rule table (``numpy``, ``builtins``, ``scipy``...), and the functions
+    declared not differentiable or without a rule.  A primitive with rules for
+    several arities counts once."""
+    load_tables()
+    groups = {}
+    for by_arity in RULES.values():
+        rule = next(iter(by_arity.values()))
+        group = (rule.table or "user").rpartition(".")[2]
+        groups.setdefault(group, set()).add(rule.label)
+    groups["not differentiable"] = {label_of(p) for p in NONDIFFERENTIABLE}
+    groups["evaluated, no rule"] = {label_of(p) for p in WITHOUT_RULE}
+    return {group: sorted(labels) for group, labels in sorted(groups.items())}
+
+
 def lookup(primitive, nargs, keywords=()):
     """The rule for ``primitive`` called with ``nargs`` positional arguments and
     these keyword names, or None."""
+    load_tables()
     try:
         candidates = RULES.get(primitive, {})
     except TypeError:  # unhashable callables have no rules
@@ -393,6 +425,7 @@ def lookup(primitive, nargs, keywords=()):
 
 
 def is_primitive(obj):
+    load_tables()
     try:
         return obj in RULES or obj in NONDIFFERENTIABLE or obj in WITHOUT_RULE
     except TypeError:
@@ -400,6 +433,7 @@ def is_primitive(obj):
 
 
 def is_nondifferentiable(obj):
+    load_tables()
     try:
         return obj in NONDIFFERENTIABLE
     except TypeError:

@@ -14,6 +14,8 @@ from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum
                        getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, log_times,
                        matmul_vjp_left, matmul_vjp_right, norm_vjp, prod_vjp, split_like,
                        swap_last, transpose_vjp, unbroadcast, unstack, vstack_vjp)
+from ..adjoints import (cholesky_vjp, diag_vjp, diff_vjp, repeat_vjp, reverse_cumsum,
+                        tile_vjp)
 from . import GETITEM, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
 
 # --- elementwise --------------------------------------------------------------
@@ -24,7 +26,9 @@ defpartials(np.log, lambda ans, x: 1 / x)
 defpartials(np.log1p, lambda ans, x: 1 / (1 + x))
 defpartials(np.sqrt, lambda ans, x: 0.5 / ans)
 defpartials(np.square, lambda ans, x: 2 * x)
-defpartials(np.abs, lambda ans, x: np.sign(x))
+# |z| of a complex z, as JAX: the adjoint of a real result is real, and a complex
+# argument's adjoint is conj(dL/dz) (its real part the derivative in the real part)
+defvjp(np.abs, lambda g, ans, x: g * np.sign(x) if np.isrealobj(x) else np.real(g) * np.conj(x) / np.where(ans == 0, 1, ans), returns=NEW)
 defpartials(np.sin, lambda ans, x: np.cos(x))
 defpartials(np.cos, lambda ans, x: -np.sin(x))
 defpartials(np.tan, lambda ans, x: 1 + ans * ans)
@@ -35,11 +39,38 @@ defpartials(np.arctan, lambda ans, x: 1 / (1 + x * x))
 defpartials(np.arcsin, lambda ans, x: 1 / np.sqrt(1 - x * x))
 defpartials(np.arccos, lambda ans, x: -1 / np.sqrt(1 - x * x))
 defpartials(np.negative, lambda ans, x: -1)
+defpartials(np.fabs, lambda ans, x: np.sign(x))  # real numbers only, as np.fabs takes
+defpartials(np.reciprocal, lambda ans, x: -(ans * ans))
+defpartials(np.cbrt, lambda ans, x: 1 / (3 * ans * ans))
+defpartials(np.exp2, lambda ans, x: ans * np.log(2))
+defpartials(np.log2, lambda ans, x: 1 / (x * np.log(2)))
+defpartials(np.log10, lambda ans, x: 1 / (x * np.log(10)))
+defpartials(np.arcsinh, lambda ans, x: 1 / np.sqrt(x * x + 1))
+defpartials(np.arccosh, lambda ans, x: 1 / np.sqrt(x * x - 1))
+defpartials(np.arctanh, lambda ans, x: 1 / (1 - x * x))
+for _to_radians in (np.deg2rad, np.radians):
+    defpartials(_to_radians, lambda ans, x: np.pi / 180)
+for _to_degrees in (np.rad2deg, np.degrees):
+    defpartials(_to_degrees, lambda ans, x: 180 / np.pi)
+# sinc(x) = sin(pi x) / (pi x): (cos(pi x) - sinc(x)) / x, 0 at x = 0
+defpartials(np.sinc, lambda ans, x: np.where(x == 0, 0.0, (np.cos(np.pi * x) - ans) / np.where(x == 0, 1.0, x)))
+# nan and infinities are replaced by constants
+defpartials(np.nan_to_num, lambda ans, x: np.isfinite(x))
+defpartials(np.fmax, lambda ans, x, y: x >= y, lambda ans, x, y: x < y)
+defpartials(np.fmin, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
+defpartials(np.logaddexp2, lambda ans, x, y: np.exp2(x - ans), lambda ans, x, y: np.exp2(y - ans))
+defpartials(np.arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
+defpartials(np.hypot, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
+defpartials(np.copysign, lambda ans, x, y: np.sign(x) * np.copysign(1.0, y), None)
 defpartials(np.power, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_times(ans, x))
 defpartials(np.maximum, lambda ans, x, y: x >= y, lambda ans, x, y: x < y)
 defpartials(np.minimum, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
 defpartials(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: np.exp(y - ans))
-defpartials(np.clip, lambda ans, a, a_min, a_max: ans == a, None, None)  # a bound may be None
+# Where a bound is attained the result moves with the bound; ties go to a, then to
+# a_min.  A bound given as None is a constant.
+defpartials(np.clip, lambda ans, a, a_min, a_max: ans == a,
+            lambda ans, a, a_min, a_max: (ans != a) & (ans == a_min),
+            lambda ans, a, a_min, a_max: (ans != a) & (ans != a_min))
 defvjp(np.full, None, lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
 defvjp(np.full_like, None, lambda g, ans, a, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
 defvjp(Method("astype"), lambda g, ans, a, dtype, *options: np.reshape(g, np.shape(a)) if np.asarray(ans).dtype.kind == "f" else np.zeros(np.shape(a)), returns=NEW)
@@ -71,6 +102,10 @@ defvjp(np.einsum, None, lambda g, ans, subscripts, a: einsum_vjp(g, subscripts, 
 defvjp(np.einsum, None, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 0),
        lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 1))
 
+defvjp(np.linalg.det, lambda g, ans, a: np.expand_dims(g * ans, (-2, -1)) * swap_last(np.linalg.inv(a)), returns=NEW)
+# ans is the factor L: the adjoint reuses it (two triangular solves, no inverse)
+defvjp(np.linalg.cholesky, lambda g, ans, a: cholesky_vjp(g, ans), returns=NEW)
+
 # --- reductions ------------------------------------------------------------------
 
 for _sum in (np.sum, Method("sum")):
@@ -82,6 +117,18 @@ for _prod in (np.prod, Method("prod")):
     defvjp(_prod, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: prod_vjp(g, ans, a, axis, keepdims), returns=NEW)
 for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")):
     defvjp(_extremum, lambda g, ans, a, axis=None, out=None, keepdims=False: extremum_vjp(g, ans, a, axis, keepdims), returns=NEW)
+
+# the variance's partials are 2 (a - mean) / (N - ddof), N the count reduced over;
+# the standard deviation's (a - mean) / ((N - ddof) std)
+for _var in (np.var, Method("var")):
+    defvjp(_var, lambda g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: expand(g, a, axis, keepdims) * (2 * (a - np.mean(a, axis=axis, keepdims=True)) / (np.size(a) / np.size(ans) - ddof)), returns=NEW)
+for _std in (np.std, Method("std")):
+    defvjp(_std, lambda g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: expand(g / ans, a, axis, keepdims) * ((a - np.mean(a, axis=axis, keepdims=True)) / (np.size(a) / np.size(ans) - ddof)), returns=NEW)
+for _cumsum in (np.cumsum, Method("cumsum")):
+    defvjp(_cumsum, lambda g, ans, a, axis=None, dtype=None, out=None: reverse_cumsum(g, a, axis), returns=NEW)
+# through ans / a: a zero element of a gives nan (as autograd's rule does)
+for _cumprod in (np.cumprod, Method("cumprod")):
+    defvjp(_cumprod, lambda g, ans, a, axis=None, dtype=None, out=None: reverse_cumsum(g * ans, a, axis) / a, returns=NEW)
 
 # --- shapes --------------------------------------------------------------------------
 
@@ -105,6 +152,20 @@ defvjp(np.stack, lambda g, ans, arrays, axis=0: unstack(g, arrays, axis), return
 defvjp(np.hstack, lambda g, ans, arrays: hstack_vjp(g, arrays), returns=NEW)
 defvjp(np.vstack, lambda g, ans, arrays: vstack_vjp(g, arrays), returns=NEW)
 
+# Rearrangements and selections: the adjoint is the output's adjoint moved back.
+defvjp(np.roll, lambda g, ans, a, shift, axis=None: np.roll(g, np.negative(shift), axis), returns=NEW)
+defvjp(np.flip, lambda g, ans, a, axis=None: np.flip(g, axis), returns=0)
+defvjp(np.fliplr, lambda g, ans, a: np.fliplr(g), returns=0)
+defvjp(np.flipud, lambda g, ans, a: np.flipud(g), returns=0)
+defvjp(np.triu, lambda g, ans, m, k=0: np.triu(g, k), returns=NEW)
+defvjp(np.tril, lambda g, ans, m, k=0: np.tril(g, k), returns=NEW)
+defvjp(np.diag, lambda g, ans, v, k=0: diag_vjp(g, v, k), returns=NEW)
+defvjp(np.swapaxes, lambda g, ans, a, axis1, axis2: np.swapaxes(g, axis1, axis2), returns=0)
+defvjp(np.moveaxis, lambda g, ans, a, source, destination: np.moveaxis(g, destination, source), returns=0)
+defvjp(np.diff, lambda g, ans, a, n=1, axis=-1: diff_vjp(g, n, axis), returns=NEW)
+defvjp(np.repeat, lambda g, ans, a, repeats, axis=None: repeat_vjp(g, a, repeats, axis), None, returns=NEW)
+defvjp(np.tile, lambda g, ans, A, reps: tile_vjp(g, A, reps), None, returns=NEW)
+
 # --- indexing ----------------------------------------------------------------------
 
 defvjp(GETITEM, lambda g, ans, x, index: getitem_vjp(g, x, index), label="[]", returns=0)
@@ -114,7 +175,7 @@ nondifferentiable(
     np.eye, np.identity, np.sign,
     np.argmax, np.argmin, np.argsort, np.floor, np.ceil, np.round, np.rint, np.isnan,
     np.isinf, np.isfinite, np.allclose, np.isclose, np.array_equal, np.any, np.all,
-    np.greater, np.less, np.equal, np.count_nonzero,
+    np.greater, np.less, np.equal, np.count_nonzero, np.isrealobj, np.heaviside,
     Method("shape"), Method("ndim"), Method("size"), Method("dtype"), Method("argmax"),
     Method("argmin"), Method("any"), Method("all"), returns=NEW)
 without_rule(np.arange, np.linspace, returns=NEW)

@@ -11,6 +11,7 @@ JVP is the primitive applied to the tangent.
 import numpy as np
 
 from .. import syntax as S
+from ..adjoints import cholesky_jvp
 from ..runtime import expand, norm_vjp, prod_vjp, sort_like
 from . import GETITEM, Method, defjvp
 
@@ -25,6 +26,7 @@ defjvp(sum, lambda t, ans, iterable, start=0: sum(t), lambda t, ans, iterable, s
 
 # --- NumPy ------------------------------------------------------------------------
 
+defjvp(np.abs, lambda t, ans, x: t * np.sign(x) if np.isrealobj(x) else np.real(np.conj(x) * t) / np.where(ans == 0, 1, ans))
 defjvp(np.where, None, lambda t, ans, condition, x, y: np.where(condition, t, 0.0),
        lambda t, ans, condition, x, y: np.where(condition, 0.0, t))
 
@@ -46,6 +48,9 @@ defjvp(np.einsum, None, lambda t, ans, subscripts, a: np.einsum(subscripts, t))
 defjvp(np.einsum, None, lambda t, ans, subscripts, a, b: np.einsum(subscripts, t, b),
        lambda t, ans, subscripts, a, b: np.einsum(subscripts, a, t))
 
+defjvp(np.linalg.det, lambda t, ans, a: ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1))
+defjvp(np.linalg.cholesky, lambda t, ans, a: cholesky_jvp(t, ans))
+
 # --- reductions ------------------------------------------------------------------
 
 for _sum in (np.sum, Method("sum")):
@@ -56,6 +61,15 @@ for _prod in (np.prod, Method("prod")):
     defjvp(_prod, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.sum(t * prod_vjp(np.ones(np.shape(ans)), ans, a, axis, keepdims), axis=axis, keepdims=keepdims))
 for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")):
     defjvp(_extremum, lambda t, ans, a, axis=None, out=None, keepdims=False: np.sum(t * (a == expand(ans, a, axis, keepdims)), axis=axis, keepdims=keepdims) / np.sum(a == expand(ans, a, axis, keepdims), axis=axis, keepdims=keepdims))
+
+for _var in (np.var, Method("var")):
+    defjvp(_var, lambda t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: np.sum(t * (a - np.mean(a, axis=axis, keepdims=True)), axis=axis, keepdims=keepdims) * (2 / (np.size(a) / np.size(ans) - ddof)))
+for _std in (np.std, Method("std")):
+    defjvp(_std, lambda t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: np.sum(t * (a - np.mean(a, axis=axis, keepdims=True)), axis=axis, keepdims=keepdims) / ((np.size(a) / np.size(ans) - ddof) * ans))
+for _cumsum in (np.cumsum, Method("cumsum")):
+    defjvp(_cumsum, lambda t, ans, a, axis=None, dtype=None, out=None: np.cumsum(t, axis=axis))
+for _cumprod in (np.cumprod, Method("cumprod")):
+    defjvp(_cumprod, lambda t, ans, a, axis=None, dtype=None, out=None: ans * np.cumsum(t / a, axis=axis))
 
 # --- shapes --------------------------------------------------------------------------
 
@@ -77,6 +91,19 @@ defjvp(np.concatenate, lambda t, ans, arrays, axis=0: np.concatenate(t, axis))
 defjvp(np.stack, lambda t, ans, arrays, axis=0: np.stack(t, axis))
 defjvp(np.hstack, lambda t, ans, arrays: np.hstack(t))
 defjvp(np.vstack, lambda t, ans, arrays: np.vstack(t))
+
+defjvp(np.roll, lambda t, ans, a, shift, axis=None: np.roll(t, shift, axis))
+defjvp(np.flip, lambda t, ans, a, axis=None: np.flip(t, axis))
+defjvp(np.fliplr, lambda t, ans, a: np.fliplr(t))
+defjvp(np.flipud, lambda t, ans, a: np.flipud(t))
+defjvp(np.triu, lambda t, ans, m, k=0: np.triu(t, k))
+defjvp(np.tril, lambda t, ans, m, k=0: np.tril(t, k))
+defjvp(np.diag, lambda t, ans, v, k=0: np.diag(t, k))
+defjvp(np.swapaxes, lambda t, ans, a, axis1, axis2: np.swapaxes(t, axis1, axis2))
+defjvp(np.moveaxis, lambda t, ans, a, source, destination: np.moveaxis(t, source, destination))
+defjvp(np.diff, lambda t, ans, a, n=1, axis=-1: np.diff(t, n, axis))
+defjvp(np.repeat, lambda t, ans, a, repeats, axis=None: np.repeat(t, repeats, axis), None)
+defjvp(np.tile, lambda t, ans, A, reps: np.tile(t, reps), None)
 
 # --- indexing ----------------------------------------------------------------------
 

@@ -1,0 +1,218 @@
+"""Adjoints and tangents of NumPy and SciPy functions with no one-line spelling.
+
+The rule tables (:mod:`derivo.rules.numpy`, :mod:`derivo.rules.scipy`) call these
+from their templates; like :mod:`derivo.runtime`, generated code calls them.
+Factorisations the forward pass made are reused (the Cholesky factor ``ans``),
+and inverses are applied by solving, never formed.
+"""
+
+import numpy as np
+
+from .runtime import swap_last
+
+
+def reverse_cumsum(adjoint, like, axis):
+    """The adjoint of ``np.cumsum(like, axis)``: sums from the end (over the
+    flattened array when ``axis`` is None), in ``like``'s shape."""
+    if axis is None:
+        return np.reshape(np.flip(np.cumsum(np.flip(np.ravel(adjoint)))), np.shape(like))
+    return np.flip(np.cumsum(np.flip(adjoint, axis), axis), axis)
+
+
+def diff_vjp(adjoint, n, axis):
+    """The adjoint of ``np.diff(a, n, axis)``: the transpose of the n-th
+    difference, (-1)**n times the n-th difference of the adjoint with n zeros
+    added at either end of ``axis``."""
+    moved = np.moveaxis(adjoint, axis, -1)
+    padded = np.pad(moved, [(0, 0)] * (moved.ndim - 1) + [(n, n)])
+    return (-1) ** n * np.moveaxis(np.diff(padded, n), -1, axis)
+
+
+def diag_vjp(adjoint, v, k):
+    """The adjoint of ``np.diag(v, k)``: the k-th diagonal of the adjoint for a
+    vector ``v``; for a matrix, the adjoint placed on its k-th diagonal."""
+    if np.ndim(v) == 1:
+        return np.diagonal(adjoint, k).copy()
+    result = np.zeros(np.shape(v))
+    rows = np.arange(len(adjoint)) + max(-k, 0)
+    result[rows, rows + k] = adjoint
+    return result
+
+
+def repeat_vjp(adjoint, like, repeats, axis):
+    """The adjoint of ``np.repeat(like, repeats, axis)`` (an integer count or
+    one per item): the sum of each item's copies."""
+    if axis is None:
+        adjoint, axis, flat = np.ravel(adjoint), 0, np.ravel(like)
+    else:
+        flat = np.asarray(like)
+    axis = axis % max(flat.ndim, 1)
+    counts = np.broadcast_to(repeats, (flat.shape[axis],))
+    owner = np.repeat(np.arange(flat.shape[axis]), counts)
+    moved = np.moveaxis(np.asarray(adjoint), axis, 0)
+    total = np.zeros((flat.shape[axis],) + moved.shape[1:])
+    np.add.at(total, owner, moved)
+    return np.reshape(np.moveaxis(total, 0, axis), np.shape(like))
+
+
+def tile_vjp(adjoint, like, reps):
+    """The adjoint of ``np.tile(like, reps)``: the sum over the tiles."""
+    shape = np.shape(like)
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    ndim = max(len(shape), len(reps))
+    shape_full = (1,) * (ndim - len(shape)) + shape
+    reps_full = (1,) * (ndim - len(reps)) + reps
+    split = [size for pair in zip(reps_full, shape_full) for size in pair]
+    summed = np.sum(np.reshape(adjoint, split), axis=tuple(range(0, 2 * ndim, 2)))
+    return np.reshape(summed, shape)
+
+
+def _phi(matrix):
+    """The lower triangle of ``matrix`` with its diagonal halved."""
+    return np.tril(matrix) - 0.5 * np.eye(matrix.shape[-1]) * matrix
+
+
+def cholesky_vjp(adjoint, factor):
+    """The adjoint of ``L = np.linalg.cholesky(A)`` (A symmetric): the symmetric
+    part of L^-T phi(L^T G) L^-1 (Murray 2016), by two triangular solves."""
+    inner = _phi(swap_last(factor) @ adjoint)
+    upper = swap_last(factor)
+    left = np.linalg.solve(upper, inner)            # L^-T phi
+    both = swap_last(np.linalg.solve(upper, swap_last(left)))  # L^-T phi L^-1
+    return 0.5 * (both + swap_last(both))
+
+
+def cholesky_jvp(tangent, factor):
+    """The tangent of ``L = np.linalg.cholesky(A)``: L phi(L^-1 dA L^-T)."""
+    inner = np.linalg.solve(factor, swap_last(np.linalg.solve(factor, swap_last(tangent))))
+    return factor @ _phi(inner)
+
+
+def _weighted_shares(a, ans, axis, b, keepdims):
+    """exp(a - logsumexp) (times the weights ``b``): each element's share of
+    ``scipy.special.logsumexp``, never overflowing."""
+    from .runtime import expand
+    shares = np.exp(a - expand(ans, a, axis, keepdims))
+    return shares if b is None else shares * b
+
+
+def logsumexp_vjp(adjoint, ans, a, axis, b, keepdims, return_sign):
+    """The adjoint of ``scipy.special.logsumexp(a, axis, b, keepdims)`` in a."""
+    from .runtime import expand
+    _refuse_sign(return_sign)
+    return expand(adjoint, a, axis, keepdims) * _weighted_shares(a, ans, axis, b, keepdims)
+
+
+def logsumexp_vjp_b(adjoint, ans, a, axis, b, keepdims, return_sign):
+    """The adjoint of ``scipy.special.logsumexp(a, axis, b, keepdims)`` in b."""
+    from .runtime import expand, unbroadcast
+    _refuse_sign(return_sign)
+    return unbroadcast(expand(adjoint, a, axis, keepdims) * _weighted_shares(a, ans, axis, None, keepdims), b)
+
+
+def logsumexp_jvp_b(tangent, ans, a, axis, keepdims):
+    return np.sum(tangent * _weighted_shares(a, ans, axis, None, keepdims), axis=axis,
+                  keepdims=keepdims)
+
+
+def logsumexp_jvp(tangent, ans, a, axis, b, keepdims, return_sign):
+    _refuse_sign(return_sign)
+    return np.sum(tangent * _weighted_shares(a, ans, axis, b, keepdims), axis=axis,
+                  keepdims=keepdims)
+
+
+def _refuse_sign(return_sign):
+    if return_sign:
+        from .errors import DerivoError
+        raise DerivoError("cannot differentiate scipy.special.logsumexp(..., "
+                          "return_sign=True); differentiate it without return_sign")
+
+
+def _triangle(matrix, lower):
+    return np.tril(matrix) if lower else np.triu(matrix)
+
+
+def _transposed(trans):
+    """Whether ``trans`` of scipy.linalg.solve_triangular solves with A^T."""
+    if trans in (0, "N"):
+        return False
+    if trans in (1, "T"):
+        return True
+    from .errors import DerivoError
+    raise DerivoError("cannot differentiate scipy.linalg.solve_triangular with trans={!r}; "
+                      "derivo's rule takes trans 0 or 1".format(trans))
+
+
+def solve_triangular_vjp_a(adjoint, ans, a, b, trans, lower):
+    """The adjoint in A of x = op(A)^-1 b, A read in one triangle only."""
+    from scipy.linalg import solve_triangular
+    transposed = _transposed(trans)
+    solved = solve_triangular(a, adjoint, trans=0 if transposed else 1, lower=lower)
+    n = np.shape(a)[0]
+    outer = np.reshape(solved, (n, -1)) @ np.reshape(ans, (n, -1)).T   # d op(A)
+    return -_triangle(outer.T if transposed else outer, lower)
+
+
+def solve_triangular_vjp_b(adjoint, a, trans, lower):
+    from scipy.linalg import solve_triangular
+    return solve_triangular(a, adjoint, trans=0 if _transposed(trans) else 1, lower=lower)
+
+
+def solve_triangular_jvp_a(tangent, ans, a, trans, lower):
+    from scipy.linalg import solve_triangular
+    change = _triangle(tangent, lower)
+    change = change.T if _transposed(trans) else change
+    return -solve_triangular(a, change @ ans, trans=trans, lower=lower)
+
+
+def _mvn_parts(x, mean, cov):
+    """(residuals (n, d), C^-1 residuals (n, d), C as a matrix) of
+    scipy.stats.multivariate_normal.logpdf(x, mean, cov)."""
+    d = np.shape(mean)[-1] if np.ndim(mean) else np.shape(x)[-1]
+    residuals = np.reshape(np.asarray(x) - (0.0 if mean is None else mean), (-1, d))
+    if np.ndim(cov) not in (0, 2):
+        from .errors import DerivoError
+        raise DerivoError("cannot differentiate scipy.stats.multivariate_normal.logpdf with a "
+                          "covariance of {} dimension(s); give a matrix (np.diag(v))"
+                          .format(np.ndim(cov)))
+    matrix = cov * np.eye(d) if np.ndim(cov) == 0 else np.asarray(cov)
+    solved = np.linalg.solve(matrix, residuals.T).T
+    return residuals, solved, matrix
+
+
+def mvn_logpdf_vjp_x(adjoint, ans, x, mean, cov):
+    """The adjoint in x: -g C^-1 (x - mean), for each point."""
+    _, solved, _ = _mvn_parts(x, mean, cov)
+    return np.reshape(-np.reshape(adjoint, (-1, 1)) * solved, np.shape(x))
+
+
+def mvn_logpdf_vjp_mean(adjoint, ans, x, mean, cov):
+    _, solved, _ = _mvn_parts(x, mean, cov)
+    return np.reshape(np.sum(np.reshape(adjoint, (-1, 1)) * solved, axis=0), np.shape(mean))
+
+
+def mvn_logpdf_vjp_cov(adjoint, ans, x, mean, cov):
+    """The adjoint in cov: (C^-1 r r^T C^-1 - C^-1) / 2 weighed by g, summed
+    over the points (a number for a covariance given as a number times I)."""
+    _, solved, matrix = _mvn_parts(x, mean, cov)
+    weights = np.reshape(adjoint, (-1, 1))
+    inverse = np.linalg.solve(matrix, np.eye(len(matrix)))
+    total = 0.5 * ((solved * weights).T @ solved - np.sum(weights) * inverse)
+    return np.trace(total) if np.ndim(cov) == 0 else total
+
+
+def mvn_logpdf_jvp_residual(tangent, ans, x, mean, cov):
+    """The tangent of multivariate_normal.logpdf for a tangent of the residual
+    x - mean: -(C^-1 r) . dr for each point."""
+    _, solved, matrix = _mvn_parts(x, mean, cov)
+    moved = np.reshape(np.asarray(tangent) + np.zeros(matrix.shape[0]), (-1, matrix.shape[0]))
+    return np.reshape(-np.sum(solved * moved, axis=1), np.shape(ans))
+
+
+def mvn_logpdf_jvp_cov(tangent, ans, x, mean, cov):
+    """... for a tangent dC of cov: (r^T C^-1 dC C^-1 r - tr(C^-1 dC)) / 2."""
+    _, solved, matrix = _mvn_parts(x, mean, cov)
+    change = tangent * np.eye(matrix.shape[0]) if np.ndim(tangent) == 0 else tangent
+    result = 0.5 * np.sum((solved @ change) * solved, axis=1) - 0.5 * np.trace(
+        np.linalg.solve(matrix, change))
+    return np.reshape(result, np.shape(ans))
