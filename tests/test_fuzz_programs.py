@@ -47,6 +47,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -200,6 +201,7 @@ FEATURES = {
 
 HEADS = {
     "range": ["for i in range({n}):", "    k = i % 4", "    v = y[k]"],
+    "range_plain": ["for i in range({n}):"],   # no overwrites: loops="reversible" may run it
     "reversed": ["for v in reversed(y):", "    k = i % 4", "    i = i + 1"],
     "zip": ["for v, e in zip(y, a):", "    k = i % 4", "    i = i + 1"],
     "enumerate": ["for i, v in enumerate(u):", "    k = i % 4"],
@@ -240,7 +242,9 @@ def program(seed):
              "v = 0.0"] + prefix
     if head:
         loop = [line.format(n=trips if head != "nested" else min(trips, 4)) for line in HEADS[head]]
-        indent = " " * (len(loop[-1]) - len(loop[-1].lstrip()))
+        indent = " " * (len(loop[-1]) - len(loop[-1].lstrip())) if len(loop) > 1 else "    "
+        if head == "range_plain":
+            body = [re.sub(r"\bk\b", "(i % 4)", line) for line in body]
         lines += loop + [indent + line for line in body]
     lines += suffix + ["return s + np.sum(y * y) * 0.1 + np.sum(z) * 0.2 + t * 0.3"]
     parts = [PRELUDE] + [HELPERS[name] for name in dict.fromkeys(sorted(set(helpers)), None)]
