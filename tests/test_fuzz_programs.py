@@ -382,6 +382,17 @@ class Checker:
         _unchanged("vjp", values)
         self.gradient("vjp", gradient, value)
 
+    def vjp_of_numpy_scalars(self):
+        """vjp with c an np.float32: its cotangent is a number, as grad's is."""
+        values = fresh()
+        values[2] = np.float32(C)
+        _, vjp_fn = derivo.vjp(self.f, *values)
+        gradient = vjp_fn(1.0)
+        _structure("vjp:np.float32", gradient)
+        if not _close(gradient[2], self.fd[2], 1e-3, self.reliable[2]):
+            raise Problem("vjp:np.float32", "gradient vs finite differences", "d/dc: {!r}, "
+                          "differences give {!r}".format(gradient[2], self.fd[2]))
+
     def jvp(self, direction, mode):
         values = fresh()
         tangents = [d if d is not None else None for d in direction]
@@ -469,7 +480,7 @@ class Checker:
 
 #: every mode, in the order the checker runs them
 MODES = ("grad:stack", "grad:checkpoint", "grad:reversible", "value_and_grad", "vjp", "jvp",
-         "jvp:a only", "hessian", "hessian:a", "save")
+         "jvp:a only", "hessian", "hessian:a", "vjp:np.float32", "save")
 
 
 def check(seed, directory, hessian=None, save=None):
@@ -494,7 +505,8 @@ def check(seed, directory, hessian=None, save=None):
     runs += [("value_and_grad", checker.value_and_grad), ("vjp", checker.vjp),
              ("jvp", lambda: checker.jvp(direction, "jvp")),
              ("jvp:a only", lambda: checker.jvp([direction[0], None, None, None], "jvp:a only"))]
-    runs += [("hessian", checker.hessian_of_c), ("hessian:a", checker.hessian_of_a)] * hessian
+    runs += [("hessian", checker.hessian_of_c), ("hessian:a", checker.hessian_of_a),
+             ("vjp:np.float32", checker.vjp_of_numpy_scalars)] * hessian
     runs += [("save", checker.saved)] * save
     for mode, function in runs:
         checker.run(mode, function)
@@ -540,6 +552,8 @@ KNOWN_HEADS = {"for v in reversed(y):": "for over reversed(X) when the body save
 
 def known(problem, features, source):
     """The reason a problem is a known issue-20 class, or None."""
+    if problem.mode == "vjp:np.float32" and problem.kind == "structure":
+        return "vjp returns None for an np.float32 scalar"
     for feature in features:
         modes, reason = KNOWN.get(feature, (None, None))
         if reason and (modes is None or problem.mode in modes):
