@@ -64,7 +64,7 @@ U = np.array([0.4, -0.7, 1.1])
 C = 0.7
 P = 2.0
 ARGS = (A, U, C, P)
-#: Long loops (``t = t * c`` a thousand trips) and deep expressions only in long runs.
+#: Deep expressions (to 160 levels) only in long runs.
 LONG = "DERIVO_FUZZ_PROGRAMS" in os.environ or __name__ == "__main__"
 
 PRELUDE = '''\
@@ -228,11 +228,18 @@ def program(seed):
             lines += body
         return lines
 
-    pending = list(features)
     head = rng.choice([None] + sorted(HEADS))
-    trips = rng.choice([2, 3, 4] + ([1100] if LONG and "mult_scalar" in features else []))
+    trips = rng.choice([2, 3, 4])
+    long_loop = "mult_scalar" in features and rng.random() < 0.5
+    if long_loop:  # a long loop of updates loops="reversible" undoes
+        head, trips = "range_plain", 1100
+    # in a loop, t = t * c is the loop's: loops="reversible" undoes it trip by trip
+    looped = ["mult_scalar"] if head and "mult_scalar" in features else []
+    pending = [feature for feature in features if feature not in looped]
     prefix = statements(rng.randint(0, 2), pending)
-    body = statements(rng.randint(1, 4), pending) if head else []
+    body = statements(rng.randint(1, 4) * (not long_loop), pending) if head else []
+    body += ["s = s + np.tanh(y[k] * c)"] * (long_loop and rng.random() < 0.5)
+    body += [line for feature in looped for line in FEATURES[feature](rng)[0]]
     suffix = statements(rng.randint(0, 2), pending)
     while pending:  # every chosen feature appears somewhere
         body, needed = FEATURES[pending.pop()](rng)
