@@ -19,7 +19,8 @@ program is ::
 and every mode checks it (``MODES``): ``grad`` with ``loops="stack"``,
 ``"checkpoint"`` and ``"reversible"``, ``value_and_grad``, ``vjp``, ``jvp`` (along
 a random direction, and along ``a`` with ``None`` for the rest), and, sampled,
-``hessian`` and the saved module run in a fresh process.  Each mode either refuses
+``hessian`` (of ``c`` and of ``a``, against differences of the gradient), ``vjp`` with
+``c`` an ``np.float32``, and the saved module run in a fresh process.  Each mode either refuses
 with a DerivoError or
 
 - gives a gradient of the arguments' structure (an array of ``a``'s shape for
