@@ -54,8 +54,10 @@ def path_length_grad(points):
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
-import numpy as np
 import sys
+
+
+import numpy as np
 
 
 try:
@@ -111,7 +113,8 @@ def scalar_seed(result):
     """1.0, the seed of ``grad``, after checking the result is a scalar."""
     if _ndim(result) != 0:
         raise DerivoError("grad needs a function returning a scalar, got an array of shape "
-                          "{}; use derivo.vjp with a cotangent of that shape".format(
+                          "{}; return np.sum(...) of it for the gradient of its sum, or use "
+                          "derivo.vjp with a cotangent of that shape".format(
                               np.shape(result)))
     return 1.0
 

@@ -18,7 +18,7 @@ def nll_grad_jvp(dtemperature, temperature, logits, labels):
     t5 = log_probs * labels
     picked = np.sum(t5, axis=1)
     t6 = np.mean(picked)
-    bpicked = expand(-1.0, picked, None, False) * (np.size(t6) / np.size(picked))
+    bpicked = expand(-1.0, picked, None, False) * (np.size(t6) / max(np.size(picked), 1))
     blog_probs = unbroadcast(expand(bpicked, t5, 1, False) * labels, log_probs)
     bshifted = unbroadcast(blog_probs, shifted)
     bt3 = unbroadcast(-blog_probs, t4) / t3

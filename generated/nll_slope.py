@@ -15,7 +15,7 @@ def nll_grad(temperature, logits, labels):
     t6 = np.mean(picked)
     # reverse sweep
     # line 22: return -np.mean(picked)
-    bpicked = expand(-1.0, picked, None, False) * (np.size(t6) / np.size(picked))
+    bpicked = expand(-1.0, picked, None, False) * (np.size(t6) / max(np.size(picked), 1))
     # line 21: picked = np.sum(log_probs * labels, axis=1)
     blog_probs = unbroadcast(expand(bpicked, t5, 1, False) * labels, log_probs)
     # line 20: log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))

@@ -37,8 +37,10 @@ def segment_lengths_grad(points):
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
-import numpy as np
 import sys
+
+
+import numpy as np
 
 
 try:

@@ -37,8 +37,10 @@ def softmax_cross_entropy_value_and_grad(W, b, X, labels):
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
-import numpy as np
 import sys
+
+
+import numpy as np
 
 
 def unbroadcast(adjoint, like):

@@ -18,7 +18,7 @@ def trimmed_loss_grad(params, xs, ys):
     # reverse sweep
     # line 20: return sum(kept) / KEEP + 0.1 * max(max(kept) - 1.0, 0.0)
     bt2 = 1.0 / KEEP
-    bkept = [bt2] * len(kept)
+    bkept = sum_vjp(bt2, kept)
     t3 = max(kept)
     bt4 = 0.1 * (1.0 if t3 - 1.0 >= 0.0 else 0.0)
     bkept = add_adjoints(bkept, first_equal_vjp(bt4, t3, kept))
@@ -99,6 +99,17 @@ def unsort(adjoint, items):
     for position, value in zip(_sorting_order(items), adjoint):
         out[position] = value
     return out
+
+
+def sum_vjp(adjoint, items):
+    """Adjoint of builtin ``sum(items)``: every item's is the sum's, in a list for
+    a list (or a tuple), in an array of its shape for an array, whose items are
+    its rows."""
+    if type(items) is np.ndarray:
+        out = np.empty(items.shape)
+        out[...] = adjoint
+        return out
+    return [adjoint] * len(items)
 
 
 def pop_adjoint(adjoints):

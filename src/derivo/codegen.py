@@ -182,7 +182,7 @@ def module_text(source, namespace, header, data=None):
                                       name, type(obj).__name__))
             imports.append(line)
     others = {n: v for n, v in namespace.items() if n in used and n not in helpers}
-    copied = helper_sources(helpers, others)
+    copied = helper_sources(helpers, others, set(_merged_imports(imports)))
     if copied is None:  # a helper's own names clash with the module's: import them
         imports += ["from {} import {}".format(module, name) for name, module in helpers.items()]
     if data:
@@ -213,11 +213,12 @@ except ImportError:
 """
 
 
-def helper_sources(helpers, namespace):
+def helper_sources(helpers, namespace, present=()):
     """The source of the top-level statements of derivo's helper modules that the
     ``helpers`` (name -> module name) need: their definitions and what those
-    read, imports included, in the modules' order.  None when one of those
-    names means something else in ``namespace``, the module's other names."""
+    read, imports included (but those in ``present``, the module's own import
+    lines), in the modules' order.  None when one of those names means
+    something else in ``namespace``, the module's other names."""
     if not helpers:
         return ""
     wanted = {module: set() for module in HELPER_MODULES}
@@ -241,7 +242,8 @@ def helper_sources(helpers, namespace):
     order = {module: i for i, module in enumerate(HELPER_MODULES)}
     chunks.sort(key=lambda chunk: order[chunk[0]])
     codes = list(dict.fromkeys(code for _, code in chunks))
-    imports = sorted(code for code in codes if code.startswith(("import ", "from ")))
+    imports = sorted(code for code in codes if code.startswith(("import ", "from ")) and
+                     code not in present)
     rest = [code for code in codes if code not in imports]
     return "\n\n\n".join(["\n".join(imports)] + rest if imports else rest)
 
