@@ -57,9 +57,6 @@ def path_length_grad(points):
 import sys
 
 
-import numpy as np
-
-
 try:
     from derivo import DerivoError
 except ImportError:

@@ -50,9 +50,6 @@ def nll_grad_grad(temperature, logits, labels):
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
-import numpy as np
-
-
 try:
     from derivo import DerivoError
 except ImportError:

@@ -40,9 +40,6 @@ def segment_lengths_grad(points):
 import sys
 
 
-import numpy as np
-
-
 try:
     from derivo import DerivoError
 except ImportError:

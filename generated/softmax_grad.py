@@ -40,9 +40,6 @@ def softmax_cross_entropy_value_and_grad(W, b, X, labels):
 import sys
 
 
-import numpy as np
-
-
 def unbroadcast(adjoint, like):
     """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
     # Attributes, not np.shape: on small arrays a function call costs as much as

@@ -242,9 +242,10 @@ def helper_sources(helpers, namespace, present=()):
     order = {module: i for i, module in enumerate(HELPER_MODULES)}
     chunks.sort(key=lambda chunk: order[chunk[0]])
     codes = list(dict.fromkeys(code for _, code in chunks))
-    imports = sorted(code for code in codes if code.startswith(("import ", "from ")) and
-                     code not in present)
-    rest = [code for code in codes if code not in imports]
+    is_import = [code.startswith(("import ", "from ")) for code in codes]
+    imports = sorted(code for code, imported in zip(codes, is_import)
+                     if imported and code not in present)
+    rest = [code for code, imported in zip(codes, is_import) if not imported]
     return "\n\n\n".join(["\n".join(imports)] + rest if imports else rest)
 
 
