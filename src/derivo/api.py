@@ -9,7 +9,7 @@ import operator
 import os
 import types
 
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -22,6 +22,10 @@ from .analyze import parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
 from .transform import Build, is_generated, uses_numpy
 
+
+#: A parameter given by position or name, or a tuple of them.
+Wrt = Union[int, str, Sequence[Union[int, str]]]
+Function = Callable[..., Any]
 
 KIND_LABELS = {"grad": "Gradient", "value_and_grad": "Value and gradient",
                "vjp": "Vector-Jacobian product", "jvp": "Jacobian-vector product"}
@@ -872,9 +876,14 @@ def _types(wrt):
     return tuple(map(type, wrt)) if type(wrt) is tuple else type(wrt)
 
 
-def grad(func=None, *, wrt=0, has_aux=False, loops="stack", checkpoints=None,
-         schedule="revolve"):
-    """The gradient of ``func`` with respect to ``wrt``.
+def grad(func: Optional[Function] = None, *, wrt: Wrt = 0, has_aux: bool = False,
+         loops: str = "stack", checkpoints: Optional[int] = None,
+         schedule: str = "revolve") -> Function:
+    """The gradient of ``func`` with respect to ``wrt``::
+
+        df = derivo.grad(f, wrt=(0, "y"))
+        df(2.0, 5.0)          # (df/dx, df/dy) at (2, 5)
+        df.source             # the generated code
 
     ``wrt`` is a parameter position or name, or a tuple of them (then the
     result is a tuple).  Works as ``grad(f)``, ``@grad`` and ``@grad(wrt=...)``.
@@ -898,15 +907,24 @@ def grad(func=None, *, wrt=0, has_aux=False, loops="stack", checkpoints=None,
     return _transform("grad", func, wrt, loops, checkpoints, schedule, has_aux)
 
 
-def value_and_grad(func=None, *, wrt=0, has_aux=False, loops="stack", checkpoints=None,
-                   schedule="revolve"):
+def value_and_grad(func: Optional[Function] = None, *, wrt: Wrt = 0, has_aux: bool = False,
+                   loops: str = "stack", checkpoints: Optional[int] = None,
+                   schedule: str = "revolve") -> Function:
     """Like :func:`grad`, returning ``(func(*args), gradient)``; with
-    ``has_aux=True``, ``((loss, aux), gradient)``."""
+    ``has_aux=True``, ``((loss, aux), gradient)``::
+
+        value, gradient = derivo.value_and_grad(loss)(w, X, y)
+    """
     return _transform("value_and_grad", func, wrt, loops, checkpoints, schedule, has_aux)
 
 
-def vjp(func, *args, **kwargs):
-    """``(func(*args, **kwargs), vjp_fn)``; ``vjp_fn(cotangent)`` returns one
+def vjp(func: Function, *args: Any, **kwargs: Any) -> Tuple[Any, Callable[[Any], tuple]]:
+    """``(func(*args, **kwargs), vjp_fn)``::
+
+        out, vjp_fn = derivo.vjp(np.tanh, x)
+        (bx,) = vjp_fn(np.ones_like(out))
+
+    ``vjp_fn(cotangent)`` returns one
     cotangent per positional argument: for a float or a float array, and for a
     list or a tuple of numbers and arrays (in its structure); ``None`` for the
     others (ints, bools, strings...).
@@ -1029,7 +1047,7 @@ def _check_cotangent(label, cotangent, out):
         label, expected, _short_repr(cotangent)))
 
 
-def tangent(func=None, *, wrt=0):
+def tangent(func: Optional[Function] = None, *, wrt: Wrt = 0) -> Function:
     """The forward-mode derivative (Jacobian-vector product) of ``func`` w.r.t. ``wrt``.
 
     The result is a :class:`Derivative` called with one tangent per ``wrt``
@@ -1092,8 +1110,10 @@ def _same_structure(tangent, primal):
     return _is_real(tangent) and np.shape(tangent) == np.shape(primal)
 
 
-def jvp(func, primals, tangents):
-    """``(func(*primals), tangent)``: the Jacobian-vector product, in forward mode.
+def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> Tuple[Any, Any]:
+    """``(func(*primals), tangent)``: the Jacobian-vector product, in forward mode::
+
+        value, slope = derivo.jvp(f, primals=(2.0, 5.0), tangents=(1.0, 0.0))
 
     ``tangents`` has one entry per primal.  Float and float-array primals, and
     lists and tuples of numbers and arrays, are differentiated (their tangent,
@@ -1139,8 +1159,10 @@ def jvp(func, primals, tangents):
     return out, _in_structure(tangent, out) if type(out) in (list, tuple) else tangent
 
 
-def jacobian(func, wrt=0, mode="auto"):
-    """A function computing the Jacobian of ``func`` w.r.t. ``wrt`` at its arguments.
+def jacobian(func: Function, wrt: Wrt = 0, mode: str = "auto") -> Function:
+    """A function computing the Jacobian of ``func`` w.r.t. ``wrt`` at its arguments::
+
+        J = derivo.jacobian(velocity_field)(np.array([0.1, 0.2]))   # shape (2, 2)
 
     For functions of float scalars or 1-D float arrays that return a scalar, a
     tuple of scalars or a 1-D array.  The Jacobian of one ``wrt`` argument has
@@ -1151,7 +1173,8 @@ def jacobian(func, wrt=0, mode="auto"):
     ``mode="forward"`` builds it column by column, one JVP per input
     component (D of them); ``mode="reverse"`` row by row, one VJP per output
     component (M of them).  ``mode="auto"`` follows Table 8.1 of Blondel and
-    Roulet, *The Elements of Differentiable Programming* (2024): with dense Jacobians both cost about the same per pass, so it
+    Roulet, *The Elements of Differentiable Programming* (2024): with dense
+    Jacobians both cost about the same per pass, so it
     picks forward mode when M >= D (a tall or square Jacobian, and forward
     mode keeps no tape) and reverse mode when M < D (a wide one, a gradient in
     the extreme).  To know M it evaluates ``func`` once, unless D == 1.  The
@@ -1191,8 +1214,10 @@ def jacobian(func, wrt=0, mode="auto"):
     return jacobian_fn
 
 
-def hessian(func, wrt=0):
-    """A function computing the Hessian of the scalar ``func`` w.r.t. ``wrt``.
+def hessian(func: Function, wrt: Wrt = 0) -> Function:
+    """A function computing the Hessian of the scalar ``func`` w.r.t. ``wrt``::
+
+        H = derivo.hessian(f, wrt=(0, 1))(2.0, 5.0)    # ((d2f/dx2, ...), (...))
 
     Forward over reverse: the tangent code of ``derivo.grad(func, wrt)``, one
     pass per input component.  For a float ``wrt`` the result is a float; for
@@ -1241,11 +1266,14 @@ def _hessian_block(columns, i, row_input, column_input):
     return _shaped(block, np.shape(row_input), np.shape(column_input))
 
 
-def hvp(func, primals, tangents):
+def hvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
     """The Hessian-vector product of the scalar ``func`` at ``primals`` along
     ``tangents``, forward over reverse: one component per primal, in its structure,
     like the cotangents of :func:`vjp` (None for primals that are not floats, float
-    arrays, or lists and tuples of real numbers and arrays)."""
+    arrays, or lists and tuples of real numbers and arrays)::
+
+        derivo.hvp(f, (2.0, 5.0), (1.0, 0.0))    # (d2f/dx2, d2f/dydx)
+    """
     primals, tangents = tuple(primals), tuple(tangents)
     differentiable = tuple(i for i, p in enumerate(primals) if _differentiable_or_container(p))
     if not differentiable:
@@ -1317,14 +1345,17 @@ def _shaped(matrix, out_shape, in_shape):
     return float(block) if block.ndim == 0 else block
 
 
-def source(derivative):
-    """The generated source of a :class:`Derivative` (same as ``.source``)."""
+def source(derivative: Function) -> str:
+    """The generated source of a :class:`Derivative` (same as ``.source``)::
+
+        print(derivo.source(derivo.grad(f)))
+    """
     if not isinstance(derivative, Derivative):
         raise DerivoError("derivo.source takes a derivative made by derivo.grad, "
                           "value_and_grad, vjp or tangent, got {!r}".format(derivative))
     return derivative.source
 
 
-def cache_info():
-    """(hits, misses, size) of derivo's transformation cache."""
+def cache_info() -> "cache.CacheInfo":
+    """(hits, misses, size) of derivo's transformation cache: ``derivo.cache_info().hits``."""
     return cache.info()

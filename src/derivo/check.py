@@ -6,6 +6,7 @@ Not a pipeline stage: both call the public API like a user would.
 """
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
@@ -37,9 +38,12 @@ class GradientCheck:
                 .format(verdict, self.max_rel_error, self.max_abs_error, self.tolerance))
 
 
-def check_grad(func, *args, wrt=0, step=1e-6, tolerance=1e-5, **kwargs):
+def check_grad(func: Callable[..., Any], *args: Any, wrt: Any = 0, step: float = 1e-6,
+               tolerance: float = 1e-5, **kwargs: Any) -> "GradientCheck":
     """Compare ``derivo.grad(func, wrt=wrt)(*args, **kwargs)`` with central
-    finite differences, element by element.
+    finite differences, element by element::
+
+        derivo.check_grad(f, 2.0, 5.0, wrt=(0, 1)).ok    # True when they agree
 
     The relative error of an element is ``|derivo - numeric| / max(|numeric|, 1)``:
     relative for large derivatives, absolute near zero, where finite
@@ -84,10 +88,13 @@ def _central_difference(func, args, kwargs, position, step):
     return result if point.ndim else float(result)
 
 
-def forward_gradient(func, wrt=0, samples=1, rng=None):
+def forward_gradient(func: Callable[..., Any], wrt: Any = 0, samples: int = 1,
+                     rng: Any = None) -> Callable[..., Any]:
     """The randomized forward gradient (Blondel and Roulet, section 8.7): an
-    unbiased estimate of the gradient from ``samples`` forward-mode JVPs, ``(grad . v) v`` averaged
-    over standard Gaussian directions v.
+    unbiased estimate of the gradient from ``samples`` forward-mode JVPs,
+    ``(grad . v) v`` averaged over standard Gaussian directions v::
+
+        estimate = derivo.forward_gradient(f, wrt=(0, 1), samples=100, rng=0)(2.0, 5.0)
 
     Returns a function of ``func``'s arguments giving one estimate per call
     (a tuple when ``wrt`` is a tuple).  ``rng`` is a ``numpy.random.Generator``

@@ -32,6 +32,7 @@ may write into it.
 import functools
 import sys
 from math import comb
+from typing import Any, Iterable, Optional
 
 import numpy as np
 
@@ -81,7 +82,8 @@ SCHEDULES = {"revolve": optimal_split, "halving": halving_split}
 LAST_RUN = {}
 
 
-def checkpointed(iterable, checkpoints=None, schedule="revolve"):
+def checkpointed(iterable: Iterable[Any], checkpoints: Optional[int] = None,
+                 schedule: str = "revolve") -> Iterable[Any]:
     """Mark a ``for`` loop for checkpointing in reverse mode::
 
         for _ in derivo.checkpointed(range(steps), checkpoints=10):

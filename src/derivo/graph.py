@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+from typing import Any, Callable
 
 from . import syntax as S
 from .errors import DerivoError
@@ -60,7 +61,7 @@ class Graph:
         return done.stdout
 
 
-def graph(func):
+def graph(func: Callable[..., Any]) -> Graph:
     """The dataflow graph of ``func``; given a derivative (``derivo.grad(f)``),
     the graph of its generated code, each node linked to the line of ``f`` it
     differentiates.

@@ -7,6 +7,7 @@ NumPy spelling.
 import math
 import operator
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -717,7 +718,10 @@ def gradient_by_tangents(tangent, args, kwargs, positions, cotangent=None):
     return value, tuple(products)
 
 
-def stop_gradient(x):
+def stop_gradient(x: Any) -> Any:
     """``x`` itself, through which no derivative flows: differentiated code treats
-    the result as a constant (``derivo.stop_gradient``, as in JAX)."""
+    the result as a constant (``derivo.stop_gradient``, as in JAX)::
+
+        loss = np.sum(w * derivo.stop_gradient(target(w)))
+    """
     return x

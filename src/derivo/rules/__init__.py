@@ -35,6 +35,7 @@ import inspect
 import linecache
 import operator
 import sys
+from typing import Any, Callable, Optional
 
 from .. import syntax as S
 from ..errors import DerivoError
@@ -283,27 +284,38 @@ def _register(rule):
     return rule
 
 
-def defpartials(primitive, *partials, label=None, returns=NEW):
+def defpartials(primitive: Any, *partials: Optional[Callable[..., Any]], label: Optional[str] = None,
+                returns: Any = NEW) -> "Rule":
     """Register ``primitive``'s partial derivatives, one lambda of
-    ``(ans, *args)`` per argument (None for an argument not differentiated)."""
+    ``(ans, *args)`` per argument (None for an argument not differentiated)::
+
+        derivo.defpartials(softplus, lambda ans, x: 1 / (1 + math.exp(-x)))
+    """
     return _register(Rule(primitive, partials, label or label_of(primitive), "partial",
                           returns))
 
 
-def defvjp(primitive, *vjps, label=None, returns=None):
+def defvjp(primitive: Any, *vjps: Optional[Callable[..., Any]], label: Optional[str] = None,
+           returns: Any = None) -> "Rule":
     """Register ``primitive``'s vector-Jacobian products, one lambda of
     ``(g, ans, *args, **options)`` per positional argument (None for one not
-    differentiated); ``g`` is the output's adjoint, the result the argument's."""
+    differentiated); ``g`` is the output's adjoint, the result the argument's::
+
+        derivo.defvjp(rowsum, lambda g, ans, x: np.broadcast_to(g[:, None], x.shape))
+    """
     return _register(Rule(primitive, vjps, label or label_of(primitive), "vjp", returns))
 
 
-def defjvp(primitive, *jvps):
+def defjvp(primitive: Any, *jvps: Optional[Callable[..., Any]]) -> "Rule":
     """Give the ``"vjp"`` rule of ``primitive`` its Jacobian-vector products, for
     forward mode: one lambda of ``(t, ans, *args, **options)`` per positional
     argument (None for one not differentiated), where ``t`` is the argument's
     tangent and the result its share of the output's tangent.  Arguments and
     options are bound by name, so a lambda names only those it reads; the rule
-    with as many positional arguments gets them (``np.einsum`` has two)."""
+    with as many positional arguments gets them (``np.einsum`` has two)::
+
+        derivo.defjvp(rowsum, lambda t, ans, x: t.sum(axis=1))
+    """
     templates = [None if j is None else Template(j) for j in jvps]
     rules = [rule for rule in RULES.get(primitive, {}).values()
              if rule.style == "vjp" and len(rule.templates) == len(templates)]
@@ -322,7 +334,8 @@ def defjvp(primitive, *jvps):
     return rules[0]
 
 
-def primitive(partials=None, vjps=None, jvps=None, returns=None):
+def primitive(partials: Any = None, vjps: Any = None, jvps: Any = None,
+              returns: Any = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A decorator that registers the function it decorates as a primitive with
     these rules (see :func:`defpartials`, :func:`defvjp`, :func:`defjvp`; each a
     function or a tuple of them, one per argument) and what it ``returns`` (see
@@ -351,8 +364,9 @@ def primitive(partials=None, vjps=None, jvps=None, returns=None):
     return register
 
 
-def nondifferentiable(*primitives, returns=None):
-    """Declare functions whose results carry no derivative (counts, tests, rounding)."""
+def nondifferentiable(*primitives: Any, returns: Any = None) -> None:
+    """Declare functions whose results carry no derivative (counts, tests,
+    rounding): ``derivo.nondifferentiable(my_rounding_function)``."""
     NONDIFFERENTIABLE.update(primitives)
     RETURNS.update(dict.fromkeys(primitives, returns))
     _registry_changed()
