@@ -112,7 +112,7 @@ def _holds_array(value, item_types=None):
     code run on it would add arrays in place where it adds numbers."""
     if type(value) is _NDARRAY:
         return True
-    if type(value) not in (list, tuple):
+    if not isinstance(value, (list, tuple)):
         return False
     types = _item_types(value) if item_types is None else item_types
     return not types <= _PLAIN_REALS and any(map(_holds_array, value))
@@ -129,7 +129,7 @@ def _in_structure(gradient, value, item_types=None):
     if kind is _NDARRAY:
         return gradient if type(gradient) is _NDARRAY and gradient.shape == value.shape else \
             np.broadcast_to(np.asarray(gradient, dtype=float), value.shape).copy()
-    if kind is not list and kind is not tuple:
+    if not issubclass(kind, (list, tuple)):
         # an item of a tuple kept in an array: a NumPy scalar, made a Python float
         return float(gradient) if isinstance(gradient, np.floating) or \
             type(gradient) is _NDARRAY and gradient.ndim == 0 else gradient
@@ -139,7 +139,8 @@ def _in_structure(gradient, value, item_types=None):
     if not (isinstance(gradient, (list, tuple)) or np.ndim(gradient) > 0) or \
             len(gradient) != len(value):
         gradient = [gradient] * len(value)
-    return kind(map(_in_structure, gradient, value))
+    parts = map(_in_structure, gradient, value)
+    return kind(*parts) if hasattr(kind, "_fields") else kind(parts)  # a NamedTuple too
 
 
 def _kept_as_is(gradient, value, item_types):
@@ -292,7 +293,7 @@ class Derivative(metaclass=_DerivativeType):
         values = [*args, *kwargs.values()]
         # the types of each list's items, collected once at C speed for the checks
         # and the gradients' structure: this runs on every call with a list
-        item_types = {id(v): _item_types(v) for v in values if type(v) in (list, tuple)}
+        item_types = {id(v): _item_types(v) for v in values if isinstance(v, (list, tuple))}
         differentiated = self._check_arguments(args, kwargs, item_types) if self._checked else ()
         result = self._code_to_run(values, item_types)(*args, **kwargs)
         if any(map(_low_precision, differentiated)):
@@ -333,12 +334,12 @@ class Derivative(metaclass=_DerivativeType):
         """``result`` with the gradient of each list or tuple in ``values`` (the
         differentiated arguments) in its structure (see :func:`_in_structure`)."""
         grads = self._gradients(result)
-        if all(type(value) not in (list, tuple) or
+        if all(not isinstance(value, (list, tuple)) or
                _kept_as_is(gradient, value, item_types[id(value)])
                for gradient, value in zip(grads, values)):
             return result  # the common case, lists of numbers with lists of adjoints
         return self._with_gradients(result, [
-            gradient if type(value) not in (list, tuple) else
+            gradient if not isinstance(value, (list, tuple)) else
             _in_structure(gradient, value, item_types[id(value)])
             for gradient, value in zip(grads, values)])
 
@@ -362,7 +363,7 @@ class Derivative(metaclass=_DerivativeType):
             value = args[index] if index is not None and index < len(args) else \
                 kwargs.get(name, _DEFAULT)
             values.append(value)
-            flat = type(value) in (list, tuple) and item_types[id(value)] <= _PLAIN_REALS
+            flat = isinstance(value, (list, tuple)) and item_types[id(value)] <= _PLAIN_REALS
             if value is not _DEFAULT and not flat and not _is_real(value):
                 raise DerivoError(
                     "{}: cannot differentiate with respect to {}={}: derivo differentiates "
@@ -377,7 +378,7 @@ class Derivative(metaclass=_DerivativeType):
                     "change with {1}; if {0} is smooth in {1}, pass {3}, else leave {1} out "
                     "of wrt".format(self.__wrapped__.__qualname__, name, _short_repr(value),
                                     _as_floats_hint(name, value)))
-            if type(value) in (list, tuple):
+            if isinstance(value, (list, tuple)):
                 self._refuse_joined(name, value, flat)
         return values
 
@@ -978,7 +979,7 @@ def vjp(func: Function, *args: Any, **kwargs: Any) -> Tuple[Any, Callable[[Any],
 
 def _same_value(value, other):
     """Whether two results of a function are the same, bit for bit (NaN too)."""
-    if type(value) in (list, tuple):
+    if isinstance(value, (list, tuple)):
         return type(other) is type(value) and len(other) == len(value) and \
             all(map(_same_value, value, other))
     return np.shape(value) == np.shape(other) and \
@@ -1007,7 +1008,7 @@ def _cotangents_per_argument(grads, args, differentiable):
     ``differentiable`` (None for the others), each in its argument's structure."""
     grads = iter(grads if isinstance(grads, tuple) else (grads,))
     return tuple(None if i not in differentiable else _in_structure(next(grads), a)
-                 if type(a) in (list, tuple) else _of_dtype(next(grads), a)
+                 if isinstance(a, (list, tuple)) else _of_dtype(next(grads), a)
                  for i, a in enumerate(args))
 
 
@@ -1067,7 +1068,7 @@ def _copied(value):
     """``value`` with the arrays and lists in it copied."""
     if isinstance(value, np.ndarray):
         return np.copy(value)
-    if type(value) in (list, tuple):
+    if isinstance(value, (list, tuple)):
         return type(value)(map(_copied, value))
     return value
 
@@ -1078,7 +1079,7 @@ def _refuse_joined_sequences(derivative, func, args, positions):
     names = [p.name for p in _parameters(func)]
     for index in positions:
         value = args[index]
-        if type(value) in (list, tuple):
+        if isinstance(value, (list, tuple)):
             derivative.__self__._refuse_joined(names[index], value,
                                                _item_types(value) <= _PLAIN_REALS)
 
@@ -1091,7 +1092,7 @@ def _differentiable(value):
 def _differentiable_or_container(value):
     """What vjp and jvp differentiate: a float, a float array, or a list or tuple
     of real numbers and arrays."""
-    return _differentiable(value) or type(value) in (list, tuple) and _is_real(value)
+    return _differentiable(value) or isinstance(value, (list, tuple)) and _is_real(value)
 
 
 def _zero_tangent(value):
@@ -1104,7 +1105,7 @@ def _same_structure(tangent, primal):
     """Whether ``tangent`` is of the structure of the list or tuple ``primal``: the
     same kinds of container, of the same lengths, holding real numbers and arrays
     of the same shapes."""
-    if type(primal) in (list, tuple):
+    if isinstance(primal, (list, tuple)):
         return type(tangent) is type(primal) and len(tangent) == len(primal) and \
             all(map(_same_structure, tangent, primal))
     return _is_real(tangent) and np.shape(tangent) == np.shape(primal)
@@ -1139,11 +1140,11 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> Tupl
     seeds = []
     for i in differentiable:
         primal, tangent = primals[i], tangents[i]
-        if type(primal) in (list, tuple) and not _same_structure(tangent, primal):
+        if isinstance(primal, (list, tuple)) and not _same_structure(tangent, primal):
             raise DerivoError("jvp of {}: the tangent of argument {} is {}, not of the "
                               "structure of its primal {}".format(
                                   label, i, _short_repr(tangent), _short_repr(primal)))
-        elif type(primal) not in (list, tuple) and np.shape(tangent) != np.shape(primal):
+        elif not isinstance(primal, (list, tuple)) and np.shape(tangent) != np.shape(primal):
             raise DerivoError("jvp of {}: the tangent of argument {} has shape {}, its "
                               "primal {}".format(label, i, np.shape(tangent), np.shape(primal)))
         else:
