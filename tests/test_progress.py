@@ -33,3 +33,21 @@ def test_a_quick_transform_stays_at_debug(caplog):
 
     derivo.grad(h)
     assert not [r for r in caplog.records if r.name == "derivo"]
+
+
+def test_a_long_hessian_says_how_far_it_is(caplog, monkeypatch):
+    import numpy as np
+    from derivo import api
+    caplog.set_level(logging.INFO, logger="derivo")
+    monkeypatch.setattr(api, "SLOW_SECONDS", -1.0)   # every computation counts as long
+    clock = iter(range(0, 1000, 2))
+    monkeypatch.setattr(api.time, "perf_counter", lambda: float(next(clock)))
+
+    def energy(x):
+        return np.sum(x ** 3)
+
+    hessian = derivo.hessian(energy)(np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(hessian, np.diag([6.0, 12.0, 18.0]))
+    said = [r.getMessage() for r in caplog.records if r.name == "derivo"
+            and "tangent passes" in r.getMessage()]
+    assert said[-1].startswith("Hessian of " + energy.__qualname__ + ": 3 of 3 tangent passes")

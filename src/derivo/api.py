@@ -7,6 +7,7 @@ import linecache
 import math
 import operator
 import os
+import time
 import types
 
 from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple, Union
@@ -20,7 +21,7 @@ from .fence import check_supported
 from .parse import MISSING, parse, recording_reads, too_deep
 from .analyze import parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
-from .transform import Build, is_generated, uses_numpy
+from .transform import LOG, SLOW_SECONDS, Build, is_generated, uses_numpy
 
 
 #: A parameter given by position or name, or a tuple of them.
@@ -1236,11 +1237,14 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
         inputs = [bound.arguments[n] for n in names]
         code = _code_for(gradient, bound.arguments.values())
         columns = [[] for _ in inputs]   # columns[k]: one tangent per component of input k
+        progress = _Progress("Hessian of {}".format(func.__qualname__),
+                             sum(map(np.size, inputs)))
         for k, value in enumerate(inputs):
             tangent = _derivative(code, names[k], "jvp")  # the others' tangents are zeros
             for j in range(np.size(value)):
                 _, dgradient = tangent(_basis(value, j), *bound.args, **bound.kwargs)
                 columns[k].append(dgradient if many else (dgradient,))
+                progress.step()
         blocks = [[_hessian_block(columns[k], i, inputs[i], inputs[k])
                    for k in range(len(inputs))] for i in range(len(inputs))]
         if many:
@@ -1249,6 +1253,23 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
 
     hessian_fn.derivo_opaque = True  # see _derivative
     return hessian_fn
+
+
+class _Progress:
+    """Says, through the ``derivo`` logger at INFO, how far a long computation of
+    ``total`` passes is, once a second after its first second."""
+
+    def __init__(self, label, total):
+        self.label, self.total, self.done = label, total, 0
+        self.started = self.said = time.perf_counter()
+
+    def step(self):
+        self.done += 1
+        now = time.perf_counter()
+        if now - self.started > SLOW_SECONDS and now - self.said >= 1.0:
+            self.said = now
+            LOG.info("%s: %d of %d tangent passes, %.1f s", self.label, self.done, self.total,
+                     now - self.started)
 
 
 def _code_for(func, values):
