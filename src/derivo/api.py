@@ -371,7 +371,8 @@ class Derivative(metaclass=_DerivativeType):
                     "real numbers (float, int, NumPy arrays of them, or lists and tuples of "
                     "those), got {}".format(self.__wrapped__.__qualname__, name,
                                             _short_repr(value), type(value).__name__))
-            if value is not _DEFAULT and _integral(value):
+            floats = flat and item_types[id(value)] is _FLOATS  # told at C speed
+            if value is not _DEFAULT and not floats and _integral(value):
                 raise DerivoError(
                     "{0}: cannot differentiate with respect to {1}={2}, which holds integers: "
                     "derivo differentiates floats (as JAX does), and {0} may use {1} as an "
