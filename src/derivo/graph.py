@@ -100,7 +100,8 @@ class _Builder:
 
     def __init__(self, locate):
         self.locate = locate             # line -> (file, line, text) it comes from, or None
-        self.items = []                  # ("node", id) / ("edge", a, b) / ("open", label) / ("close",)
+        # ("node", id), ("edge", a, b), ("open", label) or ("close",), in order
+        self.items = []
         self.nodes = {}                  # id -> [label, attributes]
         self.defined = {}                # name -> the node that last assigned it
 

@@ -284,8 +284,8 @@ def _register(rule):
     return rule
 
 
-def defpartials(primitive: Any, *partials: Optional[Callable[..., Any]], label: Optional[str] = None,
-                returns: Any = NEW) -> "Rule":
+def defpartials(primitive: Any, *partials: Optional[Callable[..., Any]],
+                label: Optional[str] = None, returns: Any = NEW) -> "Rule":
     """Register ``primitive``'s partial derivatives, one lambda of
     ``(ans, *args)`` per argument (None for an argument not differentiated)::
 
