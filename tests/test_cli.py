@@ -211,9 +211,7 @@ def test_a_method_is_addressed_as_class_dot_method(program_file, tmp_path):
     out = tmp_path / "energy.py"
     proc = run_cli(program_file, "Spring.energy", "--wrt", "x", "-o", out, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    namespace = {"__name__": "energy_out"}
-    exec(compile(out.read_text(), str(out), "exec"), namespace)
-    assert namespace["energy_grad"](None, 3.0) == 3.0
+    assert load_gradient(out)(None, 3.0) == 3.0
 
 
 def test_several_functions_go_to_an_output_directory(program_file, tmp_path):
