@@ -450,3 +450,22 @@ def test_closures_made_again_part_when_one_cell_changes():
     set_first(-1.0)
     assert_close(dfirst(1.0), (-1.0, -2.0))
     assert_close(dsecond(1.0), (7.0, 14.0))
+
+
+# --- what a call checks ----------------------------------------------------------------
+
+def library_and_user(x):
+    return math.log(x) + np.sum(np.sin(x)) + live_reads_model.shape(x)  # noqa: F821
+
+
+def test_a_call_checks_library_modules_by_name_and_user_modules_by_attribute(
+        user_module, monkeypatch):
+    monkeypatch.setitem(globals(), "live_reads_model", user_module)
+    df = derivo.grad(library_and_user)
+    assert_close(df(1.5), central(library_and_user, 1.5))
+    checked = {(ident, path) for _, ident, path in df.__self__._generated.live.reads}
+    assert ("math", ()) in checked and ("np", ()) in checked
+    assert not any(path for ident, path in checked if ident in ("math", "np"))
+    assert ("live_reads_model", ("shape",)) in checked
+    monkeypatch.setattr(user_module, "shape", np.cos)
+    assert_close(df(1.5), central(library_and_user, 1.5))

@@ -19,7 +19,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import rules
+from . import memory, rules
 from .parse import MISSING, is_derivative
 
 CacheInfo = namedtuple("CacheInfo", "hits misses size")
@@ -94,9 +94,12 @@ class LiveReads:
     called, a module, a class) the transformation depended on as it was: when it
     changed, or when a rule was registered since (``rules.generation``), the
     derivative is made again.  A derivative the code calls counts with what it read.
+    An attribute of a library's module (``np.sum``, ``math.log``) is taken as it
+    was: the check tests the name of the module (``np``), not what the library holds.
     """
 
     def __init__(self, reads, generation):
+        reads = [read for read in reads if not _of_a_library_module(*read)]
         self.reads = [(where, ident, path) for where, ident, path, _ in reads]
         self.seen = [value for *_, value in reads]
         self.data = [not path and _is_data(value) for _, _, path, value in reads]
@@ -182,6 +185,17 @@ class LiveReads:
         values = {"{}_seen{}".format(prefix, index): value for index, value in enumerate(self.seen)}
         values.update({prefix + "_rules": rules, prefix + "_generation": self.generation})
         return values
+
+
+def _of_a_library_module(where, ident, path, value):
+    """Whether the read ``where[ident].path`` is an attribute of a library's module."""
+    if not path:
+        return False
+    try:
+        root = where.cell_contents if isinstance(where, types.CellType) else where[ident]
+    except (KeyError, ValueError):
+        return False
+    return isinstance(root, types.ModuleType) and memory.is_library_module(root)
 
 
 def _is_data(value):

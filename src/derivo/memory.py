@@ -12,6 +12,7 @@ outline and analyze all ask here, so they agree.
 import functools
 import inspect
 import os
+import sys
 import types
 
 import numpy as np
@@ -377,8 +378,17 @@ def in_the_standard_library(function):
     name, and its source, which calls what it is given (``key(elem)``) and
     handles exceptions, would make every call look like a change, or be refused
     for a construct the user never wrote."""
-    filename = function.__code__.co_filename
+    return _standard_file(function.__code__.co_filename)
+
+
+def _standard_file(filename):
     return filename.startswith(_STANDARD_LIBRARY) and "-packages" not in filename
+
+
+def _library_file(filename, module):
+    """Whether the file ``filename`` of the module named ``module`` is a library's."""
+    return _standard_file(filename) or module.partition(".")[0] in ("numpy", "scipy") or any(
+        part in ("site-packages", "dist-packages") for part in filename.split(os.sep))
 
 
 def in_a_library(function):
@@ -389,7 +399,13 @@ def in_a_library(function):
     source: a call into one needs a rule, and is refused by name without one."""
     if not hasattr(function, "__code__"):
         return True
-    filename = function.__code__.co_filename
-    module = (getattr(function, "__module__", None) or "").partition(".")[0]
-    return in_the_standard_library(function) or module in ("numpy", "scipy") or any(
-        part in ("site-packages", "dist-packages") for part in filename.split(os.sep))
+    return _library_file(function.__code__.co_filename,
+                         getattr(function, "__module__", None) or "")
+
+
+def is_library_module(module):
+    """Whether ``module`` is a library's (``math``, ``numpy.linalg``), not the
+    user's: built into Python, or a file :func:`in_a_library` would call a library's."""
+    filename = getattr(module, "__file__", None)
+    return filename is None and module.__name__ in sys.builtin_module_names or \
+        filename is not None and _library_file(filename, module.__name__)
