@@ -223,10 +223,16 @@ def test_several_functions_go_to_an_output_directory(program_file, tmp_path):
     assert_close(load_gradient(out / "besselj_grad.py")(2, 1.0), 0.2102436158518, rtol=1e-12)
 
 
-def test_several_functions_and_one_output_file_is_an_error(program_file, tmp_path):
-    proc = run_cli(program_file, "besselj", "Spring.energy", "--wrt", "1", "-o",
-                   tmp_path / "both.py", cwd=tmp_path)
-    assert_one_line_error(proc, "--output-dir")
+def test_several_functions_and_one_output_file_make_one_module(program_file, tmp_path):
+    out = tmp_path / "both.py"
+    proc = run_cli(program_file, "besselj", "Spring.energy", "--wrt", "1", "-o", out,
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    namespace = {"__name__": "derivo_cli_both"}
+    exec(compile(out.read_text(), str(out), "exec"), namespace)
+    assert_close(namespace["besselj_grad"](2, 1.0), 0.2102436158518, rtol=1e-12)
+    assert namespace["energy_grad"](None, 3.0) == 3.0
+    assert out.read_text().count("\nimport math\n") <= 1
 
 
 def test_an_input_that_is_not_python_is_one_line(tmp_path):

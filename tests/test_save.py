@@ -175,3 +175,39 @@ def test_an_object_array_that_is_no_literal_is_refused(tmp_path):
 
 def reads_objects(x):
     return x * len(OBJECTS)
+
+
+# --- several derivatives in one module ----------------------------------------------------
+
+def energy(x, k):
+    return 0.5 * k * x * x + math.sin(x)
+
+
+def test_several_derivatives_go_into_one_module(tmp_path):
+    import numpy as np
+    from examples.mlp import loss_grad, problem
+    path = derivo.save_module(tmp_path / "grads.py", derivo.grad(f, wrt=(0, 1)),
+                              derivo.value_and_grad(energy), loss_grad)
+    text = open(path).read()
+    assert text.count("\nimport math\n") == 1
+    args = [a.tolist() for a in problem(3, 4, 2, batch=5)]
+    call = "(f_grad(2.0, 5.0), energy_value_and_grad(0.5, 3.0), " \
+           "[g.tolist() for g in loss_grad(*map(np.array, {!r}))])".format(args)
+    expected = (derivo.grad(f, wrt=(0, 1))(2.0, 5.0), derivo.value_and_grad(energy)(0.5, 3.0),
+                [g.tolist() for g in loss_grad(*problem(3, 4, 2, batch=5))])
+    assert run_without_derivo(path, call) == repr(expected)
+    assert expected[1][1] == pytest.approx(3.0 * 0.5 + math.cos(0.5))
+    assert np.isfinite(expected[2][0]).all()
+
+
+def test_one_module_refuses_two_derivatives_of_one_name(tmp_path):
+    with pytest.raises(derivo.DerivoError, match="modules of their own"):
+        derivo.save_module(tmp_path / "two.py", derivo.grad(f, wrt=0), derivo.grad(f, wrt=1))
+    assert not (tmp_path / "two.py").exists()
+
+
+def test_save_module_takes_derivatives_only(tmp_path):
+    with pytest.raises(derivo.DerivoError, match="takes derivatives"):
+        derivo.save_module(tmp_path / "x.py", f)
+    with pytest.raises(derivo.DerivoError, match="at least one"):
+        derivo.save_module(tmp_path / "x.py")

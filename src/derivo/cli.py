@@ -9,7 +9,8 @@ not run: only the definitions the functions need are evaluated (see
 :mod:`derivo.script`).  ``--mode forward`` writes the Jacobian-vector product
 (``derivo.tangent``): tangents first, then the function's arguments; it returns
 (value, tangent).  Several functions print one after another, or with
-``--output-dir`` go to one module each, ``DIR/FUNCTION_KIND.py``.
+``--output-dir`` go to one module each, ``DIR/FUNCTION_KIND.py``; ``-o`` writes them
+all into one module.
 
     derivo check FILE FUNCTION --args VALUE ... [--wrt ...]
 
@@ -111,6 +112,7 @@ commands:
 examples:
   derivo examples/bessel.py besselj --wrt z
   derivo examples/bessel.py besselj --wrt z -o generated/besselj_grad.py
+  derivo model.py loss energy -o generated/model_grads.py
   derivo examples/bessel.py besselj --wrt z --mode forward
   derivo examples/integrator.py predator_prey --wrt alpha --loops checkpoint --checkpoints 10
   derivo model.py Model.loss --wrt w --output-dir generated/
@@ -145,7 +147,7 @@ def _parser():
                         "(default: revolve)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("-o", "--output", help="write a standalone module here instead of "
-                        "printing the source (one function)")
+                        "printing the source (several functions: one module of them all)")
     output.add_argument("--output-dir", metavar="DIR", help="write one module per function "
                         "into DIR, named FUNCTION_KIND.py")
     parser.add_argument("--force", action="store_true", help="overwrite existing output files")
@@ -163,8 +165,6 @@ def _check_options(args):
                               "(value, tangent)")
         if args.loops != "stack":
             raise DerivoError("--loops is for reverse mode; forward mode keeps no stack")
-    if args.output is not None and len(args.functions) > 1:
-        raise DerivoError("-o writes one function's module; for several use --output-dir DIR")
 
 
 def _derivative(func, args):
@@ -174,9 +174,9 @@ def _derivative(func, args):
                           args.checkpoints, args.schedule or "revolve")
 
 
-def _write(derivative, output, args):
-    """Save ``derivative`` at ``output``, refusing the input file, a directory and,
-    without --force, an existing file."""
+def _write(derivatives, output, args):
+    """Save ``derivatives`` as one module at ``output``, refusing the input file, a
+    directory and, without --force, an existing file."""
     path = os.path.abspath(output)
     if path == os.path.abspath(args.file):
         raise DerivoError("{}: refusing to overwrite the input file".format(output))
@@ -186,7 +186,7 @@ def _write(derivative, output, args):
     if os.path.exists(path) and not args.force:
         raise DerivoError("{}: file exists (use --force to overwrite)".format(output))
     try:
-        derivative.save(path, overwrite=True)
+        api.save_module(path, *derivatives, overwrite=True)
     except OSError as exc:
         raise DerivoError("{}: cannot write: {}".format(output, exc.strerror or exc))
 
@@ -201,14 +201,14 @@ def main(argv=None):
         functions = _functions(args.file, args.functions)
         derivatives = [_derivative(func, args) for func in functions]
         if args.output is not None:
-            _write(derivatives[0], args.output, args)
+            _write(derivatives, args.output, args)
         elif args.output_dir is not None:
             if os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
                 raise DerivoError("{}: not a directory".format(args.output_dir))
             for name, derivative in zip(args.functions, derivatives):
                 kind = "jvp" if args.mode == "forward" else args.kind or "grad"
                 filename = "{}_{}.py".format(name.replace(".", "_"), kind)
-                _write(derivative, os.path.join(args.output_dir, filename), args)
+                _write([derivative], os.path.join(args.output_dir, filename), args)
         else:
             sys.stdout.write("\n\n".join(d.module_source() for d in derivatives))
         return 0
