@@ -11,7 +11,7 @@ def logistic_loss_grad(w, b, X, y):
     result = np.mean(t4)
     # reverse sweep
     # line 23: return np.mean(np.logaddexp(0.0, z) - y * z)
-    bt4 = expand(1.0, t4, None, False) * (np.size(result) / max(np.size(t4), 1))
+    bt4 = expand(1.0, t4, None, False) * (size(result) / max(size(t4), 1))
     bz = unbroadcast(bt4, t2) * np.exp(z - t2) + unbroadcast(unbroadcast(-bt4, t3) * y, z)
     # line 22: z = X @ w + b
     bt1 = unbroadcast(bz, t1)
@@ -21,6 +21,9 @@ def logistic_loss_grad(w, b, X, y):
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
+
+_CONCRETE = (np.ndarray, np.generic, float, int)
+
 
 def unbroadcast(adjoint, like):
     """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
@@ -35,7 +38,7 @@ def unbroadcast(adjoint, like):
         shape = np.shape(like)
         if np.shape(adjoint) == shape:
             return adjoint
-        adjoint = np.asarray(adjoint)
+        adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
         extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
@@ -45,7 +48,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    return adjoint if shape else float(adjoint)
+    return float(adjoint) if not shape and isinstance(adjoint, _CONCRETE) else adjoint
 
 
 def _shape(value):
@@ -67,7 +70,7 @@ def _ndim(value):
 def expand(adjoint, like, axis, keepdims):
     """Spread the adjoint of a reduction over ``axis`` back to ``like``'s shape."""
     shape = _shape(like)
-    if axis is None and not keepdims:
+    if axis is None and not keepdims and isinstance(adjoint, _CONCRETE):
         # empty + fill: on small arrays a third of np.full, a fifth of broadcast_to
         spread = np.empty(shape)
         spread.fill(adjoint)
@@ -85,8 +88,22 @@ def _arrays(a, b):
     them as arrays, and their adjoints read ``.T`` and multiply by them.  Its
     callers test for two arrays first, so that the common case makes no call:
     an RNN's gradient calls them a few times per step."""
-    return (np.asarray(a) if type(a) in (list, tuple) else a,
-            np.asarray(b) if type(b) in (list, tuple) else b)
+    return as_array(a), as_array(b)
+
+
+def as_array(value):
+    """``value``, a list or a tuple made an array; any array as it is (a Dask
+    array stays lazy: ``np.asarray`` would compute it)."""
+    return np.asarray(value) if type(value) in (list, tuple) else value
+
+
+def size(value):
+    """``np.size(value)``, read from the attribute of an array of any library (a
+    Dask array's is known without computing it)."""
+    try:
+        return value.size
+    except AttributeError:
+        return np.size(value)
 
 
 def matmul_vjp_right(adjoint, a, b):

@@ -22,19 +22,22 @@ def loss_grad(A1, b1, A2, b2, X, Y):
     bt6 = unbroadcast(bs2, t6)
     bs1 = matmul_vjp_left(bt6, s1, t5)
     bt5 = matmul_vjp_right(bt6, s1, t5)
-    bA2 = np.asarray(bt5).T
+    bA2 = transposed(bt5)
     bb2 = unbroadcast(bs2, b2)
     # line 26: s1 = softplus(X @ A1.T + b1)
     bt1 = bs1 / (1 + t4)
     bt1 *= t4
     bt3 = unbroadcast(bt1, t3)
     bt2 = matmul_vjp_right(bt3, X, t2)
-    bA1 = np.asarray(bt2).T
+    bA1 = transposed(bt2)
     bb1 = unbroadcast(bt1, b1)
     return bA1, bb1, bA2, bb2
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
+
+_CONCRETE = (np.ndarray, np.generic, float, int)
+
 
 def unbroadcast(adjoint, like):
     """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
@@ -49,7 +52,7 @@ def unbroadcast(adjoint, like):
         shape = np.shape(like)
         if np.shape(adjoint) == shape:
             return adjoint
-        adjoint = np.asarray(adjoint)
+        adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
         extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
@@ -59,7 +62,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    return adjoint if shape else float(adjoint)
+    return float(adjoint) if not shape and isinstance(adjoint, _CONCRETE) else adjoint
 
 
 def _ndim(value):
@@ -74,8 +77,22 @@ def _arrays(a, b):
     them as arrays, and their adjoints read ``.T`` and multiply by them.  Its
     callers test for two arrays first, so that the common case makes no call:
     an RNN's gradient calls them a few times per step."""
-    return (np.asarray(a) if type(a) in (list, tuple) else a,
-            np.asarray(b) if type(b) in (list, tuple) else b)
+    return as_array(a), as_array(b)
+
+
+def as_array(value):
+    """``value``, a list or a tuple made an array; any array as it is (a Dask
+    array stays lazy: ``np.asarray`` would compute it)."""
+    return np.asarray(value) if type(value) in (list, tuple) else value
+
+
+def transposed(value):
+    """``value.T`` of an array of any library, or of a number (``np.transpose``,
+    which does the same, costs five times as much on a small array)."""
+    try:
+        return value.T
+    except AttributeError:
+        return np.asarray(value).T
 
 
 def matmul_vjp_left(adjoint, a, b):

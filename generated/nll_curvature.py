@@ -18,7 +18,7 @@ def nll_grad_jvp(dtemperature, temperature, logits, labels):
     t5 = log_probs * labels
     picked = np.sum(t5, axis=1)
     t6 = np.mean(picked)
-    bpicked = expand(-1.0, picked, None, False) * (np.size(t6) / max(np.size(picked), 1))
+    bpicked = expand(-1.0, picked, None, False) * (size(t6) / max(size(picked), 1))
     blog_probs = unbroadcast(expand(bpicked, t5, 1, False) * labels, log_probs)
     bshifted = unbroadcast(blog_probs, shifted)
     bt3 = unbroadcast(-blog_probs, t4) / t3
@@ -57,6 +57,9 @@ except ImportError:
         """What derivo raises; here without derivo."""
 
 
+_CONCRETE = (np.ndarray, np.generic, float, int)
+
+
 def unbroadcast(adjoint, like):
     """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
     # Attributes, not np.shape: on small arrays a function call costs as much as
@@ -70,7 +73,7 @@ def unbroadcast(adjoint, like):
         shape = np.shape(like)
         if np.shape(adjoint) == shape:
             return adjoint
-        adjoint = np.asarray(adjoint)
+        adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
         extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
@@ -80,7 +83,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    return adjoint if shape else float(adjoint)
+    return float(adjoint) if not shape and isinstance(adjoint, _CONCRETE) else adjoint
 
 
 def _shape(value):
@@ -95,7 +98,7 @@ def _shape(value):
 def expand(adjoint, like, axis, keepdims):
     """Spread the adjoint of a reduction over ``axis`` back to ``like``'s shape."""
     shape = _shape(like)
-    if axis is None and not keepdims:
+    if axis is None and not keepdims and isinstance(adjoint, _CONCRETE):
         # empty + fill: on small arrays a third of np.full, a fifth of broadcast_to
         spread = np.empty(shape)
         spread.fill(adjoint)
@@ -110,9 +113,24 @@ def expand(adjoint, like, axis, keepdims):
 
 def extremum_vjp(adjoint, ans, like, axis, keepdims):
     """Adjoint of max/min: shared equally among the elements that attain it."""
-    hits = np.asarray(like) == expand(ans, like, axis, keepdims)
+    hits = as_array(like) == expand(ans, like, axis, keepdims)
     counts = np.sum(hits, axis=axis, keepdims=True)
     return expand(adjoint, like, axis, keepdims) * hits / counts
+
+
+def as_array(value):
+    """``value``, a list or a tuple made an array; any array as it is (a Dask
+    array stays lazy: ``np.asarray`` would compute it)."""
+    return np.asarray(value) if type(value) in (list, tuple) else value
+
+
+def size(value):
+    """``np.size(value)``, read from the attribute of an array of any library (a
+    Dask array's is known without computing it)."""
+    try:
+        return value.size
+    except AttributeError:
+        return np.size(value)
 
 
 def gradient_by_tangents(tangent, args, kwargs, positions, cotangent=None):

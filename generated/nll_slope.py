@@ -15,7 +15,7 @@ def nll_grad(temperature, logits, labels):
     t6 = np.mean(picked)
     # reverse sweep
     # line 22: return -np.mean(picked)
-    bpicked = expand(-1.0, picked, None, False) * (np.size(t6) / max(np.size(picked), 1))
+    bpicked = expand(-1.0, picked, None, False) * (size(t6) / max(size(picked), 1))
     # line 21: picked = np.sum(log_probs * labels, axis=1)
     blog_probs = unbroadcast(expand(bpicked, t5, 1, False) * labels, log_probs)
     # line 20: log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
@@ -33,6 +33,9 @@ def nll_grad(temperature, logits, labels):
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
+_CONCRETE = (np.ndarray, np.generic, float, int)
+
+
 def unbroadcast(adjoint, like):
     """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
     # Attributes, not np.shape: on small arrays a function call costs as much as
@@ -46,7 +49,7 @@ def unbroadcast(adjoint, like):
         shape = np.shape(like)
         if np.shape(adjoint) == shape:
             return adjoint
-        adjoint = np.asarray(adjoint)
+        adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
         extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
@@ -56,7 +59,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    return adjoint if shape else float(adjoint)
+    return float(adjoint) if not shape and isinstance(adjoint, _CONCRETE) else adjoint
 
 
 def _shape(value):
@@ -71,7 +74,7 @@ def _shape(value):
 def expand(adjoint, like, axis, keepdims):
     """Spread the adjoint of a reduction over ``axis`` back to ``like``'s shape."""
     shape = _shape(like)
-    if axis is None and not keepdims:
+    if axis is None and not keepdims and isinstance(adjoint, _CONCRETE):
         # empty + fill: on small arrays a third of np.full, a fifth of broadcast_to
         spread = np.empty(shape)
         spread.fill(adjoint)
@@ -86,6 +89,21 @@ def expand(adjoint, like, axis, keepdims):
 
 def extremum_vjp(adjoint, ans, like, axis, keepdims):
     """Adjoint of max/min: shared equally among the elements that attain it."""
-    hits = np.asarray(like) == expand(ans, like, axis, keepdims)
+    hits = as_array(like) == expand(ans, like, axis, keepdims)
     counts = np.sum(hits, axis=axis, keepdims=True)
     return expand(adjoint, like, axis, keepdims) * hits / counts
+
+
+def as_array(value):
+    """``value``, a list or a tuple made an array; any array as it is (a Dask
+    array stays lazy: ``np.asarray`` would compute it)."""
+    return np.asarray(value) if type(value) in (list, tuple) else value
+
+
+def size(value):
+    """``np.size(value)``, read from the attribute of an array of any library (a
+    Dask array's is known without computing it)."""
+    try:
+        return value.size
+    except AttributeError:
+        return np.size(value)

@@ -65,6 +65,9 @@ def rnn_loss_grad(W, U, b, V, c, h0, xs, target):
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
+_CONCRETE = (np.ndarray, np.generic, float, int)
+
+
 def unbroadcast(adjoint, like):
     """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
     # Attributes, not np.shape: on small arrays a function call costs as much as
@@ -78,7 +81,7 @@ def unbroadcast(adjoint, like):
         shape = np.shape(like)
         if np.shape(adjoint) == shape:
             return adjoint
-        adjoint = np.asarray(adjoint)
+        adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
         extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
@@ -88,7 +91,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    return adjoint if shape else float(adjoint)
+    return float(adjoint) if not shape and isinstance(adjoint, _CONCRETE) else adjoint
 
 
 def _shape(value):
@@ -112,8 +115,13 @@ def _arrays(a, b):
     them as arrays, and their adjoints read ``.T`` and multiply by them.  Its
     callers test for two arrays first, so that the common case makes no call:
     an RNN's gradient calls them a few times per step."""
-    return (np.asarray(a) if type(a) in (list, tuple) else a,
-            np.asarray(b) if type(b) in (list, tuple) else b)
+    return as_array(a), as_array(b)
+
+
+def as_array(value):
+    """``value``, a list or a tuple made an array; any array as it is (a Dask
+    array stays lazy: ``np.asarray`` would compute it)."""
+    return np.asarray(value) if type(value) in (list, tuple) else value
 
 
 def matmul_vjp_left(adjoint, a, b):

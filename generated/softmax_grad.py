@@ -16,7 +16,7 @@ def softmax_cross_entropy_value_and_grad(W, b, X, labels):
     result = np.mean(t7)
     # reverse sweep
     # line 34: return np.mean(logsumexp(Z) - picked)
-    bt7 = expand(1.0, t7, None, False) * (np.size(result) / max(np.size(t7), 1))
+    bt7 = expand(1.0, t7, None, False) * (size(result) / max(size(t7), 1))
     bt1 = unbroadcast(bt7, t1)
     bpicked = unbroadcast(-bt7, picked)
     bt5 = unbroadcast(bt1, t5)
@@ -40,6 +40,9 @@ def softmax_cross_entropy_value_and_grad(W, b, X, labels):
 import sys
 
 
+_CONCRETE = (np.ndarray, np.generic, float, int)
+
+
 def unbroadcast(adjoint, like):
     """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
     # Attributes, not np.shape: on small arrays a function call costs as much as
@@ -53,7 +56,7 @@ def unbroadcast(adjoint, like):
         shape = np.shape(like)
         if np.shape(adjoint) == shape:
             return adjoint
-        adjoint = np.asarray(adjoint)
+        adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
         extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
@@ -63,7 +66,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    return adjoint if shape else float(adjoint)
+    return float(adjoint) if not shape and isinstance(adjoint, _CONCRETE) else adjoint
 
 
 def _shape(value):
@@ -85,7 +88,7 @@ def _ndim(value):
 def expand(adjoint, like, axis, keepdims):
     """Spread the adjoint of a reduction over ``axis`` back to ``like``'s shape."""
     shape = _shape(like)
-    if axis is None and not keepdims:
+    if axis is None and not keepdims and isinstance(adjoint, _CONCRETE):
         # empty + fill: on small arrays a third of np.full, a fifth of broadcast_to
         spread = np.empty(shape)
         spread.fill(adjoint)
@@ -100,7 +103,7 @@ def expand(adjoint, like, axis, keepdims):
 
 def extremum_vjp(adjoint, ans, like, axis, keepdims):
     """Adjoint of max/min: shared equally among the elements that attain it."""
-    hits = np.asarray(like) == expand(ans, like, axis, keepdims)
+    hits = as_array(like) == expand(ans, like, axis, keepdims)
     counts = np.sum(hits, axis=axis, keepdims=True)
     return expand(adjoint, like, axis, keepdims) * hits / counts
 
@@ -110,8 +113,22 @@ def _arrays(a, b):
     them as arrays, and their adjoints read ``.T`` and multiply by them.  Its
     callers test for two arrays first, so that the common case makes no call:
     an RNN's gradient calls them a few times per step."""
-    return (np.asarray(a) if type(a) in (list, tuple) else a,
-            np.asarray(b) if type(b) in (list, tuple) else b)
+    return as_array(a), as_array(b)
+
+
+def as_array(value):
+    """``value``, a list or a tuple made an array; any array as it is (a Dask
+    array stays lazy: ``np.asarray`` would compute it)."""
+    return np.asarray(value) if type(value) in (list, tuple) else value
+
+
+def size(value):
+    """``np.size(value)``, read from the attribute of an array of any library (a
+    Dask array's is known without computing it)."""
+    try:
+        return value.size
+    except AttributeError:
+        return np.size(value)
 
 
 def matmul_vjp_right(adjoint, a, b):

@@ -8,7 +8,8 @@
 import inspect
 import math
 
-__all__ = ["numeric_grad", "assert_grad_matches", "assert_close", "resolve_wrt"]
+__all__ = ["numeric_grad", "assert_grad_matches", "assert_close", "resolve_wrt",
+           "EXAMPLE_NEEDS", "example_runs_here"]
 
 
 def resolve_wrt(f, wrt):
@@ -108,3 +109,14 @@ def assert_grad_matches(f, *args, wrt=0, rtol=1e-6, atol=1e-8, h=1e-6, **kwargs)
     expected = numeric_grad(f, args, wrt, h=h, kwargs=kwargs)
     assert_close(got, expected, rtol=rtol, atol=atol)
     return got
+
+
+#: example (its file's stem) -> the optional package it needs, one of derivo's extras
+EXAMPLE_NEEDS = {"dask_regression": "dask"}
+
+
+def example_runs_here(stem):
+    """Whether the example ``stem`` can run: what it needs is installed."""
+    import importlib.util
+    needed = EXAMPLE_NEEDS.get(stem)
+    return needed is None or importlib.util.find_spec(needed) is not None

@@ -14,11 +14,12 @@ from .runtime import stop_gradient  # noqa: E402
 from .api import (Derivative, cache_info, grad, hessian, hvp, jacobian, jvp,  # noqa: E402
                   save_module, source, tangent, value_and_grad, vjp)
 from .check import check_grad, forward_gradient  # noqa: E402
+from .elementwise import elementwise_grad  # noqa: E402
 from .checkpoints import checkpointed  # noqa: E402
 from .graph import Graph, graph  # noqa: E402
 
 __all__ = [
-    "grad", "value_and_grad", "vjp", "tangent", "jvp", "jacobian", "hessian", "hvp",
+    "grad", "value_and_grad", "vjp", "tangent", "elementwise_grad", "jvp", "jacobian", "hessian", "hvp",
     "source", "save_module", "cache_info", "check_grad", "forward_gradient", "checkpointed", "graph", "Graph",
     "Derivative",
     "defpartials", "defvjp", "defjvp", "nondifferentiable", "primitive", "stop_gradient",

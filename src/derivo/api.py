@@ -159,6 +159,16 @@ def _nesting(value):
     return 0
 
 
+_LAZY_ARRAY = ("; an array of another library (a Dask array) may be data the function "
+               "reads, not a parameter: pass the parameters as NumPy arrays (np.asarray)")
+
+
+def _is_lazy_array(value):
+    """Whether ``value`` is an array of another library that NumPy's functions
+    dispatch to (a Dask array)."""
+    return hasattr(type(value), "__array_function__") and not isinstance(value, np.ndarray)
+
+
 def _short_repr(value):
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -369,8 +379,9 @@ class Derivative(metaclass=_DerivativeType):
                 raise DerivoError(
                     "{}: cannot differentiate with respect to {}={}: derivo differentiates "
                     "real numbers (float, int, NumPy arrays of them, or lists and tuples of "
-                    "those), got {}".format(self.__wrapped__.__qualname__, name,
-                                            _short_repr(value), type(value).__name__))
+                    "those), got {}{}".format(self.__wrapped__.__qualname__, name,
+                                              _short_repr(value), type(value).__name__,
+                                              _LAZY_ARRAY if _is_lazy_array(value) else ""))
             floats = flat and item_types[id(value)] is _FLOATS  # told at C speed
             if value is not _DEFAULT and not floats and _integral(value):
                 raise DerivoError(

@@ -13,6 +13,9 @@ import numpy as np
 
 from .errors import DerivoError
 
+#: values whose numbers are at hand: an array that is not lazy, a number
+_CONCRETE = (np.ndarray, np.generic, float, int)
+
 
 def unbroadcast(adjoint, like):
     """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
@@ -27,7 +30,7 @@ def unbroadcast(adjoint, like):
         shape = np.shape(like)
         if np.shape(adjoint) == shape:
             return adjoint
-        adjoint = np.asarray(adjoint)
+        adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
         extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
@@ -37,7 +40,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    return adjoint if shape else float(adjoint)
+    return float(adjoint) if not shape and isinstance(adjoint, _CONCRETE) else adjoint
 
 
 def _shape(value):
@@ -54,6 +57,12 @@ def _ndim(value):
         return value.ndim
     except AttributeError:
         return np.ndim(value)
+
+
+def one_like(value):
+    """Ones of ``value``'s shape (1.0 for a number): the tangent of an elementwise
+    derivative."""
+    return np.ones(value.shape) if isinstance(value, np.ndarray) else 1.0
 
 
 def zero_gradient(like):
@@ -79,7 +88,7 @@ def scalar_seed(result):
 def expand(adjoint, like, axis, keepdims):
     """Spread the adjoint of a reduction over ``axis`` back to ``like``'s shape."""
     shape = _shape(like)
-    if axis is None and not keepdims:
+    if axis is None and not keepdims and isinstance(adjoint, _CONCRETE):
         # empty + fill: on small arrays a third of np.full, a fifth of broadcast_to
         spread = np.empty(shape)
         spread.fill(adjoint)
@@ -94,7 +103,7 @@ def expand(adjoint, like, axis, keepdims):
 
 def extremum_vjp(adjoint, ans, like, axis, keepdims):
     """Adjoint of max/min: shared equally among the elements that attain it."""
-    hits = np.asarray(like) == expand(ans, like, axis, keepdims)
+    hits = as_array(like) == expand(ans, like, axis, keepdims)
     counts = np.sum(hits, axis=axis, keepdims=True)
     return expand(adjoint, like, axis, keepdims) * hits / counts
 
@@ -104,8 +113,43 @@ def _arrays(a, b):
     them as arrays, and their adjoints read ``.T`` and multiply by them.  Its
     callers test for two arrays first, so that the common case makes no call:
     an RNN's gradient calls them a few times per step."""
-    return (np.asarray(a) if type(a) in (list, tuple) else a,
-            np.asarray(b) if type(b) in (list, tuple) else b)
+    return as_array(a), as_array(b)
+
+
+def as_array(value):
+    """``value``, a list or a tuple made an array; any array as it is (a Dask
+    array stays lazy: ``np.asarray`` would compute it)."""
+    return np.asarray(value) if type(value) in (list, tuple) else value
+
+
+def transposed(value):
+    """``value.T`` of an array of any library, or of a number (``np.transpose``,
+    which does the same, costs five times as much on a small array)."""
+    try:
+        return value.T
+    except AttributeError:
+        return np.asarray(value).T
+
+
+def size(value):
+    """``np.size(value)``, read from the attribute of an array of any library (a
+    Dask array's is known without computing it)."""
+    try:
+        return value.size
+    except AttributeError:
+        return np.size(value)
+
+
+def is_real(value):
+    """``np.isrealobj(value)``, from the dtype of an array of any library."""
+    return kind_of(value) != "c"
+
+
+def kind_of(value):
+    """The kind of ``value``'s dtype ("f", "c", "i"...), read from the attribute of an
+    array of any library."""
+    dtype = getattr(value, "dtype", None)
+    return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
 def matmul_vjp_left(adjoint, a, b):
@@ -196,8 +240,8 @@ def inner_vjp_right(adjoint, a, b):
 def prod_vjp(adjoint, ans, like, axis, keepdims):
     """Adjoint of ``np.prod``: the product of the other elements, computed
     without dividing (a zero element must not turn the gradient into nan)."""
-    a = np.asarray(like, dtype=float)
-    if not np.any(a == 0):
+    a = as_array(like)
+    if isinstance(a, _CONCRETE) and not np.any(a == 0):  # a lazy array: no test of its values
         return expand(adjoint * ans, a, axis, keepdims) / a
     axes = tuple(range(a.ndim)) if axis is None else (
         (axis,) if np.ndim(axis) == 0 else tuple(axis))
@@ -209,7 +253,7 @@ def prod_vjp(adjoint, ans, like, axis, keepdims):
     before = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
     after = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
     others = (before * after).reshape(moved.shape)
-    others = np.transpose(others, np.argsort(kept + list(axes)))
+    others = np.transpose(others, tuple(np.argsort(kept + list(axes))))
     return expand(adjoint, a, axis, keepdims) * others
 
 

@@ -53,13 +53,13 @@ RTOL = 1e-6
 PRELUDE = """\
 import numpy as np
 
-from derivo.runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, dot_vjp_left,
-                            dot_vjp_right, einsum_vjp, expand, extremum_vjp, first_equal_vjp,
+from derivo.runtime import (add_adjoints, add_at, addable, as_array, copy_of, copy_vjp,
+                            dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp, first_equal_vjp,
                             getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, log,
                             log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp, owned, part,
                             pop_adjoint, scalar_seed, shaped_like, sort_like, split_like, sum_vjp,
-                            swap_last, tangent_owned, transpose_vjp, unbroadcast, unsort, unstack,
-                            vstack_vjp, zero_as, zero_gradient, zeroed)
+                            swap_last, tangent_owned, transpose_vjp, transposed, unbroadcast,
+                            unsort, unstack, vstack_vjp, zero_as, zero_gradient, zeroed)
 
 L4 = np.zeros(4)
 L5 = np.zeros(5)
@@ -187,6 +187,9 @@ probe(runtime.transpose_vjp, "transpose_vjp(x0, (2, 0, 1))", normal(2, 3, 4))
 probe(runtime.transpose_vjp, "transpose_vjp(x0, (PERM,))", normal(2, 3, 4))
 probe(runtime.swap_last, "swap_last(x0)", normal(3, 4))
 probe(runtime.swap_last, "swap_last(x0)", normal(2, 3, 4))
+probe(runtime.transposed, "transposed(x0)", normal(3, 4))
+probe(runtime.transposed, "transposed(x0)", normal())
+probe(runtime.as_array, "as_array(x0)", normal(3, 4))
 probe(runtime.split_like, "split_like(x0, PIECES, 0)[1]", normal(3, 3))
 probe(runtime.split_like, "split_like(x0, PIECES, 0)[0] * split_like(x0, PIECES, 0)[1]",
       normal(3, 3))

@@ -11,9 +11,10 @@ import numpy as np
 
 from .. import syntax as S
 from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
-                       getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, log_times,
-                       matmul_vjp_left, matmul_vjp_right, norm_vjp, prod_vjp, split_like,
-                       swap_last, transpose_vjp, unbroadcast, unstack, vstack_vjp)
+                       getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, is_real,
+                       kind_of, log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp,
+                       prod_vjp, size, split_like, swap_last, transpose_vjp, transposed,
+                       unbroadcast, unstack, vstack_vjp)
 from ..adjoints import (cholesky_vjp, diag_vjp, diff_vjp, repeat_vjp, reverse_cumsum,
                         tile_vjp)
 from . import GETITEM, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
@@ -28,7 +29,7 @@ defpartials(np.sqrt, lambda ans, x: 0.5 / ans)
 defpartials(np.square, lambda ans, x: 2 * x)
 # |z| of a complex z, as JAX: the adjoint of a real result is real, and a complex
 # argument's adjoint is conj(dL/dz) (its real part the derivative in the real part)
-defvjp(np.abs, lambda g, ans, x: g * np.sign(x) if np.isrealobj(x) else np.real(g) * np.conj(x) / np.where(ans == 0, 1, ans), returns=NEW)
+defvjp(np.abs, lambda g, ans, x: g * np.sign(x) if is_real(x) else np.real(g) * np.conj(x) / np.where(ans == 0, 1, ans), returns=NEW)
 defpartials(np.sin, lambda ans, x: np.cos(x))
 defpartials(np.cos, lambda ans, x: -np.sin(x))
 defpartials(np.tan, lambda ans, x: 1 + ans * ans)
@@ -73,7 +74,7 @@ defpartials(np.clip, lambda ans, a, a_min, a_max: ans == a,
             lambda ans, a, a_min, a_max: (ans != a) & (ans != a_min))
 defvjp(np.full, None, lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
 defvjp(np.full_like, None, lambda g, ans, a, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
-defvjp(Method("astype"), lambda g, ans, a, dtype, *options: np.reshape(g, np.shape(a)) if np.asarray(ans).dtype.kind == "f" else np.zeros(np.shape(a)), returns=NEW)
+defvjp(Method("astype"), lambda g, ans, a, dtype, *options: np.reshape(g, np.shape(a)) if kind_of(ans) == "f" else np.zeros(np.shape(a)), returns=NEW)
 defvjp(np.where, None,
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y), returns=NEW)
@@ -112,7 +113,7 @@ for _sum in (np.sum, Method("sum")):
     defvjp(_sum, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims), returns=NEW)
 # (an empty array's adjoint is empty, whatever the factor: not 1 / 0)
 for _mean in (np.mean, Method("mean")):
-    defvjp(_mean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims) * (np.size(ans) / max(np.size(a), 1)), returns=NEW)
+    defvjp(_mean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims) * (size(ans) / max(size(a), 1)), returns=NEW)
 for _prod in (np.prod, Method("prod")):
     defvjp(_prod, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: prod_vjp(g, ans, a, axis, keepdims), returns=NEW)
 for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")):
@@ -121,9 +122,9 @@ for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")
 # the variance's partials are 2 (a - mean) / (N - ddof), N the count reduced over;
 # the standard deviation's (a - mean) / ((N - ddof) std)
 for _var in (np.var, Method("var")):
-    defvjp(_var, lambda g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: expand(g, a, axis, keepdims) * (2 * (a - np.mean(a, axis=axis, keepdims=True)) / (np.size(a) / np.size(ans) - ddof)), returns=NEW)
+    defvjp(_var, lambda g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: expand(g, a, axis, keepdims) * (2 * (a - np.mean(a, axis=axis, keepdims=True)) / (size(a) / size(ans) - ddof)), returns=NEW)
 for _std in (np.std, Method("std")):
-    defvjp(_std, lambda g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: expand(g / ans, a, axis, keepdims) * ((a - np.mean(a, axis=axis, keepdims=True)) / (np.size(a) / np.size(ans) - ddof)), returns=NEW)
+    defvjp(_std, lambda g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: expand(g / ans, a, axis, keepdims) * ((a - np.mean(a, axis=axis, keepdims=True)) / (size(a) / size(ans) - ddof)), returns=NEW)
 for _cumsum in (np.cumsum, Method("cumsum")):
     defvjp(_cumsum, lambda g, ans, a, axis=None, dtype=None, out=None: reverse_cumsum(g, a, axis), returns=NEW)
 # through ans / a: a zero element of a gives nan (as autograd's rule does)
@@ -146,7 +147,7 @@ for _method in ("ravel", "flatten", "copy"):
 defvjp(Method("squeeze"), lambda g, ans, a, axis=None: np.reshape(g, np.shape(a)), returns=0)
 defvjp(np.transpose, lambda g, ans, a, axes=None: transpose_vjp(g, (axes,)), returns=0)
 defvjp(Method("transpose"), lambda g, ans, a, *axes: transpose_vjp(g, axes), returns=0)
-defvjp(Method("T"), lambda g, ans, a: np.asarray(g).T, returns=0)  # np.transpose costs 5x more
+defvjp(Method("T"), lambda g, ans, a: transposed(g), returns=0)
 defvjp(np.concatenate, lambda g, ans, arrays, axis=0: split_like(g, arrays, axis), returns=NEW)
 defvjp(np.stack, lambda g, ans, arrays, axis=0: unstack(g, arrays, axis), returns=NEW)
 defvjp(np.hstack, lambda g, ans, arrays: hstack_vjp(g, arrays), returns=NEW)

@@ -22,22 +22,23 @@ depending on zeros) and the helpers of ``loops="checkpoint"``.
 
 import numpy as np
 
-from ..runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, copysign_one,
-                       dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
+from ..runtime import (add_adjoints, add_at, addable, as_array, copy_of, copy_vjp,
+                       copysign_one, dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
                        first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right,
-                       log, log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp, owned, part,
-                       pop_adjoint, scalar_seed, shaped_like, sort_like, split_like, stop_gradient,
-                       sum_vjp, swap_last, tangent_owned, transpose_vjp, unbroadcast, unshared,
-                       unsort, unstack, vstack_vjp, zero_as, zero_gradient, zeroed, zeros_for)
+                       is_real, kind_of, log, log_times, matmul_vjp_left, matmul_vjp_right,
+                       norm_vjp, one_like, owned, part, pop_adjoint, scalar_seed, shaped_like,
+                       size, sort_like, split_like, stop_gradient, sum_vjp, swap_last,
+                       tangent_owned, transpose_vjp, transposed, unbroadcast, unshared, unsort,
+                       unstack, vstack_vjp, zero_as, zero_gradient, zeroed, zeros_for)
 from . import defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
 
 # The seed 1.0 and zero gradients do not vary with their argument; the sign
 # abs() sees is a step function.
-nondifferentiable(scalar_seed, zero_gradient, zeros_for, copysign_one)
-# unshared only checks (and returns None).
-nondifferentiable(unshared)
+nondifferentiable(scalar_seed, zero_gradient, zeros_for, copysign_one, one_like)
+# unshared only checks (and returns None); the others read an array's size and dtype.
+nondifferentiable(unshared, size, kind_of, is_real)
 
 # --- the scalar helpers of the builtins table ------------------------------------------
 
@@ -45,6 +46,11 @@ defpartials(log, lambda ans, x: 1 / x)
 defpartials(log_times, lambda result, power, x: log(x), lambda result, power, x: power / x)
 
 # --- broadcasting and reductions -----------------------------------------------------
+
+defvjp(transposed, lambda g, ans, value: transposed(g), returns=0)
+defjvp(transposed, lambda t, ans, value: transposed(t))
+defvjp(as_array, lambda g, ans, value: g, returns=0)
+defjvp(as_array, lambda t, ans, value: as_array(t))
 
 # unbroadcast sums over broadcast axes; its transpose broadcasts back.
 defvjp(unbroadcast, lambda g, ans, adjoint, like: np.broadcast_to(g, np.shape(adjoint)), None)

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import syntax as S
 from ..adjoints import cholesky_jvp
-from ..runtime import expand, norm_vjp, prod_vjp, sort_like
+from ..runtime import as_array, expand, is_real, kind_of, norm_vjp, prod_vjp, size, sort_like
 from . import GETITEM, Method, defjvp
 
 # --- builtins --------------------------------------------------------------------
@@ -26,7 +26,7 @@ defjvp(sum, lambda t, ans, iterable, start=0: sum(t), lambda t, ans, iterable, s
 
 # --- NumPy ------------------------------------------------------------------------
 
-defjvp(np.abs, lambda t, ans, x: t * np.sign(x) if np.isrealobj(x) else np.real(np.conj(x) * t) / np.where(ans == 0, 1, ans))
+defjvp(np.abs, lambda t, ans, x: t * np.sign(x) if is_real(x) else np.real(np.conj(x) * t) / np.where(ans == 0, 1, ans))
 defjvp(np.where, None, lambda t, ans, condition, x, y: np.where(condition, t, 0.0),
        lambda t, ans, condition, x, y: np.where(condition, 0.0, t))
 
@@ -63,9 +63,9 @@ for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")
     defjvp(_extremum, lambda t, ans, a, axis=None, out=None, keepdims=False: np.sum(t * (a == expand(ans, a, axis, keepdims)), axis=axis, keepdims=keepdims) / np.sum(a == expand(ans, a, axis, keepdims), axis=axis, keepdims=keepdims))
 
 for _var in (np.var, Method("var")):
-    defjvp(_var, lambda t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: np.sum(t * (a - np.mean(a, axis=axis, keepdims=True)), axis=axis, keepdims=keepdims) * (2 / (np.size(a) / np.size(ans) - ddof)))
+    defjvp(_var, lambda t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: np.sum(t * (a - np.mean(a, axis=axis, keepdims=True)), axis=axis, keepdims=keepdims) * (2 / (size(a) / size(ans) - ddof)))
 for _std in (np.std, Method("std")):
-    defjvp(_std, lambda t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: np.sum(t * (a - np.mean(a, axis=axis, keepdims=True)), axis=axis, keepdims=keepdims) / ((np.size(a) / np.size(ans) - ddof) * ans))
+    defjvp(_std, lambda t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: np.sum(t * (a - np.mean(a, axis=axis, keepdims=True)), axis=axis, keepdims=keepdims) / ((size(a) / size(ans) - ddof) * ans))
 for _cumsum in (np.cumsum, Method("cumsum")):
     defjvp(_cumsum, lambda t, ans, a, axis=None, dtype=None, out=None: np.cumsum(t, axis=axis))
 for _cumprod in (np.cumprod, Method("cumprod")):
@@ -83,9 +83,9 @@ for _ravel in (np.ravel, Method("ravel"), Method("flatten"), Method("copy")):
     defjvp(_ravel, lambda t, ans, a, order="C": np.reshape(t, np.shape(ans), order=order))
 defjvp(np.full, None, lambda t, ans, shape, fill_value, dtype=None: t + np.zeros(np.shape(ans)))
 defjvp(np.full_like, None, lambda t, ans, a, fill_value, dtype=None: t + np.zeros(np.shape(ans)))
-defjvp(Method("astype"), lambda t, ans, a, dtype, *options: np.reshape(t, np.shape(ans)) if np.asarray(ans).dtype.kind == "f" else np.zeros(np.shape(ans)))
+defjvp(Method("astype"), lambda t, ans, a, dtype, *options: np.reshape(t, np.shape(ans)) if kind_of(ans) == "f" else np.zeros(np.shape(ans)))
 defjvp(np.transpose, lambda t, ans, a, axes=None: np.transpose(t, axes))
-defjvp(Method("transpose"), lambda t, ans, a, *axes: np.asarray(t).transpose(*axes))
+defjvp(Method("transpose"), lambda t, ans, a, *axes: as_array(t).transpose(*axes))
 defjvp(Method("T"), lambda t, ans, a: np.transpose(t))
 defjvp(np.concatenate, lambda t, ans, arrays, axis=0: np.concatenate(t, axis))
 defjvp(np.stack, lambda t, ans, arrays, axis=0: np.stack(t, axis))
