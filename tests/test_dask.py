@@ -117,3 +117,16 @@ def test_the_example_fits():
     X, y, truth = dask_regression.make_data(20_000)
     w, b = dask_regression.fit(X, y, steps=3)
     assert np.corrcoef(w, truth)[0, 1] > 0.9
+
+
+def test_a_gradient_computes_on_a_local_cluster(data):
+    distributed = pytest.importorskip("distributed")
+    X, y, X_dask, y_dask = data
+    w = np.array([0.3, -0.1, 0.2, 0.05])
+    with distributed.Client(processes=False, n_workers=2, threads_per_worker=1,
+                            dashboard_address=None) as client:
+        grads = lazily(derivo.grad(logistic, wrt=(0, 1)), w, 0.1, X_dask, y_dask)
+        gw, gb = client.compute(list(grads), sync=True)
+    expected = derivo.grad(logistic, wrt=(0, 1))(w, 0.1, X, y)
+    np.testing.assert_allclose(gw, expected[0], rtol=1e-12)
+    assert gb == pytest.approx(expected[1], rel=1e-12)
