@@ -89,6 +89,7 @@ EXAMPLE_ARGUMENTS = {
     "horner_grad": ([2.0, -3.0, 0.5, 1.0], 1.5),
     "trimmed_loss_grad": ((1.5, 2.0), *importlib.import_module("examples.robust_line").points()),
     "squared_error_grad": ([0.3, -1.0, 2.0], [-1.0, 0.25, 2.0], [1.0, 0.0, 0.5]),
+    "gp_nll_grad": (0.1, -0.3, -2.0, *importlib.import_module("examples.gaussian_process").problem(8)),
     "rnn_grad": (*importlib.import_module("examples.rnn").initial(3, 2, 1),
                  *next(importlib.import_module("examples.rnn").sequences(1, steps=4, n_in=2))),
 }

@@ -15,8 +15,9 @@ adjoint of a real argument is the real part of the transpose applied to ``g``.
 
 import numpy as np
 
+from .adjoints import cholesky_jvp
 from .errors import DerivoError
-from .runtime import expand, norm_vjp, swap_last
+from .runtime import expand, swap_last, unbroadcast
 
 
 class TupleTangent(tuple):
@@ -269,7 +270,6 @@ def kron_vjp(adjoint, a, b, first):
 def cross_vjp(adjoint, a, b, axisa, axisb, axisc, axis, first):
     """The adjoint of ``np.cross(a, b, ...)`` in a (``first``) or b:
     <g, a x b> = <a, b x g> = <b, g x a>, for 3- and 2-vectors."""
-    from .runtime import unbroadcast
     if axis is not None:
         axisa = axisb = axisc = axis
     a3, b3 = (_as_3_vectors(np.moveaxis(v, ax, -1)) for v, ax in ((a, axisa), (b, axisb)))
@@ -313,7 +313,7 @@ def norm_vjp_any(adjoint, ans, x, ord, axis, keepdims):
     _real_only("np.linalg.norm", x)
     axes = _norm_axes(x, ord, axis)
     if ord is None or (ord == "fro" and len(axes) == 2) or (ord == 2 and len(axes) == 1):
-        return norm_vjp(adjoint, ans, x, ord, axis, keepdims)
+        return expand(adjoint / ans, x, axis, keepdims) * x   # the Euclidean norm: x / |x|
     if len(axes) == 1:
         return expand(adjoint, x, axis, keepdims) * _vector_norm_partials(x, ans, ord, axis,
                                                                           keepdims)
@@ -586,16 +586,36 @@ def cho_factor_vjp(adjoint, ans, a, lower):
     """The adjoint of ``c, lower = cho_factor(A, lower)``: the factor's adjoint
     through cholesky_vjp onto the triangle potrf reads, and the other triangle
     of c, which is A's own, as it came."""
-    from .adjoints import cholesky_vjp
     c = ans[0]
     g = part(adjoint, 0, c)
     g_factor = np.tril(g) if lower else swap_last(np.triu(g))
-    symmetric = cholesky_vjp(g_factor, _factor(c, lower))
+    symmetric = _cholesky_adjoint(g_factor, _factor(c, lower))
     return _onto_triangle(symmetric, "L" if lower else "U") + _other_triangle(g, lower)
 
 
+def _cholesky_adjoint(g_factor, factor):
+    """cholesky_vjp by LAPACK's triangular routines: L^-T sym(phi(L^T G)) L^-1,
+    phi the lower triangle with its diagonal halved, sym(M) = (M + M^T) / 2.
+    The congruence is one sygst (half the work of two triangular solves) on
+    the matrices reversed in both axes: reversed, L is upper triangular U,
+    and sygst makes U^-T M U^-1.  Arrays go to BLAS in Fortran order (a C
+    array's transpose), which it reads without a copy."""
+    from scipy.linalg.blas import dtrmm
+    from scipy.linalg.lapack import dsygst
+    # G^T L = G^T (L^T)^T, both Fortran-ordered views; its transpose is L^T G
+    inner = np.tril(dtrmm(1.0, factor.T, g_factor.T, side=1, lower=0, trans_a=1).T)
+    inner[np.diag_indices_from(inner)] *= 0.5
+    symmetric = 0.5 * (inner + inner.T)
+    reversed_result, info = dsygst(np.asfortranarray(symmetric[::-1, ::-1]),
+                                   np.asfortranarray(factor[::-1, ::-1]), itype=1, lower=0)
+    if info:
+        raise DerivoError("LAPACK's dsygst failed ({}) in the adjoint of a Cholesky "
+                          "factorisation".format(info))
+    upper = np.triu(reversed_result)
+    return (upper + np.triu(upper, 1).T)[::-1, ::-1]
+
+
 def cho_factor_jvp(tangent, ans, a, lower):
-    from .adjoints import cholesky_jvp
     c = ans[0]
     d_factor = cholesky_jvp(_symmetric_from(tangent, "L" if lower else "U"), _factor(c, lower))
     held = d_factor if lower else swap_last(d_factor)
@@ -605,13 +625,21 @@ def cho_factor_jvp(tangent, ans, a, lower):
 def cho_solve_vjp_c(adjoint, ans, c_and_lower, b):
     """The adjoint in (c, lower) of ``x = cho_solve((c, lower), b)``, A = L L^T:
     with G_A = -A^-1 g x^T (one solve with the factor), the factor's adjoint is
-    tril((G_A + G_A^T) L) (for an upper factor U, triu(U (G_A + G_A^T)))."""
+    tril((G_A + G_A^T) L) (for an upper factor U = L^T, its transpose).  G_A
+    has as many columns as b: for a few, the product is taken factor by factor."""
     from scipy.linalg import cho_solve
     c, lower = c_and_lower
-    g_b = cho_solve(c_and_lower, adjoint)
-    g_a = -(np.reshape(g_b, (len(c), -1)) @ np.reshape(ans, (len(c), -1)).T)
-    both = g_a + g_a.T
-    return [np.tril(both @ np.tril(c)) if lower else np.triu(np.triu(c) @ both), 0.0]
+    n = len(c)
+    left = -np.reshape(cho_solve(c_and_lower, adjoint), (n, -1))
+    right = np.reshape(ans, (n, -1))
+    factor = _factor(c, lower)
+    if 2 * left.shape[1] < n:
+        product = left @ (right.T @ factor) + right @ (left.T @ factor)
+    else:
+        both = left @ right.T
+        product = (both + both.T) @ factor
+    g_factor = np.tril(product)
+    return [g_factor if lower else g_factor.T, 0.0]
 
 
 def cho_solve_jvp_c(tangent, ans, c_and_lower, b):
@@ -743,14 +771,12 @@ def _effective(tangent, lower, assume_a):
 def scipy_cholesky_vjp(adjoint, ans, a, lower):
     """The adjoint of ``scipy.linalg.cholesky(A, lower)`` (an upper factor by
     default), onto the triangle potrf reads."""
-    from .adjoints import cholesky_vjp
     g_factor = np.tril(adjoint) if lower else swap_last(np.triu(adjoint))
-    symmetric = cholesky_vjp(g_factor, ans if lower else swap_last(ans))
+    symmetric = _cholesky_adjoint(g_factor, ans if lower else swap_last(ans))
     return _onto_triangle(symmetric, "L" if lower else "U")
 
 
 def scipy_cholesky_jvp(tangent, ans, a, lower):
-    from .adjoints import cholesky_jvp
     factor = ans if lower else swap_last(ans)
     change = cholesky_jvp(_symmetric_from(tangent, "L" if lower else "U"), factor)
     return change if lower else swap_last(change)

@@ -307,6 +307,7 @@ def gp_like(x, b):
 def test_cho_solve_reuses_the_factor():
     """The adjoint of cho_solve solves with the factor it was given: the
     generated gradient factorises once (in the forward sweep)."""
-    source = derivo.grad(gp_like).source
-    assert source.count("scipy.linalg.cho_factor(") == 1
-    assert "inv(" not in source
+    code = [line for line in derivo.grad(gp_like).source.splitlines()
+            if not line.lstrip().startswith("#")]
+    assert sum("scipy.linalg.cho_factor(" in line for line in code) == 1
+    assert not any("inv(" in line for line in code)
