@@ -41,9 +41,11 @@ sys.path[:0] = [_HERE, _ROOT]
 import derivo  # noqa: E402
 from _timing import call_timer  # noqa: E402  (benchmarks/_timing.py)
 import bessel as bench_bessel  # noqa: E402  (benchmarks/bessel.py: the hand adjoint and its checks)
+import gp as bench_gp  # noqa: E402  (benchmarks/gp.py)
 import mlp as bench_mlp  # noqa: E402  (benchmarks/mlp.py)
 import pendulum as bench_pendulum  # noqa: E402  (benchmarks/pendulum.py)
 from examples import bessel as ex_bessel  # noqa: E402
+from examples import gaussian_process as ex_gp  # noqa: E402
 from examples import horner as ex_horner  # noqa: E402
 from examples import mlp as ex_mlp  # noqa: E402
 from examples import pendulum as ex_pendulum  # noqa: E402
@@ -567,6 +569,17 @@ def rnn_workload(opt):
     return w
 
 
+def gp_workload(opt):
+    """The GP negative log-likelihood of benchmarks/gp.py, n = 400 (no autograd or JAX version:
+    neither differentiates scipy.linalg.cho_factor)."""
+    args = bench_gp.POINT + ex_gp.problem(400)
+    w = Workload("gp", "GP neg. log-likelihood, n = 400", ex_gp.negative_log_likelihood, args,
+                 bench_gp.nll_grad_hand, bench_gp.gp_grad,
+                 fd_check_sampled(ex_gp.negative_log_likelihood, (0, 1, 2), 1e-4, 1e-6))
+    w.missing["autograd"] = w.missing["jax.grad"] = w.missing["jax.jit"] = "no cho_factor rule"
+    return w
+
+
 # --------------------------------------------------------------------------------------------
 # First use, call overhead, import time.
 
@@ -743,7 +756,7 @@ def main(argv=None):
         print(f"  {name}: n/a ({why})")
 
     workloads = [*bessel_workloads(opt), seed004_workload(opt), pendulum_workload(opt, options.quick),
-                 horner_workload(opt), *mlp_workloads(opt), rnn_workload(opt)]
+                 horner_workload(opt), *mlp_workloads(opt), rnn_workload(opt), gp_workload(opt)]
     for w in workloads:
         check_workload(w)
     print("checked: the hand-written adjoints agree with central differences, and every gradient "
@@ -831,6 +844,7 @@ def main(argv=None):
         ("  (generated function alone)/hand", ratio("mlp200", "generated", "hand"), None),
         ("MLP 3-4-2 (no target): derivo/hand", ratio("mlp4", "derivo", "hand"), None),
         ("RNN (no target): derivo/hand", ratio("rnn", "derivo", "hand"), None),
+        ("GP n=400: derivo/hand", ratio("gp", "derivo", "hand"), 1.2),
         ("first use of Bessel (ms)", first["Bessel J_2'"][0] * 1e3, 30.0),
         # The scalar cases: there the wrapper does the most (a type check per argument) and the
         # generated call is cheap enough for the difference to be measured precisely.

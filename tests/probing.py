@@ -145,3 +145,36 @@ def coverage_gaps(probes, table_keys, table):
              if key[0] not in rules.RULES or key[1] not in rules.RULES[key[0]]
              or rule_of(key).table != table]
     return missing, stale
+
+
+def directional_difference(f, arguments, directions):
+    """The central finite-difference derivative of ``f`` along ``directions``."""
+    up = [x + H * d for x, d in zip(arguments, directions)]
+    down = [x - H * d for x, d in zip(arguments, directions)]
+    return (np.asarray(f(*up)) - np.asarray(f(*down))) / (2 * H)
+
+
+def assert_dot_product(module, arguments, seed, rtol):
+    """<JVP(v), u> == <v, VJP(u)>: derivo.vjp of the probe against a finite
+    difference along a random direction v (nothing on that side from derivo)."""
+    rng = np.random.default_rng(seed)
+    out, vjp_fn = derivo.vjp(module.probe, *arguments)
+    u = random_like(rng, out)
+    v = [random_like(rng, x) for x in arguments]
+    cotangents = vjp_fn(u)
+    assert len(cotangents) == len(arguments)
+    for ct, x in zip(cotangents, arguments):
+        assert np.shape(ct) == np.shape(x)
+    jvp = directional_difference(module.probe, arguments, v)
+    assert float(np.sum(jvp * u)) == pytest.approx(
+        float(sum(np.sum(d * ct) for d, ct in zip(v, cotangents))), rel=rtol, abs=1e-8)
+
+
+def assert_forward_matches_differences(module, arguments, seed, rtol):
+    """derivo.jvp of the probe along a random direction against finite differences."""
+    rng = np.random.default_rng(seed)
+    v = [random_like(rng, x) for x in arguments]
+    _, tangent = derivo.jvp(module.probe, tuple(arguments), tuple(v))
+    expected = directional_difference(module.probe, arguments, v)
+    assert np.shape(tangent) == np.shape(expected)
+    np.testing.assert_allclose(tangent, expected, rtol=rtol, atol=1e-8)

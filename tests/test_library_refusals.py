@@ -71,7 +71,7 @@ def test_a_rule_registered_for_a_library_function_is_used(installed_package, tmp
         del derivo.rules.RULES[fakelib.double]
 
 
-SCIPY_CALLS = [("scipy.linalg.expm", "scipy.linalg.expm(a)", "np.eye(2) * 0.5"),
+SCIPY_CALLS = [("scipy.linalg.logm", "scipy.linalg.logm(a)", "np.eye(2) * 0.5"),
                ("scipy.stats.gumbel_r.logpdf", "np.sum(scipy.stats.gumbel_r.logpdf(a))",
                 "np.array([0.5, 1.0])")]
 

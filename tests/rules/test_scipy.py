@@ -36,13 +36,6 @@ def unit_interval(*shape):
     return lambda rng: rng.uniform(0.1, 0.9, size=shape) if shape else float(rng.uniform(0.1, 0.9))
 
 
-def triangular(lower):
-    def make(rng):
-        m = rng.normal(size=(3, 3)) * 0.3 + 2.0 * np.eye(3)
-        return np.tril(m) if lower else np.triu(m)
-    return make
-
-
 def spd(rng):
     m = rng.normal(size=(3, 3)) * 0.3
     return m @ m.T + np.eye(3)
@@ -74,15 +67,6 @@ probe(sc.logsumexp, "scipy.special.logsumexp(1000.0 * x0)", normal(5))
 for _f in (sc.softmax, sc.log_softmax):
     for _keywords in ("", ", axis=0", ", axis=-1"):
         probe(_f, "scipy.special.{}(x0{})".format(_f.__name__, _keywords), normal(3, 4))
-
-for _lower in (True, False):
-    for _trans in (0, 1):
-        for _b in ((3,), (3, 2)):
-            probe(scipy.linalg.solve_triangular,
-                  "scipy.linalg.solve_triangular(x0, x1, trans={}, lower={})".format(_trans, _lower),
-                  triangular(_lower), normal(*_b))
-probe(scipy.linalg.solve_triangular, "scipy.linalg.solve_triangular(x0, x1)",
-      triangular(False), normal(3))
 
 _norm = scipy.stats.norm
 for _method in ("logpdf", "pdf", "cdf", "logcdf"):

@@ -10,9 +10,12 @@ from derivo import rules
 
 def test_table_groups_primitives_by_rule_table():
     groups = rules.table()
-    assert {"builtins", "numpy", "runtime", "not differentiable"} <= set(groups)
-    for label in ("np.var", "np.cumsum", ".std", "np.linalg.cholesky", "np.clip"):
+    assert {"builtins", "numpy", "linalg", "fft", "runtime", "not differentiable"} <= set(groups)
+    for label in ("np.var", "np.cumsum", ".std", "np.clip"):
         assert label in groups["numpy"]
+    for label in ("np.linalg.cholesky", "np.linalg.svd", "np.tensordot"):
+        assert label in groups["linalg"]
+    assert "np.fft.rfft" in groups["fft"]
     assert "np.sign" in groups["not differentiable"]
     # every primitive with a rule is listed once
     assert sum(len(groups[g]) for g in groups

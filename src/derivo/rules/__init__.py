@@ -517,5 +517,7 @@ def _instructions(code):
 
 from . import builtins  # noqa: E402,F401  (registers the builtins and math table)
 from . import numpy  # noqa: E402,F401  (registers the NumPy table)
+from . import linalg  # noqa: E402,F401  (np.linalg and tensor products; scipy.linalg lazily)
+from . import fft  # noqa: E402,F401  (np.fft)
 from . import tangents  # noqa: E402,F401  (forward-mode rules of the VJP entries)
 from . import runtime  # noqa: E402,F401  (rules of derivo.runtime: generated code is differentiable)

@@ -12,10 +12,9 @@ import numpy as np
 from .. import syntax as S
 from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
                        getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, is_real,
-                       kind_of, log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp,
-                       prod_vjp, size, split_like, swap_last, transpose_vjp, transposed,
-                       unbroadcast, unstack, vstack_vjp)
-from ..adjoints import (cholesky_vjp, diag_vjp, diff_vjp, repeat_vjp, reverse_cumsum,
+                       kind_of, log_times, matmul_vjp_left, matmul_vjp_right, prod_vjp, size,
+                       split_like, transpose_vjp, transposed, unbroadcast, unstack, vstack_vjp)
+from ..adjoints import (diag_vjp, diff_vjp, repeat_vjp, reverse_cumsum,
                         tile_vjp)
 from . import GETITEM, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
 
@@ -93,19 +92,9 @@ defvjp(np.inner, lambda g, ans, a, b: inner_vjp_left(g, a, b),
        lambda g, ans, a, b: inner_vjp_right(g, a, b), returns=NEW)
 defvjp(np.outer, lambda g, ans, a, b: np.reshape(g @ np.ravel(b), np.shape(a)),
        lambda g, ans, a, b: np.reshape(np.ravel(a) @ g, np.shape(b)), returns=NEW)
-defvjp(np.trace, lambda g, ans, a: g * np.eye(*np.shape(a)), returns=NEW)
-defvjp(np.linalg.inv, lambda g, ans, a: -(swap_last(ans) @ g @ swap_last(ans)), returns=NEW)
-defvjp(np.linalg.solve,
-       lambda g, ans, a, b: -np.multiply.outer(np.linalg.solve(swap_last(a), g), ans) if np.ndim(b) == 1 else -(np.linalg.solve(swap_last(a), g) @ swap_last(ans)),
-       lambda g, ans, a, b: np.linalg.solve(swap_last(a), g), returns=NEW)
-defvjp(np.linalg.norm, lambda g, ans, x, ord=None, axis=None, keepdims=False: norm_vjp(g, ans, x, ord, axis, keepdims), returns=NEW)
 defvjp(np.einsum, None, lambda g, ans, subscripts, a: einsum_vjp(g, subscripts, [a], 0))
 defvjp(np.einsum, None, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 0),
        lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 1))
-
-defvjp(np.linalg.det, lambda g, ans, a: np.expand_dims(g * ans, (-2, -1)) * swap_last(np.linalg.inv(a)), returns=NEW)
-# ans is the factor L: the adjoint reuses it (two triangular solves, no inverse)
-defvjp(np.linalg.cholesky, lambda g, ans, a: cholesky_vjp(g, ans), returns=NEW)
 
 # --- reductions ------------------------------------------------------------------
 

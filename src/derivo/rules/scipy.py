@@ -1,4 +1,5 @@
-"""Derivatives of SciPy: scipy.special, scipy.linalg, scipy.stats.
+"""Derivatives of SciPy: scipy.special, scipy.stats (scipy.linalg's are in
+:mod:`derivo.rules.linalg`).
 
 SciPy is optional, and importing it is slow (scipy.stats imports np.random), so
 derivo never imports it itself: each function below registers one submodule's
@@ -14,9 +15,9 @@ import numpy as np
 
 from ..adjoints import (logsumexp_jvp, logsumexp_jvp_b, logsumexp_vjp, logsumexp_vjp_b, mvn_logpdf_jvp_cov,
                         mvn_logpdf_jvp_residual, mvn_logpdf_vjp_cov, mvn_logpdf_vjp_mean,
-                        mvn_logpdf_vjp_x, solve_triangular_jvp_a, solve_triangular_vjp_a,
-                        solve_triangular_vjp_b)
+                        mvn_logpdf_vjp_x)
 from . import NEW, defjvp, defpartials, defvjp
+from .linalg import scipy_linalg
 
 SQRT_2PI = math.sqrt(2 * math.pi)
 
@@ -49,20 +50,6 @@ def special():
     defjvp(sc.softmax, lambda t, ans, x, axis=None: ans * (t - np.sum(t * ans, axis=axis, keepdims=True)))
     defvjp(sc.log_softmax, lambda g, ans, x, axis=None: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True), label=spelled("log_softmax"), returns=NEW)
     defjvp(sc.log_softmax, lambda t, ans, x, axis=None: t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True))
-
-
-def linalg():
-    global la
-    import scipy.linalg as la
-
-    # x = op(A)^-1 b with A read in one triangle: the adjoints solve with op(A)^T
-    defvjp(la.solve_triangular,
-           lambda g, ans, a, b, trans=0, lower=False: solve_triangular_vjp_a(g, ans, a, b, trans, lower),
-           lambda g, ans, a, b, trans=0, lower=False: solve_triangular_vjp_b(g, a, trans, lower),
-           label="scipy.linalg.solve_triangular", returns=NEW)
-    defjvp(la.solve_triangular,
-           lambda t, ans, a, b, trans=0, lower=False: solve_triangular_jvp_a(t, ans, a, trans, lower),
-           lambda t, ans, a, b, trans=0, lower=False: la.solve_triangular(a, t, trans=trans, lower=lower))
 
 
 def stats():
@@ -114,4 +101,4 @@ def t_logpdf_ddf(x, df, loc, scale):
 
 
 #: submodule -> the function registering its rules
-TABLES = {"scipy.special": special, "scipy.linalg": linalg, "scipy.stats": stats}
+TABLES = {"scipy.special": special, "scipy.linalg": scipy_linalg, "scipy.stats": stats}

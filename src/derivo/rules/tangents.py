@@ -11,8 +11,7 @@ JVP is the primitive applied to the tangent.
 import numpy as np
 
 from .. import syntax as S
-from ..adjoints import cholesky_jvp
-from ..runtime import as_array, expand, is_real, kind_of, norm_vjp, prod_vjp, size, sort_like
+from ..runtime import as_array, expand, is_real, kind_of, prod_vjp, size, sort_like
 from . import GETITEM, Method, defjvp
 
 # --- builtins --------------------------------------------------------------------
@@ -38,18 +37,9 @@ defjvp(np.dot, lambda t, ans, a, b: np.dot(t, b), lambda t, ans, a, b: np.dot(a,
 defjvp(Method("dot"), lambda t, ans, a, b: np.dot(t, b), lambda t, ans, a, b: np.dot(a, t))
 defjvp(np.inner, lambda t, ans, a, b: np.inner(t, b), lambda t, ans, a, b: np.inner(a, t))
 defjvp(np.outer, lambda t, ans, a, b: np.outer(t, b), lambda t, ans, a, b: np.outer(a, t))
-defjvp(np.trace, lambda t, ans, a: np.trace(t))
-defjvp(np.linalg.inv, lambda t, ans, a: -(ans @ t @ ans))
-defjvp(np.linalg.solve, lambda t, ans, a, b: -np.linalg.solve(a, t @ ans),
-       lambda t, ans, a, b: np.linalg.solve(a, t))
-# through norm_vjp, which refuses the norms derivo does not differentiate
-defjvp(np.linalg.norm, lambda t, ans, x, ord=None, axis=None, keepdims=False: np.sum(norm_vjp(np.ones(np.shape(ans)), ans, x, ord, axis, keepdims) * t, axis=axis, keepdims=keepdims))
 defjvp(np.einsum, None, lambda t, ans, subscripts, a: np.einsum(subscripts, t))
 defjvp(np.einsum, None, lambda t, ans, subscripts, a, b: np.einsum(subscripts, t, b),
        lambda t, ans, subscripts, a, b: np.einsum(subscripts, a, t))
-
-defjvp(np.linalg.det, lambda t, ans, a: ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1))
-defjvp(np.linalg.cholesky, lambda t, ans, a: cholesky_jvp(t, ans))
 
 # --- reductions ------------------------------------------------------------------
 

@@ -1,0 +1,313 @@
+"""Every rule of the linear-algebra table (np.linalg, tensor products,
+scipy.linalg), checked through the whole pipeline as test_numpy.py checks the
+NumPy table's: derivo's gradient against central finite differences, the
+dot-product test of derivo.vjp, and derivo.jvp against finite differences.
+
+The parametrisation walks the registry: a rule of ``derivo.rules.linalg``
+without a probe below fails by name.  Eigen- and singular vectors are
+determined up to sign (eig's up to phase), so their probes read them through
+a function that does not see it (squares, absolute values).
+"""
+
+import zlib
+
+import numpy as np
+import pytest
+
+import derivo
+from derivo import rules
+from probing import (Probe, assert_dot_product, assert_forward_matches_differences,
+                     assert_gradient_matches_differences, coverage_gaps, load, normal,
+                     rule_cases, rule_of, table_rules)
+
+try:
+    import scipy.linalg
+except ImportError:  # the scipy.linalg rules are then not registered either
+    scipy = None
+
+rules.load_tables()
+TABLE = "derivo.rules.linalg"
+RTOL = 1e-6
+PRELUDE = """\
+import numpy as np
+try:
+    import scipy.linalg
+except ImportError:
+    pass
+
+SPD = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.0]])
+"""
+
+
+def invertible(*shape):
+    """Square matrices (or stacks of them) well away from singular."""
+    return lambda rng: rng.normal(size=shape) * 0.5 + 2.0 * np.eye(shape[-1])
+
+
+def triangular(lower):
+    def make(rng):
+        m = rng.normal(size=(3, 3)) * 0.3 + 2.0 * np.eye(3)
+        return np.tril(m) if lower else np.triu(m)
+    return make
+
+
+def small(*shape):
+    return lambda rng: 0.5 * rng.normal(size=shape)
+
+
+PROBES = {}
+
+
+def probe(primitive, expr, *args, arity=None):
+    p = Probe(primitive, expr, args, arity)
+    PROBES.setdefault(p.key, []).append(p)
+
+
+# --- determinants, inverses, solves --------------------------------------------------
+
+probe(np.linalg.det, "np.linalg.det(x0)", invertible(3, 3))
+probe(np.linalg.det, "np.linalg.det(x0)", invertible(2, 3, 3))
+probe(np.linalg.slogdet, "np.linalg.slogdet(x0)[1]", invertible(3, 3))
+probe(np.linalg.slogdet, "np.linalg.slogdet(-x0)[1] * np.linalg.slogdet(-x0)[0]", invertible(3, 3))
+probe(np.linalg.slogdet, "np.linalg.slogdet(x0)[1]", invertible(2, 3, 3))
+probe(np.linalg.inv, "np.linalg.inv(x0)", invertible(3, 3))
+probe(np.linalg.inv, "np.linalg.inv(x0)", invertible(2, 3, 3))
+for _shape in ((4, 3), (3, 4), (3, 3)):
+    probe(np.linalg.pinv, "np.linalg.pinv(x0)", invertible(*_shape) if _shape[0] == _shape[1]
+          else normal(*_shape))
+probe(np.linalg.solve, "np.linalg.solve(x0, x1)", invertible(3, 3), normal(3))
+probe(np.linalg.solve, "np.linalg.solve(x0, x1)", invertible(3, 3), normal(3, 2))
+for _b in ((5,), (5, 2)):
+    for _result in (0, 1, 3):
+        probe(np.linalg.lstsq, "np.linalg.lstsq(x0, x1, rcond=None)[{}]".format(_result),
+              normal(5, 3), normal(*_b))
+probe(np.linalg.lstsq, "np.linalg.lstsq(x0, x1)[0]", invertible(3, 3), normal(3))
+for _n in (3, 1, 0, -2):
+    probe(np.linalg.matrix_power, "np.linalg.matrix_power(x0, {})".format(_n), invertible(3, 3))
+probe(np.linalg.matrix_power, "np.linalg.matrix_power(x0, 2)", invertible(2, 3, 3))
+
+# --- factorisations ---------------------------------------------------------------------
+
+probe(np.linalg.cholesky, "np.linalg.cholesky(x0 @ x0.T + np.eye(3))", normal(3, 3))
+probe(np.linalg.cholesky, "np.linalg.cholesky(x0 @ np.swapaxes(x0, -1, -2) + np.eye(3))",
+      normal(2, 3, 3))
+for _shape in ((4, 3), (3, 3), (2, 4, 3)):
+    probe(np.linalg.qr, "np.linalg.qr(x0)[0]", normal(*_shape))
+    probe(np.linalg.qr, "np.linalg.qr(x0)[1]", normal(*_shape))
+probe(np.linalg.qr, "np.linalg.qr(x0, mode='r')", normal(4, 3))
+probe(np.linalg.qr, "np.linalg.qr(x0, mode='complete')[0]", normal(3, 3))
+for _uplo in ("", ", UPLO='U'"):
+    probe(np.linalg.eigh, "np.linalg.eigh(x0{})[0]".format(_uplo), normal(3, 3))
+    probe(np.linalg.eigh, "np.linalg.eigh(x0{})[1] ** 2".format(_uplo), normal(3, 3))
+    probe(np.linalg.eigvalsh, "np.linalg.eigvalsh(x0{})".format(_uplo), normal(3, 3))
+probe(np.linalg.eigh, "np.linalg.eigh(x0 + x0.T)[1] ** 2", normal(4, 4))
+probe(np.linalg.eigh, "np.linalg.eigh(x0)[0]", normal(2, 3, 3))
+probe(np.linalg.eigvalsh, "np.linalg.eigvalsh(x0)", normal(2, 3, 3))
+probe(np.linalg.eig, "np.abs(np.linalg.eig(x0)[0])", normal(3, 3))
+probe(np.linalg.eig, "np.abs(np.linalg.eig(x0)[1])", normal(3, 3))
+probe(np.linalg.eig, "np.abs(np.linalg.eig(x0)[1]) + np.abs(np.linalg.eig(x0)[0])", normal(4, 4))
+probe(np.linalg.eig, "np.linalg.eig(x0 + x0.T)[0]", normal(3, 3))
+probe(np.linalg.eigvals, "np.abs(np.linalg.eigvals(x0))", normal(3, 3))
+probe(np.linalg.eigvals, "np.abs(np.linalg.eigvals(x0))", normal(2, 3, 3))
+for _shape in ((4, 3), (3, 4), (3, 3)):
+    probe(np.linalg.svd, "np.linalg.svd(x0, compute_uv=False)", normal(*_shape))
+    probe(np.linalg.svd, "np.linalg.svd(x0, full_matrices=False)[1]", normal(*_shape))
+    probe(np.linalg.svd, "np.linalg.svd(x0, full_matrices=False)[0] ** 2", normal(*_shape))
+    probe(np.linalg.svd, "np.linalg.svd(x0, full_matrices=False)[2] ** 2", normal(*_shape))
+probe(np.linalg.svd, "np.linalg.svd(x0)[0] ** 2 + np.linalg.svd(x0)[2] ** 2", normal(3, 3))
+probe(np.linalg.svd, "np.linalg.svd(x0, full_matrices=False)[1]", normal(2, 4, 3))
+
+# --- norms: the defaults, every vector ord and every matrix ord -------------------------------
+
+for _expr, _shape in (("np.linalg.norm(x0)", (5,)), ("np.linalg.norm(x0)", (3, 4)),
+                      ("np.linalg.norm(x0, axis=1)", (3, 4)),
+                      ("np.linalg.norm(x0, axis=0, keepdims=True)", (3, 4)),
+                      ("np.linalg.norm(x0, axis=-1, keepdims=False)", (2, 3, 4)),
+                      ("np.linalg.norm(x0, ord=2)", (5,)), ("np.linalg.norm(x0, 2)", (5,)),
+                      ("np.linalg.norm(x0, ord='fro')", (3, 4)),
+                      ("np.linalg.norm(x0, axis=(0, 1))", (3, 4))):
+    probe(np.linalg.norm, _expr, normal(*_shape))
+for _ord in ("1", "np.inf", "-np.inf", "0", "3", "0.5", "-1.5"):
+    probe(np.linalg.norm, "np.linalg.norm(x0, ord={})".format(_ord), normal(5))
+    probe(np.linalg.norm, "np.linalg.norm(x0, {}, axis=1, keepdims=True)".format(_ord),
+          normal(3, 4))
+for _ord in ("'fro'", "'nuc'", "1", "-1", "2", "-2", "np.inf", "-np.inf"):
+    probe(np.linalg.norm, "np.linalg.norm(x0, ord={})".format(_ord), normal(3, 4))
+    probe(np.linalg.norm, "np.linalg.norm(x0, {}, axis=(2, 0))".format(_ord), normal(3, 4, 2))
+probe(np.linalg.norm, "np.linalg.norm(x0, 'nuc', (1, 2), keepdims=True)", normal(2, 3, 4))
+
+# --- products --------------------------------------------------------------------------------
+
+probe(np.linalg.multi_dot, "np.linalg.multi_dot([x0, x1, x2])", normal(2, 3), normal(3, 4),
+      normal(4, 2))
+probe(np.linalg.multi_dot, "np.linalg.multi_dot([x0, x1, x2])", normal(3), normal(3, 4),
+      normal(4))
+probe(np.linalg.multi_dot, "np.linalg.multi_dot((x0, x1))", normal(2, 3), normal(3))
+probe(np.linalg.multi_dot, "np.linalg.multi_dot([x0, x1, x0, x1])", normal(2, 3),
+      normal(3, 2))
+for _axes, _a, _b in (("", (2, 3, 4), (3, 4, 5)), (", 1", (2, 3), (3, 4)), (", 0", (2,), (3, 2)),
+                      (", axes=([1, 0], [0, 1])", (3, 2, 4), (2, 3)),
+                      (", (1, 0)", (2, 3), (3, 4)), (", axes=([2], [0])", (2, 3, 4), (4, 2)),
+                      (", ([0, 2], [2, 1])", (2, 3, 4), (3, 4, 2))):
+    probe(np.tensordot, "np.tensordot(x0, x1{})".format(_axes), normal(*_a), normal(*_b))
+for _a, _b in (((2, 3), (4, 2)), ((3,), (2,)), ((2, 2), (3,)), ((2, 1, 2), (2, 3))):
+    probe(np.kron, "np.kron(x0, x1)", normal(*_a), normal(*_b))
+for _expr, _a, _b in (("np.cross(x0, x1)", (3,), (3,)), ("np.cross(x0, x1)", (4, 3), (3,)),
+                      ("np.cross(x0, x1, axis=0)", (3, 4), (3, 4)),
+                      ("np.cross(x0, x1, axisa=0, axisb=1, axisc=0)", (3, 4), (4, 3))):
+    probe(np.cross, _expr, normal(*_a), normal(*_b))
+probe(np.vdot, "np.vdot(x0, x1)", normal(3, 4), normal(12))
+probe(np.vdot, "np.vdot(x0, x1)", normal(5), normal(5))
+probe(np.vdot, "np.vdot(x0, x0)", normal(4))
+for _expr, _shape in (("np.trace(x0)", (3, 3)), ("np.trace(x0)", (3, 4)),
+                      ("np.trace(x0, 1)", (3, 4)), ("np.trace(x0, offset=-1)", (4, 3)),
+                      ("np.trace(x0, 0, 1, 0)", (3, 4)), ("np.trace(x0, axis1=0, axis2=2)", (3, 2, 3)),
+                      ("np.trace(x0, 1, 1, 2)", (2, 3, 4))):
+    probe(np.trace, _expr, normal(*_shape))
+
+# --- scipy.linalg --------------------------------------------------------------------------
+
+if scipy is not None:
+    la = scipy.linalg
+    for _lower in (True, False):
+        for _trans in (0, 1):
+            for _b in ((3,), (3, 2)):
+                probe(la.solve_triangular,
+                      "scipy.linalg.solve_triangular(x0, x1, trans={}, lower={})".format(
+                          _trans, _lower), triangular(_lower), normal(*_b))
+    probe(la.solve_triangular, "scipy.linalg.solve_triangular(x0, x1)", triangular(False),
+          normal(3))
+    for _keywords in ("", ", transposed=True"):
+        for _b in ((3,), (3, 2)):
+            probe(la.solve, "scipy.linalg.solve(x0, x1{})".format(_keywords), invertible(3, 3),
+                  normal(*_b))
+    for _keywords in (", assume_a='pos'", ", assume_a='sym', lower=True",
+                      ", assume_a='lower triangular'"):
+        probe(la.solve, "scipy.linalg.solve(SPD + 0.2 * x0, x1{})".format(_keywords),
+              normal(3, 3), normal(3, 2))
+    probe(la.inv, "scipy.linalg.inv(x0)", invertible(3, 3))
+    probe(la.det, "scipy.linalg.det(x0)", invertible(3, 3))
+    for _lower in ("", ", lower=True"):
+        # SPD + 0.2 x0: a change in the triangle not read must change nothing
+        probe(la.cholesky, "scipy.linalg.cholesky(SPD + 0.2 * x0{})".format(_lower), normal(3, 3))
+        probe(la.cho_factor, "scipy.linalg.cho_factor(SPD + 0.2 * x0{})[0]".format(_lower),
+              normal(3, 3))
+        for _b in ((3,), (3, 2)):
+            probe(la.cho_solve, "scipy.linalg.cho_solve(scipy.linalg.cho_factor(SPD + 0.2 * x0{}), "
+                  "x1)".format(_lower), normal(3, 3), normal(*_b))
+    probe(la.cho_solve, "scipy.linalg.cho_solve((x0, True), x1)", triangular(True), normal(3))
+    probe(la.cho_solve, "scipy.linalg.cho_solve((x0, False), x1)", triangular(False), normal(3, 2))
+    probe(la.lu_factor, "scipy.linalg.lu_factor(x0)[0]", normal(4, 4))
+    probe(la.lu_factor, "scipy.linalg.lu_factor(x0)[0]", invertible(3, 3))
+    for _trans in (0, 1):
+        for _b in ((4,), (4, 2)):
+            probe(la.lu_solve, "scipy.linalg.lu_solve(scipy.linalg.lu_factor(x0), x1, trans={})"
+                  .format(_trans), normal(4, 4), normal(*_b))
+    probe(la.expm, "scipy.linalg.expm(x0)", small(3, 3))
+    probe(la.expm, "scipy.linalg.expm(x0 - x0.T)", small(4, 4))
+    probe(la.sqrtm, "scipy.linalg.sqrtm(x0 @ x0.T + np.eye(3))", normal(3, 3))
+    probe(la.sqrtm, "scipy.linalg.sqrtm(x0)", invertible(3, 3))
+    probe(la.solve_sylvester, "scipy.linalg.solve_sylvester(x0, x1, x2)", invertible(3, 3),
+          invertible(2, 2), normal(3, 2))
+    probe(la.block_diag, "scipy.linalg.block_diag(x0)", normal(2, 3), arity=1)
+    probe(la.block_diag, "scipy.linalg.block_diag(x0, x1)", normal(2, 2), normal(3), arity=2)
+    probe(la.block_diag, "scipy.linalg.block_diag(x0, x1, x2)", normal(1, 2), normal(2, 1),
+          normal(2, 2), arity=3)
+    probe(la.block_diag, "scipy.linalg.block_diag(x0, x1, x2, x1)", normal(2, 2), normal(),
+          normal(3), arity=4)
+
+
+CASES = list(rule_cases(TABLE, PROBES))
+
+
+def seed(p, offset=0):
+    return zlib.crc32(p.expr.encode()) + offset
+
+
+@pytest.mark.parametrize("key,p", CASES)
+def test_rule_matches_finite_differences(key, p, tmp_path):
+    assert p is not None, "no probe in tests/rules/test_linalg.py for " + rule_of(key).label
+    arguments = p.arguments()
+    assert_gradient_matches_differences(load(tmp_path, PRELUDE, p, arguments, "linalg"),
+                                        arguments, RTOL)
+
+
+@pytest.mark.parametrize("key,p", CASES)
+def test_rule_dot_product(key, p, tmp_path):
+    assert p is not None
+    arguments = p.arguments()
+    assert_dot_product(load(tmp_path, PRELUDE, p, arguments, "linalg"), arguments, seed(p),
+                       RTOL)
+
+
+@pytest.mark.parametrize("key,p", CASES)
+def test_rule_forward_matches_finite_differences(key, p, tmp_path):
+    assert p is not None
+    arguments = p.arguments()
+    assert_forward_matches_differences(load(tmp_path, PRELUDE, p, arguments, "linalg"),
+                                       arguments, seed(p, 1), RTOL)
+
+
+def test_every_linalg_rule_has_a_probe():
+    missing, stale = coverage_gaps(PROBES, table_rules(TABLE), TABLE)
+    assert not missing, "rules with no probe: " + ", ".join(missing)
+    assert not stale, "probes for rules not in the linear-algebra table: " + ", ".join(stale)
+
+
+def test_table_covers_the_issue_list():
+    required = [np.linalg.det, np.linalg.slogdet, np.linalg.inv, np.linalg.pinv,
+                np.linalg.solve, np.linalg.lstsq, np.linalg.cholesky, np.linalg.qr,
+                np.linalg.eigh, np.linalg.eigvalsh, np.linalg.eig, np.linalg.eigvals,
+                np.linalg.svd, np.linalg.norm, np.linalg.matrix_power, np.linalg.multi_dot,
+                np.tensordot, np.kron, np.cross, np.vdot, np.trace]
+    if scipy is not None:
+        required += [scipy.linalg.solve_triangular, scipy.linalg.cho_factor,
+                     scipy.linalg.cho_solve, scipy.linalg.lu_factor, scipy.linalg.lu_solve,
+                     scipy.linalg.expm, scipy.linalg.sqrtm, scipy.linalg.solve_sylvester,
+                     scipy.linalg.block_diag, scipy.linalg.solve, scipy.linalg.inv,
+                     scipy.linalg.det, scipy.linalg.cholesky]
+    missing = [f.__name__ for f in required if f not in rules.RULES]
+    assert not missing
+
+
+# --- what the rules promise beyond the probes --------------------------------------------------
+
+def eigenvalue_sum(a):
+    return np.sum(np.linalg.eigh(a)[0] * np.array([1.0, 1.0, 1.0]))
+
+
+def test_eigenvalues_at_a_repeated_eigenvalue_have_a_gradient():
+    """The eigenvalues' rule never divides by a gap: at the identity the sum of
+    the eigenvalues (the trace) has gradient I on the triangle eigh reads."""
+    gradient = derivo.grad(eigenvalue_sum)(np.eye(3))
+    np.testing.assert_allclose(gradient, np.eye(3), atol=1e-12)
+
+
+def wide_qr(a):
+    return np.sum(np.linalg.qr(a)[1])
+
+
+def full_svd(a):
+    return np.sum(np.linalg.svd(a)[0])
+
+
+@pytest.mark.parametrize("f,point,match", [(wide_qr, np.ones((2, 3)), "at least as many rows"),
+                                           (full_svd, np.ones((3, 2)), "full_matrices=False")])
+def test_undetermined_factors_are_refused(f, point, match):
+    with pytest.raises(derivo.DerivoError, match=match):
+        derivo.grad(f)(point + np.arange(point.size).reshape(point.shape))
+
+
+def gp_like(x, b):
+    c = scipy.linalg.cho_factor(x @ x.T + np.eye(3))
+    return np.sum(scipy.linalg.cho_solve(c, b) * b)
+
+
+@pytest.mark.skipif(scipy is None, reason="needs SciPy")
+def test_cho_solve_reuses_the_factor():
+    """The adjoint of cho_solve solves with the factor it was given: the
+    generated gradient factorises once (in the forward sweep)."""
+    code = [line for line in derivo.grad(gp_like).source.splitlines()
+            if not line.lstrip().startswith("#")]
+    assert sum("scipy.linalg.cho_factor(" in line for line in code) == 1
+    assert not any("inv(" in line for line in code)
