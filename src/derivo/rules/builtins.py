@@ -10,7 +10,7 @@ import math
 
 from .. import syntax as S
 from ..runtime import copy_vjp, copysign_one, first_equal_vjp, log_times, sum_vjp, unsort
-from . import ARGUMENT, NEW, defpartials, defvjp, nondifferentiable, without_rule
+from . import ARGUMENT, CONSTANT, NEW, defpartials, defvjp, nondifferentiable, without_rule
 
 
 # --- operators (keyed by their syntax node class) ---------------------------
@@ -71,7 +71,7 @@ defpartials(math.hypot, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
 defpartials(math.erf, lambda ans, x: 2 / math.sqrt(math.pi) * math.exp(-x * x))
 defpartials(math.erfc, lambda ans, x: -2 / math.sqrt(math.pi) * math.exp(-x * x))
 defpartials(math.fabs, lambda ans, x: math.copysign(1.0, x))
-defpartials(math.copysign, lambda ans, x, y: math.copysign(1.0, x) * math.copysign(1.0, y), None)
+defpartials(math.copysign, lambda ans, x, y: math.copysign(1.0, x) * math.copysign(1.0, y), CONSTANT)
 defpartials(math.degrees, lambda ans, x: 180 / math.pi)
 defpartials(math.radians, lambda ans, x: math.pi / 180)
 defpartials(math.fmod, lambda ans, x, y: 1, lambda ans, x, y: -math.trunc(x / y))

@@ -16,7 +16,7 @@ from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum
                        swap_last, transpose_vjp, unbroadcast, unstack, vstack_vjp)
 from ..adjoints import (cholesky_vjp, diag_vjp, diff_vjp, repeat_vjp, reverse_cumsum,
                         tile_vjp)
-from . import GETITEM, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
+from . import CONSTANT, GETITEM, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
 
 # --- elementwise --------------------------------------------------------------
 
@@ -61,7 +61,7 @@ defpartials(np.fmin, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
 defpartials(np.logaddexp2, lambda ans, x, y: np.exp2(x - ans), lambda ans, x, y: np.exp2(y - ans))
 defpartials(np.arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
 defpartials(np.hypot, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
-defpartials(np.copysign, lambda ans, x, y: np.sign(x) * np.copysign(1.0, y), None)
+defpartials(np.copysign, lambda ans, x, y: np.sign(x) * np.copysign(1.0, y), CONSTANT)
 defpartials(np.power, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_times(ans, x))
 defpartials(np.maximum, lambda ans, x, y: x >= y, lambda ans, x, y: x < y)
 defpartials(np.minimum, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
@@ -71,10 +71,10 @@ defpartials(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: n
 defpartials(np.clip, lambda ans, a, a_min, a_max: ans == a,
             lambda ans, a, a_min, a_max: (ans != a) & (ans == a_min),
             lambda ans, a, a_min, a_max: (ans != a) & (ans != a_min))
-defvjp(np.full, None, lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
-defvjp(np.full_like, None, lambda g, ans, a, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
+defvjp(np.full, CONSTANT, lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
+defvjp(np.full_like, CONSTANT, lambda g, ans, a, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
 defvjp(Method("astype"), lambda g, ans, a, dtype, *options: np.reshape(g, np.shape(a)) if np.asarray(ans).dtype.kind == "f" else np.zeros(np.shape(a)), returns=NEW)
-defvjp(np.where, None,
+defvjp(np.where, CONSTANT,
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y), returns=NEW)
 
@@ -98,8 +98,8 @@ defvjp(np.linalg.solve,
        lambda g, ans, a, b: -np.multiply.outer(np.linalg.solve(swap_last(a), g), ans) if np.ndim(b) == 1 else -(np.linalg.solve(swap_last(a), g) @ swap_last(ans)),
        lambda g, ans, a, b: np.linalg.solve(swap_last(a), g), returns=NEW)
 defvjp(np.linalg.norm, lambda g, ans, x, ord=None, axis=None, keepdims=False: norm_vjp(g, ans, x, ord, axis, keepdims), returns=NEW)
-defvjp(np.einsum, None, lambda g, ans, subscripts, a: einsum_vjp(g, subscripts, [a], 0))
-defvjp(np.einsum, None, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 0),
+defvjp(np.einsum, CONSTANT, lambda g, ans, subscripts, a: einsum_vjp(g, subscripts, [a], 0))
+defvjp(np.einsum, CONSTANT, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 0),
        lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 1))
 
 defvjp(np.linalg.det, lambda g, ans, a: np.expand_dims(g * ans, (-2, -1)) * swap_last(np.linalg.inv(a)), returns=NEW)
@@ -163,8 +163,8 @@ defvjp(np.diag, lambda g, ans, v, k=0: diag_vjp(g, v, k), returns=NEW)
 defvjp(np.swapaxes, lambda g, ans, a, axis1, axis2: np.swapaxes(g, axis1, axis2), returns=0)
 defvjp(np.moveaxis, lambda g, ans, a, source, destination: np.moveaxis(g, destination, source), returns=0)
 defvjp(np.diff, lambda g, ans, a, n=1, axis=-1: diff_vjp(g, n, axis), returns=NEW)
-defvjp(np.repeat, lambda g, ans, a, repeats, axis=None: repeat_vjp(g, a, repeats, axis), None, returns=NEW)
-defvjp(np.tile, lambda g, ans, A, reps: tile_vjp(g, A, reps), None, returns=NEW)
+defvjp(np.repeat, lambda g, ans, a, repeats, axis=None: repeat_vjp(g, a, repeats, axis), CONSTANT, returns=NEW)
+defvjp(np.tile, lambda g, ans, A, reps: tile_vjp(g, A, reps), CONSTANT, returns=NEW)
 
 # --- indexing ----------------------------------------------------------------------
 

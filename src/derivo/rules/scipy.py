@@ -16,7 +16,7 @@ from ..adjoints import (logsumexp_jvp, logsumexp_jvp_b, logsumexp_vjp, logsumexp
                         mvn_logpdf_jvp_residual, mvn_logpdf_vjp_cov, mvn_logpdf_vjp_mean,
                         mvn_logpdf_vjp_x, solve_triangular_jvp_a, solve_triangular_vjp_a,
                         solve_triangular_vjp_b)
-from . import NEW, defjvp, defpartials, defvjp
+from . import CONSTANT, NEW, defjvp, defpartials, defvjp
 
 SQRT_2PI = math.sqrt(2 * math.pi)
 
@@ -40,10 +40,10 @@ def special():
     defpartials(sc.log_ndtr, lambda ans, x: np.exp(-0.5 * x * x - ans) / SQRT_2PI, label=spelled("log_ndtr"))
     defpartials(sc.xlogy, lambda ans, x, y: np.log(y), lambda ans, x, y: x / y, label=spelled("xlogy"))
     defpartials(sc.xlog1py, lambda ans, x, y: np.log1p(y), lambda ans, x, y: x / (1 + y), label=spelled("xlog1py"))
-    defvjp(sc.logsumexp, lambda g, ans, a, axis=None, b=None, keepdims=False, return_sign=False: logsumexp_vjp(g, ans, a, axis, b, keepdims, return_sign), None,
+    defvjp(sc.logsumexp, lambda g, ans, a, axis=None, b=None, keepdims=False, return_sign=False: logsumexp_vjp(g, ans, a, axis, b, keepdims, return_sign), CONSTANT,
            lambda g, ans, a, axis=None, b=None, keepdims=False, return_sign=False: logsumexp_vjp_b(g, ans, a, axis, b, keepdims, return_sign),
            label=spelled("logsumexp"), returns=NEW)
-    defjvp(sc.logsumexp, lambda t, ans, a, axis=None, b=None, keepdims=False, return_sign=False: logsumexp_jvp(t, ans, a, axis, b, keepdims, return_sign), None,
+    defjvp(sc.logsumexp, lambda t, ans, a, axis=None, b=None, keepdims=False, return_sign=False: logsumexp_jvp(t, ans, a, axis, b, keepdims, return_sign), CONSTANT,
            lambda t, ans, a, axis=None, b=None, keepdims=False, return_sign=False: logsumexp_jvp_b(t, ans, a, axis, keepdims))
     defvjp(sc.softmax, lambda g, ans, x, axis=None: ans * (g - np.sum(g * ans, axis=axis, keepdims=True)), label=spelled("softmax"), returns=NEW)
     defjvp(sc.softmax, lambda t, ans, x, axis=None: ans * (t - np.sum(t * ans, axis=axis, keepdims=True)))

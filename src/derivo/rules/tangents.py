@@ -13,7 +13,7 @@ import numpy as np
 from .. import syntax as S
 from ..adjoints import cholesky_jvp
 from ..runtime import expand, norm_vjp, prod_vjp, sort_like
-from . import GETITEM, Method, defjvp
+from . import CONSTANT, GETITEM, Method, defjvp
 
 # --- builtins --------------------------------------------------------------------
 
@@ -27,7 +27,7 @@ defjvp(sum, lambda t, ans, iterable, start=0: sum(t), lambda t, ans, iterable, s
 # --- NumPy ------------------------------------------------------------------------
 
 defjvp(np.abs, lambda t, ans, x: t * np.sign(x) if np.isrealobj(x) else np.real(np.conj(x) * t) / np.where(ans == 0, 1, ans))
-defjvp(np.where, None, lambda t, ans, condition, x, y: np.where(condition, t, 0.0),
+defjvp(np.where, CONSTANT, lambda t, ans, condition, x, y: np.where(condition, t, 0.0),
        lambda t, ans, condition, x, y: np.where(condition, 0.0, t))
 
 # --- linear algebra -------------------------------------------------------------
@@ -44,8 +44,8 @@ defjvp(np.linalg.solve, lambda t, ans, a, b: -np.linalg.solve(a, t @ ans),
        lambda t, ans, a, b: np.linalg.solve(a, t))
 # through norm_vjp, which refuses the norms derivo does not differentiate
 defjvp(np.linalg.norm, lambda t, ans, x, ord=None, axis=None, keepdims=False: np.sum(norm_vjp(np.ones(np.shape(ans)), ans, x, ord, axis, keepdims) * t, axis=axis, keepdims=keepdims))
-defjvp(np.einsum, None, lambda t, ans, subscripts, a: np.einsum(subscripts, t))
-defjvp(np.einsum, None, lambda t, ans, subscripts, a, b: np.einsum(subscripts, t, b),
+defjvp(np.einsum, CONSTANT, lambda t, ans, subscripts, a: np.einsum(subscripts, t))
+defjvp(np.einsum, CONSTANT, lambda t, ans, subscripts, a, b: np.einsum(subscripts, t, b),
        lambda t, ans, subscripts, a, b: np.einsum(subscripts, a, t))
 
 defjvp(np.linalg.det, lambda t, ans, a: ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1))
@@ -81,8 +81,8 @@ for _method in ("reshape", "squeeze"):
 defjvp(np.reshape, lambda t, ans, a, shape=None, order="C": np.reshape(t, np.shape(ans), order=order))
 for _ravel in (np.ravel, Method("ravel"), Method("flatten"), Method("copy")):
     defjvp(_ravel, lambda t, ans, a, order="C": np.reshape(t, np.shape(ans), order=order))
-defjvp(np.full, None, lambda t, ans, shape, fill_value, dtype=None: t + np.zeros(np.shape(ans)))
-defjvp(np.full_like, None, lambda t, ans, a, fill_value, dtype=None: t + np.zeros(np.shape(ans)))
+defjvp(np.full, CONSTANT, lambda t, ans, shape, fill_value, dtype=None: t + np.zeros(np.shape(ans)))
+defjvp(np.full_like, CONSTANT, lambda t, ans, a, fill_value, dtype=None: t + np.zeros(np.shape(ans)))
 defjvp(Method("astype"), lambda t, ans, a, dtype, *options: np.reshape(t, np.shape(ans)) if np.asarray(ans).dtype.kind == "f" else np.zeros(np.shape(ans)))
 defjvp(np.transpose, lambda t, ans, a, axes=None: np.transpose(t, axes))
 defjvp(Method("transpose"), lambda t, ans, a, *axes: np.asarray(t).transpose(*axes))
@@ -102,8 +102,8 @@ defjvp(np.diag, lambda t, ans, v, k=0: np.diag(t, k))
 defjvp(np.swapaxes, lambda t, ans, a, axis1, axis2: np.swapaxes(t, axis1, axis2))
 defjvp(np.moveaxis, lambda t, ans, a, source, destination: np.moveaxis(t, source, destination))
 defjvp(np.diff, lambda t, ans, a, n=1, axis=-1: np.diff(t, n, axis))
-defjvp(np.repeat, lambda t, ans, a, repeats, axis=None: np.repeat(t, repeats, axis), None)
-defjvp(np.tile, lambda t, ans, A, reps: np.tile(t, reps), None)
+defjvp(np.repeat, lambda t, ans, a, repeats, axis=None: np.repeat(t, repeats, axis), CONSTANT)
+defjvp(np.tile, lambda t, ans, A, reps: np.tile(t, reps), CONSTANT)
 
 # --- indexing ----------------------------------------------------------------------
 
