@@ -145,3 +145,33 @@ def coverage_gaps(probes, table_keys, table):
              if key[0] not in rules.RULES or key[1] not in rules.RULES[key[0]]
              or rule_of(key).table != table]
     return missing, stale
+
+
+def unit_interval(*shape):
+    return lambda rng: shaped(lambda s: rng.uniform(0.1, 0.9, size=s), shape)
+
+
+def check_dot_product(module, p, arguments, rtol):
+    """<J v, u> by central differences equals <v, vjp(u)> of derivo.vjp."""
+    rng = np.random.default_rng(zlib.crc32(p.expr.encode()))
+    out, vjp_fn = derivo.vjp(module.probe, *arguments)
+    u = random_like(rng, out)
+    v = [random_like(rng, x) for x in arguments]
+    cotangents = vjp_fn(u)
+    up = [x + H * d for x, d in zip(arguments, v)]
+    down = [x - H * d for x, d in zip(arguments, v)]
+    jvp = (np.asarray(module.probe(*up)) - np.asarray(module.probe(*down))) / (2 * H)
+    assert float(np.sum(jvp * u)) == pytest.approx(
+        float(sum(np.sum(d * ct) for d, ct in zip(v, cotangents))), rel=rtol, abs=1e-8)
+
+
+def check_forward(module, p, arguments, rtol):
+    """derivo.jvp against central differences along a random direction."""
+    rng = np.random.default_rng(zlib.crc32(p.expr.encode()) + 1)
+    v = [random_like(rng, x) for x in arguments]
+    _, tangent = derivo.jvp(module.probe, tuple(arguments), tuple(v))
+    up = [x + H * d for x, d in zip(arguments, v)]
+    down = [x - H * d for x, d in zip(arguments, v)]
+    expected = (np.asarray(module.probe(*up)) - np.asarray(module.probe(*down))) / (2 * H)
+    assert np.shape(tangent) == np.shape(expected)
+    np.testing.assert_allclose(tangent, expected, rtol=rtol, atol=1e-8)

@@ -48,7 +48,7 @@ from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
                      is_user_function, shared_sources, user_function)
 from .outline import Loop
-from .parse import GENERATED_PREFIX, MISSING, parameter_names, parse
+from .parse import GENERATED_PREFIX, MISSING, is_distribution, parameter_names, parse
 from .ssa import CONSUMERS, is_append, normalize
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
@@ -980,6 +980,11 @@ class Analysis:
                            "function: make the derivative once outside it "
                            "(dg = derivo.grad(g)) and call dg here, which derivo "
                            "differentiates through its code".format(site.label))
+            elif is_distribution(site.key):
+                message = ("cannot differentiate {0!r} frozen into a value: derivo "
+                           "differentiates a frozen distribution's method called on it where "
+                           "it is made, {0}(...).logpdf(x), or on the family, "
+                           "{0}.logpdf(x, ...)".format(site.label))
             elif any(site.key is construct for construct, _ in _INSTEAD):
                 message = ("cannot differentiate {!r}: derivo has no derivative rule for it; "
                            "write {} instead".format(site.label, next(
