@@ -11,8 +11,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "src" / "derivo"
 
 LAYERS = [
     ("leaves", ["errors", "syntax", "names", "script", "runtime", "adjoints", "checkpoints",
-                "rules", "rules.runtime", "rules.builtins", "rules.numpy", "rules.scipy",
-                "rules.tangents", "rules.__main__"]),
+                "rules", "rules.runtime", "rules.builtins", "rules.numpy", "rules.scipy_special",
+                "rules.scipy_stats", "rules.scipy", "rules.tangents", "rules.__main__"]),
     ("normal form", ["parse", "fence", "memory", "ssa", "outline", "inline"]),
     ("analysis", ["analyze"]),
     ("modes", ["optimize", "forward", "reverse"]),
