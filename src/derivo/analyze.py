@@ -37,6 +37,7 @@ import collections
 import functools
 import heapq
 import inspect
+import math
 import operator
 import types
 
@@ -716,15 +717,20 @@ class Analysis:
                             and getattr(call, "user_function", None) is not None
                             for argument in call.args + [k.value for k in call.keywords]
                             if isinstance(argument, S.Name)}
-        self.containers |= {call.args[0].id for call in S.walk(tree) if isinstance(call, S.Call)
-                            and call.args and isinstance(call.args[0], S.Name)
-                            and self._consumes_first_argument(call)}
+        self.containers |= {argument.id for call in S.walk(tree) if isinstance(call, S.Call)
+                            for argument in self._iterated_whole(call)
+                            if isinstance(argument, S.Name)}
 
-    def _consumes_first_argument(self, call):
-        """Whether ``call`` iterates its first argument whole (``sum(xs)``,
-        ``max(xs)``, not ``max(a, b)``)."""
+    def _iterated_whole(self, call):
+        """The arguments ``call`` iterates whole: the first of ``sum(xs)``,
+        ``max(xs)`` (not of ``max(a, b)``), both points of ``math.dist(p, q)``."""
         callee = self.parsed.callee_key(call)
-        return any(callee is c for c in CONSUMERS) and (len(call.args) == 1 or callee is sum)
+        if callee is math.dist:
+            return call.args
+        if call.args and any(callee is c for c in CONSUMERS) and (
+                len(call.args) == 1 or callee is sum):
+            return call.args[:1]
+        return []
 
     def compute_read_item_by_item(self):
         """Parameters that may hold containers, that the function never assigns,

@@ -8,12 +8,16 @@ argument's tangent.  Most primitives here are linear in the argument, so the
 JVP is the primitive applied to the tangent.
 """
 
+import math
+import operator
+
 import numpy as np
 
 from .. import syntax as S
 from ..adjoints import cholesky_jvp
 from ..runtime import expand, norm_vjp, prod_vjp, sort_like
 from . import CONSTANT, GETITEM, Method, defjvp
+from .builtins import others_product
 
 # --- builtins --------------------------------------------------------------------
 
@@ -23,6 +27,11 @@ defjvp(sorted, lambda t, ans, iterable: sort_like(t, iterable))
 defjvp(list, lambda t, ans, iterable: list(t))
 defjvp(tuple, lambda t, ans, iterable: tuple(t))
 defjvp(sum, lambda t, ans, iterable, start=0: sum(t), lambda t, ans, iterable, start=0: t)
+defjvp(math.fsum, lambda t, ans, iterable: math.fsum(t))
+defjvp(math.prod, lambda t, ans, iterable, start=1: math.fsum(map(operator.mul, others_product(start, iterable), t)),
+       lambda t, ans, iterable, start=1: t * math.prod(iterable))
+defjvp(math.dist, lambda t, ans, p, q: math.fsum(map(operator.mul, map(operator.sub, p, q), t)) / ans,
+       lambda t, ans, p, q: math.fsum(map(operator.mul, map(operator.sub, q, p), t)) / ans)
 
 # --- NumPy ------------------------------------------------------------------------
 
