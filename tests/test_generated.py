@@ -89,6 +89,8 @@ EXAMPLE_ARGUMENTS = {
     "horner_grad": ([2.0, -3.0, 0.5, 1.0], 1.5),
     "trimmed_loss_grad": ((1.5, 2.0), *importlib.import_module("examples.robust_line").points()),
     "squared_error_grad": ([0.3, -1.0, 2.0], [-1.0, 0.25, 2.0], [1.0, 0.0, 0.5]),
+    "log_likelihood_grad": (np.zeros(3), np.array([-1.0, 0.0, 1.0]), np.zeros(3),
+                            importlib.import_module("examples.mixture_model").sample(20)),
     "rnn_grad": (*importlib.import_module("examples.rnn").initial(3, 2, 1),
                  *next(importlib.import_module("examples.rnn").sequences(1, steps=4, n_in=2))),
 }

@@ -8,6 +8,7 @@ and inverses are applied by solving, never formed.
 
 import numpy as np
 
+from .errors import DerivoError
 from .runtime import swap_last
 
 
@@ -131,7 +132,6 @@ def logsumexp_jvp(tangent, ans, a, axis, b, keepdims, return_sign):
 
 def _refuse_sign(return_sign):
     if return_sign:
-        from .errors import DerivoError
         raise DerivoError("cannot differentiate scipy.special.logsumexp(..., "
                           "return_sign=True); differentiate it without return_sign")
 

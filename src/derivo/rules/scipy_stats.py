@@ -29,11 +29,14 @@ METHODS = ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf")
 
 
 class LocScale:
-    """The partials of one method of a location-scale family of scipy.stats."""
+    """The partials of one method of a location-scale family of scipy.stats,
+    held in this module as ``<family>_<method>`` (so a saved derivative imports it)."""
 
     def __init__(self, dist, method, score, shape_scores=()):
         self.dist, self.method = dist, method
         self.score, self.shape_scores = score, shape_scores
+        self.__module__, self.__qualname__ = __name__, "{}_{}".format(dist.name, method)
+        globals()[self.__qualname__] = self
 
     def x(self, ans, x, shapes, loc, scale):
         return self._moving(ans, x, shapes, loc, scale, 1)
