@@ -29,6 +29,16 @@ defpartials(np.square, lambda ans, x: 2 * x)
 # |z| of a complex z, as JAX: the adjoint of a real result is real, and a complex
 # argument's adjoint is conj(dL/dz) (its real part the derivative in the real part)
 defvjp(np.abs, lambda g, ans, x: g * np.sign(x) if np.isrealobj(x) else np.real(g) * np.conj(x) / np.where(ans == 0, 1, ans), returns=NEW)
+# The parts of a complex z = x + iy, as JAX: z's adjoint is dL/dx - i dL/dy (so a
+# holomorphic function's adjoint is g f'(z)); of a real x, real part 1, imaginary 0.
+for _real in (np.real, Method("real")):
+    defvjp(_real, lambda g, ans, x: g, returns=NEW)
+for _imag in (np.imag, Method("imag")):
+    defvjp(_imag, lambda g, ans, x: -1j * g if np.iscomplexobj(x) else np.zeros(np.shape(x)), returns=NEW)
+for _conj in (np.conj, Method("conj"), Method("conjugate")):
+    defvjp(_conj, lambda g, ans, x: np.conj(g), returns=NEW)
+# arg z = atan2(y, x): its adjoint is -i g / z; of a real x a step function (0)
+defvjp(np.angle, lambda g, ans, z, deg=False: np.real(g) * -1j / np.where(z == 0, 1, z) * (180 / np.pi if deg else 1) if np.iscomplexobj(z) else np.zeros(np.shape(z)), returns=NEW)
 defpartials(np.sin, lambda ans, x: np.cos(x))
 defpartials(np.cos, lambda ans, x: -np.sin(x))
 defpartials(np.tan, lambda ans, x: 1 + ans * ans)

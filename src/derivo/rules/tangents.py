@@ -36,6 +36,13 @@ defjvp(math.dist, lambda t, ans, p, q: math.fsum(map(operator.mul, map(operator.
 # --- NumPy ------------------------------------------------------------------------
 
 defjvp(np.abs, lambda t, ans, x: t * np.sign(x) if np.isrealobj(x) else np.real(np.conj(x) * t) / np.where(ans == 0, 1, ans))
+for _real in (np.real, Method("real")):
+    defjvp(_real, lambda t, ans, x: np.real(t))
+for _imag in (np.imag, Method("imag")):
+    defjvp(_imag, lambda t, ans, x: np.imag(t))
+for _conj in (np.conj, Method("conj"), Method("conjugate")):
+    defjvp(_conj, lambda t, ans, x: np.conj(t))
+defjvp(np.angle, lambda t, ans, z, deg=False: np.imag(t / np.where(z == 0, 1, z)) * (180 / np.pi if deg else 1) if np.iscomplexobj(z) else np.zeros(np.shape(z)))
 defjvp(np.where, CONSTANT, lambda t, ans, condition, x, y: np.where(condition, t, 0.0),
        lambda t, ans, condition, x, y: np.where(condition, 0.0, t))
 
