@@ -16,6 +16,7 @@ from .api import (Derivative, cache_info, grad, hessian, hvp, jacobian, jvp,  # 
 from .check import check_grad, forward_gradient  # noqa: E402
 from .checkpoints import checkpointed  # noqa: E402
 from .graph import Graph, graph  # noqa: E402
+from . import integrate  # noqa: E402,F401  (odeint's rule, once scipy.integrate is imported)
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "tangent", "jvp", "jacobian", "hessian", "hvp",

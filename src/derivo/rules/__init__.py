@@ -414,16 +414,21 @@ def returns(primitive, nargs, keywords=()):
 
 def load_tables():
     """Register the rules of each library table whose library the program has
-    imported (see :mod:`derivo.rules.scipy`): derivo does not import SciPy."""
-    if _UNLOADED_TABLES and "scipy" in sys.modules:
-        from . import scipy as table
-        for module in [m for m in _UNLOADED_TABLES if m in sys.modules]:
-            _UNLOADED_TABLES.discard(module)
-            table.TABLES[module]()
+    imported (see :func:`lazy_table`): derivo does not import SciPy."""
+    if _LAZY_TABLES and "scipy" in sys.modules:
+        for module in [m for m in _LAZY_TABLES if m in sys.modules]:
+            _LAZY_TABLES.pop(module)()
 
 
-#: the submodules of :mod:`derivo.rules.scipy` not registered yet
-_UNLOADED_TABLES = {"scipy.special", "scipy.linalg", "scipy.stats"}
+#: library module (a SciPy submodule) -> the function registering its rules
+_LAZY_TABLES = {}
+
+
+def lazy_table(module, register):
+    """Call ``register()`` (which registers the rules of ``module``, a SciPy
+    submodule) once the program has imported ``module``: the tables of
+    :mod:`derivo.rules.scipy` and :mod:`derivo.integrate`."""
+    _LAZY_TABLES[module] = register
 
 
 def table():
@@ -537,3 +542,4 @@ from . import builtins  # noqa: E402,F401  (registers the builtins and math tabl
 from . import numpy  # noqa: E402,F401  (registers the NumPy table)
 from . import tangents  # noqa: E402,F401  (forward-mode rules of the VJP entries)
 from . import runtime  # noqa: E402,F401  (rules of derivo.runtime: generated code is differentiable)
+from . import scipy  # noqa: E402,F401  (SciPy's tables, registered once SciPy is imported)

@@ -4,11 +4,11 @@
 SciPy is optional, and importing it is slow (scipy.stats imports np.random), so
 derivo never imports it itself: each table's function registers one submodule's
 rules, and :func:`derivo.rules.load_tables` calls it once the user's program
-has imported that submodule.
+has imported that submodule (see :func:`derivo.rules.lazy_table`).
 """
 
 from ..adjoints import solve_triangular_jvp_a, solve_triangular_vjp_a, solve_triangular_vjp_b
-from . import NEW, defjvp, defvjp, scipy_special, scipy_stats
+from . import NEW, defjvp, defvjp, lazy_table, scipy_special, scipy_stats
 
 
 def linalg():
@@ -25,6 +25,6 @@ def linalg():
            lambda t, ans, a, b, trans=0, lower=False: la.solve_triangular(a, t, trans=trans, lower=lower))
 
 
-#: submodule -> the function registering its rules
-TABLES = {"scipy.special": scipy_special.register, "scipy.linalg": linalg,
-          "scipy.stats": scipy_stats.register}
+lazy_table("scipy.special", scipy_special.register)
+lazy_table("scipy.linalg", linalg)
+lazy_table("scipy.stats", scipy_stats.register)
