@@ -86,3 +86,20 @@ def test_the_output_times_are_refused():
 def test_forward_mode_is_refused():
     with pytest.raises(derivo.NoDerivativeRule, match="only a vector-Jacobian product"):
         derivo.jvp(growth_loss, (np.array([0.1, 0.4]),), (np.ones(2),))
+
+
+def final_state(y0, k, c):
+    return odeint(oscillator, y0, TIMES, args=(k, c), rtol=1e-10, atol=1e-10)[-1]
+
+
+def test_the_rows_of_the_jacobian_of_the_final_state_match_central_differences():
+    # one reverse sweep per row, through the same forward result
+    y0 = np.array([1.0, 0.2])
+    expected = np.stack([differences(lambda *a: final_state(*a)[i], (y0, 2.0, 0.3), 0)
+                         for i in range(2)])
+    out, vjp_fn = derivo.vjp(final_state, y0, 2.0, 0.3)
+    u = np.array([1.0, 0.0])
+    first = vjp_fn(u)[0].copy()
+    u[:] = [0.0, 1.0]  # changed in place: a new adjoint, not the last one again
+    np.testing.assert_allclose(vjp_fn(u)[0], expected[1], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(first, expected[0], rtol=1e-5, atol=1e-7)

@@ -19,18 +19,20 @@ import numpy as np
 from . import api
 from .rules import CONSTANT, NEW, defvjp, lazy_table
 
-#: the last backward solve, (ids of its adjoint and result, its adjoints): the rule's
-#: templates for y0 and for args ask for the same solve
-_LAST = [None, None]
+#: the last backward solve, [the result it ran back from, a copy of its output adjoint,
+#: the adjoints it gave]: the rule's templates for y0 and for args ask for the same
+#: solve.  The result is held (its id could go to a later array), the adjoint copied
+#: (a caller may change it in place between two calls, as a Jacobian's rows do).
+_LAST = [None, None, None]
 
 
 def adjoints(adjoint, ys, func, t, args, rtol, atol, tfirst):
     """(the adjoint of y0, the adjoints of args, a tuple) for ``ys = odeint(...)``
     and the output adjoint ``adjoint`` (of ys's shape)."""
-    key = (id(adjoint), id(ys))
-    if _LAST[0] != key:
-        _LAST[:] = [key, _solve_backwards(adjoint, ys, func, t, args, rtol, atol, tfirst)]
-    return _LAST[1]
+    if _LAST[0] is not ys or not np.array_equal(_LAST[1], adjoint):
+        _LAST[:] = [ys, np.array(adjoint),
+                    _solve_backwards(adjoint, ys, func, t, args, rtol, atol, tfirst)]
+    return _LAST[2]
 
 
 def _solve_backwards(adjoint, ys, func, t, args, rtol, atol, tfirst):
