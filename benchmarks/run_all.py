@@ -44,6 +44,7 @@ import bessel as bench_bessel  # noqa: E402  (benchmarks/bessel.py: the hand adj
 import gp as bench_gp  # noqa: E402  (benchmarks/gp.py)
 import mlp as bench_mlp  # noqa: E402  (benchmarks/mlp.py)
 import pendulum as bench_pendulum  # noqa: E402  (benchmarks/pendulum.py)
+import softmax as bench_softmax  # noqa: E402  (benchmarks/softmax.py: needs SciPy)
 from examples import bessel as ex_bessel  # noqa: E402
 from examples import gaussian_process as ex_gp  # noqa: E402
 from examples import horner as ex_horner  # noqa: E402
@@ -546,6 +547,17 @@ def mlp_workloads(opt):
     return out
 
 
+def softmax_workload(opt):
+    features, classes, batch = bench_softmax.SIZES[0]
+    args = bench_softmax.problem(features, classes, batch)
+    w = Workload("softmax", f"softmax classifier {features}-{classes}, batch {batch}",
+                 bench_softmax.loss, args, bench_softmax.loss_grad_hand, bench_softmax.loss_grad,
+                 fd_check_sampled(bench_softmax.loss, (0, 1), 1e-4, 1e-6))
+    for name in ("autograd", "jax.grad", "jax.jit"):
+        w.missing[name] = "not compared (scipy.special.logsumexp)"
+    return w
+
+
 def rnn_args():
     params = ex_rnn.initial()
     xs, target = next(ex_rnn.sequences(1, seed=9))
@@ -756,7 +768,8 @@ def main(argv=None):
         print(f"  {name}: n/a ({why})")
 
     workloads = [*bessel_workloads(opt), seed004_workload(opt), pendulum_workload(opt, options.quick),
-                 horner_workload(opt), *mlp_workloads(opt), rnn_workload(opt), gp_workload(opt)]
+                 horner_workload(opt), *mlp_workloads(opt), rnn_workload(opt), gp_workload(opt),
+                 softmax_workload(opt)]
     for w in workloads:
         check_workload(w)
     print("checked: the hand-written adjoints agree with central differences, and every gradient "
@@ -845,6 +858,7 @@ def main(argv=None):
         ("MLP 3-4-2 (no target): derivo/hand", ratio("mlp4", "derivo", "hand"), None),
         ("RNN (no target): derivo/hand", ratio("rnn", "derivo", "hand"), None),
         ("GP n=400: derivo/hand", ratio("gp", "derivo", "hand"), 1.2),
+        ("softmax 50-10, batch 256: derivo/hand", ratio("softmax", "derivo", "hand"), 1.2),
         ("first use of Bessel (ms)", first["Bessel J_2'"][0] * 1e3, 30.0),
         # The scalar cases: there the wrapper does the most (a type check per argument) and the
         # generated call is cheap enough for the difference to be measured precisely.

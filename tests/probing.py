@@ -147,6 +147,15 @@ def coverage_gaps(probes, table_keys, table):
     return missing, stale
 
 
+def unit_interval(*shape):
+    return lambda rng: shaped(lambda s: rng.uniform(0.1, 0.9, size=s), shape)
+
+
+def seed(p, offset=0):
+    """A random seed of the probe ``p``'s own, for its random directions."""
+    return zlib.crc32(p.expr.encode()) + offset
+
+
 def directional_difference(f, arguments, directions):
     """The central finite-difference derivative of ``f`` along ``directions``."""
     up = [x + H * d for x, d in zip(arguments, directions)]

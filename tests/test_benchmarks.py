@@ -26,7 +26,8 @@ def test_run_all_quick_prints_a_table():
     assert len(header) == 1, result.stdout
     table = lines[header[0] + 2:]
     workloads = ("Bessel J_2'(z), z=1", "Bessel J_2'(z), z=10", "seed-004", "pendulum", "Horner",
-                 "MLP 100-200-10", "MLP 3-4-2", "RNN", "GP neg. log-likelihood")
+                 "MLP 100-200-10", "MLP 3-4-2", "RNN", "GP neg. log-likelihood",
+                 "softmax classifier")
     for workload in workloads:
         assert any(line.startswith(workload) for line in table), workload
     for candidate in ("forward", "derivo", "generated", "hand", "autograd", "jax.grad", "jax.jit"):

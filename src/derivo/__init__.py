@@ -17,6 +17,7 @@ from .check import check_grad, forward_gradient  # noqa: E402
 from .elementwise import elementwise_grad  # noqa: E402
 from .checkpoints import checkpointed  # noqa: E402
 from .graph import Graph, graph  # noqa: E402
+from . import integrate  # noqa: E402,F401  (odeint's rule, once scipy.integrate is imported)
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "tangent", "elementwise_grad", "jvp", "jacobian", "hessian", "hvp",

@@ -8,6 +8,7 @@ and inverses are applied by solving, never formed.
 
 import numpy as np
 
+from .errors import DerivoError
 from .runtime import swap_last
 
 
@@ -88,26 +89,34 @@ def cholesky_jvp(tangent, factor):
     return factor @ _phi(inner)
 
 
+def _kept(reduced, a, axis, keepdims):
+    """A reduction's result (or adjoint) with its reduced axes back as length 1,
+    to broadcast against ``a``: cheaper than spreading it to a's shape."""
+    if keepdims or axis is None:
+        return reduced
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    return np.expand_dims(reduced, tuple(i % np.ndim(a) for i in axes))
+
+
 def _weighted_shares(a, ans, axis, b, keepdims):
     """exp(a - logsumexp) (times the weights ``b``): each element's share of
     ``scipy.special.logsumexp``, never overflowing."""
-    from .runtime import expand
-    shares = np.exp(a - expand(ans, a, axis, keepdims))
+    shares = np.exp(a - _kept(ans, a, axis, keepdims))
     return shares if b is None else shares * b
 
 
 def logsumexp_vjp(adjoint, ans, a, axis, b, keepdims, return_sign):
     """The adjoint of ``scipy.special.logsumexp(a, axis, b, keepdims)`` in a."""
-    from .runtime import expand
     _refuse_sign(return_sign)
-    return expand(adjoint, a, axis, keepdims) * _weighted_shares(a, ans, axis, b, keepdims)
+    return _kept(adjoint, a, axis, keepdims) * _weighted_shares(a, ans, axis, b, keepdims)
 
 
 def logsumexp_vjp_b(adjoint, ans, a, axis, b, keepdims, return_sign):
     """The adjoint of ``scipy.special.logsumexp(a, axis, b, keepdims)`` in b."""
-    from .runtime import expand, unbroadcast
+    from .runtime import unbroadcast
     _refuse_sign(return_sign)
-    return unbroadcast(expand(adjoint, a, axis, keepdims) * _weighted_shares(a, ans, axis, None, keepdims), b)
+    return unbroadcast(_kept(adjoint, a, axis, keepdims)
+                       * _weighted_shares(a, ans, axis, None, keepdims), b)
 
 
 def logsumexp_jvp_b(tangent, ans, a, axis, keepdims):
@@ -123,7 +132,6 @@ def logsumexp_jvp(tangent, ans, a, axis, b, keepdims, return_sign):
 
 def _refuse_sign(return_sign):
     if return_sign:
-        from .errors import DerivoError
         raise DerivoError("cannot differentiate scipy.special.logsumexp(..., "
                           "return_sign=True); differentiate it without return_sign")
 

@@ -37,6 +37,7 @@ import collections
 import functools
 import heapq
 import inspect
+import math
 import operator
 import types
 
@@ -48,7 +49,7 @@ from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
                      is_user_function, shared_sources, user_function)
 from .outline import Loop
-from .parse import GENERATED_PREFIX, MISSING, parameter_names, parse
+from .parse import GENERATED_PREFIX, MISSING, is_distribution, parameter_names, parse
 from .ssa import CONSUMERS, is_append, normalize
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
@@ -326,31 +327,37 @@ class Analysis:
         self.compute_scalars()  # (a number is never changed in place)
         self._refuse_dicts_and_sets()
         self._refuse_hidden_writes()
-        self._refuse_differentiated_method_options()
+        self._refuse_arguments_without_rule()
 
-    def _refuse_differentiated_method_options(self):
-        """Refuse ``m.sum(v)`` where a differentiated v reaches a result through
-        an argument the method's rule holds constant: with ``m = np`` it is
-        ``np.sum(v)``, which derivo, taking it for the method sum of m (not
-        differentiated), would give a zero derivative."""
+    def _refuse_arguments_without_rule(self):
+        """Refuse a differentiated value reaching, on its way to a result, an
+        argument its primitive's rule has no template for: None in the rule's
+        place, an option past the templates (``ord=``), or a ``*args`` of the
+        templates.  Activity does not flow through such an argument, so its
+        derivative would silently be zero; only an argument the rule declares
+        CONSTANT (an axis, a mask, np.copysign's sign) is held constant."""
         for stmt in S.walk(self.normalized.tree):
             if not (isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & self.useful):
                 continue
             for node in S.walk(stmt.value):
-                site = self.site(node) if isinstance(node, S.Call) else None
-                if site is None or not isinstance(site.key, rules.Method) or site.rule is None:
+                site = self.site(node) if isinstance(node, S.gast.expr) else None
+                if site is None or site.rule is None:
                     continue
-                for param, arg, template in site.args[1:]:
-                    if template is None and self.differentiable_names(arg) & self.varied:
-                        raise self.parsed.error(
-                            NoDerivativeRule, node, "cannot differentiate {!r}: derivo takes "
-                            "{}.{} for the method {!r} of a value, whose rule holds its "
-                            "argument {!r} constant, yet a differentiated value flows into it "
-                            "(for a module's function, call it by the module's name: "
-                            "np.{})".format(self.parsed.words(node),
-                                            self.parsed.words(node.func.value), site.key.name,
-                                            site.key.name, param, site.key.name),
-                            site.label)
+                for param, arg, template in site.args:
+                    if template is None and param not in site.rule.constant and \
+                            self.differentiable_names(arg) & self.varied:
+                        raise self._no_rule_for_argument(node, site, param or "*args")
+
+    def _no_rule_for_argument(self, node, site, param):
+        message = ("no derivative of {} with respect to its argument {!r}, yet a "
+                   "differentiated value flows into it in {!r}; register a rule for it "
+                   "(derivo.defvjp), or pass derivo.stop_gradient(...) of the value if it "
+                   "is meant as a constant".format(site.label, param, self.parsed.words(node)))
+        if isinstance(site.key, rules.Method) and isinstance(node, S.Call):
+            # with m = np, m.sum(v) is np.sum(v), taken for the method sum of m
+            message += " (for a module's function, call it by the module's name: np.{})" \
+                .format(site.key.name)
+        return self.parsed.error(NoDerivativeRule, node, message, site.label)
 
     def _refuse_writes_into_items(self, body, items):
         """A write into an item a loop takes from what it iterates over (``for row
@@ -710,15 +717,20 @@ class Analysis:
                             and getattr(call, "user_function", None) is not None
                             for argument in call.args + [k.value for k in call.keywords]
                             if isinstance(argument, S.Name)}
-        self.containers |= {call.args[0].id for call in S.walk(tree) if isinstance(call, S.Call)
-                            and call.args and isinstance(call.args[0], S.Name)
-                            and self._consumes_first_argument(call)}
+        self.containers |= {argument.id for call in S.walk(tree) if isinstance(call, S.Call)
+                            for argument in self._iterated_whole(call)
+                            if isinstance(argument, S.Name)}
 
-    def _consumes_first_argument(self, call):
-        """Whether ``call`` iterates its first argument whole (``sum(xs)``,
-        ``max(xs)``, not ``max(a, b)``)."""
+    def _iterated_whole(self, call):
+        """The arguments ``call`` iterates whole: the first of ``sum(xs)``,
+        ``max(xs)`` (not of ``max(a, b)``), both points of ``math.dist(p, q)``."""
         callee = self.parsed.callee_key(call)
-        return any(callee is c for c in CONSUMERS) and (len(call.args) == 1 or callee is sum)
+        if callee is math.dist:
+            return call.args
+        if call.args and any(callee is c for c in CONSUMERS) and (
+                len(call.args) == 1 or callee is sum):
+            return call.args[:1]
+        return []
 
     def compute_read_item_by_item(self):
         """Parameters that may hold containers, that the function never assigns,
@@ -974,6 +986,11 @@ class Analysis:
                            "function: make the derivative once outside it "
                            "(dg = derivo.grad(g)) and call dg here, which derivo "
                            "differentiates through its code".format(site.label))
+            elif is_distribution(site.key):
+                message = ("cannot differentiate {0!r} frozen into a value: derivo "
+                           "differentiates a frozen distribution's method called on it where "
+                           "it is made, {0}(...).logpdf(x), or on the family, "
+                           "{0}.logpdf(x, ...)".format(site.label))
             elif any(site.key is construct for construct, _ in _INSTEAD):
                 message = ("cannot differentiate {!r}: derivo has no derivative rule for it; "
                            "write {} instead".format(site.label, next(

@@ -303,6 +303,9 @@ def _is_literal(obj):
 def _import_line(name, obj):
     module = getattr(obj, "__module__", None)
     qualname = getattr(obj, "__qualname__", None)
+    if qualname is None and not isinstance(obj, type):
+        # an instance its type's module defines under this name (scipy.stats.norm)
+        module, qualname = type(obj).__module__, name
     if module and qualname and "." not in qualname and "<" not in qualname:
         try:
             found = getattr(importlib.import_module(module), qualname, None)

@@ -252,7 +252,33 @@ def parse(func):
                 pass
     parsed = Parsed(func, tree, filename, lines, first_line, func.__globals__, closure)
     _hold_defaults(parsed)
+    _unfreeze_distributions(parsed)
     return parsed
+
+
+def _unfreeze_distributions(parsed):
+    """Call a frozen distribution's method on its family, with the parameters it
+    was frozen with after the method's own arguments: ``norm(mu, s).logpdf(x)``
+    becomes ``norm.logpdf(x, mu, s)``, as SciPy's frozen methods compute it, so
+    the family's rule applies."""
+    for call in S.walk(parsed.tree):
+        if not (isinstance(call, S.Call) and isinstance(call.func, S.Attribute)
+                and isinstance(call.func.value, S.Call)):
+            continue
+        frozen = call.func.value
+        if any(isinstance(a, S.gast.Starred) for a in frozen.args) or \
+                not is_distribution(parsed.resolve_callee(frozen)):
+            continue
+        call.func = S.copy_location(S.attribute(frozen.func, call.func.attr), call.func)
+        call.args = call.args + frozen.args
+        call.keywords = call.keywords + frozen.keywords
+
+
+def is_distribution(obj):
+    """Whether ``obj`` is a family of scipy.stats (``norm``, ``multivariate_normal``):
+    calling it freezes its parameters."""
+    return getattr(type(obj), "__module__", "").startswith("scipy.stats.") and \
+        callable(obj) and not inspect.isroutine(obj) and not inspect.isclass(obj)
 
 
 def _hold_defaults(parsed):

@@ -26,6 +26,7 @@ from .outline import outline_loops
 from .reverse import reverse
 from .analyze import MEMORY_REFUSALS, analyze_memory
 from .ssa import normalize
+from .memory import in_a_library
 
 #: derivo's log: each transform at DEBUG, a transform slower than SLOW_SECONDS at INFO
 #: (``logging.basicConfig(level=logging.INFO)`` shows them).
@@ -352,8 +353,10 @@ class Build:
                         self.namespace.get(node.id, MISSING) is obj:
                     continue
                 self.bind(node.id, obj)
+                # a library's function is imported by a saved module, never copied
                 if callable(obj) and getattr(obj, "__code__", None) is not None \
-                        and not S.is_derivo(obj) and _user_source(obj) is not None:
+                        and not S.is_derivo(obj) and not in_a_library(obj) \
+                        and _user_source(obj) is not None:
                     self.user_sources[node.id] = _user_source(obj)
 
     def source(self):

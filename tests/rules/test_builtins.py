@@ -53,7 +53,8 @@ def probe(tmp_path, primitive, arity):
     """A real module-level function whose body is one call of the primitive."""
     params = ", ".join("x{}".format(i) for i in range(arity))
     path = tmp_path / "probe.py"
-    path.write_text("import math\n\n\ndef probe({}):\n    return {}\n".format(
+    path.write_text("import math\n\nimport derivo.rules.builtins\n\n\ndef probe({}):\n"
+                    "    return {}\n".format(
         params, expression(primitive, arity)))
     spec = importlib.util.spec_from_file_location("probe_{}".format(id(path)), path)
     module = importlib.util.module_from_spec(spec)
@@ -118,10 +119,12 @@ def test_table_covers_the_issue_list():
     required = [math.sin, math.cos, math.tan, math.asin, math.acos, math.atan, math.atan2,
                 math.sinh, math.cosh, math.tanh, math.exp, math.expm1, math.log, math.log1p,
                 math.log2, math.log10, math.sqrt, math.pow, math.hypot, math.erf, math.erfc,
-                math.fabs, abs, min, max, pow, float]
+                math.fabs, abs, min, max, pow, float, math.exp2, math.cbrt, math.gamma,
+                math.lgamma, math.fsum, math.prod, math.dist]
     missing = [f.__name__ for f in required if f not in rules.RULES]
     assert not missing
     assert set(rules.RULES[math.log]) == {1, 2}
+    assert set(rules.RULES[math.hypot]) == {2, 3, 4}
     for f in (math.factorial, int, round):
         assert rules.is_nondifferentiable(f)
 
@@ -162,7 +165,20 @@ def whole_copies(xs, us):
     return ys[0] * us[0] + zs[1] * us[1] + zs[2] * us[2]
 
 
-WHOLE_LIST = [whole_sum, whole_max, whole_min, whole_sorted, whole_copies]
+def whole_fsum(xs, us):
+    return math.fsum(xs) * us[0]
+
+
+def whole_prod(xs, us):
+    return math.prod(xs) * us[0] + math.prod(xs, start=us[1]) * us[2]
+
+
+def whole_dist(xs, us):
+    return math.dist(xs, [0.1] * len(xs)) * us[0] + math.dist([1.0] * len(xs), xs) * us[1]
+
+
+WHOLE_LIST = [whole_sum, whole_max, whole_min, whole_sorted, whole_copies, whole_fsum,
+              whole_prod, whole_dist]
 
 
 @pytest.mark.parametrize("f", WHOLE_LIST, ids=lambda f: f.__name__)

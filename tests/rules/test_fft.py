@@ -9,7 +9,6 @@ derivative of the real loss.  Multiplying a spectrum by a complex constant
 (PHASE) makes the adjoints reaching each transform complex.
 """
 
-import zlib
 
 import numpy as np
 import pytest
@@ -18,7 +17,7 @@ import derivo
 from derivo import rules
 from probing import (Probe, assert_dot_product, assert_forward_matches_differences,
                      assert_gradient_matches_differences, coverage_gaps, load, normal,
-                     rule_cases, rule_of, table_rules)
+                     rule_cases, rule_of, seed, table_rules)
 
 TABLE = "derivo.rules.fft"
 RTOL = 1e-6
@@ -90,10 +89,6 @@ for _name in ("fftshift", "ifftshift"):
 
 
 CASES = list(rule_cases(TABLE, PROBES))
-
-
-def seed(p, offset=0):
-    return zlib.crc32(p.expr.encode()) + offset
 
 
 @pytest.mark.parametrize("key,p", CASES)

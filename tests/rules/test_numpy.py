@@ -113,6 +113,19 @@ for _f, _domain in UNARY:
     for _shape in ((3, 4), (5,), ()):
         probe(_f, "np.{}(x0)".format(_name), _domain(*_shape))
 
+# The parts of complex intermediates, in real losses (tests/test_complex.py sweeps the
+# elementwise rules along complex paths)
+for _key, _call in ((np.real, "np.real({})"), (np.imag, "np.imag({})"),
+                   (np.angle, "np.angle({})"), (np.angle, "np.angle({}, deg=True)"),
+                   (np.conj, "np.abs(np.conj({}) * (2 - 1j))"), (Method("real"), "({}).real"),
+                   (Method("imag"), "({}).imag"),
+                   (Method("conj"), "np.real(({}).conj() * (1 + 3j))"),
+                   (Method("conjugate"), "np.imag(({}).conjugate() ** 2)")):
+    probe(_key, _call.format("x0 + 1j * x1"), normal(3, 4), normal(4))
+    probe(_key, _call.format("x0 * np.exp(0.5j * x1)"), positive(5), normal())
+for _f in (np.real, np.imag, np.conj, np.angle):  # of a real array: itself, or constant
+    probe(_f, "np.{}(x0) * x0".format(_f.__name__), nonzero(3))
+
 # Elementwise binary functions: shapes that broadcast, and scalars on either side.
 BROADCAST_PAIRS = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3), (3,)), ((), (3, 4)),
                    ((3, 4), ()), ((4,), (3, 1))]

@@ -15,8 +15,13 @@ Tables register themselves when imported (see ``builtins.py``)::
                             lambda ans, y, x: -y / (x * x + y * y))
     nondifferentiable(math.floor, math.factorial)
 
-``None`` in place of a partial marks an argument derivo does not
-differentiate through (an integer count, a flag).
+In place of a partial (or a VJP, or a JVP) ``CONSTANT`` marks an argument the
+result does not vary with (a count, an axis, a shape, an index, a boolean mask),
+or varies with only by steps (np.copysign's sign, np.where's condition): its
+derivative is zero.  ``None`` marks an argument derivo has *no rule* for: a
+differentiated value reaching it is refused (see
+``Analysis._refuse_arguments_without_rule``), and so is one reaching an option
+past the templates (``axis=``, ``ord=``) or a ``*args`` of a template.
 
 Each entry also says what the primitive returns, for derivo's memory model
 (:mod:`derivo.memory`): ``returns=NEW`` a new array or an immutable value that
@@ -52,6 +57,15 @@ WITHOUT_RULE = set()
 #: A new object each time a rule is registered or a function declared: a
 #: derivative made before checks it on each call and is made again when it changed.
 generation = object()
+
+
+class _Constant:
+    def __repr__(self):
+        return "CONSTANT"
+
+
+#: a template's stand-in for an argument the result is constant in (see above)
+CONSTANT = _Constant()
 OPERATOR_FUNCTIONS = {S.Add: operator.add, S.Sub: operator.sub, S.Mult: operator.mul,
                       S.Div: operator.truediv, S.Pow: operator.pow, S.Mod: operator.mod,
                       S.MatMult: operator.matmul, S.USub: operator.neg, S.UAdd: operator.pos}
@@ -213,12 +227,15 @@ class Rule:
         self.label = label
         self.style = style
         self.jvps = []
-        self.templates = [None if t is None else Template(t) for t in templates]
+        self.templates = [None if t is None or t is CONSTANT else Template(t)
+                          for t in templates]
         first = next((t for t in self.templates if t is not None), None)
         self.table = first.fn.__module__ if first else None  # where the rule was written
         lead = 1 if style == "partial" else 2
         self.params = first.params[lead:] if first else []
         self.required = len(self.params) - first.optional if first else 0
+        #: the parameters the result is constant in (CONSTANT in their place)
+        self.constant = {p for p, t in zip(self.params, templates) if t is CONSTANT}
         for template in self.templates:
             if template is not None and template.params[lead:] != self.params:
                 raise DerivoError("the templates of {} must all take ({}*args) with the "
@@ -287,7 +304,8 @@ def _register(rule):
 def defpartials(primitive: Any, *partials: Optional[Callable[..., Any]],
                 label: Optional[str] = None, returns: Any = NEW) -> "Rule":
     """Register ``primitive``'s partial derivatives, one lambda of
-    ``(ans, *args)`` per argument (None for an argument not differentiated)::
+    ``(ans, *args)`` per argument (CONSTANT for one the result is constant in,
+    None for one without a rule: a differentiated value there is refused)::
 
         derivo.defpartials(softplus, lambda ans, x: 1 / (1 + math.exp(-x)))
     """
@@ -298,8 +316,8 @@ def defpartials(primitive: Any, *partials: Optional[Callable[..., Any]],
 def defvjp(primitive: Any, *vjps: Optional[Callable[..., Any]], label: Optional[str] = None,
            returns: Any = None) -> "Rule":
     """Register ``primitive``'s vector-Jacobian products, one lambda of
-    ``(g, ans, *args, **options)`` per positional argument (None for one not
-    differentiated); ``g`` is the output's adjoint, the result the argument's::
+    ``(g, ans, *args, **options)`` per positional argument (CONSTANT or None, as
+    in :func:`defpartials`); ``g`` is the output's adjoint, the result the argument's::
 
         derivo.defvjp(rowsum, lambda g, ans, x: np.broadcast_to(g[:, None], x.shape))
     """
@@ -309,14 +327,14 @@ def defvjp(primitive: Any, *vjps: Optional[Callable[..., Any]], label: Optional[
 def defjvp(primitive: Any, *jvps: Optional[Callable[..., Any]]) -> "Rule":
     """Give the ``"vjp"`` rule of ``primitive`` its Jacobian-vector products, for
     forward mode: one lambda of ``(t, ans, *args, **options)`` per positional
-    argument (None for one not differentiated), where ``t`` is the argument's
+    argument (CONSTANT or None for one not differentiated), where ``t`` is the argument's
     tangent and the result its share of the output's tangent.  Arguments and
     options are bound by name, so a lambda names only those it reads; the rule
     with as many positional arguments gets them (``np.einsum`` has two)::
 
         derivo.defjvp(rowsum, lambda t, ans, x: t.sum(axis=1))
     """
-    templates = [None if j is None else Template(j) for j in jvps]
+    templates = [None if j is None or j is CONSTANT else Template(j) for j in jvps]
     rules = [rule for rule in RULES.get(primitive, {}).values()
              if rule.style == "vjp" and len(rule.templates) == len(templates)]
     used = set()
@@ -396,16 +414,21 @@ def returns(primitive, nargs, keywords=()):
 
 def load_tables():
     """Register the rules of each library table whose library the program has
-    imported (see :mod:`derivo.rules.scipy`): derivo does not import SciPy."""
-    if _UNLOADED_TABLES and "scipy" in sys.modules:
-        from . import scipy as table
-        for module in [m for m in _UNLOADED_TABLES if m in sys.modules]:
-            _UNLOADED_TABLES.discard(module)
-            table.TABLES[module]()
+    imported (see :func:`lazy_table`): derivo does not import SciPy."""
+    if _LAZY_TABLES and "scipy" in sys.modules:
+        for module in [m for m in _LAZY_TABLES if m in sys.modules]:
+            _LAZY_TABLES.pop(module)()
 
 
-#: the submodules of :mod:`derivo.rules.scipy` not registered yet
-_UNLOADED_TABLES = {"scipy.special", "scipy.linalg", "scipy.stats"}
+#: library module (a SciPy submodule) -> the function registering its rules
+_LAZY_TABLES = {}
+
+
+def lazy_table(module, register):
+    """Call ``register()`` (which registers the rules of ``module``, a SciPy
+    submodule) once the program has imported ``module``: the tables of
+    :mod:`derivo.rules.scipy` and :mod:`derivo.integrate`."""
+    _LAZY_TABLES[module] = register
 
 
 def table():
@@ -521,3 +544,4 @@ from . import linalg  # noqa: E402,F401  (np.linalg and tensor products; scipy.l
 from . import fft  # noqa: E402,F401  (np.fft)
 from . import tangents  # noqa: E402,F401  (forward-mode rules of the VJP entries)
 from . import runtime  # noqa: E402,F401  (rules of derivo.runtime: generated code is differentiable)
+from . import scipy  # noqa: E402,F401  (SciPy's tables, registered once SciPy is imported)

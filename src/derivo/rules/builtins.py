@@ -10,7 +10,7 @@ import math
 
 from .. import syntax as S
 from ..runtime import copy_vjp, copysign_one, first_equal_vjp, log_times, sum_vjp, unsort
-from . import ARGUMENT, NEW, defpartials, defvjp, nondifferentiable, without_rule
+from . import ARGUMENT, CONSTANT, NEW, defpartials, defvjp, nondifferentiable, without_rule
 
 
 # --- operators (keyed by their syntax node class) ---------------------------
@@ -71,10 +71,70 @@ defpartials(math.hypot, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
 defpartials(math.erf, lambda ans, x: 2 / math.sqrt(math.pi) * math.exp(-x * x))
 defpartials(math.erfc, lambda ans, x: -2 / math.sqrt(math.pi) * math.exp(-x * x))
 defpartials(math.fabs, lambda ans, x: math.copysign(1.0, x))
-defpartials(math.copysign, lambda ans, x, y: math.copysign(1.0, x) * math.copysign(1.0, y), None)
+defpartials(math.copysign, lambda ans, x, y: math.copysign(1.0, x) * math.copysign(1.0, y), CONSTANT)
 defpartials(math.degrees, lambda ans, x: 180 / math.pi)
 defpartials(math.radians, lambda ans, x: math.pi / 180)
 defpartials(math.fmod, lambda ans, x, y: 1, lambda ans, x, y: -math.trunc(x / y))
+defpartials(math.exp2, lambda ans, x: ans * math.log(2))
+defpartials(math.cbrt, lambda ans, x: 1 / (3 * ans * ans))
+defpartials(math.gamma, lambda ans, x: ans * digamma(x))
+defpartials(math.lgamma, lambda ans, x: digamma(x))  # of log |Gamma(x)|, for x < 0 too
+defpartials(math.hypot, lambda ans, x, y, z: x / ans, lambda ans, x, y, z: y / ans, lambda ans, x, y, z: z / ans)
+defpartials(math.hypot, lambda ans, x, y, z, w: x / ans, lambda ans, x, y, z, w: y / ans,
+            lambda ans, x, y, z, w: z / ans, lambda ans, x, y, z, w: w / ans)
+defvjp(math.fsum, lambda g, ans, iterable: sum_vjp(g, iterable), returns=NEW)
+defvjp(math.prod, lambda g, ans, iterable, start=1: others_product(g * start, iterable),
+       lambda g, ans, iterable, start=1: g * math.prod(iterable), returns=NEW)
+# the distance's gradient is the unit vector from q to p (undefined where p == q)
+defvjp(math.dist, lambda g, ans, p, q: towards(g / ans, p, q),
+       lambda g, ans, p, q: towards(g / ans, q, p), returns=NEW)
 nondifferentiable(math.factorial, math.floor, math.ceil, math.trunc, math.isnan,
                   math.isinf, math.isfinite, math.isclose, math.comb, math.perm,
                   math.gcd, returns=NEW)
+
+
+# --- helpers the math rules call ----------------------------------------------
+
+def others_product(adjoint, items):
+    """The adjoint of ``math.prod(items)``: each item's is the product of the
+    others (no division: zeros are fine)."""
+    items = list(items)
+    return [adjoint * math.prod(items[:i] + items[i + 1:]) for i in range(len(items))]
+
+
+def towards(scale, p, q):
+    """``scale * (p - q)``, coordinate by coordinate, as a list."""
+    return [scale * (a - b) for a, b in zip(p, q)]
+
+
+def digamma(x):
+    """The derivative of ``math.lgamma``: shifted up to x >= 10 by psi(x) = psi(x + 1) - 1/x,
+    then the asymptotic series; reflected below 0 (exact to about 1e-15)."""
+    if x <= 0:
+        return digamma(1 - x) - math.pi / math.tan(math.pi * x)
+    shift = 0.0
+    while x < 10:
+        shift -= 1 / x
+        x += 1
+    inverse = 1 / (x * x)
+    series = inverse * (1 / 12 - inverse * (1 / 120 - inverse * (1 / 252 - inverse * (
+        1 / 240 - inverse / 132))))
+    return shift + math.log(x) - 0.5 / x - series
+
+
+def trigamma(x):
+    """The derivative of :func:`digamma`, the same way."""
+    if x <= 0:
+        return -trigamma(1 - x) + (math.pi / math.sin(math.pi * x)) ** 2
+    shift = 0.0
+    while x < 10:
+        shift += 1 / (x * x)
+        x += 1
+    inverse = 1 / (x * x)
+    series = 1 / x + inverse / 2 + inverse / x * (1 / 6 - inverse * (1 / 30 - inverse * (
+        1 / 42 - inverse * (1 / 30 - inverse * (5 / 66 - inverse * 691 / 2730)))))
+    return shift + series
+
+
+defpartials(digamma, lambda ans, x: trigamma(x))
+without_rule(trigamma, others_product, towards, returns=NEW)

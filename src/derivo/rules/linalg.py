@@ -45,7 +45,7 @@ from ..linalg_adjoints import (block_diag_jvp, block_diag_vjp, cho_factor_jvp, c
                                scipy_solve_vjp_a, slogdet_jvp, slogdet_vjp, svd_jvp, svd_vjp,
                                tensordot_vjp_a, tensordot_vjp_b, trace_vjp)
 from ..runtime import norm_vjp, swap_last
-from . import NEW, defjvp, defvjp
+from . import CONSTANT, NEW, defjvp, defvjp
 
 # --- determinants, inverses, solves -----------------------------------------------------
 
@@ -66,8 +66,8 @@ defvjp(np.linalg.lstsq, lambda g, ans, a, b, rcond=None: lstsq_vjp_a(g, ans, a, 
        lambda g, ans, a, b, rcond=None: lstsq_vjp_b(g, ans, a, b), returns=NEW)
 defjvp(np.linalg.lstsq, lambda t, ans, a, b, rcond=None: lstsq_jvp_a(t, ans, a, b),
        lambda t, ans, a, b, rcond=None: lstsq_jvp_b(t, ans, a, b))
-defvjp(np.linalg.matrix_power, lambda g, ans, a, n: matrix_power_vjp(g, a, n), None, returns=NEW)
-defjvp(np.linalg.matrix_power, lambda t, ans, a, n: matrix_power_jvp(t, a, n), None)
+defvjp(np.linalg.matrix_power, lambda g, ans, a, n: matrix_power_vjp(g, a, n), CONSTANT, returns=NEW)
+defjvp(np.linalg.matrix_power, lambda t, ans, a, n: matrix_power_jvp(t, a, n), CONSTANT)
 
 # --- factorisations (ans is the factorisation: the rules reuse it) --------------------------
 

@@ -16,7 +16,7 @@ from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum
                        split_like, transpose_vjp, transposed, unbroadcast, unstack, vstack_vjp)
 from ..adjoints import (diag_vjp, diff_vjp, repeat_vjp, reverse_cumsum,
                         tile_vjp)
-from . import GETITEM, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
+from . import CONSTANT, GETITEM, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
 
 # --- elementwise --------------------------------------------------------------
 
@@ -29,6 +29,16 @@ defpartials(np.square, lambda ans, x: 2 * x)
 # |z| of a complex z, as JAX: the adjoint of a real result is real, and a complex
 # argument's adjoint is conj(dL/dz) (its real part the derivative in the real part)
 defvjp(np.abs, lambda g, ans, x: g * np.sign(x) if is_real(x) else np.real(g) * np.conj(x) / np.where(ans == 0, 1, ans), returns=NEW)
+# The parts of a complex z = x + iy, as JAX: z's adjoint is dL/dx - i dL/dy (so a
+# holomorphic function's adjoint is g f'(z)); of a real x, real part 1, imaginary 0.
+for _real in (np.real, Method("real")):
+    defvjp(_real, lambda g, ans, x: g, returns=NEW)
+for _imag in (np.imag, Method("imag")):
+    defvjp(_imag, lambda g, ans, x: -1j * g if not is_real(x) else np.zeros(np.shape(x)), returns=NEW)
+for _conj in (np.conj, Method("conj"), Method("conjugate")):
+    defvjp(_conj, lambda g, ans, x: np.conj(g), returns=NEW)
+# arg z = atan2(y, x): its adjoint is -i g / z; of a real x a step function (0)
+defvjp(np.angle, lambda g, ans, z, deg=False: np.real(g) * -1j / np.where(z == 0, 1, z) * (180 / np.pi if deg else 1) if not is_real(z) else np.zeros(np.shape(z)), returns=NEW)
 defpartials(np.sin, lambda ans, x: np.cos(x))
 defpartials(np.cos, lambda ans, x: -np.sin(x))
 defpartials(np.tan, lambda ans, x: 1 + ans * ans)
@@ -61,7 +71,7 @@ defpartials(np.fmin, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
 defpartials(np.logaddexp2, lambda ans, x, y: np.exp2(x - ans), lambda ans, x, y: np.exp2(y - ans))
 defpartials(np.arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
 defpartials(np.hypot, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
-defpartials(np.copysign, lambda ans, x, y: np.sign(x) * np.copysign(1.0, y), None)
+defpartials(np.copysign, lambda ans, x, y: np.sign(x) * np.copysign(1.0, y), CONSTANT)
 defpartials(np.power, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_times(ans, x))
 defpartials(np.maximum, lambda ans, x, y: x >= y, lambda ans, x, y: x < y)
 defpartials(np.minimum, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
@@ -71,10 +81,10 @@ defpartials(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: n
 defpartials(np.clip, lambda ans, a, a_min, a_max: ans == a,
             lambda ans, a, a_min, a_max: (ans != a) & (ans == a_min),
             lambda ans, a, a_min, a_max: (ans != a) & (ans != a_min))
-defvjp(np.full, None, lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
-defvjp(np.full_like, None, lambda g, ans, a, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
+defvjp(np.full, CONSTANT, lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
+defvjp(np.full_like, CONSTANT, lambda g, ans, a, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
 defvjp(Method("astype"), lambda g, ans, a, dtype, *options: np.reshape(g, np.shape(a)) if kind_of(ans) == "f" else np.zeros(np.shape(a)), returns=NEW)
-defvjp(np.where, None,
+defvjp(np.where, CONSTANT,
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y), returns=NEW)
 
@@ -92,8 +102,8 @@ defvjp(np.inner, lambda g, ans, a, b: inner_vjp_left(g, a, b),
        lambda g, ans, a, b: inner_vjp_right(g, a, b), returns=NEW)
 defvjp(np.outer, lambda g, ans, a, b: np.reshape(g @ np.ravel(b), np.shape(a)),
        lambda g, ans, a, b: np.reshape(np.ravel(a) @ g, np.shape(b)), returns=NEW)
-defvjp(np.einsum, None, lambda g, ans, subscripts, a: einsum_vjp(g, subscripts, [a], 0))
-defvjp(np.einsum, None, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 0),
+defvjp(np.einsum, CONSTANT, lambda g, ans, subscripts, a: einsum_vjp(g, subscripts, [a], 0))
+defvjp(np.einsum, CONSTANT, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 0),
        lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 1))
 
 # --- reductions ------------------------------------------------------------------
@@ -153,8 +163,8 @@ defvjp(np.diag, lambda g, ans, v, k=0: diag_vjp(g, v, k), returns=NEW)
 defvjp(np.swapaxes, lambda g, ans, a, axis1, axis2: np.swapaxes(g, axis1, axis2), returns=0)
 defvjp(np.moveaxis, lambda g, ans, a, source, destination: np.moveaxis(g, destination, source), returns=0)
 defvjp(np.diff, lambda g, ans, a, n=1, axis=-1: diff_vjp(g, n, axis), returns=NEW)
-defvjp(np.repeat, lambda g, ans, a, repeats, axis=None: repeat_vjp(g, a, repeats, axis), None, returns=NEW)
-defvjp(np.tile, lambda g, ans, A, reps: tile_vjp(g, A, reps), None, returns=NEW)
+defvjp(np.repeat, lambda g, ans, a, repeats, axis=None: repeat_vjp(g, a, repeats, axis), CONSTANT, returns=NEW)
+defvjp(np.tile, lambda g, ans, A, reps: tile_vjp(g, A, reps), CONSTANT, returns=NEW)
 
 # --- indexing ----------------------------------------------------------------------
 

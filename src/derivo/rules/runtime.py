@@ -13,7 +13,7 @@ differentiated argument, a JVP that is the helper applied to the tangent and a
 VJP that is the helper's transpose (``unbroadcast`` sums, its transpose
 broadcasts back).  Arguments that only give shapes, axes, indices or select
 positions (``like``, ``axis``, ``index``, the ``ans`` of ``extremum_vjp``) get
-None: the result does not vary with them (almost everywhere).
+CONSTANT: the result does not vary with them (almost everywhere).
 
 Not here (their derivatives would be wrong or need more than a line):
 ``prod_vjp`` (the product of the other elements, computed by dividing or not
@@ -30,7 +30,7 @@ from ..runtime import (add_adjoints, add_at, addable, as_array, copy_of, copy_vj
                        size, sort_like, split_like, stop_gradient, sum_vjp, swap_last,
                        tangent_owned, transpose_vjp, transposed, unbroadcast, unshared, unsort,
                        unstack, vstack_vjp, zero_as, zero_gradient, zeroed, zeros_for)
-from . import defjvp, defpartials, defvjp, nondifferentiable
+from . import CONSTANT, defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
 
@@ -53,121 +53,121 @@ defvjp(as_array, lambda g, ans, value: g, returns=0)
 defjvp(as_array, lambda t, ans, value: as_array(t))
 
 # unbroadcast sums over broadcast axes; its transpose broadcasts back.
-defvjp(unbroadcast, lambda g, ans, adjoint, like: np.broadcast_to(g, np.shape(adjoint)), None)
-defjvp(unbroadcast, lambda t, ans, adjoint, like: unbroadcast(t, like), None)
+defvjp(unbroadcast, lambda g, ans, adjoint, like: np.broadcast_to(g, np.shape(adjoint)), CONSTANT)
+defjvp(unbroadcast, lambda t, ans, adjoint, like: unbroadcast(t, like), CONSTANT)
 # expand broadcasts a reduction's adjoint back; its transpose is the reduction.
-defvjp(expand, lambda g, ans, adjoint, like, axis, keepdims: unbroadcast(np.sum(g, axis=axis, keepdims=keepdims), adjoint), None, None, None)
-defjvp(expand, lambda t, ans, adjoint, like, axis, keepdims: expand(t, like, axis, keepdims), None, None, None)
+defvjp(expand, lambda g, ans, adjoint, like, axis, keepdims: unbroadcast(np.sum(g, axis=axis, keepdims=keepdims), adjoint), CONSTANT, CONSTANT, CONSTANT)
+defjvp(expand, lambda t, ans, adjoint, like, axis, keepdims: expand(t, like, axis, keepdims), CONSTANT, CONSTANT, CONSTANT)
 # shaped_like broadcasts when a zero adjoint was a plain 0.0.
-defvjp(shaped_like, lambda g, ans, adjoint, like: unbroadcast(g, adjoint), None)
-defjvp(shaped_like, lambda t, ans, adjoint, like: shaped_like(t, like), None)
+defvjp(shaped_like, lambda g, ans, adjoint, like: unbroadcast(g, adjoint), CONSTANT)
+defjvp(shaped_like, lambda t, ans, adjoint, like: shaped_like(t, like), CONSTANT)
 # The elements attaining max/min are fixed near a point (ties aside): only the
 # adjoint is differentiated, and the transpose weighs g by the same shares.
-defvjp(extremum_vjp, lambda g, ans, adjoint, top, like, axis, keepdims: np.sum(g * extremum_vjp(np.ones(np.shape(top)), top, like, axis, keepdims), axis=axis, keepdims=keepdims), None, None, None, None)
-defjvp(extremum_vjp, lambda t, ans, adjoint, top, like, axis, keepdims: extremum_vjp(t, top, like, axis, keepdims), None, None, None, None)
+defvjp(extremum_vjp, lambda g, ans, adjoint, top, like, axis, keepdims: np.sum(g * extremum_vjp(np.ones(np.shape(top)), top, like, axis, keepdims), axis=axis, keepdims=keepdims), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+defjvp(extremum_vjp, lambda t, ans, adjoint, top, like, axis, keepdims: extremum_vjp(t, top, like, axis, keepdims), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
 # norm_vjp = expand(adjoint / norm) * x: a product, each factor differentiated.
 defvjp(norm_vjp, lambda g, ans, adjoint, norm, x, ord, axis, keepdims: np.sum(g * x, axis=axis, keepdims=keepdims) / norm,
        lambda g, ans, adjoint, norm, x, ord, axis, keepdims: -np.sum(g * x, axis=axis, keepdims=keepdims) * adjoint / (norm * norm),
-       lambda g, ans, adjoint, norm, x, ord, axis, keepdims: norm_vjp(adjoint, norm, g, ord, axis, keepdims), None, None, None)
+       lambda g, ans, adjoint, norm, x, ord, axis, keepdims: norm_vjp(adjoint, norm, g, ord, axis, keepdims), CONSTANT, CONSTANT, CONSTANT)
 defjvp(norm_vjp, lambda t, ans, adjoint, norm, x, ord, axis, keepdims: norm_vjp(t, norm, x, ord, axis, keepdims),
        lambda t, ans, adjoint, norm, x, ord, axis, keepdims: -norm_vjp(adjoint * t / norm, norm, x, ord, axis, keepdims),
-       lambda t, ans, adjoint, norm, x, ord, axis, keepdims: norm_vjp(adjoint, norm, t, ord, axis, keepdims), None, None, None)
+       lambda t, ans, adjoint, norm, x, ord, axis, keepdims: norm_vjp(adjoint, norm, t, ord, axis, keepdims), CONSTANT, CONSTANT, CONSTANT)
 
 # --- products: bilinear in the adjoint and the other factor --------------------------
 
 # <matmul_vjp_left(adjoint, a, b), x> = <adjoint, x @ b>: the adjoint's transpose
 # is g @ b and b's is the right VJP with g in a's place (and the other way round).
-defvjp(matmul_vjp_left, lambda g, ans, adjoint, a, b: np.matmul(g, b), None,
+defvjp(matmul_vjp_left, lambda g, ans, adjoint, a, b: np.matmul(g, b), CONSTANT,
        lambda g, ans, adjoint, a, b: matmul_vjp_right(adjoint, g, b))
-defjvp(matmul_vjp_left, lambda t, ans, adjoint, a, b: matmul_vjp_left(t, a, b), None,
+defjvp(matmul_vjp_left, lambda t, ans, adjoint, a, b: matmul_vjp_left(t, a, b), CONSTANT,
        lambda t, ans, adjoint, a, b: matmul_vjp_left(adjoint, a, t))
 defvjp(matmul_vjp_right, lambda g, ans, adjoint, a, b: np.matmul(a, g),
-       lambda g, ans, adjoint, a, b: matmul_vjp_left(adjoint, a, g), None)
+       lambda g, ans, adjoint, a, b: matmul_vjp_left(adjoint, a, g), CONSTANT)
 defjvp(matmul_vjp_right, lambda t, ans, adjoint, a, b: matmul_vjp_right(t, a, b),
-       lambda t, ans, adjoint, a, b: matmul_vjp_right(adjoint, t, b), None)
-defvjp(dot_vjp_left, lambda g, ans, adjoint, a, b: np.dot(g, b), None,
+       lambda t, ans, adjoint, a, b: matmul_vjp_right(adjoint, t, b), CONSTANT)
+defvjp(dot_vjp_left, lambda g, ans, adjoint, a, b: np.dot(g, b), CONSTANT,
        lambda g, ans, adjoint, a, b: dot_vjp_right(adjoint, g, b))
-defjvp(dot_vjp_left, lambda t, ans, adjoint, a, b: dot_vjp_left(t, a, b), None,
+defjvp(dot_vjp_left, lambda t, ans, adjoint, a, b: dot_vjp_left(t, a, b), CONSTANT,
        lambda t, ans, adjoint, a, b: dot_vjp_left(adjoint, a, t))
 defvjp(dot_vjp_right, lambda g, ans, adjoint, a, b: np.dot(a, g),
-       lambda g, ans, adjoint, a, b: dot_vjp_left(adjoint, a, g), None)
+       lambda g, ans, adjoint, a, b: dot_vjp_left(adjoint, a, g), CONSTANT)
 defjvp(dot_vjp_right, lambda t, ans, adjoint, a, b: dot_vjp_right(t, a, b),
-       lambda t, ans, adjoint, a, b: dot_vjp_right(adjoint, t, b), None)
-defvjp(inner_vjp_left, lambda g, ans, adjoint, a, b: np.inner(g, b), None,
+       lambda t, ans, adjoint, a, b: dot_vjp_right(adjoint, t, b), CONSTANT)
+defvjp(inner_vjp_left, lambda g, ans, adjoint, a, b: np.inner(g, b), CONSTANT,
        lambda g, ans, adjoint, a, b: inner_vjp_right(adjoint, g, b))
-defjvp(inner_vjp_left, lambda t, ans, adjoint, a, b: inner_vjp_left(t, a, b), None,
+defjvp(inner_vjp_left, lambda t, ans, adjoint, a, b: inner_vjp_left(t, a, b), CONSTANT,
        lambda t, ans, adjoint, a, b: inner_vjp_left(adjoint, a, t))
 defvjp(inner_vjp_right, lambda g, ans, adjoint, a, b: np.inner(a, g),
-       lambda g, ans, adjoint, a, b: inner_vjp_left(adjoint, a, g), None)
+       lambda g, ans, adjoint, a, b: inner_vjp_left(adjoint, a, g), CONSTANT)
 defjvp(inner_vjp_right, lambda t, ans, adjoint, a, b: inner_vjp_right(t, a, b),
-       lambda t, ans, adjoint, a, b: inner_vjp_right(adjoint, t, b), None)
+       lambda t, ans, adjoint, a, b: inner_vjp_right(adjoint, t, b), CONSTANT)
 # einsum_vjp(adjoint, subscripts, operands, index) is the einsum with the adjoint
 # in operand index's place (derivo's einsum rules have one or two operands):
 # linear in the adjoint and in the other operand; the operand at index only
 # gives a shape.
-defvjp(einsum_vjp, lambda g, ans, adjoint, subscripts, operands, index: np.einsum(subscripts, *(operands[:index] + [g] + operands[index + 1:])), None,
-       lambda g, ans, adjoint, subscripts, operands, index: [np.zeros(np.shape(operands[0]))] if len(operands) == 1 else [np.zeros(np.shape(operands[0])), einsum_vjp(adjoint, subscripts, [g, operands[1]], 1)] if index == 0 else [einsum_vjp(adjoint, subscripts, [operands[0], g], 0), np.zeros(np.shape(operands[1]))], None)
-defjvp(einsum_vjp, lambda t, ans, adjoint, subscripts, operands, index: einsum_vjp(t, subscripts, operands, index), None,
-       lambda t, ans, adjoint, subscripts, operands, index: np.zeros(np.shape(ans)) if len(operands) == 1 else einsum_vjp(adjoint, subscripts, [operands[0], t[1]] if index == 0 else [t[0], operands[1]], index), None)
+defvjp(einsum_vjp, lambda g, ans, adjoint, subscripts, operands, index: np.einsum(subscripts, *(operands[:index] + [g] + operands[index + 1:])), CONSTANT,
+       lambda g, ans, adjoint, subscripts, operands, index: [np.zeros(np.shape(operands[0]))] if len(operands) == 1 else [np.zeros(np.shape(operands[0])), einsum_vjp(adjoint, subscripts, [g, operands[1]], 1)] if index == 0 else [einsum_vjp(adjoint, subscripts, [operands[0], g], 0), np.zeros(np.shape(operands[1]))], CONSTANT)
+defjvp(einsum_vjp, lambda t, ans, adjoint, subscripts, operands, index: einsum_vjp(t, subscripts, operands, index), CONSTANT,
+       lambda t, ans, adjoint, subscripts, operands, index: np.zeros(np.shape(ans)) if len(operands) == 1 else einsum_vjp(adjoint, subscripts, [operands[0], t[1]] if index == 0 else [t[0], operands[1]], index), CONSTANT)
 
 # --- shapes ----------------------------------------------------------------------------
 
 # A permutation of the axes: its transpose is the inverse permutation, the one
 # transpose_vjp undoes (``axes`` as transpose_vjp reads it: (), (None,),
 # (permutation,) or the permutation's entries).
-defvjp(transpose_vjp, lambda g, ans, adjoint, axes: np.transpose(g, tuple(axes[0]) if len(axes) == 1 and np.ndim(axes[0]) == 1 else None if not axes or axes == (None,) else axes), None)
-defjvp(transpose_vjp, lambda t, ans, adjoint, axes: transpose_vjp(t, axes), None)
+defvjp(transpose_vjp, lambda g, ans, adjoint, axes: np.transpose(g, tuple(axes[0]) if len(axes) == 1 and np.ndim(axes[0]) == 1 else None if not axes or axes == (None,) else axes), CONSTANT)
+defjvp(transpose_vjp, lambda t, ans, adjoint, axes: transpose_vjp(t, axes), CONSTANT)
 defvjp(swap_last, lambda g, ans, matrix: swap_last(g))
 defjvp(swap_last, lambda t, ans, matrix: swap_last(t))
 # Pieces of an adjoint (lists, one per array): joining them back is the
 # transpose (a piece's adjoint may be a plain 0.0: it is broadcast to the piece).
-defvjp(split_like, lambda g, ans, adjoint, arrays, axis: np.concatenate(list(map(np.broadcast_to, g, map(np.shape, ans))), axis), None, None)
-defjvp(split_like, lambda t, ans, adjoint, arrays, axis: split_like(t, arrays, axis), None, None)
-defvjp(unstack, lambda g, ans, adjoint, arrays, axis: np.stack(list(map(np.broadcast_to, g, map(np.shape, ans))), axis), None, None)
-defjvp(unstack, lambda t, ans, adjoint, arrays, axis: unstack(t, arrays, axis), None, None)
-defvjp(hstack_vjp, lambda g, ans, adjoint, arrays: np.reshape(np.hstack(list(map(np.broadcast_to, g, map(np.shape, ans)))), np.shape(adjoint)), None)
-defjvp(hstack_vjp, lambda t, ans, adjoint, arrays: hstack_vjp(t, arrays), None)
-defvjp(vstack_vjp, lambda g, ans, adjoint, arrays: np.reshape(np.vstack(list(map(np.broadcast_to, g, map(np.shape, ans)))), np.shape(adjoint)), None)
-defjvp(vstack_vjp, lambda t, ans, adjoint, arrays: vstack_vjp(t, arrays), None)
+defvjp(split_like, lambda g, ans, adjoint, arrays, axis: np.concatenate(list(map(np.broadcast_to, g, map(np.shape, ans))), axis), CONSTANT, CONSTANT)
+defjvp(split_like, lambda t, ans, adjoint, arrays, axis: split_like(t, arrays, axis), CONSTANT, CONSTANT)
+defvjp(unstack, lambda g, ans, adjoint, arrays, axis: np.stack(list(map(np.broadcast_to, g, map(np.shape, ans))), axis), CONSTANT, CONSTANT)
+defjvp(unstack, lambda t, ans, adjoint, arrays, axis: unstack(t, arrays, axis), CONSTANT, CONSTANT)
+defvjp(hstack_vjp, lambda g, ans, adjoint, arrays: np.reshape(np.hstack(list(map(np.broadcast_to, g, map(np.shape, ans)))), np.shape(adjoint)), CONSTANT)
+defjvp(hstack_vjp, lambda t, ans, adjoint, arrays: hstack_vjp(t, arrays), CONSTANT)
+defvjp(vstack_vjp, lambda g, ans, adjoint, arrays: np.reshape(np.vstack(list(map(np.broadcast_to, g, map(np.shape, ans)))), np.shape(adjoint)), CONSTANT)
+defjvp(vstack_vjp, lambda t, ans, adjoint, arrays: vstack_vjp(t, arrays), CONSTANT)
 
 # --- indexing --------------------------------------------------------------------------
 
 # getitem_vjp scatters into zeros (adding repeated positions); reading the same
 # positions back is its transpose.
-defvjp(getitem_vjp, lambda g, ans, adjoint, like, index: g[index], None, None)
-defjvp(getitem_vjp, lambda t, ans, adjoint, like, index: getitem_vjp(t, like, index), None, None)
+defvjp(getitem_vjp, lambda g, ans, adjoint, like, index: g[index], CONSTANT, CONSTANT)
+defjvp(getitem_vjp, lambda t, ans, adjoint, like, index: getitem_vjp(t, like, index), CONSTANT, CONSTANT)
 
 # Of max(xs), min(xs), sorted(xs) and list(xs).  Sorting and putting back in
 # place are each other's transpose; copy_vjp's transpose is copy_vjp again, into
 # the structure of the copy's adjoint (given as the items).
-defvjp(first_equal_vjp, lambda g, ans, adjoint, result, items: g[list(items).index(result)], None, None)
-defjvp(first_equal_vjp, lambda t, ans, adjoint, result, items: first_equal_vjp(t, result, items), None, None)
-defvjp(unsort, lambda g, ans, adjoint, items: sort_like(g, items), None)
-defjvp(unsort, lambda t, ans, adjoint, items: unsort(t, items), None)
-defvjp(sort_like, lambda g, ans, tangent, items: unsort(g, items), None)
-defjvp(sort_like, lambda t, ans, tangent, items: sort_like(t, items), None)
-defvjp(copy_vjp, lambda g, ans, adjoint, items: copy_vjp(g, adjoint), None)
-defjvp(copy_vjp, lambda t, ans, adjoint, items: copy_vjp(t, items), None)
+defvjp(first_equal_vjp, lambda g, ans, adjoint, result, items: g[list(items).index(result)], CONSTANT, CONSTANT)
+defjvp(first_equal_vjp, lambda t, ans, adjoint, result, items: first_equal_vjp(t, result, items), CONSTANT, CONSTANT)
+defvjp(unsort, lambda g, ans, adjoint, items: sort_like(g, items), CONSTANT)
+defjvp(unsort, lambda t, ans, adjoint, items: unsort(t, items), CONSTANT)
+defvjp(sort_like, lambda g, ans, tangent, items: unsort(g, items), CONSTANT)
+defjvp(sort_like, lambda t, ans, tangent, items: sort_like(t, items), CONSTANT)
+defvjp(copy_vjp, lambda g, ans, adjoint, items: copy_vjp(g, adjoint), CONSTANT)
+defjvp(copy_vjp, lambda t, ans, adjoint, items: copy_vjp(t, items), CONSTANT)
 # sum_vjp repeats the adjoint once per item; its transpose sums the repeats.
-defvjp(sum_vjp, lambda g, ans, adjoint, items: unbroadcast(np.sum(np.asarray(g, dtype=float), axis=0), adjoint), None)
-defjvp(sum_vjp, lambda t, ans, adjoint, items: sum_vjp(t, items), None)
+defvjp(sum_vjp, lambda g, ans, adjoint, items: unbroadcast(np.sum(np.asarray(g, dtype=float), axis=0), adjoint), CONSTANT)
+defjvp(sum_vjp, lambda t, ans, adjoint, items: sum_vjp(t, items), CONSTANT)
 # zero_as is the identity, but for the 0.0 that stands for zeros
-defvjp(zero_as, lambda g, ans, adjoint, like: unbroadcast(g, adjoint), None)
-defjvp(zero_as, lambda t, ans, adjoint, like: zero_as(t, like), None)
+defvjp(zero_as, lambda g, ans, adjoint, like: unbroadcast(g, adjoint), CONSTANT)
+defjvp(zero_as, lambda t, ans, adjoint, like: zero_as(t, like), CONSTANT)
 
-defvjp(part, lambda g, ans, adjoint, index: getitem_vjp(g, adjoint, index) if np.ndim(adjoint) else unbroadcast(g, adjoint), None)
-defjvp(part, lambda t, ans, adjoint, index: part(t, index), None)
+defvjp(part, lambda g, ans, adjoint, index: getitem_vjp(g, adjoint, index) if np.ndim(adjoint) else unbroadcast(g, adjoint), CONSTANT)
+defjvp(part, lambda t, ans, adjoint, index: part(t, index), CONSTANT)
 # zeroed is a projection (it zeroes adjoint[index]): its own transpose.
-defvjp(zeroed, lambda g, ans, adjoint, index: zeroed(g, index), None)
-defjvp(zeroed, lambda t, ans, adjoint, index: zeroed(t, index), None)
+defvjp(zeroed, lambda g, ans, adjoint, index: zeroed(g, index), CONSTANT)
+defjvp(zeroed, lambda t, ans, adjoint, index: zeroed(t, index), CONSTANT)
 
 # --- copies and sums of adjoints -----------------------------------------------------
 
 defvjp(owned, lambda g, ans, array: g)
 defjvp(owned, lambda t, ans, array: owned(t))
 # tangent_owned gives its first argument back, or a copy of it.
-defvjp(tangent_owned, lambda g, ans, tangent, primal, arguments, tangents: g, None, None, None)
-defjvp(tangent_owned, lambda t, ans, tangent, primal, arguments, tangents: owned(t), None, None, None)
+defvjp(tangent_owned, lambda g, ans, tangent, primal, arguments, tangents: g, CONSTANT, CONSTANT, CONSTANT)
+defjvp(tangent_owned, lambda t, ans, tangent, primal, arguments, tangents: owned(t), CONSTANT, CONSTANT, CONSTANT)
 defvjp(copy_of, lambda g, ans, part: g)
 defjvp(copy_of, lambda t, ans, part: copy_of(t))
 # A zero (0.0) standing for a list or array adds nothing: its adjoint is the sum.
@@ -182,9 +182,9 @@ defvjp(addable, lambda g, ans, tangents: list(g) if isinstance(tangents, list) e
 defjvp(addable, lambda t, ans, tangents: addable(t))
 # add_at(total, adjoint, like, index) is add_adjoints(total, getitem_vjp(adjoint, like, index)).
 defvjp(add_at, lambda g, ans, total, adjoint, like, index: g if isinstance(total, list) else unbroadcast(g, total),
-       lambda g, ans, total, adjoint, like, index: g[index], None, None)
+       lambda g, ans, total, adjoint, like, index: g[index], CONSTANT, CONSTANT)
 defjvp(add_at, lambda t, ans, total, adjoint, like, index: addable(t),
-       lambda t, ans, total, adjoint, like, index: addable(getitem_vjp(t, like, index)), None, None)
+       lambda t, ans, total, adjoint, like, index: addable(getitem_vjp(t, like, index)), CONSTANT, CONSTANT)
 # pop_adjoint(adjoints) is (adjoints[:-1], adjoints[-1]) (popping in place): the
 # transpose puts the pair back together (``ans[0]``: the argument is popped by then).
 defvjp(pop_adjoint, lambda g, ans, adjoints: [*(g[0] if isinstance(g[0], list) else [g[0]] * len(ans[0])), g[1]])

@@ -8,11 +8,15 @@ argument's tangent.  Most primitives here are linear in the argument, so the
 JVP is the primitive applied to the tangent.
 """
 
+import math
+import operator
+
 import numpy as np
 
 from .. import syntax as S
 from ..runtime import as_array, expand, is_real, kind_of, prod_vjp, size, sort_like
-from . import GETITEM, Method, defjvp
+from . import CONSTANT, GETITEM, Method, defjvp
+from .builtins import others_product
 
 # --- builtins --------------------------------------------------------------------
 
@@ -22,11 +26,23 @@ defjvp(sorted, lambda t, ans, iterable: sort_like(t, iterable))
 defjvp(list, lambda t, ans, iterable: list(t))
 defjvp(tuple, lambda t, ans, iterable: tuple(t))
 defjvp(sum, lambda t, ans, iterable, start=0: sum(t), lambda t, ans, iterable, start=0: t)
+defjvp(math.fsum, lambda t, ans, iterable: math.fsum(t))
+defjvp(math.prod, lambda t, ans, iterable, start=1: math.fsum(map(operator.mul, others_product(start, iterable), t)),
+       lambda t, ans, iterable, start=1: t * math.prod(iterable))
+defjvp(math.dist, lambda t, ans, p, q: math.fsum(map(operator.mul, map(operator.sub, p, q), t)) / ans,
+       lambda t, ans, p, q: math.fsum(map(operator.mul, map(operator.sub, q, p), t)) / ans)
 
 # --- NumPy ------------------------------------------------------------------------
 
 defjvp(np.abs, lambda t, ans, x: t * np.sign(x) if is_real(x) else np.real(np.conj(x) * t) / np.where(ans == 0, 1, ans))
-defjvp(np.where, None, lambda t, ans, condition, x, y: np.where(condition, t, 0.0),
+for _real in (np.real, Method("real")):
+    defjvp(_real, lambda t, ans, x: np.real(t))
+for _imag in (np.imag, Method("imag")):
+    defjvp(_imag, lambda t, ans, x: np.imag(t))
+for _conj in (np.conj, Method("conj"), Method("conjugate")):
+    defjvp(_conj, lambda t, ans, x: np.conj(t))
+defjvp(np.angle, lambda t, ans, z, deg=False: np.imag(t / np.where(z == 0, 1, z)) * (180 / np.pi if deg else 1) if not is_real(z) else np.zeros(np.shape(z)))
+defjvp(np.where, CONSTANT, lambda t, ans, condition, x, y: np.where(condition, t, 0.0),
        lambda t, ans, condition, x, y: np.where(condition, 0.0, t))
 
 # --- linear algebra -------------------------------------------------------------
@@ -37,8 +53,8 @@ defjvp(np.dot, lambda t, ans, a, b: np.dot(t, b), lambda t, ans, a, b: np.dot(a,
 defjvp(Method("dot"), lambda t, ans, a, b: np.dot(t, b), lambda t, ans, a, b: np.dot(a, t))
 defjvp(np.inner, lambda t, ans, a, b: np.inner(t, b), lambda t, ans, a, b: np.inner(a, t))
 defjvp(np.outer, lambda t, ans, a, b: np.outer(t, b), lambda t, ans, a, b: np.outer(a, t))
-defjvp(np.einsum, None, lambda t, ans, subscripts, a: np.einsum(subscripts, t))
-defjvp(np.einsum, None, lambda t, ans, subscripts, a, b: np.einsum(subscripts, t, b),
+defjvp(np.einsum, CONSTANT, lambda t, ans, subscripts, a: np.einsum(subscripts, t))
+defjvp(np.einsum, CONSTANT, lambda t, ans, subscripts, a, b: np.einsum(subscripts, t, b),
        lambda t, ans, subscripts, a, b: np.einsum(subscripts, a, t))
 
 # --- reductions ------------------------------------------------------------------
@@ -71,8 +87,8 @@ for _method in ("reshape", "squeeze"):
 defjvp(np.reshape, lambda t, ans, a, shape=None, order="C": np.reshape(t, np.shape(ans), order=order))
 for _ravel in (np.ravel, Method("ravel"), Method("flatten"), Method("copy")):
     defjvp(_ravel, lambda t, ans, a, order="C": np.reshape(t, np.shape(ans), order=order))
-defjvp(np.full, None, lambda t, ans, shape, fill_value, dtype=None: t + np.zeros(np.shape(ans)))
-defjvp(np.full_like, None, lambda t, ans, a, fill_value, dtype=None: t + np.zeros(np.shape(ans)))
+defjvp(np.full, CONSTANT, lambda t, ans, shape, fill_value, dtype=None: t + np.zeros(np.shape(ans)))
+defjvp(np.full_like, CONSTANT, lambda t, ans, a, fill_value, dtype=None: t + np.zeros(np.shape(ans)))
 defjvp(Method("astype"), lambda t, ans, a, dtype, *options: np.reshape(t, np.shape(ans)) if kind_of(ans) == "f" else np.zeros(np.shape(ans)))
 defjvp(np.transpose, lambda t, ans, a, axes=None: np.transpose(t, axes))
 defjvp(Method("transpose"), lambda t, ans, a, *axes: as_array(t).transpose(*axes))
@@ -92,8 +108,8 @@ defjvp(np.diag, lambda t, ans, v, k=0: np.diag(t, k))
 defjvp(np.swapaxes, lambda t, ans, a, axis1, axis2: np.swapaxes(t, axis1, axis2))
 defjvp(np.moveaxis, lambda t, ans, a, source, destination: np.moveaxis(t, source, destination))
 defjvp(np.diff, lambda t, ans, a, n=1, axis=-1: np.diff(t, n, axis))
-defjvp(np.repeat, lambda t, ans, a, repeats, axis=None: np.repeat(t, repeats, axis), None)
-defjvp(np.tile, lambda t, ans, A, reps: np.tile(t, reps), None)
+defjvp(np.repeat, lambda t, ans, a, repeats, axis=None: np.repeat(t, repeats, axis), CONSTANT)
+defjvp(np.tile, lambda t, ans, A, reps: np.tile(t, reps), CONSTANT)
 
 # --- indexing ----------------------------------------------------------------------
 

@@ -1,0 +1,78 @@
+"""The derivative of ``scipy.integrate.odeint`` by the adjoint method, as autograd's.
+
+``ys = odeint(func, y0, t, args=(...))`` solves dy/dt = func(y, t, *args).  Its VJP
+runs the adjoint system backwards from the last time to the first, between each
+pair of output times, with the tolerances the forward solve was given:
+
+    dy/dt = func(y, t, *args)        (the state, run back)
+    da/dt = -a^T dfunc/dy            (a: the adjoint of y; a(t_i) += g_i at each output)
+    db/dt = -a^T dfunc/dargs         (b: the adjoint of args, from 0 at the last time)
+
+``func`` is the user's function: derivo makes its VJP (``derivo.vjp``), so this
+module sits above the API, and registers its rule only once the program has
+imported scipy.integrate (see :func:`derivo.rules.lazy_table`).  Differentiating
+the output times ``t`` is refused, and so is forward mode (no JVP).
+"""
+
+import numpy as np
+
+from . import api
+from .rules import CONSTANT, NEW, defvjp, lazy_table
+
+#: the last backward solve, [the result it ran back from, a copy of its output adjoint,
+#: the adjoints it gave]: the rule's templates for y0 and for args ask for the same
+#: solve.  The result is held (its id could go to a later array), the adjoint copied
+#: (a caller may change it in place between two calls, as a Jacobian's rows do).
+_LAST = [None, None, None]
+
+
+def adjoints(adjoint, ys, func, t, args, rtol, atol, tfirst):
+    """(the adjoint of y0, the adjoints of args, a tuple) for ``ys = odeint(...)``
+    and the output adjoint ``adjoint`` (of ys's shape)."""
+    if _LAST[0] is not ys or not np.array_equal(_LAST[1], adjoint):
+        _LAST[:] = [ys, np.array(adjoint),
+                    _solve_backwards(adjoint, ys, func, t, args, rtol, atol, tfirst)]
+    return _LAST[2]
+
+
+def _solve_backwards(adjoint, ys, func, t, args, rtol, atol, tfirst):
+    from scipy.integrate import odeint
+    args = tuple(args or ())
+    g = np.reshape(adjoint, (len(t), -1))
+    states = np.reshape(ys, (len(t), -1))
+    size = states.shape[1]
+    shapes = [np.shape(a) for a in args]
+    sizes = [int(np.prod(s)) for s in shapes]
+
+    def augmented(state, s):
+        y, a = state[:size], state[size:2 * size]
+        at = (s, y) if tfirst else (y, s)
+        dy, vjp_fn = api.vjp(func, *at, *args)
+        cotangents = vjp_fn(-a.reshape(np.shape(dy)))
+        own = cotangents[1] if tfirst else cotangents[0]
+        pieces = [np.ravel(dy), np.ravel(own)] + [np.ravel(c) for c in cotangents[2:]]
+        return np.concatenate(pieces)
+
+    a, b = g[-1], np.zeros(sum(sizes))
+    for i in range(len(t) - 1, 0, -1):
+        state = np.concatenate([states[i], a, b])
+        back = odeint(augmented, state, [t[i], t[i - 1]], rtol=rtol, atol=atol)[1]
+        a, b = back[size:2 * size] + g[i - 1], back[2 * size:]
+    ends = np.cumsum([0] + sizes)
+    arg_adjoints = tuple(b[start:end].reshape(shape) if shape else float(b[start])
+                         for start, end, shape in zip(ends, ends[1:], shapes))
+    return a, arg_adjoints
+
+
+def register():
+    from scipy.integrate import odeint
+
+    # func is the user's dynamics (a function: CONSTANT), t the output times (no rule)
+    defvjp(odeint, CONSTANT,
+           lambda g, ans, func, y0, t, args=None, rtol=None, atol=None, tfirst=False: np.reshape(adjoints(g, ans, func, t, args, rtol, atol, tfirst)[0], np.shape(y0)),
+           None,
+           lambda g, ans, func, y0, t, args=None, rtol=None, atol=None, tfirst=False: adjoints(g, ans, func, t, args, rtol, atol, tfirst)[1],
+           label="scipy.integrate.odeint", returns=NEW)
+
+
+lazy_table("scipy.integrate", register)

@@ -1,0 +1,105 @@
+"""scipy.integrate.odeint, differentiated by the adjoint method (derivo.integrate): the
+gradient in y0 and in the parameters given through args= matches central differences, with
+the user's dynamics differentiated by derivo; the output times and forward mode are refused."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("scipy")
+from scipy.integrate import odeint  # noqa: E402
+
+import derivo  # noqa: E402
+
+TIMES = np.linspace(0.0, 2.0, 6)
+
+
+def oscillator(y, t, k, c):
+    return np.array([y[1], -k * y[0] - c * y[1]])
+
+
+def oscillator_loss(y0, k, c):
+    ys = odeint(oscillator, y0, TIMES, args=(k, c), rtol=1e-10, atol=1e-10)
+    return np.sum(ys[:, 0] * np.linspace(1.0, 2.0, 6)) + np.sum(ys[-1] ** 2)
+
+
+def forced(t, y, w):
+    return -y * w + np.sin(t) * np.array([1.0, 0.5, -0.25])
+
+
+def forced_loss(y0, w):
+    parameters = (w,)
+    ys = odeint(forced, y0, TIMES, args=parameters, tfirst=True, rtol=1e-10, atol=1e-10)
+    return np.sum(np.tanh(ys))
+
+
+def logistic_growth(y, t):
+    return y * (1.0 - y)
+
+
+def growth_loss(y0):
+    return np.sum(odeint(logistic_growth, y0, TIMES, rtol=1e-10, atol=1e-10) ** 2)
+
+
+def differences(f, args, index, h=1e-5):
+    x = args[index]
+    if np.ndim(x) == 0:
+        up, down = list(args), list(args)
+        up[index], down[index] = x + h, x - h
+        return (f(*up) - f(*down)) / (2 * h)
+    out = np.zeros(np.shape(x))
+    for position in np.ndindex(out.shape):
+        step = np.zeros(out.shape)
+        step[position] = h
+        up, down = list(args), list(args)
+        up[index], down[index] = x + step, x - step
+        out[position] = (f(*up) - f(*down)) / (2 * h)
+    return out
+
+
+@pytest.mark.parametrize("f,args", [
+    (oscillator_loss, (np.array([1.0, 0.0]), 2.0, 0.3)),
+    (forced_loss, (np.array([0.5, -0.2, 0.1]), np.array([0.7, 1.3, 0.4]))),
+    (growth_loss, (np.array([0.1, 0.4]),)),
+], ids=["args=(k, c)", "tfirst, args as a name", "no args"])
+def test_the_gradient_matches_central_differences(f, args):
+    wrt = tuple(range(len(args)))
+    gradient = derivo.grad(f, wrt=wrt)(*args)
+    for index, got in enumerate(gradient):
+        assert np.shape(got) == np.shape(args[index])
+        np.testing.assert_allclose(got, differences(f, args, index), rtol=1e-5, atol=1e-7)
+
+
+def test_the_rule_is_listed_once_scipy_integrate_is_imported():
+    assert "scipy.integrate.odeint" in derivo.rules.table()["integrate"]
+
+
+def moving_times(y0, stop):
+    return np.sum(odeint(logistic_growth, y0, np.array([0.0, stop])))
+
+
+def test_the_output_times_are_refused():
+    with pytest.raises(derivo.NoDerivativeRule, match="its argument 't'") as info:
+        derivo.grad(moving_times, wrt=1)(np.array([0.2]), 1.0)
+    assert str(info.value).startswith(__file__)
+
+
+def test_forward_mode_is_refused():
+    with pytest.raises(derivo.NoDerivativeRule, match="only a vector-Jacobian product"):
+        derivo.jvp(growth_loss, (np.array([0.1, 0.4]),), (np.ones(2),))
+
+
+def final_state(y0, k, c):
+    return odeint(oscillator, y0, TIMES, args=(k, c), rtol=1e-10, atol=1e-10)[-1]
+
+
+def test_the_rows_of_the_jacobian_of_the_final_state_match_central_differences():
+    # one reverse sweep per row, through the same forward result
+    y0 = np.array([1.0, 0.2])
+    expected = np.stack([differences(lambda *a: final_state(*a)[i], (y0, 2.0, 0.3), 0)
+                         for i in range(2)])
+    out, vjp_fn = derivo.vjp(final_state, y0, 2.0, 0.3)
+    u = np.array([1.0, 0.0])
+    first = vjp_fn(u)[0].copy()
+    u[:] = [0.0, 1.0]  # changed in place: a new adjoint, not the last one again
+    np.testing.assert_allclose(vjp_fn(u)[0], expected[1], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(first, expected[0], rtol=1e-5, atol=1e-7)
