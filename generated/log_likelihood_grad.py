@@ -15,7 +15,7 @@ def log_likelihood_grad(logits, means, log_scales, x):
     result = np.mean(t3)
     # reverse sweep
     # line 22: return np.mean(logsumexp(log_weights + components, axis=1))
-    bt3 = expand(1.0, t3, None, False) * (np.size(result) / max(np.size(t3), 1))
+    bt3 = expand(1.0, t3, None, False) * (size(result) / max(size(t3), 1))
     bt4 = logsumexp_vjp(bt3, t3, t4, 1, None, False, False)
     blog_weights = unbroadcast(bt4, log_weights)
     bcomponents = unbroadcast(bt4, components)
@@ -29,20 +29,29 @@ def log_likelihood_grad(logits, means, log_scales, x):
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
+_CONCRETE = (np.ndarray, np.generic, float, int)
+
+
 def unbroadcast(adjoint, like):
-    """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
+    """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting;
+    of a real ``like`` met with a complex value, the real part (the adjoint of a
+    real value is real, as in JAX)."""
     # Attributes, not np.shape: on small arrays a function call costs as much as
     # the arithmetic, and this runs once per broadcasting operation.
     try:
         shape = like.shape
+        if adjoint.dtype.kind == "c" and like.dtype.kind != "c":
+            adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
         extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
+        if np.iscomplexobj(adjoint) and not np.iscomplexobj(like):
+            adjoint = np.real(adjoint)
         if np.shape(adjoint) == shape:
             return adjoint
-        adjoint = np.asarray(adjoint)
+        adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
         extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
@@ -52,7 +61,9 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    return adjoint if shape else float(adjoint)
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
 
 
 def _shape(value):
@@ -67,7 +78,7 @@ def _shape(value):
 def expand(adjoint, like, axis, keepdims):
     """Spread the adjoint of a reduction over ``axis`` back to ``like``'s shape."""
     shape = _shape(like)
-    if axis is None and not keepdims:
+    if axis is None and not keepdims and isinstance(adjoint, _CONCRETE):
         # empty + fill: on small arrays a third of np.full, a fifth of broadcast_to
         spread = np.empty(shape)
         spread.fill(adjoint)
@@ -78,6 +89,15 @@ def expand(adjoint, like, axis, keepdims):
         axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
         adjoint = np.expand_dims(adjoint, tuple(a % len(shape) for a in axes))
     return np.broadcast_to(adjoint, shape)
+
+
+def size(value):
+    """``np.size(value)``, read from the attribute of an array of any library (a
+    Dask array's is known without computing it)."""
+    try:
+        return value.size
+    except AttributeError:
+        return np.size(value)
 
 
 try:

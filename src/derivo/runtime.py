@@ -32,7 +32,7 @@ def unbroadcast(adjoint, like):
         extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
-        if np.iscomplexobj(adjoint) and not np.iscomplexobj(like):
+        if not is_real(adjoint) and is_real(like):
             adjoint = np.real(adjoint)
         if np.shape(adjoint) == shape:
             return adjoint

@@ -15,6 +15,8 @@ import logging
 import textwrap
 import time
 
+import numpy as np
+
 from . import codegen, runtime
 from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
@@ -381,6 +383,8 @@ def uses_numpy(func, seen=None):
     cells = [c.cell_contents for c in func.__closure__ or () if _filled(c)]
     values = [func.__globals__.get(n) for n in code.co_names] + cells
     for value in values:
+        if _holds_arrays(value):
+            return True
         module = getattr(value, "__name__", "") if inspect.ismodule(value) else \
             getattr(value, "__module__", None) or ""
         if module == "numpy" or module.startswith("numpy."):
@@ -388,6 +392,13 @@ def uses_numpy(func, seen=None):
         if inspect.isfunction(value) and not S.is_derivo(value) and uses_numpy(value, seen):
             return True
     return False
+
+
+def _holds_arrays(value):
+    """Whether ``value``, a global or a closure variable, is an array or a list or
+    tuple holding one: code reading it is array code (``X * w`` broadcasts)."""
+    return isinstance(value, np.ndarray) or isinstance(value, (list, tuple)) and any(
+        isinstance(item, np.ndarray) for item in value)
 
 
 def _filled(cell):
