@@ -40,6 +40,7 @@ so at most ``slots`` kept states (and the state before the last trip) are in
 memory at any time, whatever the trip count.
 """
 
+import operator
 import sys
 from math import comb
 from typing import Any, Iterable, Optional
@@ -334,7 +335,7 @@ class Tape:
         self.vjp = vjp
         self.totals = [zero_gradient(self.invariants[i]) for i in invariants]
         self.add = add_adjoints if any(isinstance(total, list) for total in self.totals) \
-            else _plus
+            else operator.add
         self.seeds = (seeds,) if self.single else seeds
         if self.steps:
             units = -(-self.steps // self.unit)
@@ -389,29 +390,34 @@ class Tape:
         """The state ``count`` trips after the kept ``state`` (the state at trip
         ``start``), which stays as it is."""
         self.recomputed_steps += count
-        return self.run(self.keep(state), start, count)[1]
+        if self.copies:
+            state = _kept(state)
+        if self.iterations is None:
+            return self.trips(count, *state, *self.invariants)[1:]
+        state = self.trips(self.iterations[start:start + count], *state, *self.invariants)
+        return (state,) if self.single else state
 
     def segment(self, start, count, state):
         """Take the seeds from after ``count`` units from unit ``start`` to before
         them, from ``state``, the state at ``start``: one call of the VJP, its
         stack holding the states of the trips after the first (counted as
         recomputed, as Eq. 8.3 counts keeping every state)."""
-        first, trips = self.span(start, count)
+        first = start * self.unit
+        trips = min(first + count * self.unit, self.steps) - first
         self.segments += 1
         self.recomputed_steps += trips - 1
         self.most_held = max(self.most_held, self.held + trips - 1)
+        if self.copies:
+            state = _kept(state)
+        seeds = self.seeds
         if self.iterations is None:
-            result = self.vjp((0.0,) + self.seeds, trips, *self.keep(state), *self.invariants)
+            result = self.vjp((0.0,) + seeds, trips, *state, *self.invariants)
         else:
-            seed = self.seeds[0] if self.single else self.seeds
-            result = self.vjp(seed, self.iterations[first:first + trips], *self.keep(state),
-                              *self.invariants)
-        count = len(self.seeds)
+            result = self.vjp(seeds[0] if self.single else seeds,
+                              self.iterations[first:first + trips], *state, *self.invariants)
+        count = len(seeds)
         self.seeds = result[:count]
-        totals, add = self.totals, self.add
-        for position in range(len(totals)):  # a list's adjoints add item by item
-            totals[position] = add(totals[position], result[count + position])
+        if self.totals:  # a list's adjoints add item by item
+            self.totals = list(map(self.add, self.totals, result[count:]))
 
 
-def _plus(first, second):
-    return first + second
