@@ -132,7 +132,8 @@ def relax(x, w, n):
 @pytest.mark.parametrize("slots", [4, 10])
 def test_memory_is_flat_in_the_trip_count(schedule, slots):
     """Peak traced memory in states (arrays of the loop's state): the slots and
-    a few temporaries, the same for 50 and 1500 trips."""
+    a few more (the argument, the tape's copies of the initial state, the
+    VJP's temporaries and adjoints), the same for 50 and 1500 trips."""
     x = np.linspace(-1.0, 1.0, 20000)
     derivative = gradient(relax, slots, schedule)
     peaks = []
@@ -142,9 +143,9 @@ def test_memory_is_flat_in_the_trip_count(schedule, slots):
         peaks.append(tracemalloc.get_traced_memory()[1] / x.nbytes)
         tracemalloc.stop()
         assert checkpoints.LAST_RUN["most_held"] <= slots
+    assert max(peaks) <= slots + 9
     if schedule != "halving":  # (halving keeps about log2 n states, up to its slots)
-        assert max(peaks) - min(peaks) < 0.5
-    assert max(peaks) <= slots + 10
+        assert max(peaks) - min(peaks) < 1.5
     expected = derivo.grad(relax, wrt=(0, 1))(x, 0.9, 1500)
     np.testing.assert_allclose(result[0], expected[0], rtol=1e-12)
     assert result[1] == pytest.approx(expected[1], rel=1e-12)
