@@ -297,12 +297,12 @@ def online_ratio(k, slots):
         done = min(count, k - i)
         return done, i + done
 
-    def trips_vjp(seeds, count, i):
-        return seeds[1:]
+    def step_vjp(seed, i):
+        return (seed,)
 
     stack = []
     checkpointed_while(stack.append, trips, (0,), (), slots)
-    stack.pop().reverse(trips_vjp, 0.0)
+    stack.pop().reverse(step_vjp, 0.0)
     assert LAST_RUN["steps"] == k and LAST_RUN["most_held"] <= slots
     return (step_calls() + 1) / (optimal_cost(k, slots) + 1)
 

@@ -6,48 +6,26 @@ def predator_prey_trips(items, x, y, dt, alpha, gamma, beta, delta):
     return x, y
 
 
-def predator_prey_trips_vjp(bresults, items, x, y, dt, alpha, gamma, beta, delta):
-    stack = []
-    push = stack.append
-    pop = stack.pop
-    for _ in items:
-        tmp1 = x + dt * (alpha * x - beta * x * y)
-        tmp2 = y + dt * (delta * x * y - gamma * y)
-        push(x)
-        x = tmp1
-        push(y)
-        y = tmp2
+def predator_prey_step_vjp(bresults, _, x, y, dt, alpha, gamma, beta, delta):
     # reverse sweep
-    bresult, bresult1 = bresults
-    # line 29: for _ in range(steps):
-    by = bresult1
-    bx = bresult
-    balpha = 0.0
-    bbeta = 0.0
-    bdelta = 0.0
-    bgamma = 0.0
-    for _ in reversed(items):
-        # line 30: x, y = x + dt * (alpha * x - beta * x * y), y + dt * (delta * x * y - gamma * y)
-        btmp2 = by
-        y = pop()
-        btmp1 = bx
-        x = pop()
-        by = btmp2
-        bt1 = btmp2 * dt
-        bt2 = bt1 * y
-        bdelta += bt2 * x
-        bx = bt2 * delta
-        by += bt1 * (delta * x)
-        bgamma -= bt1 * y
-        by -= bt1 * gamma
-        bx += btmp1
-        bt3 = btmp1 * dt
-        balpha += bt3 * x
-        bx += bt3 * alpha
-        bt4 = -(bt3 * y)
-        bbeta += bt4 * x
-        bx += bt4 * beta
-        by -= bt3 * (beta * x)
+    bx1, by1 = bresults
+    # line 30: x, y = x + dt * (alpha * x - beta * x * y), y + dt * (delta * x * y - gamma * y)
+    by = by1
+    bt1 = by1 * dt
+    bt2 = bt1 * y
+    bdelta = bt2 * x
+    bx = bt2 * delta
+    by += bt1 * (delta * x)
+    bgamma = -(bt1 * y)
+    by -= bt1 * gamma
+    bx += bx1
+    bt3 = bx1 * dt
+    balpha = bt3 * x
+    bx += bt3 * alpha
+    bt4 = -(bt3 * y)
+    bbeta = bt4 * x
+    bx += bt4 * beta
+    by -= bt3 * (beta * x)
     return bx, by, balpha, bgamma, bbeta, bdelta
 
 
@@ -65,7 +43,7 @@ def predator_prey_grad(alpha, beta, delta, gamma, steps=1000, dt=0.01):
     bx1 = 2 * (x1 - 1.5)
     by1 = 2 * (y1 - 0.5)
     # line 29: for _ in range(steps):
-    bx2, by2, balpha, bgamma, bbeta, bdelta = pop().reverse(predator_prey_trips_vjp, (bx1, by1), invariants=(1, 2, 3, 4))
+    bx2, by2, balpha, bgamma, bbeta, bdelta = pop().reverse(predator_prey_step_vjp, (bx1, by1), invariants=(1, 2, 3, 4))
     return balpha, bbeta, bdelta, bgamma
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
@@ -221,7 +199,8 @@ def checkpointed_for(push, trips, iterations, state, invariants, slots=None,
     if slots is None:
         slots = max(2, (steps - 1).bit_length())
     unit = segment_length(steps, slots) if schedule == "segments" else 1
-    tape = Tape(trips, iterations, state, invariants, slots, SCHEDULES[schedule], unit)
+    tape = Tape(trips, iterations, state, invariants, slots, SCHEDULES[schedule], unit,
+                segmented=schedule == "segments")
     if push is not None:
         push(tape)
     return tape.output(tape.run_counted(state, steps))
@@ -236,9 +215,11 @@ class Tape:
     """The states a checkpointed loop kept, and how to reverse it.
 
     The schedule counts in *units* of ``unit`` trips (1 but for the
-    ``segments`` schedule); unit u starts at trip u * unit."""
+    ``segments`` schedule); unit u starts at trip u * unit.  ``segmented``:
+    :meth:`reverse` takes the VJP of a segment of trips, not of one trip."""
 
-    def __init__(self, trips, iterations, state, invariants, slots, split, unit=1):
+    def __init__(self, trips, iterations, state, invariants, slots, split, unit=1,
+                 segmented=False):
         if not isinstance(slots, int) or slots < 1:
             raise ValueError("a checkpointed loop needs at least one slot, got {!r}"
                              .format(slots))
@@ -253,6 +234,7 @@ class Tape:
         self.budget = slots - unit + 1  # kept states; a segment's stack holds unit - 1
         self.split = split
         self.revolve = split is optimal_split
+        self.segmented = segmented
         self.steps = 0
         self.kept = []          # (unit index, state), the initial state first
         self.last = None        # the state before the last unit, for its VJP
@@ -345,7 +327,7 @@ class Tape:
                 kept.pop()
                 self.last = last
             else:
-                self.last = self.recompute(last, start, trips - 1 - start)
+                self.last = self.recompute(last, start, trips - 1 - start)  # (unit: 1 trip)
             roots = best_roots([start for start, _ in kept], trips - 1, self.slots) \
                 if kept else []
             kept = [kept[i] for i in roots]
@@ -357,12 +339,13 @@ class Tape:
     def reverse(self, vjp, seeds, invariants=()):
         """The adjoints of the loop's inputs from those of its outputs (``seeds``).
 
-        ``vjp(seeds, items, *state, *invariants)`` is the VJP of ``trips`` (for
-        a while loop, ``items`` is a trip count and the seeds start with the
-        count's, 0.0): the adjoints after a segment of trips to those before
-        it, as a tuple: the state variables', then those of the invariants at
-        the positions ``invariants``.  So does this method (a bare value for
-        just one), with the invariants' adjoints summed over the trips.
+        ``vjp(seed, *step arguments)`` is the step's VJP (a segmented tape's:
+        ``vjp(seed, items, *state, *invariants)``, the VJP of ``trips``, from
+        the adjoints after a segment of trips to those before it): it returns
+        a tuple, the adjoints of the state variables, then those of the
+        invariants at the positions ``invariants``.  So does this method (a
+        bare value for just one), with the invariants' adjoints summed over
+        the trips.
         """
         self.vjp = vjp
         self.totals = [zero_gradient(self.invariants[i]) for i in invariants]
@@ -396,56 +379,79 @@ class Tape:
     def reverse_range(self, start, length, slots, state, r):
         """Reverse units start .. start + length - 1 from ``state``, the state at
         ``start``, keeping at most ``slots`` states (``state`` included); ``r``:
-        the repetitions the optimal schedule needs (revolve)."""
-        if length == 1 or self.revolve and length * self.unit <= slots + self.unit - 1:
-            # Room for every state: the optimum keeps them all (C*(k, s) = k - 1),
-            # here on the stack of one segment VJP.
+        repetitions the optimal schedule can do with (revolve: those of a
+        problem containing this one)."""
+        if length == 1 and not self.segmented:
+            self.trip(start, state)
+        elif length == 1 or self.revolve and length * self.unit <= slots + self.unit - 1:
+            # Room for every state: the optimum keeps them all (C*(k, s) = k - 1).
             self.segment(start, length, state)
         elif slots <= 1:
             for offset in range(length - 1, 0, -1):
-                self.segment(start + offset, 1, self.recompute(state, *self.span(start, offset)))
+                self.segment(start + offset, 1, self.recompute(state, start, offset))
             self.segment(start, 1, state)
         else:
+            if self.revolve:
+                r = fewer_repetitions(length, slots, r)
             split = self.split(length, slots, r)
             self.held += 1
             self.most_held = max(self.most_held, self.held)
             # (the state after the split is an argument only: it dies with the call)
             self.reverse_range(start + split, length - split, slots - 1,
-                               self.recompute(state, *self.span(start, split)),
-                               fewer_repetitions(length - split, slots - 1, r)
-                               if self.revolve else None)
+                               self.recompute(state, start, split), r)
             self.held -= 1
-            self.reverse_range(start, split, slots, state,
-                               fewer_repetitions(split, slots, r) if self.revolve else None)
+            self.reverse_range(start, split, slots, state, r)
 
     def recompute(self, state, start, count):
-        """The state ``count`` trips after the kept ``state`` (the state at trip
+        """The state ``count`` units after the kept ``state`` (the state at unit
         ``start``), which stays as it is."""
+        first = start * self.unit
+        count = min(first + count * self.unit, self.steps) - first
         self.recomputed_steps += count
         if self.copies:
             state = _kept(state)
         if self.iterations is None:
             return self.trips(count, *state, *self.invariants)[1:]
-        state = self.trips(self.iterations[start:start + count], *state, *self.invariants)
+        state = self.trips(self.iterations[first:first + count], *state, *self.invariants)
         return (state,) if self.single else state
 
     def segment(self, start, count, state):
         """Take the seeds from after ``count`` units from unit ``start`` to before
-        them, from ``state``, the state at ``start``: one call of the VJP, its
-        stack holding the states of the trips after the first (counted as
-        recomputed, as Eq. 8.3 counts keeping every state)."""
+        them, from ``state``, the state at ``start``, keeping the states of the
+        trips after the first (recomputed, as Eq. 8.3 counts): one call of the
+        segment VJP, its stack holding them, or a list of them and a call of
+        the step's VJP per trip."""
         first = start * self.unit
         trips = min(first + count * self.unit, self.steps) - first
-        self.segments += 1
         self.recomputed_steps += trips - 1
         self.most_held = max(self.most_held, self.held + trips - 1)
-        seeds = self.seeds  # (the VJP copies on entry any array it writes into)
+        if self.segmented:
+            self.segments += 1
+            seed = self.seeds[0] if self.single else self.seeds
+            self.take(self.vjp(seed, self.iterations[first:first + trips], *state,
+                               *self.invariants))
+            return
+        states = [state]
+        for index in range(first, first + trips - 1):
+            states.append(self.run(_kept(states[-1]) if self.copies else states[-1],
+                                   index, 1)[1])
+        for index in range(first + trips - 1, first - 1, -1):
+            self.trip(index, states.pop())
+
+    def trip(self, index, state):
+        """Take the seeds from after trip ``index`` to before it, from ``state``,
+        the state at ``index``: one call of the step's VJP (which copies on
+        entry any array it writes into)."""
+        self.segments += 1
+        seed = self.seeds[0] if self.single else self.seeds
         if self.iterations is None:
-            result = self.vjp((0.0,) + seeds, trips, *state, *self.invariants)
+            self.take(self.vjp(seed, *state, *self.invariants))
         else:
-            result = self.vjp(seeds[0] if self.single else seeds,
-                              self.iterations[first:first + trips], *state, *self.invariants)
-        count = len(seeds)
+            self.take(self.vjp(seed, self.iterations[index], *state, *self.invariants))
+
+    def take(self, result):
+        """The seeds and the invariants' summed adjoints after a call of the VJP."""
+        count = len(self.seeds)
         self.seeds = result[:count]
         if self.totals:  # a list's adjoints add item by item
             self.totals = list(map(self.add, self.totals, result[count:]))

@@ -29,17 +29,24 @@ def gradient(function, slots, schedule="revolve", wrt=(0, 1)):
 
 # --- the generated code -----------------------------------------------------------------
 
-def test_the_reverse_sweep_calls_the_stack_vjp_of_the_runner():
-    source = gradient(oscillator, 4).source
+def test_the_segments_schedule_calls_the_stack_vjp_of_the_runner():
+    source = gradient(oscillator, 4, "segments").source
     assert "def oscillator_trips(items, x, v, stiffness):" in source
     assert "def oscillator_trips_vjp(bresults, items, x, v, stiffness):" in source
     assert "for _ in reversed(items):" in source
     assert "pop().reverse(oscillator_trips_vjp, " in source
-    assert "_step" not in source  # no VJP of a single trip any more
+    assert "_step" not in source  # no VJP of a single trip
+
+
+def test_the_other_schedules_call_the_vjp_of_one_trip():
+    source = gradient(oscillator, 4).source
+    assert "def oscillator_step_vjp(bresults, _, x, v, stiffness):" in source
+    assert "pop().reverse(oscillator_step_vjp, " in source
+    assert "_trips_vjp" not in source
 
 
 def test_a_segment_vjp_is_the_adjoint_of_its_trips():
-    derivative = gradient(oscillator, 4)
+    derivative = gradient(oscillator, 4, "segments")
     namespace = derivative.derivo_function.__globals__
     trips, vjp = namespace["oscillator_trips"], namespace["oscillator_trips_vjp"]
 
@@ -59,10 +66,10 @@ def counted_while(x, w, steps):
     return x
 
 
-def test_a_while_loop_reverses_with_the_same_segment_code():
-    derivative = gradient(counted_while, 3)
+def test_a_while_loop_reverses_trip_by_trip_under_any_schedule():
+    derivative = gradient(counted_while, 3, "segments")
     assert "while done < trips and k < steps:" in derivative.source
-    assert "pop().reverse(counted_while_trips_vjp, " in derivative.source
+    assert "pop().reverse(counted_while_step_vjp, " in derivative.source
     for steps in (0, 1, 5, 40):
         expected = derivo.grad(counted_while, wrt=(0, 1))(0.3, 1.2, steps)
         assert derivative(0.3, 1.2, steps) == pytest.approx(expected, rel=1e-12, abs=1e-15)
@@ -76,7 +83,7 @@ def test_revolve_stays_optimal_and_reverses_each_trip_once(steps, slots):
     run = checkpoints.LAST_RUN
     assert run["unit"] == 1
     assert run["forward_steps"] + run["recomputed_steps"] == optimal_cost(steps, slots)
-    assert run["segments"] <= steps
+    assert run["segments"] == steps  # a call of the step's VJP per trip
     assert run["most_held"] <= slots
     assert result == pytest.approx(derivo.grad(oscillator, wrt=(0, 1))(2.0, 0.3, steps),
                                    rel=1e-12)
@@ -164,12 +171,12 @@ def online_calls(steps, slots):
         done = min(count, steps - i)
         return done, i + done, x
 
-    def trips_vjp(seeds, count, i, x, a):
-        return seeds[1:] + (0.0,)
+    def step_vjp(seeds, i, x, a):
+        return seeds + (0.0,)
 
     stack = []
     checkpointed_while(stack.append, trips, (0, 1.0), (2.0,), slots)
-    stack.pop().reverse(trips_vjp, (0.0, 1.0), invariants=(0,))
+    stack.pop().reverse(step_vjp, (0.0, 1.0), invariants=(0,))
     run = checkpoints.LAST_RUN
     assert run["steps"] == steps and run["most_held"] <= slots
     return run["forward_steps"] + run["recomputed_steps"]

@@ -5,10 +5,11 @@ Generated code with ``loops="checkpoint"`` runs a loop through
 (outlined by ``derivo.outline`` as a function running a given stretch of
 trips) from one kept state to the next, keep at most ``slots`` states, and
 push a :class:`Tape` on the generated function's stack.  The reverse sweep
-pops the tape and calls :meth:`Tape.reverse` with the VJP of that function,
-derivo's ordinary stack-reversed code for a stretch of trips (a *segment*):
-the tape walks the trips backwards, recomputing each state it needs from the
-nearest kept one, and reverses each segment in one call of the VJP.
+pops the tape and calls :meth:`Tape.reverse` with the VJP of one trip, which
+walks the trips backwards, recomputing each state it needs from the nearest
+kept one; with the ``segments`` schedule, with the VJP of that function
+instead, derivo's ordinary stack-reversed code for a stretch of trips (a
+*segment*), which the tape calls once per segment.
 
 Counting as section 8.5 of Blondel and Roulet, *The Elements of Differentiable
 Programming* (2024), does (trips run, the last one excluded since the VJP needs
@@ -17,9 +18,7 @@ s_{K-1}, not s_K), the schedules cost:
 ``revolve``
     the binomial schedule (treeverse): exactly the optimum C*(K, S) of
     Eq. 8.3, C*(K, S) = r K - binom(S + r, S + 1) where r is the least integer
-    with binom(S + r, S) >= K.  Where the optimum keeps every state of a
-    stretch of trips (k <= s, C*(k, s) = k - 1), one segment VJP runs them, its
-    stack holding those states.
+    with binom(S + r, S) >= K.
 ``halving``
     recursive halving: C(K) = 2 C(K/2) + K/2, needing log2 K slots.
 ``segments``
@@ -151,7 +150,8 @@ def best_roots(starts, end, slots):
 # What the last reversed loop did, for benchmarks and tests: its trips, slots,
 # calls of the step in the primal loop before its last trip (forward_steps)
 # and in the reverse sweep (recomputed_steps; the two sum to what Eq. 8.3
-# counts), the most states it kept at once, and the calls of the segment VJP.
+# counts), the most states it kept at once, the calls of its VJP, and the
+# trips of a unit of the schedule (segments).
 LAST_RUN = {}
 
 
@@ -179,7 +179,8 @@ def checkpointed_for(push, trips, iterations, state, invariants, slots=None,
     if slots is None:
         slots = max(2, (steps - 1).bit_length())
     unit = segment_length(steps, slots) if schedule == "segments" else 1
-    tape = Tape(trips, iterations, state, invariants, slots, SCHEDULES[schedule], unit)
+    tape = Tape(trips, iterations, state, invariants, slots, SCHEDULES[schedule], unit,
+                segmented=schedule == "segments")
     if push is not None:
         push(tape)
     return tape.output(tape.run_counted(state, steps))
@@ -204,9 +205,11 @@ class Tape:
     """The states a checkpointed loop kept, and how to reverse it.
 
     The schedule counts in *units* of ``unit`` trips (1 but for the
-    ``segments`` schedule); unit u starts at trip u * unit."""
+    ``segments`` schedule); unit u starts at trip u * unit.  ``segmented``:
+    :meth:`reverse` takes the VJP of a segment of trips, not of one trip."""
 
-    def __init__(self, trips, iterations, state, invariants, slots, split, unit=1):
+    def __init__(self, trips, iterations, state, invariants, slots, split, unit=1,
+                 segmented=False):
         if not isinstance(slots, int) or slots < 1:
             raise ValueError("a checkpointed loop needs at least one slot, got {!r}"
                              .format(slots))
@@ -221,6 +224,7 @@ class Tape:
         self.budget = slots - unit + 1  # kept states; a segment's stack holds unit - 1
         self.split = split
         self.revolve = split is optimal_split
+        self.segmented = segmented
         self.steps = 0
         self.kept = []          # (unit index, state), the initial state first
         self.last = None        # the state before the last unit, for its VJP
@@ -313,7 +317,7 @@ class Tape:
                 kept.pop()
                 self.last = last
             else:
-                self.last = self.recompute(last, start, trips - 1 - start)
+                self.last = self.recompute(last, start, trips - 1 - start)  # (unit: 1 trip)
             roots = best_roots([start for start, _ in kept], trips - 1, self.slots) \
                 if kept else []
             kept = [kept[i] for i in roots]
@@ -325,12 +329,13 @@ class Tape:
     def reverse(self, vjp, seeds, invariants=()):
         """The adjoints of the loop's inputs from those of its outputs (``seeds``).
 
-        ``vjp(seeds, items, *state, *invariants)`` is the VJP of ``trips`` (for
-        a while loop, ``items`` is a trip count and the seeds start with the
-        count's, 0.0): the adjoints after a segment of trips to those before
-        it, as a tuple: the state variables', then those of the invariants at
-        the positions ``invariants``.  So does this method (a bare value for
-        just one), with the invariants' adjoints summed over the trips.
+        ``vjp(seed, *step arguments)`` is the step's VJP (a segmented tape's:
+        ``vjp(seed, items, *state, *invariants)``, the VJP of ``trips``, from
+        the adjoints after a segment of trips to those before it): it returns
+        a tuple, the adjoints of the state variables, then those of the
+        invariants at the positions ``invariants``.  So does this method (a
+        bare value for just one), with the invariants' adjoints summed over
+        the trips.
         """
         self.vjp = vjp
         self.totals = [zero_gradient(self.invariants[i]) for i in invariants]
@@ -364,58 +369,79 @@ class Tape:
     def reverse_range(self, start, length, slots, state, r):
         """Reverse units start .. start + length - 1 from ``state``, the state at
         ``start``, keeping at most ``slots`` states (``state`` included); ``r``:
-        the repetitions the optimal schedule needs (revolve)."""
-        if length == 1 or self.revolve and length * self.unit <= slots + self.unit - 1:
-            # Room for every state: the optimum keeps them all (C*(k, s) = k - 1),
-            # here on the stack of one segment VJP.
+        repetitions the optimal schedule can do with (revolve: those of a
+        problem containing this one)."""
+        if length == 1 and not self.segmented:
+            self.trip(start, state)
+        elif length == 1 or self.revolve and length * self.unit <= slots + self.unit - 1:
+            # Room for every state: the optimum keeps them all (C*(k, s) = k - 1).
             self.segment(start, length, state)
         elif slots <= 1:
             for offset in range(length - 1, 0, -1):
-                self.segment(start + offset, 1, self.recompute(state, *self.span(start, offset)))
+                self.segment(start + offset, 1, self.recompute(state, start, offset))
             self.segment(start, 1, state)
         else:
+            if self.revolve:
+                r = fewer_repetitions(length, slots, r)
             split = self.split(length, slots, r)
             self.held += 1
             self.most_held = max(self.most_held, self.held)
             # (the state after the split is an argument only: it dies with the call)
             self.reverse_range(start + split, length - split, slots - 1,
-                               self.recompute(state, *self.span(start, split)),
-                               fewer_repetitions(length - split, slots - 1, r)
-                               if self.revolve else None)
+                               self.recompute(state, start, split), r)
             self.held -= 1
-            self.reverse_range(start, split, slots, state,
-                               fewer_repetitions(split, slots, r) if self.revolve else None)
+            self.reverse_range(start, split, slots, state, r)
 
     def recompute(self, state, start, count):
-        """The state ``count`` trips after the kept ``state`` (the state at trip
+        """The state ``count`` units after the kept ``state`` (the state at unit
         ``start``), which stays as it is."""
+        first = start * self.unit
+        count = min(first + count * self.unit, self.steps) - first
         self.recomputed_steps += count
         if self.copies:
             state = _kept(state)
         if self.iterations is None:
             return self.trips(count, *state, *self.invariants)[1:]
-        state = self.trips(self.iterations[start:start + count], *state, *self.invariants)
+        state = self.trips(self.iterations[first:first + count], *state, *self.invariants)
         return (state,) if self.single else state
 
     def segment(self, start, count, state):
         """Take the seeds from after ``count`` units from unit ``start`` to before
-        them, from ``state``, the state at ``start``: one call of the VJP, its
-        stack holding the states of the trips after the first (counted as
-        recomputed, as Eq. 8.3 counts keeping every state)."""
+        them, from ``state``, the state at ``start``, keeping the states of the
+        trips after the first (recomputed, as Eq. 8.3 counts): one call of the
+        segment VJP, its stack holding them, or a list of them and a call of
+        the step's VJP per trip."""
         first = start * self.unit
         trips = min(first + count * self.unit, self.steps) - first
-        self.segments += 1
         self.recomputed_steps += trips - 1
         self.most_held = max(self.most_held, self.held + trips - 1)
-        seeds = self.seeds  # (the VJP copies on entry any array it writes into)
+        if self.segmented:
+            self.segments += 1
+            seed = self.seeds[0] if self.single else self.seeds
+            self.take(self.vjp(seed, self.iterations[first:first + trips], *state,
+                               *self.invariants))
+            return
+        states = [state]
+        for index in range(first, first + trips - 1):
+            states.append(self.run(_kept(states[-1]) if self.copies else states[-1],
+                                   index, 1)[1])
+        for index in range(first + trips - 1, first - 1, -1):
+            self.trip(index, states.pop())
+
+    def trip(self, index, state):
+        """Take the seeds from after trip ``index`` to before it, from ``state``,
+        the state at ``index``: one call of the step's VJP (which copies on
+        entry any array it writes into)."""
+        self.segments += 1
+        seed = self.seeds[0] if self.single else self.seeds
         if self.iterations is None:
-            result = self.vjp((0.0,) + seeds, trips, *state, *self.invariants)
+            self.take(self.vjp(seed, *state, *self.invariants))
         else:
-            result = self.vjp(seeds[0] if self.single else seeds,
-                              self.iterations[first:first + trips], *state, *self.invariants)
-        count = len(seeds)
+            self.take(self.vjp(seed, self.iterations[index], *state, *self.invariants))
+
+    def take(self, result):
+        """The seeds and the invariants' summed adjoints after a call of the VJP."""
+        count = len(self.seeds)
         self.seeds = result[:count]
         if self.totals:  # a list's adjoints add item by item
             self.totals = list(map(self.add, self.totals, result[count:]))
-
-

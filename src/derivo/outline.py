@@ -11,13 +11,17 @@ loop over ``derivo.checkpointed(...)``, is *outlined*::
                                             v -= dt * stiffness * x
                                         return x, v
 
+                                    def energy_after_step(_, x, v, dt, stiffness):
+                                        (the body, once), return x, v
+
 The loop's *state* is what it assigns (or writes into) and something reads
 before the loop assigns it again: the next trip, or code after the loop.  Its
 *invariants* are the other local names it reads.  The call's callee is a
 :class:`Loop`; ``reverse`` runs it through :mod:`derivo.checkpoints`, which
-runs stretches of trips with the ``trips`` function and reverses them with
-its VJP (an ordinary derived function, its loop reversed with a stack), one
-call per segment of trips.
+runs stretches of trips with the ``trips`` function and calls the VJP of
+``step`` (an ordinary derived function) once per trip backwards, or, with
+the ``segments`` schedule, the VJP of ``trips`` (its loop reversed with a
+stack) once per segment of trips.
 
 A checkpointed loop must run all its trips from its state alone, so it may
 not ``break``, ``continue`` or ``return``, and every state variable needs a
@@ -37,10 +41,11 @@ ITERATIONS = "(iterations)"  # the parameter of a for loop's call that takes its
 class Loop:
     """The callee of the call that replaces a checkpointed loop."""
 
-    def __init__(self, node, runner, state, invariants, slots, schedule):
+    def __init__(self, node, step, runner, state, invariants, slots, schedule):
         self.node = node              # the user's loop, for messages
         self.kind = "for" if isinstance(node, S.For) else "while"
-        self.runner = runner          # Outlined: several trips (see _runner), and its VJP
+        self.step = step              # Outlined: one trip, returning the state (for its VJP)
+        self.runner = runner          # Outlined: several trips (see _runner)
         self.state = state
         self.invariants = invariants
         self.slots = slots            # None: the runtime's default
@@ -155,12 +160,15 @@ def _outline(parsed, tree, loop, slots, schedule, names):
     local = parsed.local_names
     invariants = [n for n in _loads(header + loop.body)
                   if n in local and n not in assigned and n not in target]
-    name = names.fresh(parsed.tree.name + "_trips")
+    base = names.fresh(parsed.tree.name + "_step")
+    body = S.deepcopy(loop.body) + [_located(S.return_(_names_value(state)), loop)]
+    step = Outlined(parsed, _located(S.function(base, target + state + invariants, body), loop))
     runner = Outlined(parsed, _located(_runner(
-        name, loop, state, invariants, parsed.local_names), loop))
-    callee = Loop(loop, runner, state, invariants, slots, schedule)
+        names.fresh(parsed.tree.name + "_trips"), loop, state, invariants, parsed.local_names),
+        loop))
+    callee = Loop(loop, step, runner, state, invariants, slots, schedule)
     iterations = [S.deepcopy(loop.iter)] if isinstance(loop, S.For) else []
-    call = S.call(name + "_loop", *iterations, *[S.name(n) for n in state + invariants])
+    call = S.call(base + "_loop", *iterations, *[S.name(n) for n in state + invariants])
     call.user_function = callee
     targets = S.store(state[0]) if len(state) == 1 else S.tuple_(
         [S.store(n) for n in state], store_ctx=True)

@@ -599,9 +599,9 @@ class Sweep:
         return out
 
     def reverse_checkpointed(self, stmt):
-        """Pop an outlined loop's tape and let it run the VJP of the loop's runner
-        backwards over segments of its trips; the loop's inputs receive what
-        comes out."""
+        """Pop an outlined loop's tape and run the step's VJP backwards over its
+        trips (the runner's over segments of trips, see Build.step_vjp); the
+        loop's inputs receive what comes out."""
         loop, call = stmt.value.user_function, stmt.value
         names, active = self.call_targets(stmt)
         entry = next((c for c in self.analysis.calls if c[0] is stmt), None)
@@ -619,7 +619,7 @@ class Sweep:
         # Every state variable is differentiated: a trip may carry a derivative
         # through one that neither the loop's input nor its output has.
         wrt = loop.state + [p for p in loop.invariants if p in active_params]
-        helper = self.module.segment_vjp(loop, tuple(wrt))
+        helper = self.module.step_vjp(loop, tuple(wrt))
         results, target = self.result_names(wrt)
         differentiated = tuple(loop.invariants.index(p) for p in wrt[len(loop.state):])
         keywords = [S.gast.keyword(arg="invariants", value=S.const(differentiated))] \

@@ -277,15 +277,18 @@ class Build:
         """The name of the JVP of user function ``callee`` w.r.t. ``params``."""
         return self._helper(callee, params, caller, call, "jvp", self.jvps)
 
-    def segment_vjp(self, loop, params):
-        """The name of the VJP w.r.t. ``params`` of a checkpointed loop's runner
-        of trips (see outline): the stack-reversed code of a segment of trips,
-        which returns a tuple, whatever the number of ``params``."""
-        key = (loop.runner, params)
+    def step_vjp(self, loop, params):
+        """The name of the VJP w.r.t. ``params`` of a checkpointed loop's step
+        (one trip) or, with the ``segments`` schedule, of its runner of trips
+        (see outline): the stack-reversed code of a segment of trips.  It
+        returns a tuple, whatever the number of ``params``."""
+        function = loop.runner if loop.schedule == "segments" and loop.kind == "for" \
+            else loop.step
+        key = (function, params)
         if key not in self.vjps:
-            self.vjps[key] = self.names.fresh(loop.runner.__name__ + "_vjp")
-            self.add(loop.runner, list(params), "vjp", tuple_wrt=True, name=self.vjps[key],
-                     loops="stack")
+            self.vjps[key] = self.names.fresh(function.__name__ + "_vjp")
+            self.add(function, list(params), "vjp", tuple_wrt=True, name=self.vjps[key],
+                     loops="stack" if function is loop.runner else None)
         return self.vjps[key]
 
     def outlined_function(self, outlined):
