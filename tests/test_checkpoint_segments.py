@@ -75,6 +75,14 @@ def test_a_while_loop_reverses_trip_by_trip_under_any_schedule():
         assert derivative(0.3, 1.2, steps) == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
+def test_a_saved_module_of_the_segments_schedule_runs_without_derivo(tmp_path):
+    from test_save import run_without_derivo
+    derivative = gradient(oscillator, 6, "segments")
+    saved = derivative.save(tmp_path / "oscillator_grad.py")
+    assert run_without_derivo(saved, "oscillator_grad(2.0, 0.3, 500)") == \
+        repr(derivative(2.0, 0.3, 500))
+
+
 # --- calls and step counts ------------------------------------------------------------------
 
 @pytest.mark.parametrize("steps, slots", [(2, 2), (10, 3), (100, 5), (999, 10), (1000, 7)])
