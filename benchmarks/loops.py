@@ -17,7 +17,16 @@ Then ``loops="checkpoint"`` (see derivo.checkpoints):
 - C*(K, S): the step calls the generated code reports against an independent
   dynamic program over Eq. 8.3;
 - online checkpointing of a ``while`` loop (trip count unknown while it runs):
-  its step calls against the offline optimum, and the most states it held.
+  its step calls against the offline optimum, and the most states it held;
+- the checkpointed pendulum of examples/pendulum.py (revolve and segments
+  schedules, S = ceil(log2 K)): gradient / forward time against what the
+  schedule itself costs, its step calls / K plus the stack gradient / forward;
+- peak traced memory of the checkpointed pendulum from 1e3 to 1e6 steps at a
+  fixed S, which must stay flat, and the online schedule's step calls against
+  the offline optimum at 1e6 trips for 3, 5 and 10 slots.
+
+run_all.py prints the same checkpoint rows (pendulum_checkpoint_rows,
+checkpoint_memory, online_ratio) against the targets of issue 24.
 """
 
 import math
@@ -34,10 +43,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 import derivo  # noqa: E402
-from derivo.checkpoints import LAST_RUN, optimal_cost  # noqa: E402
+from derivo.checkpoints import LAST_RUN, checkpointed_while, optimal_cost  # noqa: E402
 from examples.bessel import besselj  # noqa: E402
 from examples.integrator import PARAMETERS, predator_prey  # noqa: E402
 from examples.oscillator import energy_after  # noqa: E402
+from examples.pendulum import simulate  # noqa: E402
 
 
 def best_time(function, args, repeats):
@@ -203,9 +213,9 @@ def online_table():
           "reversed with S slots")
     print("{:>7} {:>4} {:>11} {:>10} {:>13} {:>10}".format(
         "K", "S", "step calls", "C*(K,S)+1", "calls/(C*+1)", "most held"))
-    for slots in (10, 5):
+    for slots in (10, 5, 3):
         gradient = checkpoint_gradient(predator_prey_while, slots)
-        for k in (10, 100, 1000, 10000, 100000):
+        for k in (10, 100, 1000, 10000, 100000)[:5 if slots > 3 else 4]:
             args = integrator_args(k)
             LAST_RUN.clear()
             result = gradient(*args)
@@ -220,6 +230,110 @@ def online_table():
           "ends) / the offline optimum for the same K and S (+1 guards C* = 0)")
     print("most held: the most loop states the tape kept at once (LAST_RUN most_held); every "
           "gradient agrees with the stack's to 1e-8 relative")
+
+
+# --- the checkpointed pendulum: time against the schedule's cost, memory, online ---------
+
+PENDULUM_WRT = ("damping", "theta0")
+
+
+def pendulum_args(k):
+    """examples/pendulum.py over ten seconds of motion in k steps."""
+    return (0.3, 1.0, k, 10.0 / k)
+
+
+def pendulum_checkpoint_rows(k, repeats):
+    """For the checkpointed pendulum at k steps with S = ceil(log2 k) slots, per schedule:
+    (schedule, gradient / forward, step calls / k, bound, their ratio), where bound = step calls
+    / k + the stack gradient / forward (what the schedule costs: its trips and the stack adjoint
+    of every trip).  Every gradient must equal the stack's to 1e-9 relative."""
+    args = pendulum_args(k)
+    slots = math.ceil(math.log2(k))
+    schedules = ("revolve", "segments")
+    candidates = {"forward": simulate, "stack": derivo.grad(simulate, wrt=PENDULUM_WRT)}
+    candidates.update((schedule, derivo.grad(simulate, wrt=PENDULUM_WRT, loops="checkpoint",
+                                             checkpoints=slots, schedule=schedule))
+                      for schedule in schedules)
+    reference = candidates["stack"](*args)
+    calls = {}
+    for schedule in schedules:
+        result = candidates[schedule](*args)
+        assert all(math.isclose(a, b, rel_tol=1e-9) for a, b in zip(result, reference)), schedule
+        calls[schedule] = step_calls()
+    # Interleaved, each round timing every candidate once, in CPU time (time.process_time):
+    # on a loaded machine a call of a second is preempted where one of 25 ms may not be.
+    best = dict.fromkeys(candidates, float("inf"))
+    for _ in range(repeats):
+        for name, function in candidates.items():
+            start = time.process_time()
+            function(*args)
+            best[name] = min(best[name], time.process_time() - start)
+    stack_ratio = best["stack"] / best["forward"]
+    rows = []
+    for schedule in schedules:
+        ratio, per_trip = best[schedule] / best["forward"], calls[schedule] / k
+        bound = per_trip + stack_ratio
+        rows.append((schedule, ratio, per_trip, bound, ratio / bound))
+    return slots, stack_ratio, rows
+
+
+def checkpoint_memory(ks, slots, schedule="segments"):
+    """{k: (peak traced bytes, most states held)} of the checkpointed pendulum's gradient."""
+    gradient = derivo.grad(simulate, wrt=PENDULUM_WRT, loops="checkpoint", checkpoints=slots,
+                           schedule=schedule)
+    peaks = {}
+    for k in ks:
+        gradient(*pendulum_args(min(k, 1000)))  # compiled and warm
+        peaks[k] = (peak_memory(gradient, pendulum_args(k)), LAST_RUN["most_held"])
+    return peaks
+
+
+def online_ratio(k, slots):
+    """Step calls of the online schedule (a while loop of k trips, reversed with ``slots``
+    states) / those of the offline optimum C*(k, slots).  The tape runs a loop whose trips cost
+    nothing (a step count and no arithmetic), so 1e6 trips take seconds; the counts are those
+    of any while loop of k trips (tests/test_checkpoint_segments.py checks them)."""
+    def trips(count, i):
+        done = min(count, k - i)
+        return done, i + done
+
+    def step_vjp(seed, i):
+        return (seed,)
+
+    stack = []
+    checkpointed_while(stack.append, trips, (0,), (), slots)
+    stack.pop().reverse(step_vjp, 0.0)
+    assert LAST_RUN["steps"] == k and LAST_RUN["most_held"] <= slots
+    return (step_calls() + 1) / (optimal_cost(k, slots) + 1)
+
+
+def checkpoint_tables(quick):
+    k = 10000 if quick else 100000
+    slots, stack_ratio, rows = pendulum_checkpoint_rows(k, 3 if quick else 5)
+    print("checkpointed pendulum (examples/pendulum.py) at {} steps, S = ceil(log2 K) = {}; the "
+          "stack gradient / forward: {:.2f}".format(k, slots, stack_ratio))
+    print("{:<9} {:>9} {:>13} {:>9} {:>13}".format(
+        "schedule", "grad/fwd", "step calls/K", "bound", "grad/fwd/bound"))
+    for schedule, ratio, per_trip, bound, over in rows:
+        print("{:<9} {:>9.2f} {:>13.2f} {:>9.2f} {:>13.2f}".format(
+            schedule, ratio, per_trip, bound, over), flush=True)
+    print("bound: step calls / K + stack gradient / forward, what the schedule itself costs "
+          "(target: grad/fwd within 1.25 x bound)")
+    print()
+    ks = (1000, 10000) if quick else (1000, 10000, 100000, 1000000)
+    print("checkpoint memory: peak traced memory (tracemalloc) of the checkpointed pendulum's "
+          "gradient, S = 10")
+    print("{:<9} ".format("schedule") + " ".join("{:>16}".format("K={:g}".format(k)) for k in ks))
+    for schedule in ("revolve", "segments"):
+        peaks = checkpoint_memory(ks, 10, schedule)
+        print("{:<9} ".format(schedule) + " ".join(
+            "{:>8.1f}KB {:>2} st".format(peaks[k][0] / 1024, peaks[k][1]) for k in ks), flush=True)
+    print("st: the most loop states kept at once (<= S); target: peak flat within 10% from 1e4 "
+          "to 1e6 steps")
+    print()
+    k = 10000 if quick else 1000000
+    print("online checkpointing at {} trips: step calls / offline optimum C*(K, S)".format(k))
+    print(" ".join("S={}: {:.3f}".format(s, online_ratio(k, s)) for s in (3, 5, 10)))
 
 
 def main():
@@ -263,6 +377,8 @@ def main():
     optimal_cost_table()
     print()
     online_table()
+    print()
+    checkpoint_tables(quick)
     print()
     print("total {:.0f} s".format(time.perf_counter() - began))
 

@@ -42,6 +42,7 @@ import derivo  # noqa: E402
 from _timing import call_timer  # noqa: E402  (benchmarks/_timing.py)
 import bessel as bench_bessel  # noqa: E402  (benchmarks/bessel.py: the hand adjoint and its checks)
 import gp as bench_gp  # noqa: E402  (benchmarks/gp.py)
+import loops as bench_loops  # noqa: E402  (benchmarks/loops.py: the checkpoint rows)
 import mlp as bench_mlp  # noqa: E402  (benchmarks/mlp.py)
 import pendulum as bench_pendulum  # noqa: E402  (benchmarks/pendulum.py)
 import softmax as bench_softmax  # noqa: E402  (benchmarks/softmax.py: needs SciPy)
@@ -742,6 +743,41 @@ def import_time(runs):
     return min(totals), statistics.median(totals), min(numpys)
 
 
+def checkpoint_section(quick):
+    """The checkpoint rows of issue 24 (see benchmarks/loops.py), each in well under 20 s on a
+    quiet machine but the memory at 1e6 steps (tracemalloc slows the gradient about sixfold)."""
+    k = 10_000 if quick else 100_000
+    started = time.perf_counter()
+    slots, stack_ratio, rows = bench_loops.pendulum_checkpoint_rows(k, 3 if quick else 5)
+    print(f"checkpointed pendulum, {k:g} steps, S = ceil(log2 K) = {slots}, CPU time "
+          f"(time.process_time), min of interleaved rounds; the stack gradient / forward "
+          f"{stack_ratio:.2f}; bound: step calls / K + that ({time.perf_counter() - started:.0f} s)")
+    print(f"{'schedule':10s} {'grad/fwd':>9s} {'calls/K':>8s} {'bound':>7s} {'/bound':>7s}")
+    for schedule, ratio, per_trip, bound, over in rows:
+        print(f"{schedule:10s} {ratio:9.2f} {per_trip:8.2f} {bound:7.2f} {over:7.2f}")
+    small, large = (10_000, 100_000) if quick else (10_000, 1_000_000)
+    started = time.perf_counter()
+    peaks = bench_loops.checkpoint_memory((small, large), 20, "segments")
+    print(f"checkpoint peak memory (tracemalloc), pendulum, segments schedule, S = 20: "
+          f"{small:g} steps {peaks[small][0] / 1024:.1f} KB, {large:g} steps "
+          f"{peaks[large][0] / 1024:.1f} KB ({time.perf_counter() - started:.0f} s)")
+    trips = 10_000 if quick else 1_000_000
+    online = {s: bench_loops.online_ratio(trips, s) for s in (3, 5, 10)}
+    print(f"online checkpointing, {trips:g} trips: step calls / offline optimum "
+          + ", ".join(f"S={s} {r:.3f}" for s, r in online.items()))
+    by_schedule = {row[0]: row for row in rows}
+    checks = [(f"checkpoint {k:g} revolve: (grad/fwd)/bound", by_schedule["revolve"][4], 1.25),
+              (f"checkpoint {k:g} segments: (grad/fwd)/bound", by_schedule["segments"][4], 1.25),
+              (f"checkpoint memory {large:g}/{small:g} steps", peaks[large][0] / peaks[small][0],
+               1.1)]
+    checks += [(f"online/offline, {trips:g} trips, S={s}", r, 1.3) for s, r in online.items()]
+    print("issue 24 checkpoint targets")
+    for label, value, limit in checks:
+        print(f"  {label:40s} {value:8.2f}  {'<= ' + format(limit, 'g'):8s} "
+              f"{'ok' if value <= limit else 'MISS'}")
+    print()
+
+
 # --------------------------------------------------------------------------------------------
 
 ORDER = ("forward", "derivo", "generated", "hand", "autograd", "jax.grad", "jax.jit")
@@ -873,6 +909,7 @@ def main(argv=None):
             verdict, bound = ("ok" if value <= limit else "MISS"), f"<= {limit:g}"
         print(f"  {label:40s} {value:8.2f}  {bound:8s} {verdict}")
     print()
+    checkpoint_section(options.quick)
     print(f"total {time.perf_counter() - began:.0f} s; load average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -50,8 +50,8 @@ def predator_prey_grad(alpha, beta, delta, gamma, steps=1000, dt=0.01):
 # runs without derivo installed
 
 from math import comb
-import functools
 import numpy as np
+import operator
 import sys
 
 
@@ -90,26 +90,98 @@ def add_adjoints(first, second):
 def repetitions(steps, slots):
     """The least r with binom(slots + r, slots) >= steps: how many times the
     busiest step runs in the optimal schedule."""
-    r = 0
-    while comb(slots + r, slots) < steps:
-        r += 1
-    return r
+    if steps <= slots + 1:
+        return 1 if steps > 1 else 0
+    high = 2
+    while comb(slots + high, slots) < steps:
+        high *= 2
+    low = high // 2  # binom(slots + low, slots) < steps <= binom(slots + high, slots)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if comb(slots + middle, slots) < steps:
+            low = middle
+        else:
+            high = middle
+    return high
 
 
-def optimal_split(steps, slots):
-    """Where the optimal schedule keeps its next state: a split l reaching the
-    minimum of Eq. 8.3, C*(K - l, S - 1) + C*(l, S) + l."""
+def fewer_repetitions(steps, slots, enough):
+    """repetitions(steps, slots), knowing that ``enough`` repetitions suffice
+    (those of a problem containing this one): a search down from it."""
+    while enough > 1 and comb(slots + enough - 1, slots) >= steps:
+        enough -= 1
+    return enough if steps > 1 else 0
+
+
+def optimal_cost(steps, slots):
+    """C*(K, S): calls of the step the optimal schedule makes to reverse K
+    steps keeping S states (the initial state included)."""
+    if steps <= 1:
+        return 0
+    if slots == 1:
+        return steps * (steps - 1) // 2
     r = repetitions(steps, slots)
+    return r * steps - comb(slots + r, slots + 1)
+
+
+def optimal_split(steps, slots, r=None):
+    """Where the optimal schedule keeps its next state: a split l reaching the
+    minimum of Eq. 8.3, C*(K - l, S - 1) + C*(l, S) + l (the least of them).
+    ``r``: repetitions(steps, slots), when the caller knows it."""
+    if r is None:
+        r = repetitions(steps, slots)
     return max(1, steps - comb(slots - 1 + r, slots - 1),
                comb(slots + r - 2, slots) if r >= 2 else 1)
 
 
-def halving_split(steps, slots):
+def halving_split(steps, slots, r=None):
     """Recursive halving (Algorithm 7 of the chapter): the middle, whatever the slots."""
     return steps // 2
 
 
-SCHEDULES = {"revolve": optimal_split, "halving": halving_split}
+SCHEDULES = {"revolve": optimal_split, "halving": halving_split, "segments": optimal_split}
+
+
+CALL_COST = 8
+
+
+def segment_length(steps, slots):
+    """The trips of one segment of the ``segments`` schedule for ``steps`` trips
+    and ``slots`` states: the binomial schedule over segments of B trips keeps
+    slots - B + 1 states and reverses each segment in one call, its stack
+    holding the other B - 1.  B minimises the trips the schedule runs plus
+    CALL_COST per call (two calls a segment: running it up to a kept state,
+    and its VJP)."""
+    def cost(unit):
+        units = -(-steps // unit)
+        return unit * optimal_cost(units, slots - unit + 1) + steps - units + \
+            2 * CALL_COST * units
+    return min(range(1, max(1, slots - 1) + 1), key=cost) if steps > 1 else 1
+
+
+def best_roots(starts, end, slots):
+    """The kept states an online schedule reverses from: indices into ``starts``
+    (the trips where kept states start, 0 first), for reversing trips 0 ..
+    end - 1 with ``slots`` states.  Segment k, from the k-th chosen state to the
+    next, is reversed with the slots the k states before it leave (slots - k),
+    costing C*(its trips, slots - k); the choice minimises their sum, by
+    dynamic programming from the last kept state back."""
+    # cost[i, k]: the least cost of trips starts[i] .. end - 1 with the state at
+    # starts[i] as the k-th chosen one; then, the next chosen one (None: none).
+    cost = {}
+    for i in range(len(starts) - 1, -1, -1):
+        for k in range(min(i, slots - 1) + 1):
+            here = slots - k
+            options = [(optimal_cost(end - starts[i], here), None)]
+            if here > 1:
+                options += [(optimal_cost(starts[j] - starts[i], here) + cost[j, k + 1][0], j)
+                            for j in range(i + 1, len(starts)) if (j, k + 1) in cost]
+            cost[i, k] = min(options, key=lambda option: option[0])
+    chosen, i, k = [0], 0, 0
+    while cost[i, k][1] is not None:
+        i, k = cost[i, k][1], k + 1
+        chosen.append(i)
+    return chosen
 
 
 LAST_RUN = {}
@@ -126,7 +198,9 @@ def checkpointed_for(push, trips, iterations, state, invariants, slots=None,
     steps = len(iterations)
     if slots is None:
         slots = max(2, (steps - 1).bit_length())
-    tape = Tape(trips, iterations, state, invariants, slots, SCHEDULES[schedule])
+    unit = segment_length(steps, slots) if schedule == "segments" else 1
+    tape = Tape(trips, iterations, state, invariants, slots, SCHEDULES[schedule], unit,
+                segmented=schedule == "segments")
     if push is not None:
         push(tape)
     return tape.output(tape.run_counted(state, steps))
@@ -138,35 +212,50 @@ def _kept(state):
 
 
 class Tape:
-    """The states a checkpointed loop kept, and how to reverse it."""
+    """The states a checkpointed loop kept, and how to reverse it.
 
-    def __init__(self, trips, iterations, state, invariants, slots, split):
+    The schedule counts in *units* of ``unit`` trips (1 but for the
+    ``segments`` schedule); unit u starts at trip u * unit.  ``segmented``:
+    :meth:`reverse` takes the VJP of a segment of trips, not of one trip."""
+
+    def __init__(self, trips, iterations, state, invariants, slots, split, unit=1,
+                 segmented=False):
         if not isinstance(slots, int) or slots < 1:
             raise ValueError("a checkpointed loop needs at least one slot, got {!r}"
                              .format(slots))
         self.trips = trips      # runs some trips of the loop (see checkpointed_for/_while)
         self.iterations = iterations  # None for a while loop
-        self.single = len(state) == 1  # the step takes and returns a bare value
+        self.single = len(state) == 1  # the loop's functions take and return a bare value
         # States are copied when kept only if the loop could write into them.
-        self.keep = _kept if any(isinstance(v, (np.ndarray, list)) for v in state) else tuple
+        self.copies = any(isinstance(v, (np.ndarray, list)) for v in state)
         self.invariants = invariants
         self.slots = slots
+        self.unit = unit
+        self.budget = slots - unit + 1  # kept states; a segment's stack holds unit - 1
         self.split = split
+        self.revolve = split is optimal_split
+        self.segmented = segmented
         self.steps = 0
-        self.kept = []          # (trip index, state), the initial state first
-        self.last = None        # the state before the last trip, for its VJP
+        self.kept = []          # (unit index, state), the initial state first
+        self.last = None        # the state before the last unit, for its VJP
         self.forward_steps = 0  # calls of the step before the last trip
         self.recomputed_steps = 0  # ... made again by the reverse sweep
+        self.segments = 0       # calls of the segment VJP
         self.held = self.most_held = 0  # kept states in memory, now and at most
 
     def output(self, state):
         return state[0] if self.single else state
 
-    # --- forward --------------------------------------------------------------
+    def keep(self, state):
+        """``state``, copied if the loop may write into it."""
+        return _kept(state) if self.copies else state
 
-    def advance(self, state, start, count):
-        """The state ``count`` trips after ``state``, the state at trip ``start``."""
-        return self.run(state, start, count)[1]
+    def span(self, start, count):
+        """(first trip, trips) of ``count`` units from unit ``start``."""
+        first = start * self.unit
+        return first, min((start + count) * self.unit, self.steps) - first
+
+    # --- forward --------------------------------------------------------------
 
     def run(self, state, start, count):
         """(trips run, state) after at most ``count`` trips from ``state``, the
@@ -184,43 +273,47 @@ class Tape:
         if steps == 0:
             return state
         # On a copy: the step may write into its state, never into the caller's arrays.
-        state = self.keep(state)
+        state = _kept(state) if self.copies else tuple(state)
         self.kept = [(0, self.keep(state))]
-        start, length, slots = 0, steps, self.slots
+        start, length, slots = 0, -(-steps // self.unit), self.budget
+        r = repetitions(length, slots)
         while length > 1 and slots > 1:
-            split = self.split(length, slots)
-            state = self.advance(state, start, split)
+            split = self.split(length, slots, r)
+            state = self.run(state, *self.span(start, split))[1]
             start, length, slots = start + split, length - split, slots - 1
+            r = fewer_repetitions(length, slots, r) if self.revolve else None
             self.kept.append((start, self.keep(state)))
         self.most_held = len(self.kept)
-        state = self.advance(state, start, length - 1)
+        state = self.run(state, *self.span(start, length - 1))[1]
         self.last = self.keep(state)
         self.forward_steps = steps - 1
-        return self.advance(state, steps - 1, 1)
+        first, count = self.span(start + length - 1, 1)
+        return self.run(state, first, count)[1]
 
     def run_online(self, state):
         """The primal ``while`` loop: keep every state until the slots run out,
-        then thin the kept ones to every other one whenever two thirds of the
-        slots are taken, so they always span the trips made so far."""
-        state = self.keep(state)
+        then thin the kept ones to every other one whenever they are all taken,
+        so they always span the trips made so far.  A state is kept once the
+        loop makes a trip from it (until then it is the one the loop goes on
+        from, as the state before the last trip is at the end)."""
+        state = _kept(state) if self.copies else tuple(state)
         kept = [(0, self.keep(state))]
         self.most_held = 1
-        budget = self.slots
-        thinned = max(2, (2 * self.slots + 2) // 3)
         spacing, trips = 1, 0
         while True:
-            if trips and self.slots > 1:
-                if len(kept) >= budget:
-                    while len(kept) >= thinned:
-                        kept = kept[::2]
-                        spacing *= 2
-                    budget = thinned
-                if trips % spacing == 0:
-                    kept.append((trips, self.keep(state)))
-                    self.most_held = max(self.most_held, len(kept))
+            due = trips and self.slots > 1 and trips % spacing == 0
+            candidate = self.keep(state) if due else None
             # Up to the next place a state may be kept (with one slot, the end).
             request = spacing - trips % spacing if self.slots > 1 else sys.maxsize
             done, state = self.run(state, trips, request)
+            if done and candidate is not None:
+                if len(kept) == self.slots:
+                    kept = kept[::2]
+                    spacing *= 2
+                if trips % spacing == 0:
+                    kept.append((trips, candidate))
+                    self.most_held = max(self.most_held, len(kept))
+            del candidate
             trips += done
             if done < request:
                 break
@@ -234,7 +327,10 @@ class Tape:
                 kept.pop()
                 self.last = last
             else:
-                self.last = self.recompute(last, start, trips - 1 - start)
+                self.last = self.recompute(last, start, trips - 1 - start)  # (unit: 1 trip)
+            roots = best_roots([start for start, _ in kept], trips - 1, self.slots) \
+                if kept else []
+            kept = [kept[i] for i in roots]
         self.kept = kept
         return state
 
@@ -243,66 +339,119 @@ class Tape:
     def reverse(self, vjp, seeds, invariants=()):
         """The adjoints of the loop's inputs from those of its outputs (``seeds``).
 
-        ``vjp(seed, *step arguments)`` is the step's VJP: it returns a tuple, the
-        adjoints of the state variables, then those of the invariants at the
-        positions ``invariants``.  So does this method (a bare value for just
-        one), with the invariants' adjoints summed over the trips.
+        ``vjp(seed, *step arguments)`` is the step's VJP (a segmented tape's:
+        ``vjp(seed, items, *state, *invariants)``, the VJP of ``trips``, from
+        the adjoints after a segment of trips to those before it): it returns
+        a tuple, the adjoints of the state variables, then those of the
+        invariants at the positions ``invariants``.  So does this method (a
+        bare value for just one), with the invariants' adjoints summed over
+        the trips.
         """
         self.vjp = vjp
         self.totals = [zero_gradient(self.invariants[i]) for i in invariants]
+        self.add = add_adjoints if any(isinstance(total, list) for total in self.totals) \
+            else operator.add
         self.seeds = (seeds,) if self.single else seeds
         if self.steps:
-            self.adjoint_step(self.steps - 1, self.last)
-            # Below each kept state, the trips up to the next one, reversed with
+            units = -(-self.steps // self.unit)
+            last, self.last = self.last, None
+            self.held = len(self.kept)
+            self.segment(units - 1, 1, last)
+            del last
+            # Below each kept state, the units up to the next one, reversed with
             # the slots not taken by the kept states before it.
-            ends = [start for start, _ in self.kept[1:]] + [self.steps - 1]
-            for index in range(len(self.kept) - 1, -1, -1):
-                start, state = self.kept[index]
-                self.held = index + 1
-                self.reverse_range(start, ends[index] - start, self.slots - index, state)
+            end = units - 1
+            while self.kept:
+                start, state = self.kept.pop()
+                if start < end:
+                    self.held = len(self.kept) + 1
+                    slots = self.budget - len(self.kept)
+                    r = repetitions(end - start, slots) if self.revolve else None
+                    self.reverse_range(start, end - start, slots, state, r)
+                end = start
         result = self.seeds + tuple(self.totals)
-        self.kept = self.last = self.vjp = self.seeds = None
+        self.vjp = self.seeds = self.totals = None
         LAST_RUN.update(steps=self.steps, slots=self.slots, forward_steps=self.forward_steps,
-                        recomputed_steps=self.recomputed_steps, most_held=self.most_held)
+                        recomputed_steps=self.recomputed_steps, most_held=self.most_held,
+                        segments=self.segments, unit=self.unit)
         return result[0] if len(result) == 1 else result
 
-    def reverse_range(self, start, length, slots, state):
-        """Reverse trips start .. start + length - 1 from ``state``, the state at
-        ``start``, keeping at most ``slots`` states (``state`` included)."""
-        if length == 1:
-            self.adjoint_step(start, state)
-        elif 1 < length <= slots and self.split is optimal_split:
+    def reverse_range(self, start, length, slots, state, r):
+        """Reverse units start .. start + length - 1 from ``state``, the state at
+        ``start``, keeping at most ``slots`` states (``state`` included); ``r``:
+        repetitions the optimal schedule can do with (revolve: those of a
+        problem containing this one)."""
+        if length == 1 and not self.segmented:
+            self.trip(start, state)
+        elif length == 1 or self.revolve and length * self.unit <= slots + self.unit - 1:
             # Room for every state: the optimum keeps them all (C*(k, s) = k - 1).
-            states = [state]
-            for offset in range(length - 1):
-                states.append(self.recompute(states[-1], start + offset, 1))
-            self.most_held = max(self.most_held, self.held + length - 1)
-            for offset in range(length - 1, -1, -1):
-                self.adjoint_step(start + offset, states.pop())
-        elif length > 1 and slots <= 1:
-            for offset in range(length - 1, -1, -1):
-                self.adjoint_step(start + offset, self.recompute(state, start, offset))
-        elif length > 1:
-            split = self.split(length, slots)
-            middle = self.recompute(state, start, split)
+            self.segment(start, length, state)
+        elif slots <= 1:
+            for offset in range(length - 1, 0, -1):
+                self.segment(start + offset, 1, self.recompute(state, start, offset))
+            self.segment(start, 1, state)
+        else:
+            if self.revolve:
+                r = fewer_repetitions(length, slots, r)
+            split = self.split(length, slots, r)
             self.held += 1
             self.most_held = max(self.most_held, self.held)
-            self.reverse_range(start + split, length - split, slots - 1, middle)
+            # (the state after the split is an argument only: it dies with the call)
+            self.reverse_range(start + split, length - split, slots - 1,
+                               self.recompute(state, start, split), r)
             self.held -= 1
-            self.reverse_range(start, split, slots, state)
+            self.reverse_range(start, split, slots, state, r)
 
     def recompute(self, state, start, count):
-        """The state ``count`` trips after the kept ``state``, which stays as it is."""
+        """The state ``count`` units after the kept ``state`` (the state at unit
+        ``start``), which stays as it is."""
+        first = start * self.unit
+        count = min(first + count * self.unit, self.steps) - first
         self.recomputed_steps += count
-        return self.advance(self.keep(state), start, count)
+        if self.copies:
+            state = _kept(state)
+        if self.iterations is None:
+            return self.trips(count, *state, *self.invariants)[1:]
+        state = self.trips(self.iterations[first:first + count], *state, *self.invariants)
+        return (state,) if self.single else state
 
-    def adjoint_step(self, index, state):
-        """Take the seeds from after trip ``index`` to before it."""
+    def segment(self, start, count, state):
+        """Take the seeds from after ``count`` units from unit ``start`` to before
+        them, from ``state``, the state at ``start``, keeping the states of the
+        trips after the first (recomputed, as Eq. 8.3 counts): one call of the
+        segment VJP, its stack holding them, or a list of them and a call of
+        the step's VJP per trip."""
+        first = start * self.unit
+        trips = min(first + count * self.unit, self.steps) - first
+        self.recomputed_steps += trips - 1
+        self.most_held = max(self.most_held, self.held + trips - 1)
+        if self.segmented:
+            self.segments += 1
+            seed = self.seeds[0] if self.single else self.seeds
+            self.take(self.vjp(seed, self.iterations[first:first + trips], *state,
+                               *self.invariants))
+            return
+        states = [state]
+        for index in range(first, first + trips - 1):
+            states.append(self.run(_kept(states[-1]) if self.copies else states[-1],
+                                   index, 1)[1])
+        for index in range(first + trips - 1, first - 1, -1):
+            self.trip(index, states.pop())
+
+    def trip(self, index, state):
+        """Take the seeds from after trip ``index`` to before it, from ``state``,
+        the state at ``index``: one call of the step's VJP (which copies on
+        entry any array it writes into)."""
+        self.segments += 1
         seed = self.seeds[0] if self.single else self.seeds
-        args = state if self.iterations is None else (self.iterations[index],) + state
-        result = self.vjp(seed, *self.keep(args), *self.invariants)
+        if self.iterations is None:
+            self.take(self.vjp(seed, *state, *self.invariants))
+        else:
+            self.take(self.vjp(seed, self.iterations[index], *state, *self.invariants))
+
+    def take(self, result):
+        """The seeds and the invariants' summed adjoints after a call of the VJP."""
         count = len(self.seeds)
         self.seeds = result[:count]
-        totals = self.totals
-        for position in range(len(totals)):  # a list's adjoints add item by item
-            totals[position] = add_adjoints(totals[position], result[count + position])
+        if self.totals:  # a list's adjoints add item by item
+            self.totals = list(map(self.add, self.totals, result[count:]))

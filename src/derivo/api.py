@@ -947,9 +947,11 @@ def grad(func: Optional[Function] = None, *, wrt: Wrt = 0, has_aux: bool = False
     ``"checkpoint"``
     keeps at most ``checkpoints`` states of each outermost loop and recomputes
     the others (see :mod:`derivo.checkpoints`): the optimal binomial schedule
-    for ``for`` loops (``schedule="halving"`` for recursive halving), an online
-    one for ``while`` loops.  ``for x in derivo.checkpointed(...)`` checkpoints
-    one loop whatever ``loops`` says.
+    for ``for`` loops (``schedule="halving"`` for recursive halving,
+    ``schedule="segments"`` for the binomial schedule over segments of a few
+    trips: a few percent more recomputation, several times faster in
+    CPython), an online one for ``while`` loops.  ``for x in
+    derivo.checkpointed(...)`` checkpoints one loop whatever ``loops`` says.
 
     ``has_aux=True``: ``func`` returns a pair ``(loss, aux)``; the gradient is
     the loss's, returned as ``(gradient, aux)`` with ``aux`` untouched.

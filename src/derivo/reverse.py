@@ -600,7 +600,8 @@ class Sweep:
 
     def reverse_checkpointed(self, stmt):
         """Pop an outlined loop's tape and run the step's VJP backwards over its
-        trips; the loop's inputs receive what comes out."""
+        trips (the runner's over segments of trips, see Build.step_vjp); the
+        loop's inputs receive what comes out."""
         loop, call = stmt.value.user_function, stmt.value
         names, active = self.call_targets(stmt)
         entry = next((c for c in self.analysis.calls if c[0] is stmt), None)

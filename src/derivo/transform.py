@@ -106,17 +106,19 @@ class Build:
         self.in_progress = []         # functions being transformed (to catch recursion)
 
     def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None, has_aux=False,
-            pullback=False):
+            pullback=False, loops=None):
         """Transform ``func`` and append its derivative; return the new function's name.
         ``call`` is (the parsed caller, the call) when a caller calls the derivative,
         for the location of an error.  ``has_aux``: ``func`` returns (loss, aux);
-        ``pullback``: a VJP as a generator (see :func:`derivo.reverse.reverse`)."""
+        ``pullback``: a VJP as a generator (see :func:`derivo.reverse.reverse`);
+        ``loops``: how its loops are reversed, if not as the build's."""
         label = "{} of {}".format(kind, getattr(func, "__qualname__", func))
         LOG.debug("transforming the %s", label)
         started = time.perf_counter()
         with _collection_paused():
             try:
-                name = self._add(func, wrt, kind, tuple_wrt, name, call, has_aux, pullback)
+                name = self._add(func, wrt, kind, tuple_wrt, name, call, has_aux, pullback,
+                                 loops or self.loops)
             except RecursionError:
                 raise too_deep(func) from None
         elapsed = time.perf_counter() - started
@@ -124,7 +126,7 @@ class Build:
                 "transformed the %s in %.1f s", label, elapsed)
         return name
 
-    def _add(self, func, wrt, kind, tuple_wrt, name, call, has_aux, pullback):
+    def _add(self, func, wrt, kind, tuple_wrt, name, call, has_aux, pullback, loops):
         if kind != "jvp" and is_generated(func):
             if has_aux:
                 raise DerivoError("has_aux=True takes a function that returns (loss, aux), "
@@ -157,7 +159,7 @@ class Build:
                 self.functions.append(forward(normalized, wrt, self, name, self.arrays))
             else:
                 self.functions.append(reverse(normalized, wrt, self, kind, name, tuple_wrt,
-                                              self.arrays, self.loops, has_aux, pullback))
+                                              self.arrays, loops, has_aux, pullback))
             return name
         finally:
             self.in_progress.pop()
@@ -279,12 +281,17 @@ class Build:
         return self._helper(callee, params, caller, call, "jvp", self.jvps)
 
     def step_vjp(self, loop, params):
-        """The name of the VJP of a checkpointed loop's step w.r.t. ``params``;
-        it returns a tuple, whatever their number."""
-        key = (loop.step, params)
+        """The name of the VJP w.r.t. ``params`` of a checkpointed loop's step
+        (one trip) or, with the ``segments`` schedule, of its runner of trips
+        (see outline): the stack-reversed code of a segment of trips.  It
+        returns a tuple, whatever the number of ``params``."""
+        function = loop.runner if loop.schedule == "segments" and loop.kind == "for" \
+            else loop.step
+        key = (function, params)
         if key not in self.vjps:
-            self.vjps[key] = self.names.fresh(loop.step.__name__ + "_vjp")
-            self.add(loop.step, list(params), "vjp", tuple_wrt=True, name=self.vjps[key])
+            self.vjps[key] = self.names.fresh(function.__name__ + "_vjp")
+            self.add(function, list(params), "vjp", tuple_wrt=True, name=self.vjps[key],
+                     loops="stack" if function is loop.runner else None)
         return self.vjps[key]
 
     def outlined_function(self, outlined):
