@@ -14,7 +14,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import __version__, cache, codegen, display, rules, save
+from . import __version__, cache, codegen, display, numba_backend, rules, save
 from . import syntax as S
 from .errors import DerivoError
 from .fence import check_supported
@@ -53,6 +53,8 @@ _LIVE = "derivo_live"
 # choose theirs by type before calling).
 _TYPE_CHECKED_KINDS = ("grad", "value_and_grad")
 _DEFAULT = object()
+#: (loop strategy, checkpoints, schedule, backend): the options of the generated code
+DEFAULT_LOOPS = ("stack", None, "revolve", "python")
 _FLOATS = frozenset({float})
 
 
@@ -210,7 +212,7 @@ class Derivative(metaclass=_DerivativeType):
     transforms the function again and puts the new code in the same entry.
     """
 
-    def __init__(self, func, kind, wrt, tuple_wrt, loops=("stack", None, "revolve"),
+    def __init__(self, func, kind, wrt, tuple_wrt, loops=DEFAULT_LOOPS,
                  has_aux=False, pullback=False):
         func = _as_python(func)
         positional = [p.name for p in _parameters(func) if p.kind != p.KEYWORD_ONLY]
@@ -282,8 +284,9 @@ class Derivative(metaclass=_DerivativeType):
         with cache.lock():
             entry_scope = self.call.__func__.__globals__
             generated = self._generated
-            if not generated.live.refresh(generated.function.__globals__, generated.namespace,
-                                          entry_scope):
+            # numba compiled the values the code read in as constants: compile anew
+            if self._loops[3] != "python" or not generated.live.refresh(
+                    generated.function.__globals__, generated.namespace, entry_scope):
                 self._install()
                 generated = self._generated
                 generated.live.refresh(generated.function.__globals__, generated.namespace,
@@ -639,17 +642,18 @@ def resolve_wrt(func, wrt):
     return tuple(resolved)
 
 
-def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revolve"),
+def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
               has_aux=False, pullback=False):
     """Transform and compile ``func`` (or find it in the cache); ``loops`` is
     (strategy, checkpoints, schedule); for ``has_aux`` and ``pullback`` see
-    :func:`derivo.reverse.reverse`."""
-
+    :func:`derivo.reverse.reverse`; ``loops[3]`` is the backend."""
+    if loops[3] == "numba" and numba_backend.falls_back(func.__qualname__, arrays):
+        loops = (*loops[:3], "python")
     options = (kind, names, tuple_wrt, arrays, loops, has_aux, pullback)
 
     def build():
         shared = cache.sibling(func, *options)
-        if shared is not None:
+        if shared is not None and loops[3] == "python":  # (dispatchers are not moved)
             moved = _moved(*shared, func)
             if moved.live.unchanged():
                 return moved
@@ -667,14 +671,19 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
     def transformed():
         generation = rules.generation
         with recording_reads() as reads:
-            module = Build(arrays, *loops)
+            module = Build(arrays, *loops[:3])
             name = module.add(func, list(names), kind, tuple_wrt, has_aux=has_aux,
                               pullback=pullback)
+            if loops[3] == "numba":
+                numba_backend.nopython(module.functions, module.namespace)
             source = module.source()
             numbers = {p.name for p in _parameters(func)} - parameters_read_whole(func)
         live = cache.LiveReads(reads.values(), generation)
         namespace = codegen.compile_module(source, module.namespace, name)
-        compiled = namespace[name]
+        compiled, entry_source = namespace[name], source
+        if loops[3] == "numba":
+            compiled, entry_source = numba_backend.compiled(
+                namespace, [f.name for f in module.functions], name)
         compiled.__defaults__ = func.__defaults__
         compiled.__kwdefaults__ = func.__kwdefaults__
         checked = names if kind in _TYPE_CHECKED_KINDS else ()
@@ -683,7 +692,7 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
         guard = _live_check(compiled, check, entry_names) + \
             entry_guard(compiled, set(checked), arrays, entry_names, numbers)
         entry_code, entry_globals = codegen.compile_with_prologue(
-            compiled, source, guard, entry_names["derivo_self"])
+            compiled, entry_source, guard, entry_names["derivo_self"])
         entry_globals.update(holders)
         return Generated(compiled, source, module.namespace, module.user_sources, module,
                          entry_code, entry_names, entry_globals, live)
@@ -740,7 +749,7 @@ def _as_python(func):
     return _PRIMITIVE_FUNCTIONS[func]
 
 
-def _derivative(func, wrt, kind, loops=("stack", None, "revolve"), has_aux=False,
+def _derivative(func, wrt, kind, loops=DEFAULT_LOOPS, has_aux=False,
                 pullback=False):
     """The derivative of ``func``: the one made before for the same function and
     options when there is one (each call checks it is still the function's)."""
@@ -835,7 +844,7 @@ def _of_bound(func, bound, wrt, kind, loops, has_aux):
 LOOP_STRATEGIES = ("stack", "checkpoint", "reversible")
 
 
-def _loop_options(loops, checkpoints, schedule):
+def _loop_options(loops, checkpoints, schedule, backend="python"):
     if loops not in LOOP_STRATEGIES:
         raise DerivoError("loops={!r}: choose one of {}".format(
             loops, ", ".join(map(repr, LOOP_STRATEGIES))))
@@ -846,18 +855,18 @@ def _loop_options(loops, checkpoints, schedule):
     if schedule not in SCHEDULES:
         raise DerivoError("schedule={!r}: choose one of {}".format(
             schedule, ", ".join(map(repr, SCHEDULES))))
-    return loops, checkpoints, schedule
+    return loops, checkpoints, schedule, numba_backend.check_backend(backend, loops)
 
 
 def _transform(kind, func, wrt, loops="stack", checkpoints=None, schedule="revolve",
-               has_aux=False):
+               has_aux=False, backend="python"):
     # asked again for the same function and options, the same derivative at once
     key = (kind, func, wrt, _types(wrt), loops, checkpoints, type(checkpoints), schedule,
-           has_aux)
+           has_aux, backend)
     made = cache.derivative(key)
     if made is not None:
         return made
-    options = _loop_options(loops, checkpoints, schedule)
+    options = _loop_options(loops, checkpoints, schedule, backend)
     if func is None:
         return lambda f: _refused_here(_derivative, f, wrt, kind, options, has_aux)
     made = _refused_here(_derivative, func, wrt, kind, options, has_aux)
@@ -881,7 +890,7 @@ def _types(wrt):
 
 def grad(func: Optional[Function] = None, *, wrt: Wrt = 0, has_aux: bool = False,
          loops: str = "stack", checkpoints: Optional[int] = None,
-         schedule: str = "revolve") -> Function:
+         schedule: str = "revolve", backend: str = "python") -> Function:
     """The gradient of ``func`` with respect to ``wrt``::
 
         df = derivo.grad(f, wrt=(0, "y"))
@@ -906,19 +915,25 @@ def grad(func: Optional[Function] = None, *, wrt: Wrt = 0, has_aux: bool = False
 
     ``has_aux=True``: ``func`` returns a pair ``(loss, aux)``; the gradient is
     the loss's, returned as ``(gradient, aux)`` with ``aux`` untouched.
+
+    ``backend="numba"`` compiles the generated code with ``numba.njit`` (an
+    optional extra: ``pip install 'derivo[numba]'``), once per argument
+    signature: for scalar and loop code; a function that uses NumPy keeps
+    NumPy's kernels and runs as Python (see :mod:`derivo.numba_backend`).
     """
-    return _transform("grad", func, wrt, loops, checkpoints, schedule, has_aux)
+    return _transform("grad", func, wrt, loops, checkpoints, schedule, has_aux, backend)
 
 
 def value_and_grad(func: Optional[Function] = None, *, wrt: Wrt = 0, has_aux: bool = False,
                    loops: str = "stack", checkpoints: Optional[int] = None,
-                   schedule: str = "revolve") -> Function:
+                   schedule: str = "revolve", backend: str = "python") -> Function:
     """Like :func:`grad`, returning ``(func(*args), gradient)``; with
     ``has_aux=True``, ``((loss, aux), gradient)``::
 
         value, gradient = derivo.value_and_grad(loss)(w, X, y)
     """
-    return _transform("value_and_grad", func, wrt, loops, checkpoints, schedule, has_aux)
+    return _transform("value_and_grad", func, wrt, loops, checkpoints, schedule, has_aux,
+                      backend)
 
 
 def vjp(func: Function, *args: Any, **kwargs: Any) -> Tuple[Any, Callable[[Any], tuple]]:
@@ -1050,7 +1065,8 @@ def _check_cotangent(label, cotangent, out):
         label, expected, _short_repr(cotangent)))
 
 
-def tangent(func: Optional[Function] = None, *, wrt: Wrt = 0) -> Function:
+def tangent(func: Optional[Function] = None, *, wrt: Wrt = 0,
+            backend: str = "python") -> Function:
     """The forward-mode derivative (Jacobian-vector product) of ``func`` w.r.t. ``wrt``.
 
     The result is a :class:`Derivative` called with one tangent per ``wrt``
@@ -1062,8 +1078,9 @@ def tangent(func: Optional[Function] = None, *, wrt: Wrt = 0) -> Function:
 
     Its ``.source`` is the generated tangent code (no stack: the primal
     statements with their tangents interleaved).  Works as ``@tangent`` too.
+    ``backend="numba"``: see :func:`grad`.
     """
-    return _transform("jvp", func, wrt)
+    return _transform("jvp", func, wrt, backend=backend)
 
 
 def _copied(value):

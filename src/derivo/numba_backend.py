@@ -1,0 +1,268 @@
+"""The numba backend: generated code that numba's nopython mode compiles, compiled
+by ``numba.njit`` (``derivo.grad(f, backend="numba")``).
+
+derivo's reverse and forward modes write plain Python.  :func:`nopython` rewrites
+the generated functions of a module, before they are rendered, into the subset
+numba types by construction:
+
+- the one stack of mixed values becomes a typed stack per saved variable
+  (``s_stack.append(s)`` ... ``s = s_stack.pop()``): the generated code pops each
+  name exactly where it pushed it, in reverse order, so one LIFO per name pops
+  the same values as the shared one;
+- ``for _ in reversed(range(n))`` becomes the counted ``range(n - 1, -1, -1)``;
+- a name saved before its first assignment on some path starts as ``0``, not
+  ``None`` (the placeholder is restored, never read: 0 unifies with an int, a
+  float or a bool, so the name keeps one numba type);
+- a call numba does not know is given a numba implementation here
+  (``math.factorial``: see :func:`_register_implementations`).
+
+What it cannot make nopython is refused with the construct named: checkpointed
+loops (their schedule is run by derivo's Python ``Tape``), derivo's runtime
+helpers, calls of user functions kept as calls, generators (``derivo.vjp``'s
+pullback).  Array code (a function that uses NumPy) keeps NumPy's kernels: the
+API runs it with the Python backend and logs that it did (see
+:func:`falls_back`).
+
+Each generated function is compiled once per argument signature by its
+dispatcher and kept with the derivative; a module written by ``save`` compiles
+with ``cache=True`` (numba caches beside the file).
+"""
+
+import builtins
+import logging
+import math
+
+from . import codegen
+from . import syntax as S
+from .errors import DerivoError
+
+LOG = logging.getLogger("derivo")
+
+BACKENDS = ("python", "numba")
+INSTALL = "pip install 'derivo[numba]'"
+
+_implemented = []  # whether _register_implementations ran
+
+
+def require():
+    """The numba module, or a DerivoError saying how to install it."""
+    try:
+        import numba
+    except ImportError:
+        raise DerivoError("backend='numba' needs numba, an optional extra of derivo: "
+                          "{}".format(INSTALL)) from None
+    if not _implemented:
+        _register_implementations(numba)
+        _implemented.append(True)
+    return numba
+
+
+def check_backend(backend, loops):
+    """Refuse a backend that is not one of :data:`BACKENDS`, a numba backend
+    without numba, and loops it cannot compile; return ``backend``."""
+    if backend not in BACKENDS:
+        raise DerivoError("backend={!r}: choose one of {}".format(
+            backend, ", ".join(map(repr, BACKENDS))))
+    if backend == "numba":
+        require()
+        if loops == "checkpoint":
+            raise DerivoError(
+                "backend='numba' does not compile loops='checkpoint': its schedule runs in "
+                "derivo's Python Tape; use loops='stack' or loops='reversible' with numba, "
+                "or backend='python' for checkpointing")
+    return backend
+
+
+def falls_back(label, arrays):
+    """Whether a derivative asked of the numba backend runs as Python instead:
+    array code does (numba's element-wise kernels are slower than NumPy's), and
+    says so in the log."""
+    if arrays:
+        LOG.info("backend='numba': %s uses NumPy; it runs as Python code with NumPy's "
+                 "kernels (the numba backend compiles scalar and loop code)", label)
+    return arrays
+
+
+# --- the rewrite ------------------------------------------------------------------
+
+def nopython(functions, namespace, filename=None):
+    """Rewrite the generated ``functions`` (gast FunctionDefs, in place) into code
+    numba's nopython mode compiles; ``namespace`` is what their free names hold.
+    Refuses what cannot be compiled (see the module docstring)."""
+    for function in functions:
+        _typed_stacks(function)
+        _counted_reverse_loops(function, namespace)
+        _placeholders(function)
+        _refuse_python_only(function, namespace, {f.name for f in functions})
+
+
+def _fresh(taken, ident):
+    while ident in taken:
+        ident += "_"
+    taken.add(ident)
+    return ident
+
+
+def _stack_names(function):
+    """(stack, push, pop): the names of the shared stack, or None without one."""
+    for i, stmt in enumerate(function.body[:-2]):
+        if isinstance(stmt, S.Assign) and isinstance(stmt.value, S.gast.List) and \
+                not stmt.value.elts:
+            push, pop = function.body[i + 1], function.body[i + 2]
+            stack = stmt.targets[0].id
+            if all(isinstance(s, S.Assign) and isinstance(s.value, S.Attribute) and
+                   isinstance(s.value.value, S.Name) and s.value.value.id == stack
+                   for s in (push, pop)):
+                del function.body[i:i + 3]
+                return stack, push.targets[0].id, pop.targets[0].id
+    return None
+
+
+def _typed_stacks(function):
+    """The shared stack as one list per saved name (see the module docstring)."""
+    names = _stack_names(function)
+    if names is None:
+        return
+    stack, push, pop = names
+    taken = {n.id for n in S.walk(function) if isinstance(n, S.Name)}
+    stacks = {}
+
+    def stack_of(ident):
+        if ident not in stacks:
+            stacks[ident] = _fresh(taken, ident + "_stack")
+        return stacks[ident]
+
+    for node in S.walk(function):
+        if isinstance(node, S.Expr) and _calls(node.value, push):
+            saved = node.value.args[0]
+            if not isinstance(saved, S.Name):
+                raise _refusal(function, "a stack push of {}".format(S.expr_source(saved)))
+            node.value = S.call(S.attribute(stack_of(saved.id), "append"), saved)
+        elif isinstance(node, S.Assign) and _calls(node.value, pop):
+            target = node.targets[0]
+            if not isinstance(target, S.Name):
+                raise _refusal(function, "a stack pop into {}".format(S.expr_source(target)))
+            node.value = S.call(S.attribute(stack_of(target.id), "pop"))
+    leftover = [n for n in S.walk(function) if isinstance(n, S.Name) and
+                n.id in (stack, push, pop)]
+    if leftover:
+        raise _refusal(function, "the stack used as a value ({})".format(leftover[0].id))
+    function.body[:0] = [S.assign(name, S.gast.List(elts=[], ctx=S.Load()))
+                         for name in sorted(stacks.values())]
+
+
+def _calls(node, ident):
+    return isinstance(node, S.Call) and isinstance(node.func, S.Name) and \
+        node.func.id == ident
+
+
+def _counted_reverse_loops(function, namespace):
+    """``for i in reversed(range(...))`` as a counted loop running down."""
+    for node in S.walk(function):
+        if not isinstance(node, S.For) or not isinstance(node.iter, S.Call) or \
+                not isinstance(node.iter.func, S.Name) or \
+                namespace.get(node.iter.func.id, getattr(builtins, node.iter.func.id, None)) \
+                is not reversed:
+            continue
+        inner = node.iter.args[0]
+        if not (isinstance(inner, S.Call) and isinstance(inner.func, S.Name) and
+                namespace.get(inner.func.id, getattr(builtins, inner.func.id, None)) is range):
+            raise _refusal(function, "reversed({})".format(S.expr_source(inner)))
+        node.iter = S.call(S.name(inner.func.id), *_down(inner.args))
+
+
+def _down(args):
+    """The arguments of the range that runs ``range(*args)`` backwards."""
+    one = S.const(1)
+    if len(args) == 1:
+        return [S.binop(args[0], S.gast.Sub(), one), S.const(-1), S.const(-1)]
+    start, stop = args[0], args[1]
+    if len(args) == 2:
+        return [S.binop(stop, S.gast.Sub(), one), S.binop(S.deepcopy(start), S.gast.Sub(), one),
+                S.const(-1)]
+    step = args[2]
+    # the last value start + (len - 1) * step, down to start, by -step
+    trips = S.call("len", S.call("range", *map(S.deepcopy, args)))
+    last = S.binop(S.deepcopy(start), S.gast.Add(), S.binop(
+        S.binop(trips, S.gast.Sub(), one), S.gast.Mult(), S.deepcopy(step)))
+    return [last, S.binop(S.deepcopy(start), S.gast.Sub(), S.deepcopy(step)),
+            S.neg(S.deepcopy(step))]
+
+
+def _placeholders(function):
+    """``x = None`` (a name saved before it is assigned) as ``x = 0``."""
+    for node in S.walk(function):
+        if isinstance(node, S.Assign) and isinstance(node.value, S.Constant) and \
+                node.value.value is None and all(isinstance(t, S.Name) for t in node.targets):
+            node.value = S.const(0)
+
+
+def _refuse_python_only(function, namespace, generated):
+    """Refuse free names numba cannot compile: derivo's runtime helpers, Python
+    functions (a user function the code calls), generators."""
+    for node in S.walk(function):
+        if isinstance(node, (S.gast.Yield, S.gast.YieldFrom)):
+            raise _refusal(function, "a generator")
+        if not isinstance(node, S.Name) or node.id in generated:
+            continue
+        value = namespace.get(node.id)
+        module = getattr(value, "__module__", None) or ""
+        if module.startswith("derivo"):
+            raise _refusal(function, "derivo's runtime helper {}".format(node.id))
+        if hasattr(value, "__code__"):
+            raise _refusal(function, "a call of the Python function {}".format(node.id))
+
+
+def _refusal(function, construct):
+    return DerivoError(
+        "backend='numba' cannot compile {} in the generated {}: differentiate it with "
+        "backend='python'".format(construct, function.name))
+
+
+# --- compiling --------------------------------------------------------------------
+
+def compiled(namespace, names, name):
+    """Compile the generated functions ``names`` of ``namespace`` with numba, in
+    place (each calls the others' dispatchers); return the Python function that
+    calls the dispatcher of ``name`` with its arguments, the one a Derivative's
+    entry guards, and its source."""
+    numba = require()
+    function = namespace[name]
+    for each in names:
+        namespace[each] = numba.njit(namespace[each])
+    code = function.__code__
+    positional = code.co_varnames[:code.co_argcount]
+    keywords = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    params = ", ".join([*positional, *(["*"] if keywords else []), *keywords])
+    arguments = ", ".join([*positional, *("{0}={0}".format(k) for k in keywords)])
+    dispatcher = _fresh(set(codegen.names_used(code)), name + "_compiled")
+    source = "def {}({}):\n    return {}({})\n".format(name, params, dispatcher, arguments)
+    scope = {dispatcher: namespace[name]}
+    exec(codegen.compile_source(source, name + " calling numba"), scope)
+    caller = scope[name]
+    caller.__defaults__, caller.__kwdefaults__ = function.__defaults__, function.__kwdefaults__
+    return caller, source
+
+
+# --- what numba does not implement ---------------------------------------------------
+
+def _register_implementations(numba):
+    """Give numba implementations of the functions derivo's generated code calls
+    that numba does not know."""
+    from numba import types
+    from numba.extending import overload
+
+    @overload(math.factorial)
+    def factorial(n):
+        if isinstance(n, types.Integer):
+            def implementation(n):
+                if n < 0:
+                    raise ValueError("factorial() not defined for negative values")
+                if n > 20:  # Python's int grows; numba's int64 would wrap
+                    raise OverflowError("factorial() of more than 20 overflows int64")
+                out = 1
+                for k in range(2, n + 1):
+                    out *= k
+                return out
+            return implementation
+        return None
