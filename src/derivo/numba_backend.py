@@ -29,10 +29,12 @@ with ``cache=True`` (numba caches beside the file).
 """
 
 import builtins
+import functools
+import inspect
 import logging
 import math
 
-from . import codegen
+from . import codegen, runtime
 from . import syntax as S
 from .errors import DerivoError
 
@@ -157,36 +159,48 @@ def _calls(node, ident):
 
 
 def _counted_reverse_loops(function, namespace):
-    """``for i in reversed(range(...))`` as a counted loop running down."""
+    """``for i in reversed(range(...))``, also of the first ``trips`` of the range
+    (``range(...)[:trips]``), as a counted loop running down; ``reversed(xs)`` of
+    a list or a tuple as ``xs[::-1]``."""
+    def is_call_of(node, builtin):
+        return isinstance(node, S.Call) and isinstance(node.func, S.Name) and \
+            namespace.get(node.func.id, getattr(builtins, node.func.id, None)) is builtin
+
     for node in S.walk(function):
-        if not isinstance(node, S.For) or not isinstance(node.iter, S.Call) or \
-                not isinstance(node.iter.func, S.Name) or \
-                namespace.get(node.iter.func.id, getattr(builtins, node.iter.func.id, None)) \
-                is not reversed:
+        if not isinstance(node, S.For) or not is_call_of(node.iter, reversed):
             continue
-        inner = node.iter.args[0]
-        if not (isinstance(inner, S.Call) and isinstance(inner.func, S.Name) and
-                namespace.get(inner.func.id, getattr(builtins, inner.func.id, None)) is range):
-            raise _refusal(function, "reversed({})".format(S.expr_source(inner)))
-        node.iter = S.call(S.name(inner.func.id), *_down(inner.args))
+        inner, trips = node.iter.args[0], None
+        if isinstance(inner, S.Subscript) and is_call_of(inner.value, range) and \
+                isinstance(inner.slice, S.Slice) and inner.slice.lower is None and \
+                inner.slice.step is None:
+            inner, trips = inner.value, inner.slice.upper
+        if is_call_of(inner, range):
+            node.iter = S.call(S.name(inner.func.id), *_down(inner.args, trips))
+        else:
+            node.iter = S.subscript(inner, S.Slice(lower=None, upper=None, step=S.const(-1)))
 
 
-def _down(args):
-    """The arguments of the range that runs ``range(*args)`` backwards."""
-    one = S.const(1)
-    if len(args) == 1:
-        return [S.binop(args[0], S.gast.Sub(), one), S.const(-1), S.const(-1)]
-    start, stop = args[0], args[1]
-    if len(args) == 2:
-        return [S.binop(stop, S.gast.Sub(), one), S.binop(S.deepcopy(start), S.gast.Sub(), one),
-                S.const(-1)]
-    step = args[2]
-    # the last value start + (len - 1) * step, down to start, by -step
-    trips = S.call("len", S.call("range", *map(S.deepcopy, args)))
-    last = S.binop(S.deepcopy(start), S.gast.Add(), S.binop(
-        S.binop(trips, S.gast.Sub(), one), S.gast.Mult(), S.deepcopy(step)))
-    return [last, S.binop(S.deepcopy(start), S.gast.Sub(), S.deepcopy(step)),
-            S.neg(S.deepcopy(step))]
+def _down(args, trips=None):
+    """The arguments of the range that runs the first ``trips`` values of
+    ``range(*args)`` (all of them for None) backwards."""
+    start, step = (S.const(0), S.const(1)) if len(args) == 1 else \
+        (args[0], args[2] if len(args) == 3 else S.const(1))
+    unit = isinstance(step, S.Constant) and step.value == 1
+    if trips is None and unit:  # range(start, stop) down: stop - 1 to start
+        last = S.binop(S.deepcopy(args[len(args) > 1]), S.gast.Sub(), S.const(1))
+    else:  # start + (trips - 1) * step down to start, by -step
+        trips = trips or S.call("len", S.call("range", *map(S.deepcopy, args)))
+        steps = S.binop(trips, S.gast.Sub(), S.const(1))
+        last = steps if _is_zero(start) and unit else S.binop(
+            S.deepcopy(start), S.gast.Add(), steps if unit else S.binop(
+                steps, S.gast.Mult(), S.deepcopy(step)))
+    below = S.const(-1) if _is_zero(start) and unit else \
+        S.binop(S.deepcopy(start), S.gast.Sub(), S.deepcopy(step))
+    return [last, below, S.const(-1) if unit else S.neg(S.deepcopy(step))]
+
+
+def _is_zero(node):
+    return isinstance(node, S.Constant) and node.value == 0
 
 
 def _placeholders(function):
@@ -198,8 +212,8 @@ def _placeholders(function):
 
 
 def _refuse_python_only(function, namespace, generated):
-    """Refuse free names numba cannot compile: derivo's runtime helpers, Python
-    functions (a user function the code calls), generators."""
+    """Refuse what numba cannot compile: derivo's runtime helpers (but those of
+    :data:`_IMPLEMENTED`), generators."""
     for node in S.walk(function):
         if isinstance(node, (S.gast.Yield, S.gast.YieldFrom)):
             raise _refusal(function, "a generator")
@@ -207,10 +221,8 @@ def _refuse_python_only(function, namespace, generated):
             continue
         value = namespace.get(node.id)
         module = getattr(value, "__module__", None) or ""
-        if module.startswith("derivo"):
+        if module.startswith("derivo") and not _implemented_helper(value):
             raise _refusal(function, "derivo's runtime helper {}".format(node.id))
-        if hasattr(value, "__code__"):
-            raise _refusal(function, "a call of the Python function {}".format(node.id))
 
 
 def _refusal(function, construct):
@@ -222,35 +234,92 @@ def _refusal(function, construct):
 # --- compiling --------------------------------------------------------------------
 
 def compiled(namespace, names, name):
-    """Compile the generated functions ``names`` of ``namespace`` with numba, in
-    place (each calls the others' dispatchers); return the Python function that
-    calls the dispatcher of ``name`` with its arguments, the one a Derivative's
-    entry guards, and its source."""
+    """Compile the generated functions ``names`` of ``namespace`` and the user
+    functions they call with numba, in place (each calls the others'
+    dispatchers); return the Python function that calls the dispatcher of
+    ``name`` with its arguments, the one a Derivative's entry guards, and its
+    source."""
     numba = require()
     function = namespace[name]
-    for each in names:
-        namespace[each] = numba.njit(namespace[each])
+    for each, value in list(namespace.items()):
+        if each in names or inspect.isfunction(value) and not S.is_derivo(value):
+            namespace[each] = numba.njit(value)
     code = function.__code__
     positional = code.co_varnames[:code.co_argcount]
     keywords = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
     params = ", ".join([*positional, *(["*"] if keywords else []), *keywords])
     arguments = ", ".join([*positional, *("{0}={0}".format(k) for k in keywords)])
-    dispatcher = _fresh(set(codegen.names_used(code)), name + "_compiled")
-    source = "def {}({}):\n    return {}({})\n".format(name, params, dispatcher, arguments)
-    scope = {dispatcher: namespace[name]}
+    taken = set(codegen.names_used(code))
+    dispatcher, refused = _fresh(taken, name + "_compiled"), _fresh(taken, "not_compiled")
+    source = ("def {}({}):\n    try:\n        return {}({})\n"
+              "    except numba.TypingError as error:\n"
+              "        raise {}(error) from None\n").format(
+                  name, params, dispatcher, arguments, refused)
+    scope = {dispatcher: namespace[name], "numba": numba,
+             refused: functools.partial(_not_compiled, name)}
     exec(codegen.compile_source(source, name + " calling numba"), scope)
     caller = scope[name]
     caller.__defaults__, caller.__kwdefaults__ = function.__defaults__, function.__kwdefaults__
     return caller, source
 
 
+def _not_compiled(name, error):
+    """The refusal of a call numba could not compile the generated ``name`` for."""
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    return DerivoError("backend='numba' could not compile the generated {} for these "
+                       "arguments ({}); differentiate it with backend='python'".format(
+                           name, lines[1].strip() if len(lines) > 1 else error))
+
+
 # --- what numba does not implement ---------------------------------------------------
+
+def _copysign_one(x):
+    return math.copysign(1.0, x)
+
+
+def _log(x):
+    return math.log(x)
+
+
+def _log_times(ans, x):
+    if ans == 0:
+        return 0.0
+    return ans * math.log(x) if x > 0 else math.nan
+
+
+def _scalar_seed(result):
+    return 1.0
+
+
+def _zero_gradient(like):
+    return 0.0
+
+
+#: derivo's runtime helpers of numbers, and what numba compiles for them
+_IMPLEMENTED = {"copysign_one": _copysign_one, "log": _log, "log_times": _log_times,
+                "scalar_seed": _scalar_seed, "zero_gradient": _zero_gradient}
+
+
+def _implemented_helper(value):
+    name = getattr(value, "__name__", None)
+    return name in _IMPLEMENTED and getattr(runtime, name) is value
+
 
 def _register_implementations(numba):
     """Give numba implementations of the functions derivo's generated code calls
-    that numba does not know."""
+    that numba does not know: a runtime helper of numbers (:data:`_IMPLEMENTED`),
+    ``math.factorial``."""
     from numba import types
     from numba.extending import overload
+
+    def of_numbers(implementation):
+        def typer(*args):
+            return implementation if all(isinstance(a, types.Number) for a in args) else None
+        typer.__signature__ = inspect.signature(implementation)  # numba compares the two
+        return typer
+
+    for name, implementation in _IMPLEMENTED.items():
+        overload(getattr(runtime, name))(of_numbers(implementation))
 
     @overload(math.factorial)
     def factorial(n):
