@@ -178,6 +178,7 @@ class Generated(NamedTuple):
     entry_names: dict  # the names the entry adds (see _entry_names)
     entry_globals: dict  # the globals its code reads besides the generated code's
     live: cache.LiveReads  # what the transformation read, which each call checks
+    backend: str = "python"  # what compiled the code (see numba_backend)
 
 
 class _DerivativeType(type):
@@ -285,7 +286,7 @@ class Derivative(metaclass=_DerivativeType):
             entry_scope = self.call.__func__.__globals__
             generated = self._generated
             # numba compiled the values the code read in as constants: compile anew
-            if self._loops[3] != "python" or not generated.live.refresh(
+            if generated.backend != "python" or not generated.live.refresh(
                     generated.function.__globals__, generated.namespace, entry_scope):
                 self._install()
                 generated = self._generated
@@ -472,6 +473,12 @@ class Derivative(metaclass=_DerivativeType):
                             "module's other code uses for something else".format(name, ident))
         user = "\n\n".join(src.rstrip() + "\n" for _, src in sorted(user_sources.items()))
         scalar_guarded = self._scalar_only and _parameters(self._function)
+        if self._generated.backend == "numba":
+            body = (user + "\n\n" + self.source) if user else self.source
+            body, namespace = numba_backend.saved_module(
+                body, namespace, self._function.__name__,
+                self._saved_scalar_guard() if scalar_guarded else "")
+            return codegen.module_text(body, namespace, header, data)
         source = self.source if not scalar_guarded else codegen.with_prologue(
             self.source, self._function.__name__, self._saved_scalar_guard())
         body = (user + "\n\n" + source) if user else source
@@ -695,7 +702,7 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
             compiled, entry_source, guard, entry_names["derivo_self"])
         entry_globals.update(holders)
         return Generated(compiled, source, module.namespace, module.user_sources, module,
-                         entry_code, entry_names, entry_globals, live)
+                         entry_code, entry_names, entry_globals, live, loops[3])
 
     key = cache.key_of(func, *options)
     return cache.lookup(key, build, lambda generated: generated.live.unchanged())
@@ -936,7 +943,8 @@ def value_and_grad(func: Optional[Function] = None, *, wrt: Wrt = 0, has_aux: bo
                       backend)
 
 
-def vjp(func: Function, *args: Any, **kwargs: Any) -> Tuple[Any, Callable[[Any], tuple]]:
+def vjp(func: Function, *args: Any, backend: str = "python",
+        **kwargs: Any) -> Tuple[Any, Callable[[Any], tuple]]:
     """``(func(*args, **kwargs), vjp_fn)``::
 
         out, vjp_fn = derivo.vjp(np.tanh, x)
@@ -952,14 +960,20 @@ def vjp(func: Function, *args: Any, **kwargs: Any) -> Tuple[Any, Callable[[Any],
     result's ``vjp_fn`` scales the gradient of that run (the product is linear
     in the cotangent); another result's runs ``func`` again after its first call,
     and refuses when that run's result differs from the first.
+
+    ``backend="numba"`` (see :func:`grad`; ``backend`` is not passed to
+    ``func``): ``vjp_fn`` runs the compiled VJP, forward and reverse sweeps,
+    for each cotangent.
     """
+    loops = _loop_options("stack", None, "revolve", backend)
     differentiable = tuple(i for i, a in enumerate(args) if _differentiable_or_container(a))
     if not differentiable:
         out = func(*map(_copied, args), **kwargs)
         return out, lambda cotangent: tuple(None for _ in args)
     code = _code_for(func, [*args, *kwargs.values()])
-    if isinstance(code, Derivative) or is_generated(code) or _bound_parts(code) is not None:
-        return _vjp_by_running_again(code, func, differentiable, args, kwargs)
+    if isinstance(code, Derivative) or is_generated(code) or _bound_parts(code) is not None \
+            or backend != "python":  # (compiled code is no generator to resume)
+        return _vjp_by_running_again(code, func, differentiable, args, kwargs, loops)
     derivative = _derivative(code, differentiable, "vjp", pullback=True).__self__
     _refuse_joined_sequences(derivative.call, func, args, differentiable)
     derivative._bring_up_to_date()  # its code runs directly, without the entry's check
@@ -1003,12 +1017,12 @@ def _same_value(value, other):
         bool(np.all((value == other) | (value != value) & (other != other)))
 
 
-def _vjp_by_running_again(code, func, differentiable, args, kwargs):
+def _vjp_by_running_again(code, func, differentiable, args, kwargs, loops=DEFAULT_LOOPS):
     """vjp of code derivo generated, whose VJP is a tangent pass over it (see
-    transform.Build.add_over_tangents): ``vjp_fn`` runs it for each cotangent;
-    generated code draws nothing at random."""
+    transform.Build.add_over_tangents), or compiled: ``vjp_fn`` runs it for each
+    cotangent; generated code draws nothing at random."""
     out = func(*map(_copied, args), **kwargs)
-    derivative = _derivative(code, differentiable, "vjp")
+    derivative = _derivative(code, differentiable, "vjp", loops)
     _refuse_joined_sequences(derivative, func, args, differentiable)
     label = getattr(func, "__qualname__", repr(func))
 
@@ -1130,7 +1144,8 @@ def _same_structure(tangent, primal):
     return _is_real(tangent) and np.shape(tangent) == np.shape(primal)
 
 
-def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> Tuple[Any, Any]:
+def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any],
+        backend: str = "python") -> Tuple[Any, Any]:
     """``(func(*primals), tangent)``: the Jacobian-vector product, in forward mode::
 
         value, slope = derivo.jvp(f, primals=(2.0, 5.0), tangents=(1.0, 0.0))
@@ -1139,8 +1154,9 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> Tupl
     lists and tuples of numbers and arrays, are differentiated (their tangent,
     of the primal's structure, may be None for zero); any other primal (an int,
     a flag) must get None or 0 as its tangent.  The tangent has the structure of
-    ``func``'s result (a tuple for a tuple).
+    ``func``'s result (a tuple for a tuple).  ``backend="numba"``: see :func:`grad`.
     """
+    loops = _loop_options("stack", None, "revolve", backend)
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise DerivoError("jvp needs one tangent per primal, got {} primals and {} "
@@ -1171,7 +1187,7 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> Tupl
     if not differentiable:
         out = func(*primals)
         return out, _zero_tangent(out)
-    derivative = _derivative(_code_for(func, primals), differentiable, "jvp")
+    derivative = _derivative(_code_for(func, primals), differentiable, "jvp", loops)
     _refuse_joined_sequences(derivative, func, primals, differentiable)
     out, tangent = derivative(*seeds, *primals)
     # the tangent code may hold a list of lists' tangent as NumPy made it (an object

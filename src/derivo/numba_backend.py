@@ -28,11 +28,14 @@ dispatcher and kept with the derivative; a module written by ``save`` compiles
 with ``cache=True`` (numba caches beside the file).
 """
 
+import ast
 import builtins
+import copy
 import functools
 import inspect
 import logging
 import math
+import textwrap
 
 from . import codegen, runtime
 from . import syntax as S
@@ -321,17 +324,78 @@ def _register_implementations(numba):
     for name, implementation in _IMPLEMENTED.items():
         overload(getattr(runtime, name))(of_numbers(implementation))
 
-    @overload(math.factorial)
-    def factorial(n):
-        if isinstance(n, types.Integer):
-            def implementation(n):
-                if n < 0:
-                    raise ValueError("factorial() not defined for negative values")
-                if n > 20:  # Python's int grows; numba's int64 would wrap
-                    raise OverflowError("factorial() of more than 20 overflows int64")
-                out = 1
-                for k in range(2, n + 1):
-                    out *= k
-                return out
-            return implementation
-        return None
+    overload(math.factorial)(
+        lambda n: _factorial if isinstance(n, types.Integer) else None)
+
+
+def _factorial(n):
+    if n < 0:
+        raise ValueError("factorial() not defined for negative values")
+    if n > 20:  # Python's int grows; numba's int64 would wrap
+        raise OverflowError("factorial() of more than 20 overflows int64")
+    out = 1
+    for k in range(2, n + 1):
+        out *= k
+    return out
+
+
+# --- saved modules ------------------------------------------------------------------
+
+_FACTORIAL_OF_INTS = """
+@numba.extending.overload(math.factorial)
+def factorial_of_ints(n):
+    # numba's math has no factorial: numba compiles numba_factorial for one
+    if isinstance(n, numba.types.Integer):
+        return numba_factorial
+"""
+
+
+def saved_module(source, namespace, name, guard):
+    """``(source, namespace)`` of a saved module of the numba backend: the
+    generated functions of ``source`` compiled by ``@numba.njit(cache=True)``,
+    the runtime helpers and ``math.factorial`` they call as numba code, and
+    ``name`` (the derivative) a Python function that runs ``guard`` first (the
+    statements refusing arrays, or "") and calls the compiled one."""
+    numba = require()
+    tree = ast.parse(source)
+    namespace = dict(namespace, numba=numba)
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    helpers = []
+    for ident in sorted(used):
+        if _implemented_helper(namespace.get(ident)):
+            helpers.append(_renamed(_IMPLEMENTED[namespace.pop(ident).__name__], ident))
+    if any(isinstance(node, ast.Attribute) and node.attr == "factorial" and
+           namespace.get(getattr(node.value, "id", None)) is math for node in ast.walk(tree)):
+        helpers += [_renamed(_factorial, "numba_factorial", ""), _FACTORIAL_OF_INTS.strip()]
+    compiled = _fresh(set(used), name + "_compiled")
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    lines = source.splitlines(keepends=True)
+    for function in reversed(functions):
+        start = function.lineno - 1
+        header = lines[start]
+        if function.name == name:
+            header = header.replace("def {}(".format(name), "def {}(".format(compiled), 1)
+        lines[start] = "@numba.njit(cache=True)\n" + header
+    caller = _saved_caller(next(f for f in functions if f.name == name), name, compiled,
+                           guard)
+    text = "\n\n".join(helpers + ["".join(lines).rstrip(), caller])
+    return text + "\n", namespace
+
+
+def _renamed(function, name, decorator="@numba.njit(cache=True)\n"):
+    text = textwrap.dedent(inspect.getsource(function))
+    return decorator + text.replace(
+        "def {}(".format(function.__name__), "def {}(".format(name), 1).rstrip()
+
+
+def _saved_caller(definition, name, compiled, guard):
+    """The Python function ``name`` of ``definition``'s signature that runs
+    ``guard`` and calls ``compiled`` with its arguments."""
+    signature = copy.copy(definition)
+    signature.name, signature.body, signature.decorator_list = name, [ast.Pass()], []
+    header = ast.unparse(signature).splitlines()[0]
+    arguments = [a.arg for a in definition.args.args] + [
+        "{0}={0}".format(a.arg) for a in definition.args.kwonlyargs]
+    body = textwrap.indent(guard, "    ") + "    return {}({})\n".format(
+        compiled, ", ".join(arguments))
+    return header + "\n" + body
