@@ -250,9 +250,10 @@ class Derivative(metaclass=_DerivativeType):
             func, self.kind, self.wrt, self._tuple_wrt, arrays, self._loops,
             self._has_aux, self._pullback)
         self._function = generated.function
-        self.derivo_function = self._function  # what derivo differentiates in a caller
+        # what derivo differentiates in a caller (compiled code: its Python source)
+        self.derivo_function = getattr(self._function, "derivo_python", self._function)
         # ... and in a caller's array code (see transform.Build.with_array_code)
-        self._function.derivo_array_code = self._for_arrays
+        self.derivo_function.derivo_array_code = self._for_arrays
         self._array_generated = None
         self._scalar_only = not arrays
         self.source = generated.source
@@ -285,14 +286,15 @@ class Derivative(metaclass=_DerivativeType):
         with cache.lock():
             entry_scope = self.call.__func__.__globals__
             generated = self._generated
-            # numba compiled the values the code read in as constants: compile anew
-            if generated.backend != "python" or not generated.live.refresh(
-                    generated.function.__globals__, generated.namespace, entry_scope):
+            if not generated.live.refresh(generated.function.__globals__, generated.namespace,
+                                          entry_scope):
                 self._install()
                 generated = self._generated
                 generated.live.refresh(generated.function.__globals__, generated.namespace,
                                        entry_scope)
             entry_scope.update(generated.live.entry_values(generated.entry_names[_LIVE]))
+            if generated.backend == "numba":  # it compiled the values it read as constants
+                generated.function.derivo_recompile(generated.namespace, entry_scope)
 
     def _call_checked(self, args, kwargs):
         values = [*args, *kwargs.values()]

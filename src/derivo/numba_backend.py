@@ -36,6 +36,7 @@ import inspect
 import logging
 import math
 import textwrap
+import types
 
 from . import codegen, runtime
 from . import syntax as S
@@ -237,16 +238,15 @@ def _refusal(function, construct):
 # --- compiling --------------------------------------------------------------------
 
 def compiled(namespace, names, name):
-    """Compile the generated functions ``names`` of ``namespace`` and the user
-    functions they call with numba, in place (each calls the others'
-    dispatchers); return the Python function that calls the dispatcher of
-    ``name`` with its arguments, the one a Derivative's entry guards, and its
-    source."""
+    """The Python function that calls numba's compilation of the generated
+    function ``name`` with its arguments (the one a Derivative's entry guards),
+    and its source.  The generated functions ``names`` of ``namespace`` and the
+    user functions they call are compiled in a scope of their own (each calls
+    the others' dispatchers); ``namespace`` keeps the Python functions, and the
+    caller's ``derivo_python`` is the generated ``name`` as Python (what a
+    derivative of this derivative differentiates)."""
     numba = require()
     function = namespace[name]
-    for each, value in list(namespace.items()):
-        if each in names or inspect.isfunction(value) and not S.is_derivo(value):
-            namespace[each] = numba.njit(value)
     code = function.__code__
     positional = code.co_varnames[:code.co_argcount]
     keywords = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
@@ -258,12 +258,40 @@ def compiled(namespace, names, name):
               "    except numba.TypingError as error:\n"
               "        raise {}(error) from None\n").format(
                   name, params, dispatcher, arguments, refused)
-    scope = {dispatcher: namespace[name], "numba": numba,
-             refused: functools.partial(_not_compiled, name)}
+    scope = {"numba": numba, refused: functools.partial(_not_compiled, name)}
     exec(codegen.compile_source(source, name + " calling numba"), scope)
     caller = scope[name]
     caller.__defaults__, caller.__kwdefaults__ = function.__defaults__, function.__kwdefaults__
+    caller.derivo_python = function
+    caller.derivo_recompile = functools.partial(
+        _compile, numba, dict(namespace), names, scope, name, dispatcher)
+    caller.derivo_recompile(namespace)
     return caller, source
+
+
+def _compile(numba, compiled, names, caller_scope, name, dispatcher, namespace, *scopes):
+    """Compile the generated functions ``names`` in ``compiled`` (their scope)
+    with the values of ``namespace``, and give the caller's scope and ``scopes``
+    (a Derivative's entry's) the new dispatcher of ``name``; nothing when
+    ``compiled`` holds those values already.
+    numba compiles the numbers a function reads as constants: new values need a
+    new compilation."""
+    if dispatcher in caller_scope and all(
+            compiled.get(ident) is value for ident, value in namespace.items()
+            if not callable(value) and not inspect.ismodule(value)):
+        return
+    for ident, value in namespace.items():
+        if inspect.isfunction(value) and ident not in names and not S.is_derivo(value):
+            compiled[ident] = numba.njit(value)  # a user function the code calls
+        elif ident not in names:
+            compiled[ident] = value
+    for ident in names:  # (the Python function, or the one compiled before)
+        function = getattr(compiled[ident], "py_func", compiled[ident])
+        compiled[ident] = numba.njit(types.FunctionType(
+            function.__code__, compiled, function.__name__, function.__defaults__,
+            function.__closure__))
+    for scope in (caller_scope, *scopes):
+        scope[dispatcher] = compiled[name]
 
 
 def _not_compiled(name, error):
