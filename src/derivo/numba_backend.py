@@ -96,9 +96,9 @@ def nopython(functions, namespace, filename=None):
     numba's nopython mode compiles; ``namespace`` is what their free names hold.
     Refuses what cannot be compiled (see the module docstring)."""
     for function in functions:
+        _placeholders(function)
         _typed_stacks(function)
         _counted_reverse_loops(function, namespace)
-        _placeholders(function)
         _refuse_python_only(function, namespace, {f.name for f in functions})
 
 
@@ -164,8 +164,10 @@ def _calls(node, ident):
 
 def _counted_reverse_loops(function, namespace):
     """``for i in reversed(range(...))``, also of the first ``trips`` of the range
-    (``range(...)[:trips]``), as a counted loop running down; ``reversed(xs)`` of
-    a list or a tuple as ``xs[::-1]``."""
+    (``range(...)[:trips]``) or of a name holding a range, as a counted loop
+    running down; ``reversed(xs)`` of a list or a tuple as ``xs[::-1]``."""
+    ranges = _range_names(function)
+
     def is_call_of(node, builtin):
         return isinstance(node, S.Call) and isinstance(node.func, S.Name) and \
             namespace.get(node.func.id, getattr(builtins, node.func.id, None)) is builtin
@@ -180,6 +182,10 @@ def _counted_reverse_loops(function, namespace):
             inner, trips = inner.value, inner.slice.upper
         if is_call_of(inner, range):
             node.iter = S.call(S.name(inner.func.id), *_down(inner.args, trips))
+        elif isinstance(inner, S.Name) and inner.id in ranges:
+            node.iter = S.call("range", *_down(
+                [S.attribute(inner.id, "start"), S.attribute(inner.id, "stop"),
+                 S.attribute(inner.id, "step")], S.call("len", S.name(inner.id))))
         else:
             node.iter = S.subscript(inner, S.Slice(lower=None, upper=None, step=S.const(-1)))
 
@@ -208,11 +214,33 @@ def _is_zero(node):
 
 
 def _placeholders(function):
-    """``x = None`` (a name saved before it is assigned) as ``x = 0``."""
+    """The placeholders of names saved before they are assigned (``x = None``
+    before the primal sweep, reverse.py's, which carry no source line) as
+    ``x = 0``, or ``x = range(0)`` for a name that only ever holds a range."""
+    ranges = _range_names(function)
+    for stmt in function.body:
+        if isinstance(stmt, S.Assign) and isinstance(stmt.value, (S.gast.List, S.Attribute)):
+            continue  # the stack, its push and pop
+        if not (isinstance(stmt, S.Assign) and isinstance(stmt.value, S.Constant) and
+                stmt.value.value is None and getattr(stmt, "lineno", None) is None):
+            break
+        ident = stmt.targets[0].id
+        stmt.value = S.call("range", S.const(0)) if ident in ranges else S.const(0)
+
+
+def _range_names(function):
+    """The names every assignment of which in ``function`` assigns a ``range(...)``,
+    but their placeholders (None) and restores (a pop: a call without arguments)."""
+    kinds = {}
     for node in S.walk(function):
-        if isinstance(node, S.Assign) and isinstance(node.value, S.Constant) and \
-                node.value.value is None and all(isinstance(t, S.Name) for t in node.targets):
-            node.value = S.const(0)
+        if isinstance(node, S.Assign) and isinstance(node.targets[0], S.Name) and \
+                not (isinstance(node.value, S.Constant) and node.value.value is None) and \
+                not (isinstance(node.value, S.Call) and not node.value.args):
+            value = node.value
+            is_range = isinstance(value, S.Call) and isinstance(value.func, S.Name) and \
+                value.func.id == "range"
+            kinds.setdefault(node.targets[0].id, set()).add(is_range)
+    return {ident for ident, seen in kinds.items() if seen == {True}}
 
 
 def _refuse_python_only(function, namespace, generated):
@@ -226,7 +254,13 @@ def _refuse_python_only(function, namespace, generated):
         value = namespace.get(node.id)
         module = getattr(value, "__module__", None) or ""
         if module.startswith("derivo") and not _implemented_helper(value):
-            raise _refusal(function, "derivo's runtime helper {}".format(node.id))
+            raise _refusal(function, "derivo's runtime helper {}{}".format(
+                node.id, _WHY.get(getattr(value, "__name__", None), "")))
+
+
+#: what a runtime helper the backend refuses is there for
+_WHY = {"Undo": " (loops='reversible' checks each undo with it; use loops='stack')",
+        "add_at": " (a list's adjoint)", "getitem_vjp": " (an item's adjoint)"}
 
 
 def _refusal(function, construct):
@@ -255,7 +289,7 @@ def compiled(namespace, names, name):
     taken = set(codegen.names_used(code))
     dispatcher, refused = _fresh(taken, name + "_compiled"), _fresh(taken, "not_compiled")
     source = ("def {}({}):\n    try:\n        return {}({})\n"
-              "    except numba.TypingError as error:\n"
+              "    except numba.core.errors.NumbaError as error:\n"
               "        raise {}(error) from None\n").format(
                   name, params, dispatcher, arguments, refused)
     scope = {"numba": numba, refused: functools.partial(_not_compiled, name)}
@@ -386,7 +420,7 @@ def saved_module(source, namespace, name, guard):
     statements refusing arrays, or "") and calls the compiled one."""
     numba = require()
     tree = ast.parse(source)
-    namespace = dict(namespace, numba=numba)
+    namespace = dict(namespace, numba=numba, math=math)
     used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     helpers = []
     for ident in sorted(used):
