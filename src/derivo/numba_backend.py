@@ -13,19 +13,23 @@ numba types by construction:
 - a name saved before its first assignment on some path starts as ``0``, not
   ``None`` (the placeholder is restored, never read: 0 unifies with an int, a
   float or a bool, so the name keeps one numba type);
-- a call numba does not know is given a numba implementation here
-  (``math.factorial``: see :func:`_register_implementations`).
+- derivo's runtime helpers of numbers and ``math.factorial``, which numba does
+  not know, get numba implementations (:data:`_IMPLEMENTED`,
+  :func:`_register_implementations`); the generated code calls them unchanged.
 
 What it cannot make nopython is refused with the construct named: checkpointed
-loops (their schedule is run by derivo's Python ``Tape``), derivo's runtime
-helpers, calls of user functions kept as calls, generators (``derivo.vjp``'s
-pullback).  Array code (a function that uses NumPy) keeps NumPy's kernels: the
-API runs it with the Python backend and logs that it did (see
+loops (their schedule is run by derivo's Python ``Tape``), the other runtime
+helpers (a list's adjoint, the checked undos of ``loops="reversible"``),
+generators (``derivo.vjp``'s pullback), and at a call whatever numba cannot type
+for its arguments.  Array code (a function that uses NumPy) keeps NumPy's
+kernels: the API runs it with the Python backend and logs that it did (see
 :func:`falls_back`).
 
-Each generated function is compiled once per argument signature by its
-dispatcher and kept with the derivative; a module written by ``save`` compiles
-with ``cache=True`` (numba caches beside the file).
+:func:`compiled` compiles the generated functions, and the user functions they
+call, once per argument signature (numba's dispatchers), kept with the
+derivative; numba compiles the numbers they read as constants, so a changed one
+compiles them again.  A module written by ``save`` compiles with
+``cache=True`` (numba caches beside the file: :func:`saved_module`).
 """
 
 import ast
@@ -91,10 +95,14 @@ def falls_back(label, arrays):
 
 # --- the rewrite ------------------------------------------------------------------
 
-def nopython(functions, namespace, filename=None):
+def nopython(functions, namespace):
     """Rewrite the generated ``functions`` (gast FunctionDefs, in place) into code
     numba's nopython mode compiles; ``namespace`` is what their free names hold.
     Refuses what cannot be compiled (see the module docstring)."""
+    for ident in ("range", "len"):  # the rewritten loops call the builtins by name
+        if namespace.get(ident, getattr(builtins, ident)) is not getattr(builtins, ident):
+            raise _refusal(functions[0], "code whose global {!r} is not the builtin".format(
+                ident))
     for function in functions:
         _placeholders(function)
         _typed_stacks(function)
