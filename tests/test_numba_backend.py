@@ -171,9 +171,24 @@ def test_value_and_grad_tangent_jvp_vjp(numba):
     assert bsteps is None and out == pendulum.simulate(*args)
 
 
-def test_reversible_loops_with_checked_undos_are_refused(numba):
-    with pytest.raises(derivo.DerivoError, match="Undo .loops='reversible' checks each undo"):
-        derivo.grad(bessel.besselj, wrt="z", loops="reversible", backend="numba")
+def accumulate(x, n):
+    s = 1.0
+    total = 0.0
+    for k in range(n):
+        s *= x / (k + 1.0)   # s == 0.0 (an underflow) cannot be undone: it is saved
+        total += s
+        s /= 1.0 + 1e-3 * x
+    return total
+
+
+@pytest.mark.parametrize("x, n", [(2.5, 30), (1e-200, 5), (0.0, 3), (-1.3, 40)])
+def test_reversible_loops_compile_with_their_undos_written_out(numba, x, n):
+    compiled = derivo.grad(accumulate, loops="reversible", backend="numba")
+    assert "Undo" not in compiled.source and "_saved.append((" in compiled.source
+    want = derivo.grad(accumulate, loops="reversible")(x, n)
+    assert same(compiled(x, n), want) and same(want, derivo.grad(accumulate)(x, n))
+    bessel_grad = derivo.grad(bessel.besselj, wrt="z", loops="reversible", backend="numba")
+    assert same(bessel_grad(3, 2.5), bessel.besselj_grad(3, 2.5))
 
 
 def test_compiles_once_per_signature_and_is_cached(numba):

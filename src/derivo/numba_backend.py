@@ -15,12 +15,14 @@ numba types by construction:
   float or a bool, so the name keeps one numba type);
 - derivo's runtime helpers of numbers and ``math.factorial``, which numba does
   not know, get numba implementations (:data:`_IMPLEMENTED`,
-  :func:`_register_implementations`); the generated code calls them unchanged.
+  :func:`_register_implementations`); the generated code calls them unchanged;
+- ``loops="reversible"``'s checked undos (``runtime.Undo`` objects) are written
+  out as a step count, a typed list of the values saved, and the inverse
+  (:func:`_inline_undos`).
 
 What it cannot make nopython is refused with the construct named: checkpointed
 loops (their schedule is run by derivo's Python ``Tape``), the other runtime
-helpers (a list's adjoint, the checked undos of ``loops="reversible"``),
-generators (``derivo.vjp``'s pullback), and at a call whatever numba cannot type
+helpers (a list's adjoint, an item's), generators (``derivo.vjp``'s pullback), and at a call whatever numba cannot type
 for its arguments.  Array code (a function that uses NumPy) keeps NumPy's
 kernels: the API runs it with the Python backend and logs that it did (see
 :func:`falls_back`).
@@ -107,6 +109,7 @@ def nopython(functions, namespace):
         _placeholders(function)
         _typed_stacks(function)
         _counted_reverse_loops(function, namespace)
+        _inline_undos(function, namespace)
         _refuse_python_only(function, namespace, {f.name for f in functions})
 
 
@@ -251,6 +254,89 @@ def _range_names(function):
     return {ident for ident, seen in kinds.items() if seen == {True}}
 
 
+#: an update's operator, its inverse, and whether the inverse divides
+_UNDONE = {"+": (S.gast.Add, S.gast.Sub, False), "-": (S.gast.Sub, S.gast.Add, False),
+           "*": (S.gast.Mult, S.gast.Div, True), "/": (S.gast.Div, S.gast.Mult, False)}
+
+
+def _inline_undos(function, namespace):
+    """runtime.Undo, how ``loops="reversible"`` undoes ``x = x * e`` (``+ - /``) exactly
+    or saves x, written out: ``undo_x = Undo('*')`` as a step count and a list of
+    (count, x) saved, ``x = undo_x.step(x, e)`` as the update, saving x unless
+    the inverse gives it back (a zero x is saved: -0.0 and 0.0 compare equal),
+    and ``x = undo_x.back(x, e)`` as the saved x of this count, else the inverse."""
+    undos = {}
+    taken = {n.id for n in S.walk(function) if isinstance(n, S.Name)}
+    for stmt in list(function.body):
+        if isinstance(stmt, S.Assign) and isinstance(stmt.value, S.Call) and \
+                isinstance(stmt.value.func, S.Name) and \
+                namespace.get(stmt.value.func.id) is runtime.Undo:
+            ident = stmt.targets[0].id
+            names = {part: _fresh(taken, "{}_{}".format(ident, part))
+                     for part in ("steps", "saved", "new", "operand")}
+            undos[ident] = (_UNDONE[stmt.value.args[0].value], names)
+            index = function.body.index(stmt)
+            function.body[index:index + 1] = [
+                S.assign(names["steps"], S.const(0)),
+                S.assign(names["saved"], S.gast.List(elts=[], ctx=S.Load()))]
+    if undos:
+        _in_blocks(function, lambda stmt: _undone(stmt, undos))
+
+
+def _in_blocks(tree, rewrite):
+    """Replace each statement of every block of ``tree`` by ``rewrite(statement)``
+    (a list of statements, or None to keep it)."""
+    for node in list(S.walk(tree)):
+        for field in ("body", "orelse"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                new = []
+                for stmt in block:
+                    replaced = rewrite(stmt)
+                    new += [stmt] if replaced is None else replaced
+                block[:] = new
+
+
+def _undone(stmt, undos):
+    """The statements of an Undo's ``step`` or ``back`` (see :func:`_inline_undos`),
+    or None for another statement."""
+    call = getattr(stmt, "value", None)
+    if not (isinstance(stmt, S.Assign) and isinstance(call, S.Call) and
+            isinstance(call.func, S.Attribute) and isinstance(call.func.value, S.Name) and
+            call.func.value.id in undos):
+        return None
+    (operation, inverse, divides), names = undos[call.func.value.id]
+    steps, saved, new = names["steps"], names["saved"], names["new"]
+    target, (old, operand) = stmt.targets[0].id, call.args
+    prologue = []
+    if not isinstance(operand, (S.Name, S.Constant)):
+        prologue = [S.assign(names["operand"], operand)]
+        operand = S.name(names["operand"])
+    if call.func.attr == "step":
+        back = S.binop(S.name(new), inverse(), S.deepcopy(operand))
+        exact = S.gast.BoolOp(op=S.gast.And(), values=[
+            S.gast.Compare(left=S.deepcopy(old), ops=[S.gast.NotEq()], comparators=[S.const(0)]),
+            *([S.gast.Compare(left=S.deepcopy(operand), ops=[S.gast.NotEq()],
+                              comparators=[S.const(0)])] if divides else []),
+            S.gast.Compare(left=back, ops=[S.gast.Eq()], comparators=[S.deepcopy(old)])])
+        return prologue + [
+            S.gast.AugAssign(target=S.store(steps), op=S.gast.Add(), value=S.const(1)),
+            S.assign(new, S.binop(S.deepcopy(old), operation(), S.deepcopy(operand))),
+            S.if_(S.not_(exact), [S.Expr(value=S.call(S.attribute(saved, "append"), S.tuple_(
+                [S.name(steps), S.deepcopy(old)])))]),
+            S.assign(target, S.name(new))]
+    top = S.subscript(S.subscript(S.name(saved), S.const(-1)), S.const(0))
+    here = S.gast.BoolOp(op=S.gast.And(), values=[
+        S.gast.Compare(left=S.call("len", S.name(saved)), ops=[S.gast.Gt()],
+                       comparators=[S.const(0)]),
+        S.gast.Compare(left=top, ops=[S.gast.Eq()], comparators=[S.name(steps)])])
+    return prologue + [
+        S.if_(here, [S.assign(target, S.subscript(S.call(S.attribute(saved, "pop")),
+                                                  S.const(1)))],
+              [S.assign(target, S.binop(S.deepcopy(old), inverse(), S.deepcopy(operand)))]),
+        S.gast.AugAssign(target=S.store(steps), op=S.gast.Sub(), value=S.const(1))]
+
+
 def _refuse_python_only(function, namespace, generated):
     """Refuse what numba cannot compile: derivo's runtime helpers (but those of
     :data:`_IMPLEMENTED`), generators."""
@@ -267,8 +353,7 @@ def _refuse_python_only(function, namespace, generated):
 
 
 #: what a runtime helper the backend refuses is there for
-_WHY = {"Undo": " (loops='reversible' checks each undo with it; use loops='stack')",
-        "add_at": " (a list's adjoint)", "getitem_vjp": " (an item's adjoint)"}
+_WHY = {"add_at": " (a list's adjoint)", "getitem_vjp": " (an item's adjoint)"}
 
 
 def _refusal(function, construct):
