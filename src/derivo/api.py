@@ -654,8 +654,8 @@ def resolve_wrt(func, wrt):
 def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
               has_aux=False, pullback=False):
     """Transform and compile ``func`` (or find it in the cache); ``loops`` is
-    (strategy, checkpoints, schedule); for ``has_aux`` and ``pullback`` see
-    :func:`derivo.reverse.reverse`; ``loops[3]`` is the backend."""
+    (strategy, checkpoints, schedule, backend); for ``has_aux`` and ``pullback``
+    see :func:`derivo.reverse.reverse`."""
     if loops[3] == "numba" and numba_backend.falls_back(func.__qualname__, arrays):
         loops = (*loops[:3], "python")
     options = (kind, names, tuple_wrt, arrays, loops, has_aux, pullback)
