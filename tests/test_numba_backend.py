@@ -221,6 +221,52 @@ def test_a_changed_global_is_compiled_in(numba):
     assert compiled(1.5) == 6.0
 
 
+def rescaled(x, scale):
+    y = x
+    for _ in range(3):
+        y = y * scale + x
+    return y
+
+
+def reads_rate(x):
+    y = x
+    for _ in range(2):  # (a loop: the caller calls it rather than inline it)
+        y = y * RATE
+    return y
+
+
+def calls_rescaled(x, n):
+    s = 0.0
+    for _ in range(n):
+        s = s * 0.5 + rescaled(x, RATE)
+    return s
+
+
+def calls_reads_rate(x, n):
+    s = 0.0
+    for _ in range(n):
+        s = s * 0.5 + reads_rate(x)
+    return s
+
+
+def test_a_called_function_compiles_with_the_numbers_it_is_passed(numba):
+    global RATE
+    compiled = derivo.grad(calls_rescaled, backend="numba")
+    assert "rescaled_vjp(" in compiled.source and "add_adjoints(" in compiled.source
+    assert same(compiled(1.0, 3), derivo.grad(calls_rescaled)(1.0, 3))
+    RATE = 3.0
+    try:
+        assert same(compiled(1.0, 3), derivo.grad(calls_rescaled)(1.0, 3))
+    finally:
+        RATE = 2.0
+
+
+def test_a_called_function_reading_a_global_number_is_refused(numba):
+    with pytest.raises(derivo.DerivoError, match="would compile the global 'RATE' that "
+                       "reads_rate reads as a constant"):
+        derivo.grad(calls_reads_rate, backend="numba")
+
+
 def test_a_derivative_of_a_compiled_derivative(numba):
     second = derivo.grad(derivo.grad(powers, backend="numba"), wrt=1)
     assert math.isclose(second(1.7, 0.6), derivo.grad(derivo.grad(powers), wrt=1)(1.7, 0.6))

@@ -207,8 +207,11 @@ def _down(args, trips=None):
     start, step = (S.const(0), S.const(1)) if len(args) == 1 else \
         (args[0], args[2] if len(args) == 3 else S.const(1))
     unit = isinstance(step, S.Constant) and step.value == 1
-    if trips is None and unit:  # range(start, stop) down: stop - 1 to start
-        last = S.binop(S.deepcopy(args[len(args) > 1]), S.gast.Sub(), S.const(1))
+    stop = args[len(args) > 1]
+    if trips is None and unit and isinstance(stop, S.Constant):
+        last = S.const(stop.value - 1)
+    elif trips is None and unit:  # range(start, stop) down: stop - 1 to start
+        last = S.binop(S.deepcopy(stop), S.gast.Sub(), S.const(1))
     else:  # start + (trips - 1) * step down to start, by -step
         trips = trips or S.call("len", S.call("range", *map(S.deepcopy, args)))
         steps = S.binop(trips, S.gast.Sub(), S.const(1))
@@ -409,6 +412,7 @@ def _compile(numba, compiled, names, caller_scope, name, dispatcher, namespace, 
         return
     for ident, value in namespace.items():
         if inspect.isfunction(value) and ident not in names and not S.is_derivo(value):
+            _refuse_frozen_reads(value)
             compiled[ident] = numba.njit(value)  # a user function the code calls
         elif ident not in names:
             compiled[ident] = value
@@ -419,6 +423,20 @@ def _compile(numba, compiled, names, caller_scope, name, dispatcher, namespace, 
             function.__closure__))
     for scope in (caller_scope, *scopes):
         scope[dispatcher] = compiled[name]
+
+
+def _refuse_frozen_reads(function):
+    """Refuse a user function the generated code calls that reads a number from
+    its globals: numba would compile it in as a constant, and derivo does not
+    watch what the function reads when it runs (the generated code calls it)."""
+    for ident in function.__code__.co_names:
+        value = function.__globals__.get(ident)
+        if ident in function.__globals__ and not callable(value) and \
+                not inspect.ismodule(value):
+            raise DerivoError(
+                "backend='numba' would compile the global {!r} that {} reads as a constant, "
+                "and not see it change: pass it to {} as an argument, or use "
+                "backend='python'".format(ident, function.__qualname__, function.__name__))
 
 
 def _not_compiled(name, error):
@@ -449,13 +467,18 @@ def _scalar_seed(result):
     return 1.0
 
 
+def _add_adjoints(first, second):
+    return first + second
+
+
 def _zero_gradient(like):
     return 0.0
 
 
 #: derivo's runtime helpers of numbers, and what numba compiles for them
 _IMPLEMENTED = {"copysign_one": _copysign_one, "log": _log, "log_times": _log_times,
-                "scalar_seed": _scalar_seed, "zero_gradient": _zero_gradient}
+                "scalar_seed": _scalar_seed, "zero_gradient": _zero_gradient,
+                "add_adjoints": _add_adjoints}
 
 
 def _implemented_helper(value):
