@@ -770,13 +770,13 @@ def numba_checks(results, ratio):
     for key, label in (("bessel1", "Bessel z=1"), ("bessel10", "Bessel z=10")):
         checks += [(f"{label}: numba derivo call (us)", results[key]["numba"][0] * 1e6, 1.0),
                    (f"{label}: numba derivo/numba forward", ratio(key, "numba", "numba fwd"), 2.0)]
-        if "jax.jit" in results[key]:
-            checks.append((f"{label}: jax.jit/numba derivo", ratio(key, "jax.jit", "numba"), None))
+        if "jax.jit" in results[key]:  # at least 10x faster than jax.jit(jax.grad)
+            checks.append((f"{label}: numba derivo/jax.jit", ratio(key, "numba", "jax.jit"), 0.1))
     for key, label in (("pendulum", "pendulum 1e4"), ("pendulum1e+05", "pendulum 1e5")):
         checks.append((f"{label}: numba derivo/numba forward", ratio(key, "numba", "numba fwd"),
                        4.0))
-        if "jax.jit" in results[key]:
-            checks.append((f"{label}: jax.jit/numba derivo", ratio(key, "jax.jit", "numba"), None))
+        if "jax.jit" in results[key]:  # at least 2.5x faster than jax.jit with lax.fori_loop
+            checks.append((f"{label}: numba derivo/jax.jit", ratio(key, "numba", "jax.jit"), 0.4))
     return checks
 
 
