@@ -6,7 +6,9 @@
 For each workload it times the forward function, derivo's gradient, a hand-written adjoint
 (a stack in a list, no helper calls), and autograd and JAX (jax.grad op by op, and
 jax.jit(jax.grad) with its compile time reported apart) when they can be imported, side by
-side: every round times every candidate once (min and median over the rounds).  Before
+side; with numba installed, the scalar workloads also time the forward compiled by
+numba.njit and derivo's gradient with backend="numba" (its compile time apart), and a
+pendulum of 1e5 steps: every round times every candidate once (min and median over the rounds).  Before
 anything is timed, every gradient must agree with the hand-written one, and the hand-written
 one with central differences.  Then: derivo's transformation time on first use (a cache
 miss, on a fresh copy of each example's source file), the per-call overhead of a cached
@@ -31,6 +33,7 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 import timeit  # noqa: E402
+import types  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -177,8 +180,16 @@ class Competitors:
     """autograd and jax if they import (and are not excluded); the reason otherwise."""
 
     def __init__(self, without):
-        self.autograd = self.anp = self.jax = self.jnp = self.lax = None
+        self.autograd = self.anp = self.jax = self.jnp = self.lax = self.numba = None
         self.why = {}
+        if "numba" in without:
+            self.why["numba"] = "excluded by --without"
+        else:
+            try:
+                import numba
+                self.numba = numba
+            except ImportError as err:
+                self.why["numba"] = str(err)
         if "autograd" in without:
             self.why["autograd"] = "excluded by --without"
         else:
@@ -202,7 +213,7 @@ class Competitors:
 
     def versions(self):
         out = []
-        for name in ("autograd", "jax"):
+        for name in ("autograd", "jax", "numba"):
             module = getattr(self, name)
             if module is None:
                 out.append(f"{name} n/a")
@@ -314,7 +325,7 @@ def check_workload(w):
         raise SystemExit(f"{w.label}: {problem}")
     for name, c in w.candidates.items():
         got = c.fn(*c.args)
-        if name == "forward":
+        if name in ("forward", "numba fwd"):
             continue
         reference = c.reference() if c.reference is not None else hand
         problem = agree(got, reference, w.rtol)
@@ -428,6 +439,38 @@ def add_jax(w, opt, eager_f, jit_f, argnums, static=(), eager_args=None, jit_arg
     w.notes["jax.jit"] = f"compile {fmt_time(compile_seconds)}" + (f"; {jit_note}" if jit_note else "")
 
 
+def numba_forward(numba, f):
+    """``f`` compiled by numba.njit, with the user functions it calls compiled too (and
+    math.factorial, which numba does not have, given derivo's implementation)."""
+    derivo.numba_backend.require()
+    scope = dict(f.__globals__)
+    for name in f.__code__.co_names:
+        if isinstance(scope.get(name), types.FunctionType):
+            scope[name] = numba.njit(scope[name])
+    return numba.njit(types.FunctionType(f.__code__, scope, f.__name__, f.__defaults__))
+
+
+def add_numba(w, opt, forward, wrt):
+    """The forward function compiled by numba ("numba fwd") and derivo's gradient with
+    backend="numba" ("numba"); each first call (derivo's: transform and compile) is its
+    compile time."""
+    if opt.numba is None:
+        w.missing["numba fwd"] = w.missing["numba"] = opt.why["numba"]
+        return
+    compiled = numba_forward(opt.numba, forward)
+    start = time.perf_counter()
+    compiled(*w.args)
+    forward_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    gradient = derivo.grad(forward, wrt=wrt, backend="numba")
+    gradient(*w.args)
+    gradient_seconds = time.perf_counter() - start
+    w.candidates["numba fwd"] = Candidate(compiled, w.args)
+    w.candidates["numba"] = Candidate(gradient, w.args)
+    w.notes["numba fwd"] = f"compile {fmt_time(forward_seconds)}"
+    w.notes["numba"] = f"transform + compile {fmt_time(gradient_seconds)}"
+
+
 def bessel_workloads(opt):
     out = []
     v = 2
@@ -446,6 +489,7 @@ def bessel_workloads(opt):
         add_autograd(w, opt, ex_bessel.besselj, 1)
         add_jax(w, opt, ex_bessel.besselj, besselj_fixed_trips, 1, static=(0, 2),
                 jit_args=(v, z, trips), jit_note=f"trip count {trips} fixed at trace time")
+        add_numba(w, opt, ex_bessel.besselj, "z")
         out.append(w)
     return out
 
@@ -488,8 +532,7 @@ def horner_workload(opt):
     return w
 
 
-def pendulum_workload(opt, quick):
-    steps = 10_000
+def pendulum_workload(opt, quick, steps=10_000):
     args = (0.3, 1.0, steps, 10.0 / steps)
 
     def fd_check(a, hand):
@@ -499,8 +542,12 @@ def pendulum_workload(opt, quick):
                 return f"hand adjoint {hand!r}, central difference {fd} for argument {i}"
         return None
 
-    w = Workload("pendulum", "pendulum, 1e4 steps", ex_pendulum.simulate, args,
+    w = Workload("pendulum" if steps == 10_000 else f"pendulum{steps:.0e}",
+                 f"pendulum, {steps:.0e} steps".replace("e+0", "e"), ex_pendulum.simulate, args,
                  bench_pendulum.simulate_grad_hand, ex_pendulum.simulate_grad, fd_check, rtol=1e-8)
+    add_numba(w, opt, ex_pendulum.simulate, ("damping", "theta0"))
+    if steps != 10_000:  # the numba rows' long run: no other competitor
+        return w
 
     def reduced(n):
         """Same ten seconds of motion in n steps: args, the check reference, the time factor."""
@@ -778,16 +825,33 @@ def checkpoint_section(quick):
     print()
 
 
+def numba_checks(results, ratio):
+    """Issue 24's targets for backend="numba" (and against jax.jit(jax.grad) when timed)."""
+    checks = []
+    for key, label in (("bessel1", "Bessel z=1"), ("bessel10", "Bessel z=10")):
+        checks += [(f"{label}: numba derivo call (us)", results[key]["numba"][0] * 1e6, 1.0),
+                   (f"{label}: numba derivo/numba forward", ratio(key, "numba", "numba fwd"), 2.0)]
+        if "jax.jit" in results[key]:  # at least 10x faster than jax.jit(jax.grad)
+            checks.append((f"{label}: numba derivo/jax.jit", ratio(key, "numba", "jax.jit"), 0.1))
+    for key, label in (("pendulum", "pendulum 1e4"), ("pendulum1e+05", "pendulum 1e5")):
+        checks.append((f"{label}: numba derivo/numba forward", ratio(key, "numba", "numba fwd"),
+                       4.0))
+        if "jax.jit" in results[key]:  # at least 2.5x faster than jax.jit with lax.fori_loop
+            checks.append((f"{label}: numba derivo/jax.jit", ratio(key, "numba", "jax.jit"), 0.4))
+    return checks
+
+
 # --------------------------------------------------------------------------------------------
 
-ORDER = ("forward", "derivo", "generated", "hand", "autograd", "jax.grad", "jax.jit")
+ORDER = ("forward", "derivo", "generated", "hand", "autograd", "jax.grad", "jax.jit",
+         "numba fwd", "numba")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="few short rounds: a smoke test")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 31, quick 3)")
-    parser.add_argument("--without", default="", help="comma-separated: autograd,jax")
+    parser.add_argument("--without", default="", help="comma-separated: autograd,jax,numba")
     options = parser.parse_args(argv)
     # Many short samples rather than a few long ones: on a loaded machine each candidate then
     # has a better chance of some samples that nothing interrupted (the minimum).
@@ -806,6 +870,8 @@ def main(argv=None):
     workloads = [*bessel_workloads(opt), seed004_workload(opt), pendulum_workload(opt, options.quick),
                  horner_workload(opt), *mlp_workloads(opt), rnn_workload(opt), gp_workload(opt),
                  softmax_workload(opt)]
+    if opt.numba is not None:
+        workloads.append(pendulum_workload(opt, options.quick, steps=100_000))
     for w in workloads:
         check_workload(w)
     print("checked: the hand-written adjoints agree with central differences, and every gradient "
@@ -830,6 +896,8 @@ def main(argv=None):
         fwd, hand = t["forward"][0], t["hand"][0]
         for i, name in enumerate(ORDER):
             label = w.label if i == 0 else ""
+            if name not in t and name.startswith("numba") and name not in w.missing:
+                continue  # the numba rows are the scalar workloads'
             if name not in t:
                 why = w.missing.get(name, "")
                 print(f"{label:36s} {name:9s} {'n/a':>10s} {'n/a':>10s} {'':9s} {'':7s}  {why}")
@@ -901,7 +969,9 @@ def main(argv=None):
         ("cached call overhead (us, scalar cases)", max(o[0] for label, o in overhead.items()
                                                         if "arrays" not in label) * 1e6, 1.0),
     ]
-    print("issue 4 targets (ratios of minima)")
+    if opt.numba is not None:
+        checks += numba_checks(results, ratio)
+    print("issue 4 targets (ratios of minima; the numba rows are issue 24's)")
     for label, value, limit in checks:
         if limit is None:
             verdict, bound = "", ""

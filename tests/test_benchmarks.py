@@ -4,6 +4,7 @@
 No timing is asserted (the tests run on loaded machines).  Set DERIVO_SKIP_BENCH=1 to skip them:
 with JAX installed run_all.py takes tens of seconds; loops.py --quick takes about ten.
 """
+import importlib.util
 import os
 import subprocess
 import sys
@@ -25,14 +26,22 @@ def test_run_all_quick_prints_a_table():
     header = [i for i, line in enumerate(lines) if line.split()[:2] == ["workload", "candidate"]]
     assert len(header) == 1, result.stdout
     table = lines[header[0] + 2:]
-    workloads = ("Bessel J_2'(z), z=1", "Bessel J_2'(z), z=10", "seed-004", "pendulum", "Horner",
-                 "MLP 100-200-10", "MLP 3-4-2", "RNN", "GP neg. log-likelihood",
+    workloads = ("Bessel J_2'(z), z=1", "Bessel J_2'(z), z=10", "seed-004", "pendulum, 1e4",
+                 "Horner", "MLP 100-200-10", "MLP 3-4-2", "RNN", "GP neg. log-likelihood",
                  "softmax classifier")
+    # with numba: the scalar workloads' numba rows, and a pendulum of 1e5 steps
+    scalar = ("Bessel J_2'(z), z=1", "Bessel J_2'(z), z=10", "pendulum, 1e4")
+    if importlib.util.find_spec("numba") is not None:
+        workloads += ("pendulum, 1e5",)
+        scalar += ("pendulum, 1e5",)
     for workload in workloads:
         assert any(line.startswith(workload) for line in table), workload
     for candidate in ("forward", "derivo", "generated", "hand", "autograd", "jax.grad", "jax.jit"):
         assert sum(line[37:].split()[:1] == [candidate] for line in table) == len(workloads), \
             candidate
+    for candidate in ("numba fwd", "numba"):
+        rows = [line for line in table if line[37:47].rstrip() == candidate]
+        assert len(rows) == len(scalar), candidate
     for section in ("first use:", "cached call overhead:", "import time", "issue 4 targets"):
         assert any(line.startswith(section) for line in lines), section
 

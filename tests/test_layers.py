@@ -17,7 +17,7 @@ LAYERS = [
     ("normal form", ["parse", "fence", "memory", "ssa", "outline", "inline"]),
     ("analysis", ["analyze"]),
     ("modes", ["optimize", "forward", "reverse"]),
-    ("emit", ["codegen", "save", "display"]),
+    ("emit", ["codegen", "numba_backend", "save", "display"]),
     ("API", ["cache", "transform", "graph", "api", "elementwise", "integrate", "check", "cli",
              "__init__", "__main__"]),
 ]

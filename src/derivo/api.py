@@ -14,7 +14,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import __version__, cache, codegen, display, rules, save
+from . import __version__, cache, codegen, display, numba_backend, rules, save
 from . import syntax as S
 from .errors import DerivoError
 from .fence import check_supported
@@ -53,6 +53,8 @@ _LIVE = "derivo_live"
 # choose theirs by type before calling).
 _TYPE_CHECKED_KINDS = ("grad", "value_and_grad")
 _DEFAULT = object()
+#: (loop strategy, checkpoints, schedule, backend): the options of the generated code
+DEFAULT_LOOPS = ("stack", None, "revolve", "python")
 _FLOATS = frozenset({float})
 
 
@@ -186,6 +188,7 @@ class Generated(NamedTuple):
     entry_names: dict  # the names the entry adds (see _entry_names)
     entry_globals: dict  # the globals its code reads besides the generated code's
     live: cache.LiveReads  # what the transformation read, which each call checks
+    backend: str = "python"  # what compiled the code (see numba_backend)
 
 
 class _DerivativeType(type):
@@ -220,7 +223,7 @@ class Derivative(metaclass=_DerivativeType):
     transforms the function again and puts the new code in the same entry.
     """
 
-    def __init__(self, func, kind, wrt, tuple_wrt, loops=("stack", None, "revolve"),
+    def __init__(self, func, kind, wrt, tuple_wrt, loops=DEFAULT_LOOPS,
                  has_aux=False, pullback=False):
         func = _as_python(func)
         positional = [p.name for p in _parameters(func) if p.kind != p.KEYWORD_ONLY]
@@ -257,9 +260,10 @@ class Derivative(metaclass=_DerivativeType):
             func, self.kind, self.wrt, self._tuple_wrt, arrays, self._loops,
             self._has_aux, self._pullback)
         self._function = generated.function
-        self.derivo_function = self._function  # what derivo differentiates in a caller
+        # what derivo differentiates in a caller (compiled code: its Python source)
+        self.derivo_function = getattr(self._function, "derivo_python", self._function)
         # ... and in a caller's array code (see transform.Build.with_array_code)
-        self._function.derivo_array_code = self._for_arrays
+        self.derivo_function.derivo_array_code = self._for_arrays
         self._array_generated = None
         self._scalar_only = not arrays
         self.source = generated.source
@@ -299,6 +303,8 @@ class Derivative(metaclass=_DerivativeType):
                 generated.live.refresh(generated.function.__globals__, generated.namespace,
                                        entry_scope)
             entry_scope.update(generated.live.entry_values(generated.entry_names[_LIVE]))
+            if generated.backend == "numba":  # it compiled the values it read as constants
+                generated.function.derivo_recompile(generated.namespace, entry_scope)
 
     def _call_checked(self, args, kwargs):
         values = [*args, *kwargs.values()]
@@ -480,6 +486,12 @@ class Derivative(metaclass=_DerivativeType):
                             "cannot save the derivative as a module: {} reads {!r}, which the "
                             "module's other code uses for something else".format(name, ident))
         scalar_guarded = self._scalar_only and _parameters(self._function)
+        if self._generated.backend == "numba":
+            body = (user + "\n\n" + self.source) if user else self.source
+            body, namespace = numba_backend.saved_module(
+                body, namespace, self._function.__name__,
+                self._saved_scalar_guard() if scalar_guarded else "")
+            return codegen.module_text(body, namespace, header, data)
         source = self.source if not scalar_guarded else codegen.with_prologue(
             self.source, self._function.__name__, self._saved_scalar_guard())
         return save.ModuleParts(self.__doc__, user_sources, namespace, source)
@@ -686,17 +698,18 @@ def resolve_wrt(func, wrt):
     return tuple(resolved)
 
 
-def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revolve"),
+def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
               has_aux=False, pullback=False):
     """Transform and compile ``func`` (or find it in the cache); ``loops`` is
-    (strategy, checkpoints, schedule); for ``has_aux`` and ``pullback`` see
-    :func:`derivo.reverse.reverse`."""
-
+    (strategy, checkpoints, schedule, backend); for ``has_aux`` and ``pullback``
+    see :func:`derivo.reverse.reverse`."""
+    if loops[3] == "numba" and numba_backend.falls_back(func.__qualname__, arrays):
+        loops = (*loops[:3], "python")
     options = (kind, names, tuple_wrt, arrays, loops, has_aux, pullback)
 
     def build():
         shared = cache.sibling(func, *options)
-        if shared is not None:
+        if shared is not None and loops[3] == "python":  # (dispatchers are not moved)
             moved = _moved(*shared, func)
             if moved.live.unchanged():
                 return moved
@@ -714,14 +727,19 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
     def transformed():
         generation = rules.generation
         with recording_reads() as reads:
-            module = Build(arrays, *loops)
+            module = Build(arrays, *loops[:3])
             name = module.add(func, list(names), kind, tuple_wrt, has_aux=has_aux,
                               pullback=pullback)
+            if loops[3] == "numba":
+                numba_backend.nopython(module.functions, module.namespace)
             source = module.source()
             numbers = {p.name for p in _parameters(func)} - parameters_read_whole(func)
         live = cache.LiveReads(reads.values(), generation)
         namespace = codegen.compile_module(source, module.namespace, name)
-        compiled = namespace[name]
+        compiled, entry_source = namespace[name], source
+        if loops[3] == "numba":
+            compiled, entry_source = numba_backend.compiled(
+                namespace, [f.name for f in module.functions], name)
         compiled.__defaults__ = func.__defaults__
         compiled.__kwdefaults__ = func.__kwdefaults__
         checked = names if kind in _TYPE_CHECKED_KINDS else ()
@@ -730,10 +748,10 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=("stack", None, "revol
         guard = _live_check(compiled, check, entry_names) + \
             entry_guard(compiled, set(checked), arrays, entry_names, numbers)
         entry_code, entry_globals = codegen.compile_with_prologue(
-            compiled, source, guard, entry_names["derivo_self"])
+            compiled, entry_source, guard, entry_names["derivo_self"])
         entry_globals.update(holders)
         return Generated(compiled, source, module.namespace, module.user_sources, module,
-                         entry_code, entry_names, entry_globals, live)
+                         entry_code, entry_names, entry_globals, live, loops[3])
 
     key = cache.key_of(func, *options)
     return cache.lookup(key, build, lambda generated: generated.live.unchanged())
@@ -787,7 +805,7 @@ def _as_python(func):
     return _PRIMITIVE_FUNCTIONS[func]
 
 
-def _derivative(func, wrt, kind, loops=("stack", None, "revolve"), has_aux=False,
+def _derivative(func, wrt, kind, loops=DEFAULT_LOOPS, has_aux=False,
                 pullback=False):
     """The derivative of ``func``: the one made before for the same function and
     options when there is one (each call checks it is still the function's)."""
@@ -882,7 +900,7 @@ def _of_bound(func, bound, wrt, kind, loops, has_aux):
 LOOP_STRATEGIES = ("stack", "checkpoint", "reversible")
 
 
-def _loop_options(loops, checkpoints, schedule):
+def _loop_options(loops, checkpoints, schedule, backend="python"):
     if loops not in LOOP_STRATEGIES:
         raise DerivoError("loops={!r}: choose one of {}".format(
             loops, ", ".join(map(repr, LOOP_STRATEGIES))))
@@ -893,18 +911,18 @@ def _loop_options(loops, checkpoints, schedule):
     if schedule not in SCHEDULES:
         raise DerivoError("schedule={!r}: choose one of {}".format(
             schedule, ", ".join(map(repr, SCHEDULES))))
-    return loops, checkpoints, schedule
+    return loops, checkpoints, schedule, numba_backend.check_backend(backend, loops)
 
 
 def _transform(kind, func, wrt, loops="stack", checkpoints=None, schedule="revolve",
-               has_aux=False):
+               has_aux=False, backend="python"):
     # asked again for the same function and options, the same derivative at once
     key = (kind, func, wrt, _types(wrt), loops, checkpoints, type(checkpoints), schedule,
-           has_aux)
+           has_aux, backend)
     made = cache.derivative(key)
     if made is not None:
         return made
-    options = _loop_options(loops, checkpoints, schedule)
+    options = _loop_options(loops, checkpoints, schedule, backend)
     if func is None:
         return lambda f: _refused_here(_derivative, f, wrt, kind, options, has_aux)
     made = _refused_here(_derivative, func, wrt, kind, options, has_aux)
@@ -928,7 +946,7 @@ def _types(wrt):
 
 def grad(func: Optional[Function] = None, *, wrt: Wrt = 0, has_aux: bool = False,
          loops: str = "stack", checkpoints: Optional[int] = None,
-         schedule: str = "revolve") -> Function:
+         schedule: str = "revolve", backend: str = "python") -> Function:
     """The gradient of ``func`` with respect to ``wrt``::
 
         df = derivo.grad(f, wrt=(0, "y"))
@@ -955,22 +973,29 @@ def grad(func: Optional[Function] = None, *, wrt: Wrt = 0, has_aux: bool = False
 
     ``has_aux=True``: ``func`` returns a pair ``(loss, aux)``; the gradient is
     the loss's, returned as ``(gradient, aux)`` with ``aux`` untouched.
+
+    ``backend="numba"`` compiles the generated code with ``numba.njit`` (an
+    optional extra: ``pip install 'derivo[numba]'``), once per argument
+    signature: for scalar and loop code; a function that uses NumPy keeps
+    NumPy's kernels and runs as Python (see :mod:`derivo.numba_backend`).
     """
-    return _transform("grad", func, wrt, loops, checkpoints, schedule, has_aux)
+    return _transform("grad", func, wrt, loops, checkpoints, schedule, has_aux, backend)
 
 
 def value_and_grad(func: Optional[Function] = None, *, wrt: Wrt = 0, has_aux: bool = False,
                    loops: str = "stack", checkpoints: Optional[int] = None,
-                   schedule: str = "revolve") -> Function:
+                   schedule: str = "revolve", backend: str = "python") -> Function:
     """Like :func:`grad`, returning ``(func(*args), gradient)``; with
     ``has_aux=True``, ``((loss, aux), gradient)``::
 
         value, gradient = derivo.value_and_grad(loss)(w, X, y)
     """
-    return _transform("value_and_grad", func, wrt, loops, checkpoints, schedule, has_aux)
+    return _transform("value_and_grad", func, wrt, loops, checkpoints, schedule, has_aux,
+                      backend)
 
 
-def vjp(func: Function, *args: Any, **kwargs: Any) -> Tuple[Any, Callable[[Any], tuple]]:
+def vjp(func: Function, *args: Any, backend: str = "python",
+        **kwargs: Any) -> Tuple[Any, Callable[[Any], tuple]]:
     """``(func(*args, **kwargs), vjp_fn)``::
 
         out, vjp_fn = derivo.vjp(np.tanh, x)
@@ -986,14 +1011,20 @@ def vjp(func: Function, *args: Any, **kwargs: Any) -> Tuple[Any, Callable[[Any],
     result's ``vjp_fn`` scales the gradient of that run (the product is linear
     in the cotangent); another result's runs ``func`` again after its first call,
     and refuses when that run's result differs from the first.
+
+    ``backend="numba"`` (see :func:`grad`; ``backend`` is not passed to
+    ``func``): ``vjp_fn`` runs the compiled VJP, forward and reverse sweeps,
+    for each cotangent.
     """
+    loops = _loop_options("stack", None, "revolve", backend)
     differentiable = tuple(i for i, a in enumerate(args) if _differentiable_or_container(a))
     if not differentiable:
         out = func(*map(_copied, args), **kwargs)
         return out, lambda cotangent: tuple(None for _ in args)
     code = _code_for(func, [*args, *kwargs.values()])
-    if isinstance(code, Derivative) or is_generated(code) or _bound_parts(code) is not None:
-        return _vjp_by_running_again(code, func, differentiable, args, kwargs)
+    if isinstance(code, Derivative) or is_generated(code) or _bound_parts(code) is not None \
+            or backend != "python":  # (compiled code is no generator to resume)
+        return _vjp_by_running_again(code, func, differentiable, args, kwargs, loops)
     derivative = _derivative(code, differentiable, "vjp", pullback=True).__self__
     _refuse_joined_sequences(derivative.call, func, args, differentiable)
     derivative._bring_up_to_date()  # its code runs directly, without the entry's check
@@ -1037,12 +1068,12 @@ def _same_value(value, other):
         bool(np.all((value == other) | (value != value) & (other != other)))
 
 
-def _vjp_by_running_again(code, func, differentiable, args, kwargs):
+def _vjp_by_running_again(code, func, differentiable, args, kwargs, loops=DEFAULT_LOOPS):
     """vjp of code derivo generated, whose VJP is a tangent pass over it (see
-    transform.Build.add_over_tangents): ``vjp_fn`` runs it for each cotangent;
-    generated code draws nothing at random."""
+    transform.Build.add_over_tangents), or compiled: ``vjp_fn`` runs it for each
+    cotangent; generated code draws nothing at random."""
     out = func(*map(_copied, args), **kwargs)
-    derivative = _derivative(code, differentiable, "vjp")
+    derivative = _derivative(code, differentiable, "vjp", loops)
     _refuse_joined_sequences(derivative, func, args, differentiable)
     label = getattr(func, "__qualname__", repr(func))
 
@@ -1099,7 +1130,8 @@ def _check_cotangent(label, cotangent, out):
         label, expected, _short_repr(cotangent)))
 
 
-def tangent(func: Optional[Function] = None, *, wrt: Wrt = 0) -> Function:
+def tangent(func: Optional[Function] = None, *, wrt: Wrt = 0,
+            backend: str = "python") -> Function:
     """The forward-mode derivative (Jacobian-vector product) of ``func`` w.r.t. ``wrt``.
 
     The result is a :class:`Derivative` called with one tangent per ``wrt``
@@ -1111,8 +1143,9 @@ def tangent(func: Optional[Function] = None, *, wrt: Wrt = 0) -> Function:
 
     Its ``.source`` is the generated tangent code (no stack: the primal
     statements with their tangents interleaved).  Works as ``@tangent`` too.
+    ``backend="numba"``: see :func:`grad`.
     """
-    return _transform("jvp", func, wrt)
+    return _transform("jvp", func, wrt, backend=backend)
 
 
 def _copied(value):
@@ -1162,7 +1195,8 @@ def _same_structure(tangent, primal):
     return _is_real(tangent) and np.shape(tangent) == np.shape(primal)
 
 
-def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> Tuple[Any, Any]:
+def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any],
+        backend: str = "python") -> Tuple[Any, Any]:
     """``(func(*primals), tangent)``: the Jacobian-vector product, in forward mode::
 
         value, slope = derivo.jvp(f, primals=(2.0, 5.0), tangents=(1.0, 0.0))
@@ -1171,8 +1205,9 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> Tupl
     lists and tuples of numbers and arrays, are differentiated (their tangent,
     of the primal's structure, may be None for zero); any other primal (an int,
     a flag) must get None or 0 as its tangent.  The tangent has the structure of
-    ``func``'s result (a tuple for a tuple).
+    ``func``'s result (a tuple for a tuple).  ``backend="numba"``: see :func:`grad`.
     """
+    loops = _loop_options("stack", None, "revolve", backend)
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise DerivoError("jvp needs one tangent per primal, got {} primals and {} "
@@ -1203,7 +1238,7 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> Tupl
     if not differentiable:
         out = func(*primals)
         return out, _zero_tangent(out)
-    derivative = _derivative(_code_for(func, primals), differentiable, "jvp")
+    derivative = _derivative(_code_for(func, primals), differentiable, "jvp", loops)
     _refuse_joined_sequences(derivative, func, primals, differentiable)
     out, tangent = derivative(*seeds, *primals)
     # the tangent code may hold a list of lists' tangent as NumPy made it (an object

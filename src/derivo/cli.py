@@ -33,6 +33,7 @@ from . import api, script
 from .check import check_grad
 from .checkpoints import SCHEDULES
 from .errors import DerivoError
+from .numba_backend import BACKENDS
 
 USAGE_ERROR = 2
 
@@ -114,6 +115,7 @@ examples:
   derivo examples/bessel.py besselj --wrt z -o generated/besselj_grad.py
   derivo model.py loss energy -o generated/model_grads.py
   derivo examples/bessel.py besselj --wrt z --mode forward
+  derivo examples/bessel.py besselj --wrt z --backend numba -o besselj_grad_numba.py
   derivo examples/integrator.py predator_prey --wrt alpha --loops checkpoint --checkpoints 10
   derivo model.py Model.loss --wrt w --output-dir generated/
   derivo check examples/bessel.py besselj --args 2 1.0 --wrt z
@@ -145,6 +147,9 @@ def _parser():
     parser.add_argument("--schedule", choices=SCHEDULES,
                         help="with --loops checkpoint: the schedule of counted loops "
                         "(default: revolve)")
+    parser.add_argument("--backend", choices=BACKENDS, default="python",
+                        help="what runs the derivative: numba compiles it (the module "
+                        "written needs numba; see derivo.grad)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("-o", "--output", help="write a standalone module here instead of "
                         "printing the source (several functions: one module of them all)")
@@ -169,9 +174,9 @@ def _check_options(args):
 
 def _derivative(func, args):
     if args.mode == "forward":
-        return api._transform("jvp", func, _wrt(args.wrt))
+        return api._transform("jvp", func, _wrt(args.wrt), backend=args.backend)
     return api._transform(args.kind or "grad", func, _wrt(args.wrt), args.loops,
-                          args.checkpoints, args.schedule or "revolve")
+                          args.checkpoints, args.schedule or "revolve", backend=args.backend)
 
 
 def _write(derivatives, output, args):

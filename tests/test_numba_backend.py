@@ -1,0 +1,368 @@
+"""backend="numba": derivo's generated code compiled by numba.njit (derivo.numba_backend).
+
+Each compiled derivative is compared with the Python backend's (to rounding) and
+with central finite differences, on the examples (Bessel's data-dependent
+``while``, the pendulum's long counted loop) and on loop programs written here;
+and on the scalar programs tests/test_fuzz.py draws.  Without numba these tests
+skip, but the refusal naming the extra runs.
+"""
+
+import importlib.util
+import logging
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+import derivo
+from derivo import numba_backend
+
+import test_fuzz
+from examples import bessel, pendulum
+
+
+@pytest.fixture
+def numba():
+    return pytest.importorskip("numba")
+
+
+def central(f, args, i, h=1e-6):
+    up, down = list(args), list(args)
+    up[i] += h
+    down[i] -= h
+    return (f(*up) - f(*down)) / (2 * h)
+
+
+def same(got, want, rtol=1e-12):
+    got, want = np.atleast_1d(got), np.atleast_1d(want)
+    return got.shape == want.shape and np.allclose(got, want, rtol=rtol, atol=1e-14)
+
+
+def dispatcher(derivative):
+    """The numba dispatcher a derivative's compiled code runs."""
+    from numba.core.registry import CPUDispatcher
+    scope = derivative.__self__.call.__func__.__globals__
+    found = [v for v in scope.values() if isinstance(v, CPUDispatcher)]
+    assert len(found) == 1, list(scope)
+    return found[0]
+
+
+# --- programs with loops --------------------------------------------------------
+
+def nested(x, y, n):
+    total = 0.0
+    for i in range(n):
+        for j in range(i, n + 2, 2):
+            if math.sin(x * j) > 0.0:
+                total += x * y / (1.0 + j)
+            else:
+                total -= math.cos(y * i) * x
+    return total
+
+
+def halving(x, tol):
+    count = 0
+    while x > tol:
+        x = x * 0.5 + math.sin(x) * 0.01
+        count += 1
+    return x * count
+
+
+def early_exit(x, y, n):
+    s = 0.0
+    for k in range(n):
+        t = x * k  # saved before its first assignment: a placeholder
+        if t > 3.0:
+            break
+        s += t * y
+        if s > 2.0:
+            continue
+        s = s * 0.9
+    return s * y
+
+
+def powers(x, y):
+    return x ** y + abs(x - y) + max(x, y) * min(x, 2.0)
+
+
+def step(x, rate):
+    return x - rate * math.tanh(x)
+
+
+def calls_a_helper(x, rate, n):
+    for _ in range(n):
+        x = step(x, rate)
+    return x * x
+
+
+def over_values(x, y):
+    s = 0.0
+    for w in [x, y, x * y]:
+        s = s * w + math.exp(-w * w)
+    return s
+
+
+PROGRAMS = [
+    (nested, (0.7, 1.3, 5), (0, 1)),
+    (halving, (3.0, 1e-3), (0,)),
+    (early_exit, (0.4, 1.1, 12), (0, 1)),
+    (powers, (1.7, 0.6), (0, 1)),
+    (calls_a_helper, (1.5, 0.3, 40), (0, 1)),
+]
+
+
+def check_against_python(f, args, wrt):
+    compiled = derivo.grad(f, wrt=wrt, backend="numba")(*args)
+    python = derivo.grad(f, wrt=wrt)(*args)
+    assert same(compiled, python), (compiled, python)
+    for i, g in zip(wrt, compiled):
+        assert math.isclose(g, central(f, args, i), rel_tol=1e-5, abs_tol=1e-7)
+
+
+@pytest.mark.parametrize("z", [0.5, 1.0, 4.0, 10.0])
+@pytest.mark.parametrize("v", [0, 2, 5])
+def test_bessel_equals_the_python_backend_and_differences(numba, v, z):
+    compiled = derivo.grad(bessel.besselj, wrt="z", backend="numba")
+    got = compiled(v, z)
+    assert same(got, bessel.besselj_grad(v, z))
+    # J_v' = (J_{v-1} - J_{v+1}) / 2, J_0' = -J_1
+    closed = -bessel.besselj(1, z) if v == 0 else \
+        (bessel.besselj(v - 1, z) - bessel.besselj(v + 1, z)) / 2
+    assert math.isclose(got, closed, rel_tol=1e-7, abs_tol=1e-9)
+
+
+@pytest.mark.parametrize("steps", [1, 100, 1000])
+def test_pendulum_equals_the_python_backend_and_differences(numba, steps):
+    check_against_python(pendulum.simulate, (0.3, 1.0, steps), (0, 1))
+
+
+@pytest.mark.parametrize("f, args, wrt", PROGRAMS, ids=[p[0].__name__ for p in PROGRAMS])
+def test_loop_programs_equal_the_python_backend(numba, f, args, wrt):
+    check_against_python(f, args, wrt)
+
+
+def test_generated_code_has_typed_stacks_and_counted_loops(numba):
+    source = derivo.grad(pendulum.simulate, wrt=(0, 1), backend="numba").source
+    assert "theta_stack.append(theta)" in source and "theta = theta_stack.pop()" in source
+    assert "for _ in range(steps - 1, -1, -1):" in source
+    assert "reversed" not in source and "push" not in source
+    stepped = derivo.grad(nested, wrt=(0, 1), backend="numba").source
+    assert "reversed" not in stepped and "None" not in stepped
+    placeholder = derivo.grad(early_exit, wrt=(0, 1), backend="numba").source
+    assert "    t = 0\n" in placeholder
+
+
+def test_value_and_grad_tangent_jvp_vjp(numba):
+    args = (0.3, 1.0, 200)
+    value, grads = derivo.value_and_grad(pendulum.simulate, wrt=(0, 1), backend="numba")(*args)
+    assert value == pendulum.simulate(*args)
+    assert same(grads, pendulum.simulate_grad(*args))
+    tangent = derivo.tangent(pendulum.simulate, wrt=(0, 1), backend="numba")
+    assert same(tangent(1.0, 0.0, *args), derivo.tangent(pendulum.simulate, wrt=(0, 1))(
+        1.0, 0.0, *args))
+    out, slope = derivo.jvp(bessel.besselj, (2, 3.0), (None, 1.0), backend="numba")
+    assert same(slope, bessel.besselj_grad(2, 3.0)) and out == bessel.besselj(2, 3.0)
+    out, vjp_fn = derivo.vjp(pendulum.simulate, *args, backend="numba")
+    bdamping, btheta0, bsteps = vjp_fn(2.0)
+    assert same((bdamping, btheta0), 2 * np.array(pendulum.simulate_grad(*args)))
+    assert bsteps is None and out == pendulum.simulate(*args)
+
+
+def accumulate(x, n):
+    s = 1.0
+    total = 0.0
+    for k in range(n):
+        s *= x / (k + 1.0)   # s == 0.0 (an underflow) cannot be undone: it is saved
+        total += s
+        s /= 1.0 + 1e-3 * x
+    return total
+
+
+@pytest.mark.parametrize("x, n", [(2.5, 30), (1e-200, 5), (0.0, 3), (-1.3, 40)])
+def test_reversible_loops_compile_with_their_undos_written_out(numba, x, n):
+    compiled = derivo.grad(accumulate, loops="reversible", backend="numba")
+    assert "Undo" not in compiled.source and "_saved.append((" in compiled.source
+    want = derivo.grad(accumulate, loops="reversible")(x, n)
+    assert same(compiled(x, n), want) and same(want, derivo.grad(accumulate)(x, n))
+    bessel_grad = derivo.grad(bessel.besselj, wrt="z", loops="reversible", backend="numba")
+    assert same(bessel_grad(3, 2.5), bessel.besselj_grad(3, 2.5))
+
+
+def test_compiles_once_per_signature_and_is_cached(numba):
+    compiled = derivo.grad(halving, backend="numba")
+    assert derivo.grad(halving, backend="numba") is compiled
+    assert derivo.grad(halving) is not compiled
+    compiled(3.0, 1e-3)
+    compiled(5.0, 1e-4)
+    assert len(dispatcher(compiled).signatures) == 1
+    compiled(5.0, 1)  # another signature: (float64, int64)
+    assert len(dispatcher(compiled).signatures) == 2
+
+
+RATE = 2.0
+
+
+def scaled(x):
+    return RATE * x * x
+
+
+def test_a_changed_global_is_compiled_in(numba):
+    global RATE
+    compiled = derivo.grad(scaled, backend="numba")
+    assert compiled(1.5) == 6.0
+    RATE = 3.0
+    try:
+        assert compiled(1.5) == 9.0
+    finally:
+        RATE = 2.0
+    assert compiled(1.5) == 6.0
+
+
+def rescaled(x, scale):
+    y = x
+    for _ in range(3):
+        y = y * scale + x
+    return y
+
+
+def reads_rate(x):
+    y = x
+    for _ in range(2):  # (a loop: the caller calls it rather than inline it)
+        y = y * RATE
+    return y
+
+
+def calls_rescaled(x, n):
+    s = 0.0
+    for _ in range(n):
+        s = s * 0.5 + rescaled(x, RATE)
+    return s
+
+
+def calls_reads_rate(x, n):
+    s = 0.0
+    for _ in range(n):
+        s = s * 0.5 + reads_rate(x)
+    return s
+
+
+def test_a_called_function_compiles_with_the_numbers_it_is_passed(numba):
+    global RATE
+    compiled = derivo.grad(calls_rescaled, backend="numba")
+    assert "rescaled_vjp(" in compiled.source and "add_adjoints(" in compiled.source
+    assert same(compiled(1.0, 3), derivo.grad(calls_rescaled)(1.0, 3))
+    RATE = 3.0
+    try:
+        assert same(compiled(1.0, 3), derivo.grad(calls_rescaled)(1.0, 3))
+    finally:
+        RATE = 2.0
+
+
+def test_a_called_function_reading_a_global_number_is_refused(numba):
+    with pytest.raises(derivo.DerivoError, match="would compile the global 'RATE' that "
+                       "reads_rate reads as a constant"):
+        derivo.grad(calls_reads_rate, backend="numba")
+
+
+def test_a_derivative_of_a_compiled_derivative(numba):
+    second = derivo.grad(derivo.grad(powers, backend="numba"), wrt=1)
+    assert math.isclose(second(1.7, 0.6), derivo.grad(derivo.grad(powers), wrt=1)(1.7, 0.6))
+
+
+def test_array_code_keeps_numpy_and_logs_it(numba, caplog):
+    def loss(w):
+        return np.sum(np.tanh(w) ** 2)
+
+    w = np.linspace(-1.0, 1.0, 5)
+    with caplog.at_level(logging.INFO, logger="derivo"):
+        got = derivo.grad(loss, backend="numba")(w)
+    assert "uses NumPy; it runs as Python code" in caplog.text
+    assert same(got, derivo.grad(loss)(w))
+
+
+def test_checkpoint_loops_are_refused(numba):
+    with pytest.raises(derivo.DerivoError, match="does not compile loops='checkpoint'"):
+        derivo.grad(pendulum.simulate, loops="checkpoint", backend="numba")
+
+
+def first_of(x, y):
+    items = [x, y]
+    return items[0] * y
+
+
+def test_what_numba_cannot_compile_is_refused(numba):
+    with pytest.raises(derivo.DerivoError, match="backend='numba' cannot compile derivo's "
+                       "runtime helper getitem_vjp.*backend='python'"):
+        derivo.grad(first_of, backend="numba")
+    with pytest.raises(derivo.DerivoError, match="add_at .a list's adjoint"):
+        derivo.grad(over_values, wrt=(0, 1), backend="numba")
+
+
+def test_unknown_backend_is_refused():
+    with pytest.raises(derivo.DerivoError, match="backend='cuda': choose one of"):
+        derivo.grad(powers, backend="cuda")
+
+
+def test_without_numba_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    with pytest.raises(derivo.DerivoError, match=r"pip install 'derivo\[numba\]'"):
+        derivo.grad(halving, wrt=1, backend="numba")
+    with pytest.raises(derivo.DerivoError, match=r"derivo\[numba\]"):
+        derivo.jvp(powers, (1.0, 2.0), (1.0, 0.0), backend="numba")
+
+
+def test_saved_module_compiles_with_a_cache(numba, tmp_path):
+    path = tmp_path / "besselj_grad_numba.py"
+    derivo.grad(bessel.besselj, wrt="z", backend="numba").save(path)
+    text = path.read_text()
+    assert "@numba.njit(cache=True)\ndef besselj_grad_compiled(" in text
+    assert "overload(math.factorial)" in text
+    run = ("import sys; sys.path.insert(0, {!r}); import besselj_grad_numba as m; "
+           "print(repr(m.besselj_grad(2, 1.0)))".format(str(tmp_path)))
+    for _ in range(2):  # the second run loads what the first cached
+        out = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True,
+                             check=True).stdout
+        assert float(out) == bessel.besselj_grad(2, 1.0)
+    assert list((tmp_path / "__pycache__").glob("besselj_grad_numba.*.nbi"))
+
+
+def test_saved_module_refuses_arrays(numba, tmp_path):
+    path = tmp_path / "powers_grad.py"
+    derivo.grad(powers, wrt=(0, 1), backend="numba").save(path)
+    spec = importlib.util.spec_from_file_location("powers_grad", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert same(module.powers_grad(1.7, 0.6), derivo.grad(powers, wrt=(0, 1))(1.7, 0.6))
+    with pytest.raises(TypeError, match="takes numbers, not arrays"):
+        module.powers_grad(np.ones(2), 0.6)
+
+
+def test_cli_backend_numba(numba, tmp_path):
+    out = tmp_path / "g.py"
+    subprocess.run([sys.executable, "-m", "derivo", "examples/bessel.py", "besselj", "--wrt",
+                    "z", "--backend", "numba", "-o", str(out)], check=True)
+    assert "@numba.njit(cache=True)" in out.read_text()
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, database=None,
+          phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_fuzzed_programs_equal_the_python_backend(data):
+    pytest.importorskip("numba")
+    source, nfloat = data.draw(test_fuzz.programs())
+    args = data.draw(test_fuzz.points(nfloat))
+    module, _ = test_fuzz.load(source)
+    wrt = tuple(range(nfloat))
+    try:
+        python = derivo.grad(module.f, wrt=wrt)(*args)
+    except (derivo.DerivoError, ArithmeticError, ValueError):
+        return
+    try:
+        compiled = derivo.grad(module.f, wrt=wrt, backend="numba")(*args)
+    except derivo.DerivoError as refusal:  # named refusals only
+        assert "backend='numba'" in str(refusal) and "backend='python'" in str(refusal)
+        return
+    assert same(compiled, python, rtol=1e-9), (compiled, python, source)
