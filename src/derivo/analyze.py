@@ -42,7 +42,7 @@ import types
 
 import numpy as np
 
-from . import checkpoints, rules
+from . import checkpoints, dataflow, rules
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
@@ -1128,7 +1128,7 @@ class Analysis:
         self.undone = set()
         self.reloads = set()
         self._depth = 0
-        self._flow(tree.body, set(), set(tree_params(tree)))
+        _Saving(self).run(tree.body, (frozenset(), frozenset(tree_params(tree))))
 
     def _integer_steps(self, tree):
         """Statements ``k = k + c`` where k only ever holds integers.
@@ -1221,69 +1221,9 @@ class Analysis:
             reads |= _names(stmt.iter)
         return reads
 
-    def _flow(self, block, read, assigned):
-        """Forward data-flow over ``block``.
-
-        ``read``: names an adjoint reads since their last assignment, on some path.
-        ``assigned``: names surely holding a value (to spot saves of nothing).
-        Returns (read at fall-through or None, read at breaks, read at continues).
-        """
-        breaks, continues = set(), set()
-        for stmt in block:
-            if isinstance(stmt, S.Assign):
-                names = self.stored(stmt) + assigned_names(stmt)
-                read = read | self.statement_reads(stmt)
-                saved = [n for n in names if n in read and
-                         not (id(stmt) in self.reloads and n == stmt.targets[0].id)]
-                counting = any(step is stmt for step in self.counted.values())
-                undo = self._undo(stmt, saved) if saved or counting else None
-                if undo is not None:
-                    self.inverses[id(stmt)] = undo
-                    self.undone.add(id(stmt))
-                    read = read | (_names(undo[1]) - {undo[0]})  # the undo reads these
-                elif saved:
-                    self.undone.discard(id(stmt))
-                    self.pushes[id(stmt)] = saved
-                    self.init_none |= set(saved) - assigned
-                read = (read - set(names)) | self.statement_reads_after(stmt)
-                if undo is not None:
-                    read.add(undo[0])  # the undo starts from the value this left
-                elif saved and is_item_write(stmt):
-                    # x[i] = pop() writes into the array this wrote into: a later
-                    # x = e must save x, or the reverse writes into e's array
-                    read.add(stmt.targets[0].value.id)
-                assigned = assigned | set(names)
-            elif isinstance(stmt, S.If):
-                then_read, then_breaks, then_continues = self._flow(stmt.body, read, assigned)
-                else_read, else_breaks, else_continues = self._flow(stmt.orelse, read, assigned)
-                # The reverse of the if reads its test wherever control left it.
-                # (Conservatively on both jump edges: an extra read costs a push.)
-                exit_reads = self._exit_reads(stmt)
-                breaks |= then_breaks | else_breaks | exit_reads
-                continues |= then_continues | else_continues | exit_reads
-                if then_read is None and else_read is None:
-                    return None, breaks, continues
-                read = (then_read or set()) | (else_read or set()) | exit_reads
-                assigned = assigned | (S.stored_names(stmt.body) & S.stored_names(stmt.orelse))
-            elif isinstance(stmt, (S.For, S.While)):
-                read = self._flow_loop(stmt, read, assigned)
-            elif isinstance(stmt, S.Break):
-                return None, breaks | read, continues
-            elif isinstance(stmt, S.Continue):
-                return None, breaks, continues | read
-            elif is_append(stmt):
-                # Undone by xs.pop() in the reverse sweep when xs is read before.
-                items = stmt.value.func.value.id
-                if items in read:
-                    self.undone.add(id(stmt))  # xs.pop() needs xs as this left it
-                else:
-                    read = read - {items}
-            elif isinstance(stmt, S.gast.Raise):
-                return None, breaks, continues
-        return read, breaks, continues
-
-    def _flow_loop(self, loop, read, assigned):
-        target = {loop.target.id} if isinstance(loop, S.For) else set()
+    def _prepare_loop(self, loop, read):
+        """Before the data-flow enters ``loop`` with ``read``: which items the
+        reverse loop reads again, and whether it saves a for loop's target."""
         written = _changed_in(loop.body)
         for position, stmt in enumerate(loop.body):
             # The reverse loop reads an item ``t = X[i]`` again at the top of each
@@ -1299,18 +1239,83 @@ class Analysis:
                     self.reloads.discard(id(stmt))
         if isinstance(loop, S.For) and loop.target.id in read and id(loop) in self.reversed:
             self.pushes[id(loop)] = [loop.target.id]
+
+    def _save_for(self, stmt, read, assigned):
+        """The data-flow's step over the assignment ``stmt``: record what it saves
+        (or how its reverse undoes it) and return what is read after it."""
+        names = self.stored(stmt) + assigned_names(stmt)
+        read = set(read) | self.statement_reads(stmt)
+        saved = [n for n in names if n in read and
+                 not (id(stmt) in self.reloads and n == stmt.targets[0].id)]
+        counting = any(step is stmt for step in self.counted.values())
+        undo = self._undo(stmt, saved) if saved or counting else None
+        if undo is not None:
+            self.inverses[id(stmt)] = undo
+            self.undone.add(id(stmt))
+            read = read | (_names(undo[1]) - {undo[0]})  # the undo reads these
+        elif saved:
+            self.undone.discard(id(stmt))
+            self.pushes[id(stmt)] = saved
+            self.init_none |= set(saved) - assigned
+        read = (read - set(names)) | self.statement_reads_after(stmt)
+        if undo is not None:
+            read.add(undo[0])  # the undo starts from the value this left
+        elif saved and is_item_write(stmt):
+            # x[i] = pop() writes into the array this wrote into: a later
+            # x = e must save x, or the reverse writes into e's array
+            read.add(stmt.targets[0].value.id)
+        return read, assigned | set(names)
+
+
+class _Saving(dataflow.Forward):
+    """The forward data-flow of "read by an adjoint since last assigned" that
+    decides what each statement saves.  Its state is (the names an adjoint
+    reads since their last assignment on some path, the names surely holding a
+    value, to spot saves of nothing)."""
+
+    def __init__(self, analysis):
+        self.analysis = analysis
+        self.depth = 0  # how many loops are around
+
+    def join(self, one, other):
+        return one[0] | other[0], one[1] & other[1]
+
+    def simple(self, stmt, state):
+        read, assigned = state
+        if isinstance(stmt, S.Assign):
+            read, assigned = self.analysis._save_for(stmt, read, assigned)
+            return frozenset(read), frozenset(assigned)
+        if is_append(stmt):
+            # Undone by xs.pop() in the reverse sweep when xs is read before.
+            items = stmt.value.func.value.id
+            if items in read:
+                self.analysis.undone.add(id(stmt))  # xs.pop() needs xs as this left it
+            else:
+                read = read - {items}
+        return read, assigned
+
+    def leave(self, stmt, state):
+        # the reverse of a branch reads its test wherever control leaves it
+        return state[0] | self.analysis._exit_reads(stmt), state[1]
+
+    def enter_body(self, loop, state):
+        target = {loop.target.id} if isinstance(loop, S.For) else set()
+        return state[0] - target, state[1] | target
+
+    def end_trip(self, loop, state):
         # The reverse loop assigns the target itself, so reads of it inside the
         # body never reach outside the loop.
-        head = set(read)
-        self._depth += 1
-        while True:
-            end, breaks, continues = self._flow(loop.body, head - target, assigned | target)
-            back = ((end or set()) | continues) - target
-            if back <= head:
-                break
-            head |= back
-        self._depth -= 1
-        return head | (breaks - target) | self._exit_reads(loop)
+        return (state[0] - {loop.target.id}, state[1]) if isinstance(loop, S.For) else state
+
+    def loop(self, loop, state):
+        self.analysis._prepare_loop(loop, state[0])
+        self.depth += 1
+        self.analysis._depth = self.depth
+        try:
+            return super().loop(loop, state)
+        finally:
+            self.depth -= 1
+            self.analysis._depth = self.depth
 
 
 def _unpacking(loop, width):

@@ -57,10 +57,22 @@ class Forward:
         (a ``for`` loop has just assigned its target)."""
         return state
 
-    def leave(self, stmt, state):
-        """The state after a branch or a loop, given the joined state its paths
-        leave it with."""
+    def end_trip(self, loop, state):
+        """The state a trip of ``loop`` ends with (falling through its body, by
+        ``continue`` or by ``break``), given the state at that end."""
         return state
+
+    def leave(self, stmt, state):
+        """The state control leaves a branch or a loop with (after it, or, from a
+        branch, at a ``break`` or ``continue`` inside it), given the joined state
+        of the paths that leave it so."""
+        return state
+
+    def _left(self, stmt, state):
+        return None if state is None else self.leave(stmt, state)
+
+    def _ended(self, loop, state):
+        return None if state is None else self.end_trip(loop, state)
 
     def stop(self, stmt, state):
         """A ``return`` or a ``raise`` ends the paths that reach it."""
@@ -81,12 +93,12 @@ class Forward:
             if isinstance(stmt, S.If):
                 state = self.enter(stmt, state)
                 then, other = self.run(stmt.body, state), self.run(stmt.orelse, state)
-                breaks = self.meet(breaks, self.meet(then.breaks, other.breaks))
-                continues = self.meet(continues, self.meet(then.continues, other.continues))
-                state = self.meet(then.fall, other.fall)
+                breaks = self.meet(breaks, self._left(stmt, self.meet(then.breaks, other.breaks)))
+                continues = self.meet(continues, self._left(
+                    stmt, self.meet(then.continues, other.continues)))
+                state = self._left(stmt, self.meet(then.fall, other.fall))
                 if state is None:
                     return Exits(None, breaks, continues)
-                state = self.leave(stmt, state)
             elif isinstance(stmt, LOOPS):
                 state = self.loop(stmt, state)
             elif isinstance(stmt, S.Break):
@@ -108,8 +120,8 @@ class Forward:
         while True:
             tested = self.enter(loop, head) if isinstance(loop, S.While) else head
             trip = self.run(loop.body, self.enter_body(loop, tested))
-            breaks = trip.breaks
-            back = self.meet(head, self.meet(trip.fall, trip.continues))
+            breaks = self._ended(loop, trip.breaks)
+            back = self.meet(head, self._ended(loop, self.meet(trip.fall, trip.continues)))
             if back == head:
                 break
             head = back
