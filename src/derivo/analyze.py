@@ -46,7 +46,7 @@ from . import checkpoints, dataflow, rules
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
-                     is_user_function, shared_sources, user_function)
+                     is_user_function, sharing_faults, user_function)
 from .outline import Loop
 from .parse import GENERATED_PREFIX, MISSING, parameter_names, parse
 from .ssa import CONSUMERS, is_append, normalize
@@ -147,56 +147,36 @@ class Analysis:
 
     # --- sharing -----------------------------------------------------------
 
-    def refuse_shared_writes(self):
-        """Refuse ``z = y`` (or a view of y: ``y[1:3]``, ``y.T``, ``np.reshape(y, s)``,
-        a row ``y[i]``) when z is read after a write into (or an append to) the
-        memory they share.  Python's z sees the write; the statement form gives z
-        and y adjoints of their own, and the reverse sweep of the write never
-        reaches z's adjoint, so the derivative would be silently wrong.  Reverse
-        mode only: tangents share memory as the values do."""
-        tree = self.normalized.tree
-        # ys = items1, the list a comprehension built: nothing changes it afterwards
-        aliases = [(stmt, source) for stmt in S.walk(tree)
-                   if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)
-                   for source in shared_sources(stmt.value, self.parsed, self.lists)
-                   if source not in self.normalized.built]
-        if not aliases:
-            return
-        group = {}  # union of names that may share memory
-
-        def find(name):
-            while group.get(name, name) != name:
-                name = group[name]
-            return name
-
-        for stmt, source in aliases:
-            group[find(stmt.targets[0].id)] = find(source)
-        for stmt, source in aliases:
-            target = stmt.targets[0].id
-            if not {target, source} & self.active:
+    def refuse_shared_writes(self, writes=True):
+        """Refuse an in-place change of memory another name refers to and reads
+        afterwards (see :func:`~derivo.memory.sharing_faults`): Python's other
+        name sees the change; the statement form gives each name a value and an
+        adjoint of its own, so the derivative would be silently wrong.  An
+        update (``y += e``) counts where either name may change a result (the
+        statement form computes y + e anew); a write (``y[i] = v``,
+        ``ys.append(v)``) where either is differentiated (the primal writes as
+        Python does, the adjoints do not follow), reverse mode only
+        (``writes``: tangents share memory as the values do).  A name that may
+        be a row of the written array, or a number (``z = y[i]``), is checked as
+        the primal runs (``shared_checks``)."""
+        faults = sharing_faults(self.normalized.tree, self.parsed, self.local_names,
+                                self.scalars, self.arrays, self.lists)
+        for fault in faults:
+            if is_item_write(fault.stmt) or is_append(fault.stmt):
+                if not writes or not {fault.name, fault.other} & self.active or \
+                        isinstance(fault.site, S.For):
+                    continue  # (a loop over what its body writes: plan_statements refuses it)
+            elif not {fault.stmt.targets[0].id, fault.other} & self._influential:
                 continue
-            members = {n for n in self.local_names | {target, source}
-                       if find(n) == find(target)}
-            # With two names only, rebinding the source ends the sharing.
-            write = _SharedWrite(stmt, target, members,
-                                 source if len(members) == 2 else None).run(tree.body)
-            if write is None:
-                continue
-            error = self.parsed.error(
-                UnsupportedSyntax, stmt, "cannot differentiate {0!r} sharing memory with "
-                "{1!r} ({2}): line {3} writes into that memory and {0} is read afterwards; "
-                "NumPy shows the change through both names, derivo's adjoints cannot "
-                "follow it; make a copy ({0} = {2}.copy())".format(
-                    target, source, self.parsed.words(stmt.value),
-                    getattr(write, "lineno", "?")), "aliased write")
-            value = stmt.value
-            if isinstance(value, S.Subscript) and isinstance(value.value, S.Name) and \
-                    value.value.id == source and not any(
-                        isinstance(n, S.Slice) or isinstance(n, S.Constant) and
-                        n.value in (None, Ellipsis) for n in S.walk(value.slice)):
+            error = fault.error(self.parsed, self._user_names.__contains__)
+            site = fault.site
+            if fault.kind == "item" and not writes:
+                continue  # (tangents share memory as the values do)
+            if fault.kind == "item" and isinstance(site, S.Assign) and \
+                    isinstance(site.value, S.Subscript) and isinstance(site.value.value, S.Name):
                 # y[i]: a number, a copy (y[mask]) or a row (a view) of y; only
                 # the run tells, so the primal checks (see reverse.Sweep.primal)
-                self.shared_checks[id(stmt)] = (source, str(error))
+                self.shared_checks[id(site)] = (site.value.value.id, str(error))
             else:
                 raise error
 
@@ -1044,26 +1024,6 @@ class Analysis:
                     "for over a value")
             if not isinstance(stmt, S.Assign):
                 continue
-            # (a number is never changed in place: prev = loss; loss += e leaves prev)
-            if self.arrays and getattr(stmt, "aliased_update", None) and ({
-                    *assigned_names(stmt), *getattr(stmt, "aliased_reads", [stmt.aliased_update])}
-                    & self._influential) and stmt.value.left.id not in self.scalars:
-                name = stmt.value.left.id
-                if name == stmt.aliased_update:  # a helper's v += e, pasted here (see inline)
-                    raise self.parsed.error(
-                        UnsupportedSyntax, stmt, "cannot differentiate this call: the function "
-                        "updates its argument {0!r} in place (+= and the like), which NumPy "
-                        "does and derivo does not follow; give it a copy ({0}.copy())".format(
-                            name), "aliased update")
-                other = stmt.aliased_update
-                if other not in self._user_names:  # ssa's t1 for h(x * 2.0)
-                    other = "a value the code reads after the update"
-                raise self.parsed.error(
-                    UnsupportedSyntax, stmt, "cannot differentiate {0!r} updated in place: "
-                    "it may be another name for {1}, which NumPy would update too; write "
-                    "{0} = {0} + ... instead (or {0} = {0}.copy() first)".format(
-                        name, repr(other) if other == stmt.aliased_update else other),
-                    "aliased update")
             target = stmt.targets[0]
             if is_item_write(stmt) or not set(assigned_names(stmt)) & self.active:
                 continue
@@ -1846,89 +1806,3 @@ def _written_in_place(parsed, call, callee=None):
 
 #: math functions of an iterable: the adjoint of a list given to one is a list
 _MATH_OVER_ITERABLES = ("fsum", "prod", "dist", "sumprod")
-
-
-class _ReadAfterWrite(Exception):
-    pass
-
-
-class _SharedWrite:
-    """Forward may-analysis for one ``target = <shares source's memory>``
-    statement: states "shared" (after it) and "written" (after a write into the
-    shared memory since).  A read of target in state "written" is refused."""
-
-    SHARED, WRITTEN = "shared", "written"
-
-    def __init__(self, alias, target, members, killer):
-        self.alias, self.target = alias, target
-        self.members = members  # names that may hold the shared memory
-        self.killer = killer    # the one other name, whose rebinding ends the sharing
-        self.write = None       # the last write into the shared memory seen
-
-    def run(self, body):
-        """The write into the shared memory before a read of target, or None."""
-        try:
-            self.block(body, frozenset())
-        except _ReadAfterWrite:
-            return self.write
-        return None
-
-    def reads(self, node, state):
-        if self.WRITTEN in state and node is not None and any(
-                isinstance(n, S.Name) and isinstance(n.ctx, S.Load) and n.id == self.target
-                for n in S.walk(node)):
-            raise _ReadAfterWrite()
-
-    def block(self, block, state):
-        """The states after ``block``, and every state seen within it."""
-        seen = set(state)
-        for stmt in block:
-            state, inner = self.statement(stmt, state)
-            seen |= inner | state
-        return state, frozenset(seen)
-
-    def statement(self, stmt, state):
-        if isinstance(stmt, S.Assign):
-            target = stmt.targets[0]
-            self.reads(stmt.value, state)
-            if isinstance(target, S.Subscript):
-                self.reads(target.slice, state)
-                if isinstance(target.value, S.Name) and target.value.id in self.members \
-                        and state:
-                    self.write = stmt
-                    return frozenset({self.WRITTEN}), frozenset()
-                return state, frozenset()
-            if stmt is self.alias:
-                return frozenset({self.SHARED}), frozenset()
-            names = set(assigned_names(stmt))
-            if self.target in names:
-                return frozenset(), frozenset()
-            if self.killer in names:
-                return state - {self.SHARED}, frozenset()
-            return state, frozenset()
-        if is_append(stmt):
-            self.reads(stmt.value.args[0], state)
-            if stmt.value.func.value.id in self.members and state:
-                self.write = stmt
-                return frozenset({self.WRITTEN}), frozenset()
-            return state, frozenset()
-        if isinstance(stmt, S.If):
-            self.reads(stmt.test, state)
-            then, seen_then = self.block(stmt.body, state)
-            other, seen_other = self.block(stmt.orelse, state)
-            return then | other, seen_then | seen_other
-        if isinstance(stmt, (S.For, S.While)):
-            self.reads(getattr(stmt, "iter", None), state)
-            head, seen = state, frozenset()
-            while True:  # any state seen in the body may reach the head and the exit
-                self.reads(getattr(stmt, "test", None), head)
-                after, seen = self.block(stmt.body, head)
-                grown = head | after | seen
-                if grown == head:
-                    break
-                head = grown
-            self.block(getattr(stmt, "orelse", None) or [], head)
-            return head, seen
-        for field in ("value", "test", "exc", "msg"):
-            self.reads(getattr(stmt, field, None), state)
-        return state, frozenset()

@@ -221,6 +221,34 @@ def live_before(block, live_after, reads, writes):
     return _Liveness(reads, writes).run(block, frozenset(live_after))
 
 
+class _Recorded(_Liveness):
+    def __init__(self, reads, writes):
+        super().__init__(reads, writes)
+        self.after = {}
+
+    def statement(self, stmt, after):
+        self.after[id(stmt)] = after  # a loop's last pass runs with its final head
+        return super().statement(stmt, after)
+
+
+def live_after_each(body, reads, writes):
+    """{id(statement): the names live right after it}, for every statement of
+    the function ``body``, in one sweep (see :func:`live_before`)."""
+    liveness = _Recorded(reads, writes)
+    liveness.run(body, frozenset())
+    return liveness.after
+
+
+def in_order(body):
+    """Every statement of ``body``, nested ones too, in the order they are written."""
+    for stmt in body:
+        yield stmt
+        for field in ("body", "orelse"):
+            nested = getattr(stmt, field, None)
+            if isinstance(nested, list):
+                yield from in_order(nested)
+
+
 def live_after(body, stmt, reads, writes):
     """The names live right after ``stmt``, somewhere in the function ``body``:
     read before being assigned again by the code that may run next (in a loop,

@@ -13,7 +13,6 @@ comments and derivo's errors point at the caller's line.
 
 from . import syntax as S
 from .outline import Loop
-from .ssa import mark_aliased_updates
 from .errors import DerivoError
 
 MAX_DEPTH = 4  # a deeper chain of straight-line helpers is left as calls
@@ -26,8 +25,6 @@ def inline_calls(normalized, normalize_function, depth=0):
     ``normalize_function(func)`` gives a user function's statement form.
     """
     _inline_block(normalized.tree.body, normalized, normalize_function, depth)
-    if depth == 0:  # new = ident(u) is new = u now: new += 1 changes u
-        mark_aliased_updates(normalized.tree, normalized.parsed)
     return normalized
 
 
@@ -80,28 +77,10 @@ def _inline(stmt, caller, normalize_function, depth):
         else:
             copies.append(S.assign(target.id, _substituted(S.name(result), renames, bindings)))
     statements = [_substituted(s, renames, bindings) for s in S.deepcopy(body)] + copies
-    rebound = {t.id for t in targets}
-    # later: below the call, or anywhere in a loop around it (its next trip) for a
-    # name the loop never assigns (one it assigns may be a new value by then)
-    loops = [loop for loop in S.walk(caller.tree) if isinstance(loop, (S.For, S.While))
-             and any(node is stmt for node in S.walk(loop))]
-    read_later = {n.id for n in S.walk(caller.tree) if isinstance(n, S.Name)
-                  and isinstance(n.ctx, S.Load) and getattr(n, "lineno", 0) > stmt.lineno} | {
-        n.id for loop in loops for n in S.walk(loop) if isinstance(n, S.Name)
-        and isinstance(n.ctx, S.Load) and n.id not in S.stored_names(loop)}
     for original, pasted in zip(body, statements):
-        # v += e on a parameter given the caller's y, which the caller reads later:
-        # NumPy changes y too, which the statement form does not (analyze refuses it
-        # in array code, as for y = x); y = acc(y, e) rebinds y to that same array
-        updated = _updated_name(original)
-        argument = bindings.get(updated)
-        if isinstance(argument, S.Name) and argument.id not in rebound and \
-                argument.id in read_later:
-            pasted.aliased_update = argument.id
         if _updated_name(pasted) is None:
             pasted.augmented = False  # v += e of a parameter given a constant: v = 1.0 + e
     for new in statements:
-        new.inlined = True  # its updates are looked at here, not by mark_aliased_updates
         for node in S.walk(new):
             if hasattr(node, "lineno"):
                 S.copy_location(node, stmt)

@@ -32,7 +32,6 @@ from .checkpoints import SCHEDULES, checkpointed
 from .errors import UnsupportedSyntax
 from .names import Namer
 from .parse import Outlined, Parsed
-from .memory import may_share_memory, shared_sources
 
 ITERATIONS = "(iterations)"  # the parameter of a for loop's call that takes its iterable
 
@@ -127,7 +126,6 @@ def _outline(parsed, tree, loop, slots, schedule, names):
     if loop.orelse:
         raise _error(parsed, loop, "has an else block; move it after the loop with a flag")
     _refuse_jumps(parsed, loop)
-    _refuse_shared_writes(parsed, tree, loop)
     if isinstance(loop, S.For) and not isinstance(loop.target, S.Name):
         raise _error(parsed, loop.target, "needs one loop variable, not {!r}".format(
             parsed.words(loop.target)))
@@ -216,29 +214,6 @@ def _refuse_jumps(parsed, loop):
                 if isinstance(inner, list):
                     visit(inner, own_level and not isinstance(stmt, (S.For, S.While)))
     visit(loop.body, True)
-
-
-def _refuse_shared_writes(parsed, tree, loop):
-    """Refuse writing into an array inside the loop when the function also gives
-    it another name (``y = x``, ``z = y``, ``z = y[1:]``): the step functions take
-    each name as an argument of their own and cannot see a write through one
-    reach the other, on this trip or the next (the stack strategy refuses the
-    same in ssa and analyze)."""
-    written = {n.value.id for n in S.walk(loop.body) if isinstance(n, S.Subscript)
-               and isinstance(n.ctx, S.Store) and isinstance(n.value, S.Name)}
-    for stmt in S.walk(tree):
-        if not (isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)):
-            continue
-        target, value = stmt.targets[0].id, stmt.value
-        # (an item y[i] is a number, or a row whose writes the loop's state carries)
-        item = isinstance(value, S.Subscript) and not any(
-            isinstance(n, S.Slice) or isinstance(n, S.Constant) and n.value in (None, Ellipsis)
-            for n in S.walk(value.slice))
-        if target in written and may_share_memory(value, parsed) or \
-                not item and written & set(shared_sources(value, parsed)):
-            raise _error(parsed, stmt, "writes into memory that {0!r} shares with another "
-                         "name ({0} = {1}); make a copy, e.g. {0} = ... .copy()".format(
-                             target, parsed.words(stmt.value)))
 
 
 def _located(node, origin):

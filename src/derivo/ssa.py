@@ -54,7 +54,7 @@ from . import rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
 from .fence import check_supported
-from .memory import call_result, in_a_library, may_share_memory, shared_sources
+from .memory import in_a_library, is_new_array, may_share_memory
 from .names import Namer, names_in
 
 JUMPS = (S.Break, S.Continue, S.gast.Raise, S.Return)
@@ -92,7 +92,6 @@ def normalize(parsed):
     _share_repeated_terms(tree, namer, normalizer.written)
     _mark_owned(tree, normalizer.written, parsed, built)
     _mark_opaque(tree, parsed)
-    mark_aliased_updates(tree, parsed)
     returned = tree.body[-1].value
     results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
     return Normalized(parsed, tree, results, namer, frozenset(built))
@@ -365,7 +364,7 @@ class _Normalizer:
         value = S.binop(current, stmt.op, stmt.value)
         out = self.assign_to(target, S.copy_location(value, stmt), stmt)
         if isinstance(target, S.Name):
-            out[-1].augmented = True  # in place for an array: see mark_aliased_updates
+            out[-1].augmented = True  # in place for an array: see memory.sharing_faults
         return out
 
     def stmt_Assign(self, stmt):
@@ -909,7 +908,7 @@ def _mark_owned(tree, written, parsed, built=frozenset()):
                                    "{} = ... .copy()".format(
                                        stmt.targets[0].id, parsed.words(value),
                                        stmt.targets[0].id), "aliased write")
-            stmt.owns = not _makes_a_new_array(value, parsed)
+            stmt.owns = not is_new_array(value, parsed)
 
 
 def _shared_parameter_message(parsed, tree, name, other):
@@ -1024,147 +1023,6 @@ def _comprehension_in(stmt, field, parsed):
             else:
                 pending.append((node, name, None, value))
     return None
-
-
-def mark_aliased_updates(tree, parsed):
-    """Mark ``y += e`` where y shares memory with another name the code reads
-    later: y was assigned it, a view of it or one of its items (``y = x``,
-    ``y = x.reshape(3)``, ``y = x[0]``, ``z = y`` first), or it was assigned a
-    view of y (``x = y[1:]``).  For a NumPy array the update changes x too,
-    which the statement form (``y = y + e``) does not, so array code must refuse
-    it (``stmt.aliased_update`` names x, ``stmt.aliased_reads`` all such names).
-
-    An item (``y = x[0]``) is a row of an array but a number of a list or a
-    tuple, which array code cannot tell apart: only x itself counts for it, and
-    what x holds when it is a list or tuple display (``x = [a, b]``), not what
-    else x shares memory with (``x = pair``, a tuple of numbers, in code derivo
-    generated)."""
-    views = collections.defaultdict(set)  # name -> names it is a view of, or that view it
-    items = {}                            # name -> the name it was assigned an item of
-    held = {}                             # name -> the names a list or tuple display holds
-    for stmt in S.walk(tree):
-        if isinstance(stmt, S.For) and isinstance(stmt.target, S.Name):
-            base = S.root_name(stmt.iter)  # for row in X: a row of an array is a view
-            if base is not None:
-                items.setdefault(stmt.target.id, base.id)
-            continue
-        if not (isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)):
-            continue
-        target, value = stmt.targets[0].id, stmt.value
-        if isinstance(value, (S.List, S.Tuple)):  # ys = [a, x]: ys[0] is a
-            held.setdefault(target, set()).update(
-                element.id for element in value.elts if isinstance(element, S.Name))
-            continue
-        if isinstance(value, S.Subscript) and not _is_slicing(value.slice):
-            base = S.root_name(value)
-            if base is not None:
-                items.setdefault(target, base.id)
-            continue
-        for source in shared_sources(value, parsed):
-            views[target].add(source)
-            views[source].add(target)
-    loads = [((n.lineno, getattr(n, "col_offset", 0)), n.id) for n in S.walk(tree)
-             if isinstance(n, S.Name) and isinstance(n.ctx, S.Load) and hasattr(n, "lineno")]
-    # a for loop reads what it iterates over on every trip (seq1, which ssa made, too)
-    loads += [((loop.lineno, loop.col_offset), n.id) for loop in S.walk(tree)
-              if isinstance(loop, S.For) for n in S.walk(loop.iter) if isinstance(n, S.Name)]
-    # the lines of each loop: a read above the update in its loop comes after it too
-    loops = [(*_lines_of(loop), _assigned_before_read(loop)) for loop in S.walk(tree)
-             if isinstance(loop, (S.For, S.While))]
-    for block in S.blocks(tree):
-        for index, stmt in enumerate(block):
-            if not getattr(stmt, "augmented", False) or getattr(stmt, "inlined", False):
-                continue
-            later = [loop for loop in loops if loop[0] <= stmt.lineno <= loop[1]]
-            updated = stmt.value.left.id  # y1 = y + e: y is the one updated
-            sharing = _fresh_before(block[:index], updated, parsed)
-            if sharing is None:  # not assigned a new value just before: what it may share
-                sharing, pending = {updated}, [updated]
-                while pending:
-                    for other in views[pending.pop()] - sharing:
-                        sharing.add(other)
-                        pending.append(other)
-                bases = {items[name] for name in sharing if name in items}
-                sharing |= bases | {name for base in bases for name in held.get(base, ())}
-                # a list display holding it (lst = [a]), and the items taken from one
-                holders = {holder for holder, names in held.items() if names & sharing}
-                sharing |= holders | {name for name, base in items.items() if base in holders}
-            # a read after the update's end (on its line too: a; y += 1; b) counts, and
-            # a read in its loop (the next trip comes after the update), unless each
-            # trip assigns the name before reading it
-            end = (getattr(stmt, "end_lineno", None) or stmt.lineno,
-                   getattr(stmt, "end_col_offset", None) or math.inf)
-            read = sorted({name for place, name in loads if name in sharing - {updated} and (
-                place > end or any(first <= place[0] <= last and name not in fresh
-                                   for first, last, fresh in later))})
-            if read:
-                stmt.aliased_update = read[0]
-                stmt.aliased_reads = read
-
-
-def _fresh_before(statements, name, parsed):
-    """When the last of ``statements`` to assign ``name`` gives it a new array
-    (``new = np.tanh(u)``) and only plain assignments follow, the names that are
-    views of it by the end of them (name included): nothing else shares its
-    memory, whatever the loop around does with it later (``u = new``).  None
-    otherwise."""
-    for position in range(len(statements) - 1, -1, -1):
-        stmt = statements[position]
-        if not isinstance(stmt, (S.Assign, S.Expr)):
-            return None  # a branch or a loop in between: not that simple
-        if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
-                stmt.targets[0].id == name:
-            if not _makes_a_new_array(stmt.value, parsed):
-                return None
-            sharing = {name}
-            for later in statements[position + 1:]:
-                reads = {n.id for n in S.walk(later) if isinstance(n, S.Name)}
-                if not reads & sharing:
-                    continue
-                if not (isinstance(later, S.Assign) and isinstance(later.targets[0], S.Name)):
-                    return None  # stored in a container, given to a call...
-                if shared_sources(later.value, parsed):
-                    sharing.add(later.targets[0].id)
-            return sharing
-    return None
-
-
-def _makes_a_new_array(value, parsed):
-    """Whether ``value`` is surely memory no other name holds: arithmetic, a list
-    display, or a call the memory model knows makes a new array or container (a
-    ufunc, an allocator, ``.copy()``, a primitive declared to return one)."""
-    if isinstance(value, (S.BinOp, S.UnaryOp, S.Constant, S.List)):
-        return True
-    # list(xs) is a new list: writing into it changes none of xs
-    return isinstance(value, S.Call) and call_result(value, parsed)[0] in ("new", "holds")
-
-
-def _assigned_before_read(loop):
-    """Names every trip of ``loop`` assigns, in its own block, before it reads
-    them (and a ``for`` loop's target): a trip reads the value it assigned.  A
-    ``while`` loop's test reads before every trip."""
-    assigned = set(S.stored_names(loop.target)) if isinstance(loop, S.For) else set()
-    read = set() if isinstance(loop, S.For) else {
-        n.id for n in S.walk(loop.test) if isinstance(n, S.Name)}
-    for stmt in loop.body:
-        read |= {n.id for n in S.walk(stmt) if isinstance(n, S.Name) and
-                 isinstance(n.ctx, S.Load)} - assigned
-        if isinstance(stmt, S.Assign):
-            assigned |= S.stored_names(stmt.targets) - read
-    return assigned
-
-
-def _lines_of(node):
-    """(first, last) line of ``node`` and what it holds."""
-    lines = [n.lineno for n in S.walk(node) if hasattr(n, "lineno")]
-    return min(lines), max(lines)
-
-
-def _is_slicing(index):
-    """Whether ``x[index]`` is a slice of x (a view of an array), not an item."""
-    parts = index.elts if isinstance(index, S.Tuple) else [index]
-    return any(isinstance(part, S.gast.Slice) or isinstance(part, S.Constant) and
-               part.value in (Ellipsis, None) for part in parts)
 
 
 def _mark_opaque(tree, parsed):
