@@ -42,7 +42,7 @@ import types
 
 import numpy as np
 
-from . import checkpoints, dataflow, rules
+from . import checkpoints, dataflow, form, rules
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
@@ -162,6 +162,8 @@ class Analysis:
         faults = sharing_faults(self.normalized.tree, self.parsed, self.local_names,
                                 self.scalars, self.arrays, self.lists)
         for fault in faults:
+            if fault.kind == "unowned":
+                raise fault.error(self.parsed, self._user_names.__contains__)
             if is_item_write(fault.stmt) or is_append(fault.stmt):
                 if not writes or not {fault.name, fault.other} & self.active or \
                         isinstance(fault.site, S.For):
@@ -242,7 +244,7 @@ class Analysis:
                 stack += getattr(node, "values", None) or node.elts
             elif isinstance(node, S.gast.Dict):
                 stack += node.values
-            elif isinstance(node, S.Call) and getattr(node, "user_function", None):
+            elif isinstance(node, S.Call) and form.annotation(node, "user_function"):
                 stack += list(node.args) + [k.value for k in node.keywords]
             else:
                 site = self.site(node)
@@ -337,7 +339,7 @@ class Analysis:
         in Y: row[0] = v``): a row is a view, and the write changes Y too."""
         for stmt in S.walk(body):
             if isinstance(stmt, S.Assign) and (
-                    is_item_write(stmt) or self.arrays and getattr(stmt, "augmented", False)) \
+                    is_item_write(stmt) or self.arrays and form.annotation(stmt, "augmented")) \
                     and assigned_names(stmt)[0] in items:
                 raise self.parsed.error(
                     UnsupportedSyntax, stmt, "cannot differentiate a write into {!r}, an item "
@@ -444,7 +446,7 @@ class Analysis:
         """The arguments given to a user function for the parameters it changes in
         place (``setfirst(y, v)`` with ``def setfirst(y, v): y[0] = v``), and all
         those given to a function derivo cannot read (see :func:`_arguments_changed_by`)."""
-        callee = getattr(call, "user_function", None) or self.parsed.callee_key(call)
+        callee = form.annotation(call, "user_function") or self.parsed.callee_key(call)
         return _arguments_changed_by(self.parsed, call, callee, self.arrays)
 
     def _refuse_dicts_and_sets(self):
@@ -560,7 +562,7 @@ class Analysis:
                 for target, items in zip(targets, names):
                     row = S.copy_location(S.assign(target, S.subscript(
                         S.name(items), S.name(index))), stmt)
-                    row.item = True  # cheaper to read again than to save (see _flow_loop)
+                    row.item = True  # cheaper to read again than to save (see _prepare_loop)
                     heads.append(row)
                 if kind == "values":
                     stmt.row = heads[0]
@@ -687,7 +689,7 @@ class Analysis:
                                         if isinstance(n, S.Subscript)
                                         and isinstance(n.value, S.Name)}
         self.containers |= {argument.id for call in S.walk(tree) if isinstance(call, S.Call)
-                            and getattr(call, "user_function", None) is not None
+                            and form.annotation(call, "user_function") is not None
                             for argument in call.args + [k.value for k in call.keywords]
                             if isinstance(argument, S.Name)}
         self.containers |= {call.args[0].id for call in S.walk(tree) if isinstance(call, S.Call)
@@ -988,7 +990,7 @@ class Analysis:
             return set()
         if is_item_write(stmt):
             return _names(stmt.targets[0].slice) | _names(value)
-        callee = getattr(value, "user_function", None)
+        callee = form.annotation(value, "user_function")
         if isinstance(callee, Loop):
             return set()  # the loop's tape keeps what its reverse reads
         if callee is not None:
@@ -1027,7 +1029,7 @@ class Analysis:
             target = stmt.targets[0]
             if is_item_write(stmt) or not set(assigned_names(stmt)) & self.active:
                 continue
-            callee = getattr(stmt.value, "user_function", None)
+            callee = form.annotation(stmt.value, "user_function")
             if callee is not None:
                 self._plan_call(stmt, callee)
             else:
@@ -1189,7 +1191,7 @@ class Analysis:
             # The reverse loop reads an item ``t = X[i]`` again at the top of each
             # trip instead of saving it, unless t is assigned again in the loop or
             # an adjoint before the loop needs its old value.
-            if getattr(stmt, "item", False) or _item_read_again(loop, position, written):
+            if form.annotation(stmt, "item") or _item_read_again(loop, position, written):
                 name = stmt.targets[0].id
                 assignments = [n for n in S.walk(loop) if isinstance(n, S.Name)
                                and isinstance(n.ctx, S.Store) and n.id == name]
@@ -1644,7 +1646,7 @@ def sequence_arithmetic(func, _seen=frozenset()):
                 for param, depth in depths(operand).items():
                     note(param, depth, node, operand)
         elif isinstance(node, S.Call):
-            callee = getattr(node, "user_function", None) or parsed.resolve_callee(node)
+            callee = form.annotation(node, "user_function") or parsed.resolve_callee(node)
             if not is_user_function(callee) or callee in _seen:
                 continue
             try:
@@ -1680,6 +1682,7 @@ def analyze_memory(normalized, wrt, arrays=False):
     analysis.compute_read_item_by_item()
     analysis.refuse_shared_writes()
     analysis.plan_statements()
+    form.check(normalized.tree, "analyze")
 
 
 def analyze(normalized, wrt, arrays=False, loops="stack"):
@@ -1693,6 +1696,7 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     analysis.refuse_writes_into_globals()
     analysis.plan_statements()
     analysis.compute_saving()
+    form.check(normalized.tree, "analyze")
     return analysis
 
 

@@ -11,6 +11,7 @@ Inlined statements carry the call's source position: the generated code's
 comments and derivo's errors point at the caller's line.
 """
 
+from . import form
 from . import syntax as S
 from .outline import Loop
 from .errors import DerivoError
@@ -25,6 +26,7 @@ def inline_calls(normalized, normalize_function, depth=0):
     ``normalize_function(func)`` gives a user function's statement form.
     """
     _inline_block(normalized.tree.body, normalized, normalize_function, depth)
+    form.check(normalized.tree, "inline")
     return normalized
 
 
@@ -44,7 +46,7 @@ def _inline_block(block, caller, normalize_function, depth):
 
 
 def _inline(stmt, caller, normalize_function, depth):
-    callee = getattr(getattr(stmt, "value", None), "user_function", None)
+    callee = form.annotation(getattr(stmt, "value", None), "user_function")
     if callee is None or isinstance(callee, Loop) or not isinstance(stmt, S.Assign) \
             or depth >= MAX_DEPTH:
         return None
@@ -52,7 +54,7 @@ def _inline(stmt, caller, normalize_function, depth):
         function = normalize_function(callee)
     except DerivoError:
         return None  # left as a call: transforming it reports the problem
-    if not _straight(function.tree.body[:-1]) or getattr(function.tree, "owned", None):
+    if not _straight(function.tree.body[:-1]) or form.annotation(function.tree, "owned"):
         return None
     inline_calls(function, normalize_function, depth + 1)
     body = function.tree.body[:-1]
@@ -91,7 +93,7 @@ def _inline(stmt, caller, normalize_function, depth):
 def _updated_name(stmt):
     """The name ``stmt`` updates in place when it is ``y1 = y + e`` made of
     ``y += e`` (see ssa), or None."""
-    left = stmt.value.left if getattr(stmt, "augmented", False) else None
+    left = stmt.value.left if form.annotation(stmt, "augmented") else None
     return left.id if isinstance(left, S.Name) else None
 
 

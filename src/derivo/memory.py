@@ -16,7 +16,7 @@ import types
 
 import numpy as np
 
-from . import dataflow, rules
+from . import dataflow, form, rules
 from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
 from .parse import MISSING, parse
@@ -468,6 +468,14 @@ class Fault:
     def error(self, parsed, readable):
         """The refusal: ``readable(name)`` tells whether a name is the user's."""
         where = getattr(self.stmt, "lineno", "?")
+        if self.kind == "unowned":
+            site = self.site if isinstance(self.site, S.Assign) else self.stmt
+            words = parsed.words(site.value) if S.single_target(site) else self.name
+            return parsed.error(
+                UnsupportedSyntax, site, "cannot differentiate writing into {0!r} (line {2}): "
+                "it may share memory with another array (assigned {1!r}, line {3}), which "
+                "derivo does not own; write into a copy, e.g. {0} = {1}.copy()".format(
+                    self.name, words, where, getattr(site, "lineno", "?")), "aliased write")
         if self.kind == "update":
             if self.other == self.name:  # a helper's v += e, pasted here (see inline)
                 return parsed.error(
@@ -491,8 +499,8 @@ class Fault:
         return parsed.error(
             UnsupportedSyntax, site, "cannot differentiate {0!r} sharing memory with {1!r} "
             "({2}, line {4}): line {3} writes into that memory and {0} is read afterwards; "
-            "NumPy shows the change through both names, derivo's adjoints cannot follow "
-            "it; make a copy ({0} = {2}.copy())".format(
+            "NumPy shows the change through both names, which share memory, and derivo's "
+            "adjoints cannot follow it; make a copy ({0} = {2}.copy())".format(
                 alias, source, words, where, getattr(site, "lineno", "?")), "aliased write")
 
 
@@ -503,8 +511,8 @@ class _Refs(dataflow.Forward):
     what it made before becomes that site's *older* object, so a name bound on an
     earlier trip shares nothing with the newest (recency)."""
 
-    def __init__(self, parsed, local, scalars, arrays, lists):
-        self.parsed, self.local = parsed, local
+    def __init__(self, parsed, local, scalars, arrays, lists, owned):
+        self.parsed, self.local, self.owned = parsed, local, owned
         self.scalars, self.arrays, self.lists = scalars, arrays, lists
         self.before = {}  # id(statement) -> the state control reaches it with
 
@@ -547,11 +555,19 @@ class _Refs(dataflow.Forward):
                 Ref(holds=self.of(stmt.value.args[0], state).everything())
         return state
 
+    def owns(self, obj):
+        """Whether the function may write into the abstract object ``obj``: what
+        it allocated, a parameter it copies on entry, an item of one of these."""
+        kind = obj[0]
+        if kind == "item":
+            return self.owns(obj[1])
+        return kind in ("new", "old") or kind == "param" and obj[1] in self.owned
+
     def is_update(self, stmt):
         """Whether ``stmt`` is ``x1 = x + e`` that ssa made of ``x += e``, in place
         when x may be an array."""
         return self.arrays and isinstance(stmt, S.Assign) and \
-            getattr(stmt, "augmented", False) and isinstance(stmt.value, S.BinOp) and \
+            form.annotation(stmt, "augmented") and isinstance(stmt.value, S.BinOp) and \
             isinstance(stmt.value.left, S.Name) and isinstance(stmt.targets[0], S.Name) and \
             stmt.value.left.id not in self.scalars
 
@@ -631,8 +647,10 @@ class _Refs(dataflow.Forward):
             for part in parts:
                 found = found | self.of(part, state)
             return Ref(found.views, found.holds, found.sources)
-        # a call derivo cannot read may return anything reachable from its arguments
-        return new | Ref(self._all(parts + [call.func], state), self._all(parts, state))
+        # a call derivo cannot read may return anything reachable from its arguments,
+        # or memory no name here refers to
+        return Ref(self._all(parts + [call.func], state) | {("unknown", id(call))},
+                   self._all(parts, state))
 
 
 #: Attributes of an array that are views of it
@@ -709,10 +727,11 @@ def _conflict(kind, changed, seen, other):
 
 def sharing_faults(tree, parsed, local, scalars=frozenset(), arrays=True, lists=frozenset()):
     """Every in-place change in the statement-form function ``tree`` of memory
-    that another name, read afterwards, may refer to (see :class:`Fault`), in
-    the order of the statements.  Parameters refer to arrays of their own (one
-    a function writes into is copied on entry: ``tree.owned``)."""
-    refs = _Refs(parsed, local, scalars, arrays, lists)
+    that another name, read afterwards, may refer to, or that the function does
+    not own (see :class:`Fault`), in the order of the statements.  derivo
+    writes only into what it owns: arrays the function allocates, parameters it
+    copies on entry (``tree.owned``)."""
+    refs = _Refs(parsed, local, scalars, arrays, lists, set(form.annotation(tree, "owned")))
     params = all_params(tree)
     refs.run(tree.body, {p: Ref(frozenset([("param", p)])) for p in params})
     live = dataflow.live_after_each(tree.body, _reads, _writes)
@@ -727,6 +746,12 @@ def sharing_faults(tree, parsed, local, scalars=frozenset(), arrays=True, lists=
             continue
         kind, name, spared = change
         changed = refs.of(S.name(name), state)
+        if kind == "write" and name in local and not all(map(refs.owns, changed.views)):
+            # (a write into a global by its own name: analyze refuses it as such)
+            sites = sorted(changed.sites & position.keys(), key=position.get)
+            faults.append(Fault("unowned", stmt, name, None,
+                                statements[sites[0]] if sites else None))
+            continue
         for other in sorted(live.get(id(stmt), ()) - spared):
             seen = refs.of(S.name(other), state)
             how = _conflict(kind, changed, seen, other)

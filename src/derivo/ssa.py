@@ -50,7 +50,7 @@ import types
 
 import numpy as np
 
-from . import rules
+from . import form, rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
 from .fence import check_supported
@@ -90,10 +90,11 @@ def normalize(parsed):
     _refuse_partial_jumps(body, parsed)
     tree.body = normalizer.function_body(tree, body, final)
     _share_repeated_terms(tree, namer, normalizer.written)
-    _mark_owned(tree, normalizer.written, parsed, built)
+    _mark_owned(tree, normalizer.written, parsed)
     _mark_opaque(tree, parsed)
     returned = tree.body[-1].value
     results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
+    form.check(tree, "ssa")
     return Normalized(parsed, tree, results, namer, frozenset(built))
 
 
@@ -454,7 +455,7 @@ class _Normalizer:
         value = self.read(value)
         hoisted, value = self.hoist_calls(value, origin, top=True)
         flat = all(isinstance(t, S.Name) for t in target.elts)
-        if getattr(value, "user_function", None) and flat:
+        if form.annotation(value, "user_function") and flat:
             targets = [S.store(self.write(t.id)) for t in target.elts]
             return hoisted + [S.assign(S.tuple_(targets, store_ctx=True), value)]
         out = hoisted
@@ -606,7 +607,7 @@ class _Normalizer:
                 return self.generic_visit(node)
 
         for stmt in body:
-            if isinstance(stmt, S.Assign) and not getattr(stmt.value, "user_function", None):
+            if isinstance(stmt, S.Assign) and not form.annotation(stmt.value, "user_function"):
                 stmt.value = Hoist(stmt).visit(stmt.value)
         return out
 
@@ -702,7 +703,7 @@ class _Normalizer:
 
         class Hoist(S.NodeTransformer):
             def visit_Call(self, call):
-                if getattr(call, "user_function", None) is not None:
+                if form.annotation(call, "user_function") is not None:
                     return call  # an outlined loop (see outline): its reverse needs no arguments
                 self.generic_visit(call)
                 target = normalizer.parsed.callee_key(call)
@@ -878,16 +879,12 @@ def _conditional_parts(stmt):
     return parts
 
 
-def _mark_owned(tree, written, parsed, built=frozenset()):
-    """Mark where an array written in place must first be copied.
-
-    derivo never writes into an array the caller passed in, nor into one that
-    another name may share: a parameter written in place is copied on entry
-    (``tree.owned``), and so is a written array after an assignment from a call
-    that may return shared memory (``stmt.owns``).  Writing into an array that
-    is, by its assignment, a name for another array or a view is refused; the
-    list a comprehension built (one of ``built``) is no other name's.
-    """
+def _mark_owned(tree, written, parsed):
+    """Mark where an array written in place must first be copied: a parameter
+    written in place is copied on entry (``tree.owned``), and a written array
+    after an assignment that is neither a new array nor another name for one
+    (``stmt.owns``).  Whether a write may go into memory another name refers
+    to, memory.sharing_faults decides."""
     params = {a.id for a in tree.args.args + tree.args.kwonlyargs}
     tree.owned = sorted(written & params)
     tree.apart = [(name, other, _shared_parameter_message(parsed, tree, name, other))
@@ -895,20 +892,8 @@ def _mark_owned(tree, written, parsed, built=frozenset()):
     for stmt in S.walk(tree):
         if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) \
                 and stmt.targets[0].id in written:
-            value = stmt.value
-            if isinstance(value, S.Name) and value.id in built:
-                stmt.owns = False
-                continue
-            if may_share_memory(value, parsed):
-                # In Python both names would see the write; derivo, which must not
-                # write into memory it does not own, cannot honour that.
-                raise parsed.error(UnsupportedSyntax, stmt, "cannot differentiate writing "
-                                   "into {!r}: it may share memory with another array "
-                                   "(assigned {!r}); write into a copy, e.g. "
-                                   "{} = ... .copy()".format(
-                                       stmt.targets[0].id, parsed.words(value),
-                                       stmt.targets[0].id), "aliased write")
-            stmt.owns = not is_new_array(value, parsed)
+            stmt.owns = not is_new_array(stmt.value, parsed) and \
+                not may_share_memory(stmt.value, parsed)
 
 
 def _shared_parameter_message(parsed, tree, name, other):
