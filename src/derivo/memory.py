@@ -498,10 +498,11 @@ class Fault:
         words = parsed.words(site.value) if S.single_target(site) else source
         return parsed.error(
             UnsupportedSyntax, site, "cannot differentiate {0!r} sharing memory with {1!r} "
-            "({2}, line {4}): line {3} writes into that memory and {0} is read afterwards; "
-            "NumPy shows the change through both names, which share memory, and derivo's "
-            "adjoints cannot follow it; make a copy ({0} = {2}.copy())".format(
-                alias, source, words, where, getattr(site, "lineno", "?")), "aliased write")
+            "({2}, line {3}): line {4} writes into that memory through {5!r} and {6!r} is "
+            "read afterwards; NumPy shows the change through both names, which share "
+            "memory, and derivo's adjoints cannot follow it; make a copy "
+            "({0} = {2}.copy())".format(alias, source, words, getattr(site, "lineno", "?"),
+                                        where, self.name, self.other), "aliased write")
 
 
 class _Refs(dataflow.Forward):
@@ -515,6 +516,7 @@ class _Refs(dataflow.Forward):
         self.parsed, self.local, self.owned = parsed, local, owned
         self.scalars, self.arrays, self.lists = scalars, arrays, lists
         self.before = {}  # id(statement) -> the state control reaches it with
+        self.site = None  # the statement being read: what it allocates is its object
 
     def join(self, one, other):
         joined = dict(one)
@@ -523,6 +525,7 @@ class _Refs(dataflow.Forward):
         return joined
 
     def at(self, stmt, state):
+        self.site = stmt
         seen = self.before.get(id(stmt))
         self.before[id(stmt)] = state if seen is None else self.join(seen, state)
 
@@ -590,8 +593,8 @@ class _Refs(dataflow.Forward):
 
     def of(self, value, state, stmt=None):
         """The :class:`Ref` of the expression ``value`` in ``state``; a new array
-        or container is the object of site ``stmt``."""
-        new = Ref(frozenset([("new", id(stmt))]))
+        or container is the object of site ``stmt`` (the statement being read)."""
+        new = Ref(frozenset([("new", id(stmt if stmt is not None else self.site))]))
         if isinstance(value, S.Name):
             if value.id in state:
                 return state[value.id]
