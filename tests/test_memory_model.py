@@ -312,3 +312,25 @@ def writes_into_what_an_unknown_call_returns_of_nothing(x):
 def test_a_write_into_what_an_unknown_call_returns_is_refused_even_without_arguments():
     f = writes_into_what_an_unknown_call_returns_of_nothing
     assert_refused_at(lambda: derivo.grad(f)(2.0), f, "y = np.ma.getdata")
+
+
+def writes_after_a_checkpointed_loop(a, c):
+    s = 0.0
+    y = a * 1.0
+    i = 0
+    k = 0
+    while i < 3:
+        k = i % 3
+        i = i + 1
+        s = s + np.tanh(y[k] * c)
+        y[k] = np.tanh(y[k] * c)
+    y[k] = np.tanh(y[k] * c)  # y is the loop's state: (a copy of) the array made above
+    return s + np.sum(y * y)
+
+
+def test_an_array_a_checkpointed_loop_carries_is_still_owned_after_it():
+    f = writes_after_a_checkpointed_loop
+    x = np.array([0.3, -0.5, 0.8])
+    want = array_grad(lambda a: f(a, 0.7), x)
+    for loops in ("stack", "checkpoint"):
+        np.testing.assert_allclose(derivo.grad(f, loops=loops)(x, 0.7), want, rtol=1e-5)

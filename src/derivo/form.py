@@ -38,6 +38,8 @@ ANNOTATIONS = {
     "iterable": (None, "what a for loop iterates over", "ssa"),
     "user_function": (None, "the user function (or outline.Loop) a call calls",
                       "ssa, outline, transform"),
+    "returns": (None, "the positions of the arguments a call returns, or copies of them "
+                "(an outlined loop's state)", "outline"),
     "item": (False, "row = X[i] made of for row in X: read again, not saved", "analyze"),
     "row": (None, "a loop over values: its row = X[i], the first statement", "analyze"),
 }

@@ -543,6 +543,15 @@ class _Refs(dataflow.Forward):
                               stmt)
         if isinstance(stmt, S.Assign):
             target = stmt.targets[0]
+            returned = form.annotation(stmt.value, "returns")
+            if isinstance(target, S.Tuple) and returned is not None and \
+                    len(returned) == len(target.elts):
+                # x, v = <loop>(..., x, v, ...): each is (a copy of) its own argument
+                values = [self.of(stmt.value.args[i], state) for i in returned]
+                state = dict(state)
+                for element, value in zip(target.elts, values):
+                    self._bind(state, element, value, stmt)
+                return state
             value = self.of(stmt.value, state, stmt)
             state = self._fresh(state, stmt)
             if isinstance(target, S.Subscript):  # ys[i] = v: ys holds v from now on
@@ -640,7 +649,9 @@ class _Refs(dataflow.Forward):
         return frozenset().union(*(self.of(v, state).everything() for v in values))
 
     def _returned(self, call, state, new):
-        how, parts = call_result(call, self.parsed)
+        returned = form.annotation(call, "returns")
+        how, parts = ("is", [call.args[i] for i in returned]) if returned is not None else \
+            call_result(call, self.parsed)
         if how == "new":
             return new
         if how == "holds":

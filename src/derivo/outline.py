@@ -168,6 +168,7 @@ def _outline(parsed, tree, loop, slots, schedule, names):
     iterations = [S.deepcopy(loop.iter)] if isinstance(loop, S.For) else []
     call = S.call(base + "_loop", *iterations, *[S.name(n) for n in state + invariants])
     call.user_function = callee
+    call.returns = list(range(len(iterations), len(iterations) + len(state)))
     targets = S.store(state[0]) if len(state) == 1 else S.tuple_(
         [S.store(n) for n in state], store_ctx=True)
     return _located(S.assign(targets, call), loop)
