@@ -473,9 +473,10 @@ class Fault:
             words = parsed.words(site.value) if S.single_target(site) else self.name
             return parsed.error(
                 UnsupportedSyntax, site, "cannot differentiate writing into {0!r} (line {2}): "
-                "it may share memory with another array (assigned {1!r}, line {3}), which "
-                "derivo does not own; write into a copy, e.g. {0} = {1}.copy()".format(
-                    self.name, words, where, getattr(site, "lineno", "?")), "aliased write")
+                "it may share memory with another array, {4} (assigned {1!r}, line {3}), "
+                "which derivo does not own; write into a copy, e.g. {0} = {1}.copy()".format(
+                    self.name, words, where, getattr(site, "lineno", "?"), self.other),
+                "aliased write")
         if self.kind == "update":
             if self.other == self.name:  # a helper's v += e, pasted here (see inline)
                 return parsed.error(
@@ -718,6 +719,21 @@ def _change(refs, stmt):
     return None
 
 
+def _telling(obj):
+    """Which unowned object a message names first: a parameter, then a call's
+    result, then a global (a module holding the function called)."""
+    kind = (obj if obj[0] != "item" else obj[1])[0]
+    return ["param", "unknown", "global"].index(kind) if kind in ("param", "unknown", "global") \
+        else 3, str(obj)
+
+
+def _described(obj):
+    """Words for the abstract object ``obj`` derivo does not own."""
+    kind, what = obj if obj[0] != "item" else obj[1]
+    return {"param": "parameter {!r}".format(what), "global": "{!r}".format(what)}.get(
+        kind, "memory a call derivo cannot read returns")
+
+
 def _conflict(kind, changed, seen, other):
     """How a change (``kind``) of the memory of the value ``changed`` reaches
     the value ``seen`` of the name ``other``, or None."""
@@ -760,10 +776,11 @@ def sharing_faults(tree, parsed, local, scalars=frozenset(), arrays=True, lists=
             continue
         kind, name, spared = change
         changed = refs.of(S.name(name), state)
-        if kind == "write" and name in local and not all(map(refs.owns, changed.views)):
+        foreign = sorted((o for o in changed.views if not refs.owns(o)), key=_telling)
+        if kind == "write" and name in local and foreign:
             # (a write into a global by its own name: analyze refuses it as such)
             sites = sorted(changed.sites & position.keys(), key=position.get)
-            faults.append(Fault("unowned", stmt, name, None,
+            faults.append(Fault("unowned", stmt, name, _described(foreign[0]),
                                 statements[sites[0]] if sites else None))
             continue
         for other in sorted(live.get(id(stmt), ()) - spared):
