@@ -41,10 +41,14 @@ Further invariants:
   always the last statement of its block;
 - ``return`` in a loop sets the result, a ``returned`` flag and breaks out;
 - every assignment carries ``opaque``: whether it calls a non-primitive;
-- arrays written in place are copies derivo owns (``tree.owned``, ``stmt.owns``).
+- a parameter written in place is copied on entry (``tree.owned``); whether any
+  write may change memory another name refers to, ``memory.sharing_faults``
+  decides.
+
+The annotations stages leave on nodes are declared in ``form.ANNOTATIONS``, and
+``form.validate`` checks the grammar (tests run it after every stage).
 """
 
-import collections
 import math
 import types
 
