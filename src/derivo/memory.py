@@ -98,17 +98,6 @@ def _may_not_copy(call):
                for k in call.keywords)
 
 
-def may_share_memory(value, parsed):
-    """Whether assigning ``value`` may give an existing array another name (``x``,
-    ``x.T``, ``x[1:3]``, ``x.reshape(s)``, ``a if c else x``, ``ident(x)``, a call
-    derivo does not know): a write through either name changes what both hold."""
-    if isinstance(value, S.IfExp):
-        return may_share_memory(value.body, parsed) or may_share_memory(value.orelse, parsed)
-    if isinstance(value, S.Call):
-        return call_result(value, parsed)[0] in ("is", "any")
-    return isinstance(value, (S.Name, S.Attribute, S.Subscript))
-
-
 def is_new_array(value, parsed):
     """Whether ``value`` is surely memory no other name holds: arithmetic, a list
     display, or a call this model knows makes a new array or container (a

@@ -58,7 +58,7 @@ from . import form, rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
 from .fence import check_supported
-from .memory import in_a_library, is_new_array, may_share_memory
+from .memory import in_a_library, is_new_array
 from .names import Namer, names_in
 
 JUMPS = (S.Break, S.Continue, S.gast.Raise, S.Return)
@@ -886,9 +886,9 @@ def _conditional_parts(stmt):
 def _mark_owned(tree, written, parsed):
     """Mark where an array written in place must first be copied: a parameter
     written in place is copied on entry (``tree.owned``), and a written array
-    after an assignment that is neither a new array nor another name for one
-    (``stmt.owns``).  Whether a write may go into memory another name refers
-    to, memory.sharing_faults decides."""
+    after an assignment that is not surely a new array (``stmt.owns``).  Whether
+    a write may change memory another name reads afterwards, or memory derivo
+    does not own, memory.sharing_faults decides."""
     params = {a.id for a in tree.args.args + tree.args.kwonlyargs}
     tree.owned = sorted(written & params)
     tree.apart = [(name, other, _shared_parameter_message(parsed, tree, name, other))
@@ -896,8 +896,9 @@ def _mark_owned(tree, written, parsed):
     for stmt in S.walk(tree):
         if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) \
                 and stmt.targets[0].id in written:
-            stmt.owns = not is_new_array(stmt.value, parsed) and \
-                not may_share_memory(stmt.value, parsed)
+            # (another name for an array nothing reads afterwards: the copy is
+            # what the write would change)
+            stmt.owns = not is_new_array(stmt.value, parsed)
 
 
 def _shared_parameter_message(parsed, tree, name, other):
