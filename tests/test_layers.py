@@ -14,7 +14,7 @@ LAYERS = [
                 "linalg_adjoints", "rules", "rules.runtime", "rules.builtins", "rules.numpy",
                 "rules.linalg", "rules.fft", "rules.scipy_special", "rules.scipy_stats",
                 "rules.scipy", "rules.tangents", "rules.__main__"]),
-    ("normal form", ["parse", "fence", "memory", "ssa", "outline", "inline"]),
+    ("normal form", ["parse", "fence", "form", "dataflow", "memory", "ssa", "outline", "inline"]),
     ("analysis", ["analyze"]),
     ("modes", ["optimize", "forward", "reverse"]),
     ("emit", ["codegen", "numba_backend", "save", "display"]),

@@ -233,3 +233,104 @@ def test_the_rule_tables_declare_what_a_primitive_returns():
     assert rules.returns(np.sin, 1) == rules.NEW              # an elementwise rule
     assert rules.returns(np.zeros, 1) == rules.NEW
     assert rules.returns(operator.getitem, 2) is None         # no entry: may be anything
+
+
+# --- ownership follows the flow ------------------------------------------------------
+
+
+def writes_through_a_view_of_an_array_read_no_more(x):
+    a = x * 2.0
+    y = a[1:]
+    y[0] = x[0] * 3.0   # changes a too, which nothing reads afterwards
+    return np.sum(y * y)
+
+
+def test_a_write_through_a_view_of_an_array_nothing_reads_afterwards_is_differentiated():
+    # refused before ownership followed the flow: y was assigned a view
+    f = writes_through_a_view_of_an_array_read_no_more
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(derivo.grad(f)(x), array_grad(f, x), rtol=1e-5)
+    np.testing.assert_allclose(derivo.jvp(f, (x,), (np.ones(3),))[1],
+                               np.sum(array_grad(f, x)), rtol=1e-5)
+
+
+def writes_through_a_view_of_an_array_read_afterwards(x):
+    a = x * 2.0
+    y = a[1:]
+    y[0] = x[0] * 3.0
+    return np.sum(y * y) + np.sum(a * a)
+
+
+def test_a_write_through_a_view_names_both_names_and_their_lines():
+    f = writes_through_a_view_of_an_array_read_afterwards
+    error = assert_refused_at(lambda: derivo.grad(f)(np.array([1.0, 2.0, 3.0])), f,
+                              "y = a[1:]")
+    message = str(error)
+    assert "'y'" in message and "'a'" in message, message
+    assert "line {}".format(line_of(f, "y[0] = ")) in message, message
+    assert "y = a[1:].copy()" in message, message
+
+
+def copies_then_writes_the_original(a):
+    v = a.copy()
+    a[0] = 1.0
+    return np.sum(v)
+
+
+def test_a_copys_tangent_is_its_own():
+    # forward mode: the copy's tangent must not alias the original's
+    _, tangent = derivo.jvp(copies_then_writes_the_original, (np.array([2.0, 3.0]),),
+                            (np.array([1.0, 0.0]),))
+    assert tangent == pytest.approx(1.0)
+
+
+def rebinds_a_view_each_trip(x):
+    s = x * 1.0
+    total = 0.0
+    for i in range(3):
+        t = s * 2.0     # a new array each trip: last trip's t is no other name's
+        t[0] = t[1]
+        total = total + np.sum(t)
+        s = t
+    return total
+
+
+def test_an_array_made_anew_each_trip_is_owned_on_each():
+    f = rebinds_a_view_each_trip
+    x = np.array([1.0, 2.0, 3.0])
+    for loops in ("stack", "checkpoint"):
+        np.testing.assert_allclose(derivo.grad(f, loops=loops)(x), array_grad(f, x),
+                                   rtol=1e-5)
+
+
+def writes_into_what_an_unknown_call_returns_of_nothing(x):
+    y = np.ma.getdata(np.zeros(3))  # may be memory no name here refers to
+    y[0] = x
+    return np.sum(y) * x
+
+
+def test_a_write_into_what_an_unknown_call_returns_is_refused_even_without_arguments():
+    f = writes_into_what_an_unknown_call_returns_of_nothing
+    assert_refused_at(lambda: derivo.grad(f)(2.0), f, "y = np.ma.getdata")
+
+
+def writes_after_a_checkpointed_loop(a, c):
+    s = 0.0
+    y = a * 1.0
+    i = 0
+    k = 0
+    while i < 3:
+        k = i % 3
+        i = i + 1
+        s = s + np.tanh(y[k] * c)
+        y[k] = np.tanh(y[k] * c)
+    y[k] = np.tanh(y[k] * c)  # y is the loop's state: (a copy of) the array made above
+    return s + np.sum(y * y)
+
+
+def test_an_array_a_checkpointed_loop_carries_is_still_owned_after_it():
+    f = writes_after_a_checkpointed_loop
+    x = np.array([0.3, -0.5, 0.8])
+    want = array_grad(lambda a: f(a, 0.7), x)
+    for loops in ("stack", "checkpoint"):
+        np.testing.assert_allclose(derivo.grad(f, loops=loops)(x, 0.7), want, rtol=1e-5)

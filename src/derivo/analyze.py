@@ -43,11 +43,11 @@ import types
 
 import numpy as np
 
-from . import checkpoints, rules
+from . import checkpoints, dataflow, form, rules
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
-                     is_user_function, shared_sources, user_function)
+                     is_user_function, sharing_faults, user_function)
 from .outline import Loop
 from .parse import GENERATED_PREFIX, MISSING, is_distribution, parameter_names, parse
 from .ssa import CONSUMERS, is_append, normalize
@@ -148,56 +148,38 @@ class Analysis:
 
     # --- sharing -----------------------------------------------------------
 
-    def refuse_shared_writes(self):
-        """Refuse ``z = y`` (or a view of y: ``y[1:3]``, ``y.T``, ``np.reshape(y, s)``,
-        a row ``y[i]``) when z is read after a write into (or an append to) the
-        memory they share.  Python's z sees the write; the statement form gives z
-        and y adjoints of their own, and the reverse sweep of the write never
-        reaches z's adjoint, so the derivative would be silently wrong.  Reverse
-        mode only: tangents share memory as the values do."""
-        tree = self.normalized.tree
-        # ys = items1, the list a comprehension built: nothing changes it afterwards
-        aliases = [(stmt, source) for stmt in S.walk(tree)
-                   if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)
-                   for source in shared_sources(stmt.value, self.parsed, self.lists)
-                   if source not in self.normalized.built]
-        if not aliases:
-            return
-        group = {}  # union of names that may share memory
-
-        def find(name):
-            while group.get(name, name) != name:
-                name = group[name]
-            return name
-
-        for stmt, source in aliases:
-            group[find(stmt.targets[0].id)] = find(source)
-        for stmt, source in aliases:
-            target = stmt.targets[0].id
-            if not {target, source} & self.active:
+    def refuse_shared_writes(self, writes=True):
+        """Refuse an in-place change of memory another name refers to and reads
+        afterwards (see :func:`~derivo.memory.sharing_faults`): Python's other
+        name sees the change; the statement form gives each name a value and an
+        adjoint of its own, so the derivative would be silently wrong.  An
+        update (``y += e``) counts where either name may change a result (the
+        statement form computes y + e anew); a write (``y[i] = v``,
+        ``ys.append(v)``) where either is differentiated (the primal writes as
+        Python does, the adjoints do not follow), reverse mode only
+        (``writes``: tangents share memory as the values do).  A name that may
+        be a row of the written array, or a number (``z = y[i]``), is checked as
+        the primal runs (``shared_checks``)."""
+        faults = sharing_faults(self.normalized.tree, self.parsed, self.local_names,
+                                self.scalars, self.arrays, self.lists)
+        for fault in faults:
+            if fault.kind == "unowned":
+                raise fault.error(self.parsed, self._user_names.__contains__)
+            if is_item_write(fault.stmt) or is_append(fault.stmt):
+                if not writes or not {fault.name, fault.other} & self.active or \
+                        isinstance(fault.site, S.For):
+                    continue  # (a loop over what its body writes: plan_statements refuses it)
+            elif not {fault.stmt.targets[0].id, fault.other} & self._influential:
                 continue
-            members = {n for n in self.local_names | {target, source}
-                       if find(n) == find(target)}
-            # With two names only, rebinding the source ends the sharing.
-            write = _SharedWrite(stmt, target, members,
-                                 source if len(members) == 2 else None).run(tree.body)
-            if write is None:
-                continue
-            error = self.parsed.error(
-                UnsupportedSyntax, stmt, "cannot differentiate {0!r} sharing memory with "
-                "{1!r} ({2}): line {3} writes into that memory and {0} is read afterwards; "
-                "NumPy shows the change through both names, derivo's adjoints cannot "
-                "follow it; make a copy ({0} = {2}.copy())".format(
-                    target, source, self.parsed.words(stmt.value),
-                    getattr(write, "lineno", "?")), "aliased write")
-            value = stmt.value
-            if isinstance(value, S.Subscript) and isinstance(value.value, S.Name) and \
-                    value.value.id == source and not any(
-                        isinstance(n, S.Slice) or isinstance(n, S.Constant) and
-                        n.value in (None, Ellipsis) for n in S.walk(value.slice)):
+            error = fault.error(self.parsed, self._user_names.__contains__)
+            site = fault.site
+            if fault.kind == "item" and not writes:
+                continue  # (tangents share memory as the values do)
+            if fault.kind == "item" and isinstance(site, S.Assign) and \
+                    isinstance(site.value, S.Subscript) and isinstance(site.value.value, S.Name):
                 # y[i]: a number, a copy (y[mask]) or a row (a view) of y; only
                 # the run tells, so the primal checks (see reverse.Sweep.primal)
-                self.shared_checks[id(stmt)] = (source, str(error))
+                self.shared_checks[id(site)] = (site.value.value.id, str(error))
             else:
                 raise error
 
@@ -263,7 +245,7 @@ class Analysis:
                 stack += getattr(node, "values", None) or node.elts
             elif isinstance(node, S.gast.Dict):
                 stack += node.values
-            elif isinstance(node, S.Call) and getattr(node, "user_function", None):
+            elif isinstance(node, S.Call) and form.annotation(node, "user_function"):
                 stack += list(node.args) + [k.value for k in node.keywords]
             else:
                 site = self.site(node)
@@ -364,7 +346,7 @@ class Analysis:
         in Y: row[0] = v``): a row is a view, and the write changes Y too."""
         for stmt in S.walk(body):
             if isinstance(stmt, S.Assign) and (
-                    is_item_write(stmt) or self.arrays and getattr(stmt, "augmented", False)) \
+                    is_item_write(stmt) or self.arrays and form.annotation(stmt, "augmented")) \
                     and assigned_names(stmt)[0] in items:
                 raise self.parsed.error(
                     UnsupportedSyntax, stmt, "cannot differentiate a write into {!r}, an item "
@@ -471,7 +453,7 @@ class Analysis:
         """The arguments given to a user function for the parameters it changes in
         place (``setfirst(y, v)`` with ``def setfirst(y, v): y[0] = v``), and all
         those given to a function derivo cannot read (see :func:`_arguments_changed_by`)."""
-        callee = getattr(call, "user_function", None) or self.parsed.callee_key(call)
+        callee = form.annotation(call, "user_function") or self.parsed.callee_key(call)
         return _arguments_changed_by(self.parsed, call, callee, self.arrays)
 
     def _refuse_dicts_and_sets(self):
@@ -587,7 +569,7 @@ class Analysis:
                 for target, items in zip(targets, names):
                     row = S.copy_location(S.assign(target, S.subscript(
                         S.name(items), S.name(index))), stmt)
-                    row.item = True  # cheaper to read again than to save (see _flow_loop)
+                    row.item = True  # cheaper to read again than to save (see _prepare_loop)
                     heads.append(row)
                 if kind == "values":
                     stmt.row = heads[0]
@@ -714,7 +696,7 @@ class Analysis:
                                         if isinstance(n, S.Subscript)
                                         and isinstance(n.value, S.Name)}
         self.containers |= {argument.id for call in S.walk(tree) if isinstance(call, S.Call)
-                            and getattr(call, "user_function", None) is not None
+                            and form.annotation(call, "user_function") is not None
                             for argument in call.args + [k.value for k in call.keywords]
                             if isinstance(argument, S.Name)}
         self.containers |= {argument.id for call in S.walk(tree) if isinstance(call, S.Call)
@@ -1025,7 +1007,7 @@ class Analysis:
             return set()
         if is_item_write(stmt):
             return _names(stmt.targets[0].slice) | _names(value)
-        callee = getattr(value, "user_function", None)
+        callee = form.annotation(value, "user_function")
         if isinstance(callee, Loop):
             return set()  # the loop's tape keeps what its reverse reads
         if callee is not None:
@@ -1061,30 +1043,10 @@ class Analysis:
                     "for over a value")
             if not isinstance(stmt, S.Assign):
                 continue
-            # (a number is never changed in place: prev = loss; loss += e leaves prev)
-            if self.arrays and getattr(stmt, "aliased_update", None) and ({
-                    *assigned_names(stmt), *getattr(stmt, "aliased_reads", [stmt.aliased_update])}
-                    & self._influential) and stmt.value.left.id not in self.scalars:
-                name = stmt.value.left.id
-                if name == stmt.aliased_update:  # a helper's v += e, pasted here (see inline)
-                    raise self.parsed.error(
-                        UnsupportedSyntax, stmt, "cannot differentiate this call: the function "
-                        "updates its argument {0!r} in place (+= and the like), which NumPy "
-                        "does and derivo does not follow; give it a copy ({0}.copy())".format(
-                            name), "aliased update")
-                other = stmt.aliased_update
-                if other not in self._user_names:  # ssa's t1 for h(x * 2.0)
-                    other = "a value the code reads after the update"
-                raise self.parsed.error(
-                    UnsupportedSyntax, stmt, "cannot differentiate {0!r} updated in place: "
-                    "it may be another name for {1}, which NumPy would update too; write "
-                    "{0} = {0} + ... instead (or {0} = {0}.copy() first)".format(
-                        name, repr(other) if other == stmt.aliased_update else other),
-                    "aliased update")
             target = stmt.targets[0]
             if is_item_write(stmt) or not set(assigned_names(stmt)) & self.active:
                 continue
-            callee = getattr(stmt.value, "user_function", None)
+            callee = form.annotation(stmt.value, "user_function")
             if callee is not None:
                 self._plan_call(stmt, callee)
             else:
@@ -1145,7 +1107,7 @@ class Analysis:
         self.undone = set()
         self.reloads = set()
         self._depth = 0
-        self._flow(tree.body, set(), set(tree_params(tree)))
+        _Saving(self).run(tree.body, (frozenset(), frozenset(tree_params(tree))))
 
     def _integer_steps(self, tree):
         """Statements ``k = k + c`` where k only ever holds integers.
@@ -1238,75 +1200,15 @@ class Analysis:
             reads |= _names(stmt.iter)
         return reads
 
-    def _flow(self, block, read, assigned):
-        """Forward data-flow over ``block``.
-
-        ``read``: names an adjoint reads since their last assignment, on some path.
-        ``assigned``: names surely holding a value (to spot saves of nothing).
-        Returns (read at fall-through or None, read at breaks, read at continues).
-        """
-        breaks, continues = set(), set()
-        for stmt in block:
-            if isinstance(stmt, S.Assign):
-                names = self.stored(stmt) + assigned_names(stmt)
-                read = read | self.statement_reads(stmt)
-                saved = [n for n in names if n in read and
-                         not (id(stmt) in self.reloads and n == stmt.targets[0].id)]
-                counting = any(step is stmt for step in self.counted.values())
-                undo = self._undo(stmt, saved) if saved or counting else None
-                if undo is not None:
-                    self.inverses[id(stmt)] = undo
-                    self.undone.add(id(stmt))
-                    read = read | (_names(undo[1]) - {undo[0]})  # the undo reads these
-                elif saved:
-                    self.undone.discard(id(stmt))
-                    self.pushes[id(stmt)] = saved
-                    self.init_none |= set(saved) - assigned
-                read = (read - set(names)) | self.statement_reads_after(stmt)
-                if undo is not None:
-                    read.add(undo[0])  # the undo starts from the value this left
-                elif saved and is_item_write(stmt):
-                    # x[i] = pop() writes into the array this wrote into: a later
-                    # x = e must save x, or the reverse writes into e's array
-                    read.add(stmt.targets[0].value.id)
-                assigned = assigned | set(names)
-            elif isinstance(stmt, S.If):
-                then_read, then_breaks, then_continues = self._flow(stmt.body, read, assigned)
-                else_read, else_breaks, else_continues = self._flow(stmt.orelse, read, assigned)
-                # The reverse of the if reads its test wherever control left it.
-                # (Conservatively on both jump edges: an extra read costs a push.)
-                exit_reads = self._exit_reads(stmt)
-                breaks |= then_breaks | else_breaks | exit_reads
-                continues |= then_continues | else_continues | exit_reads
-                if then_read is None and else_read is None:
-                    return None, breaks, continues
-                read = (then_read or set()) | (else_read or set()) | exit_reads
-                assigned = assigned | (S.stored_names(stmt.body) & S.stored_names(stmt.orelse))
-            elif isinstance(stmt, (S.For, S.While)):
-                read = self._flow_loop(stmt, read, assigned)
-            elif isinstance(stmt, S.Break):
-                return None, breaks | read, continues
-            elif isinstance(stmt, S.Continue):
-                return None, breaks, continues | read
-            elif is_append(stmt):
-                # Undone by xs.pop() in the reverse sweep when xs is read before.
-                items = stmt.value.func.value.id
-                if items in read:
-                    self.undone.add(id(stmt))  # xs.pop() needs xs as this left it
-                else:
-                    read = read - {items}
-            elif isinstance(stmt, S.gast.Raise):
-                return None, breaks, continues
-        return read, breaks, continues
-
-    def _flow_loop(self, loop, read, assigned):
-        target = {loop.target.id} if isinstance(loop, S.For) else set()
+    def _prepare_loop(self, loop, read):
+        """Before the data-flow enters ``loop`` with ``read``: which items the
+        reverse loop reads again, and whether it saves a for loop's target."""
         written = _changed_in(loop.body)
         for position, stmt in enumerate(loop.body):
             # The reverse loop reads an item ``t = X[i]`` again at the top of each
             # trip instead of saving it, unless t is assigned again in the loop or
             # an adjoint before the loop needs its old value.
-            if getattr(stmt, "item", False) or _item_read_again(loop, position, written):
+            if form.annotation(stmt, "item") or _item_read_again(loop, position, written):
                 name = stmt.targets[0].id
                 assignments = [n for n in S.walk(loop) if isinstance(n, S.Name)
                                and isinstance(n.ctx, S.Store) and n.id == name]
@@ -1316,18 +1218,83 @@ class Analysis:
                     self.reloads.discard(id(stmt))
         if isinstance(loop, S.For) and loop.target.id in read and id(loop) in self.reversed:
             self.pushes[id(loop)] = [loop.target.id]
+
+    def _save_for(self, stmt, read, assigned):
+        """The data-flow's step over the assignment ``stmt``: record what it saves
+        (or how its reverse undoes it) and return what is read after it."""
+        names = self.stored(stmt) + assigned_names(stmt)
+        read = set(read) | self.statement_reads(stmt)
+        saved = [n for n in names if n in read and
+                 not (id(stmt) in self.reloads and n == stmt.targets[0].id)]
+        counting = any(step is stmt for step in self.counted.values())
+        undo = self._undo(stmt, saved) if saved or counting else None
+        if undo is not None:
+            self.inverses[id(stmt)] = undo
+            self.undone.add(id(stmt))
+            read = read | (_names(undo[1]) - {undo[0]})  # the undo reads these
+        elif saved:
+            self.undone.discard(id(stmt))
+            self.pushes[id(stmt)] = saved
+            self.init_none |= set(saved) - assigned
+        read = (read - set(names)) | self.statement_reads_after(stmt)
+        if undo is not None:
+            read.add(undo[0])  # the undo starts from the value this left
+        elif saved and is_item_write(stmt):
+            # x[i] = pop() writes into the array this wrote into: a later
+            # x = e must save x, or the reverse writes into e's array
+            read.add(stmt.targets[0].value.id)
+        return read, assigned | set(names)
+
+
+class _Saving(dataflow.Forward):
+    """The forward data-flow of "read by an adjoint since last assigned" that
+    decides what each statement saves.  Its state is (the names an adjoint
+    reads since their last assignment on some path, the names surely holding a
+    value, to spot saves of nothing)."""
+
+    def __init__(self, analysis):
+        self.analysis = analysis
+        self.depth = 0  # how many loops are around
+
+    def join(self, one, other):
+        return one[0] | other[0], one[1] & other[1]
+
+    def simple(self, stmt, state):
+        read, assigned = state
+        if isinstance(stmt, S.Assign):
+            read, assigned = self.analysis._save_for(stmt, read, assigned)
+            return frozenset(read), frozenset(assigned)
+        if is_append(stmt):
+            # Undone by xs.pop() in the reverse sweep when xs is read before.
+            items = stmt.value.func.value.id
+            if items in read:
+                self.analysis.undone.add(id(stmt))  # xs.pop() needs xs as this left it
+            else:
+                read = read - {items}
+        return read, assigned
+
+    def leave(self, stmt, state):
+        # the reverse of a branch reads its test wherever control leaves it
+        return state[0] | self.analysis._exit_reads(stmt), state[1]
+
+    def enter_body(self, loop, state):
+        target = {loop.target.id} if isinstance(loop, S.For) else set()
+        return state[0] - target, state[1] | target
+
+    def end_trip(self, loop, state):
         # The reverse loop assigns the target itself, so reads of it inside the
         # body never reach outside the loop.
-        head = set(read)
-        self._depth += 1
-        while True:
-            end, breaks, continues = self._flow(loop.body, head - target, assigned | target)
-            back = ((end or set()) | continues) - target
-            if back <= head:
-                break
-            head |= back
-        self._depth -= 1
-        return head | (breaks - target) | self._exit_reads(loop)
+        return (state[0] - {loop.target.id}, state[1]) if isinstance(loop, S.For) else state
+
+    def loop(self, loop, state):
+        self.analysis._prepare_loop(loop, state[0])
+        self.depth += 1
+        self.analysis._depth = self.depth
+        try:
+            return super().loop(loop, state)
+        finally:
+            self.depth -= 1
+            self.analysis._depth = self.depth
 
 
 def _unpacking(loop, width):
@@ -1696,7 +1663,7 @@ def sequence_arithmetic(func, _seen=frozenset()):
                 for param, depth in depths(operand).items():
                     note(param, depth, node, operand)
         elif isinstance(node, S.Call):
-            callee = getattr(node, "user_function", None) or parsed.resolve_callee(node)
+            callee = form.annotation(node, "user_function") or parsed.resolve_callee(node)
             if not is_user_function(callee) or callee in _seen:
                 continue
             try:
@@ -1732,6 +1699,7 @@ def analyze_memory(normalized, wrt, arrays=False):
     analysis.compute_read_item_by_item()
     analysis.refuse_shared_writes()
     analysis.plan_statements()
+    form.check(normalized.tree, "analyze")
 
 
 def analyze(normalized, wrt, arrays=False, loops="stack"):
@@ -1745,6 +1713,7 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     analysis.refuse_writes_into_globals()
     analysis.plan_statements()
     analysis.compute_saving()
+    form.check(normalized.tree, "analyze")
     return analysis
 
 
@@ -1858,89 +1827,3 @@ def _written_in_place(parsed, call, callee=None):
 
 #: math functions of an iterable: the adjoint of a list given to one is a list
 _MATH_OVER_ITERABLES = ("fsum", "prod", "dist", "sumprod")
-
-
-class _ReadAfterWrite(Exception):
-    pass
-
-
-class _SharedWrite:
-    """Forward may-analysis for one ``target = <shares source's memory>``
-    statement: states "shared" (after it) and "written" (after a write into the
-    shared memory since).  A read of target in state "written" is refused."""
-
-    SHARED, WRITTEN = "shared", "written"
-
-    def __init__(self, alias, target, members, killer):
-        self.alias, self.target = alias, target
-        self.members = members  # names that may hold the shared memory
-        self.killer = killer    # the one other name, whose rebinding ends the sharing
-        self.write = None       # the last write into the shared memory seen
-
-    def run(self, body):
-        """The write into the shared memory before a read of target, or None."""
-        try:
-            self.block(body, frozenset())
-        except _ReadAfterWrite:
-            return self.write
-        return None
-
-    def reads(self, node, state):
-        if self.WRITTEN in state and node is not None and any(
-                isinstance(n, S.Name) and isinstance(n.ctx, S.Load) and n.id == self.target
-                for n in S.walk(node)):
-            raise _ReadAfterWrite()
-
-    def block(self, block, state):
-        """The states after ``block``, and every state seen within it."""
-        seen = set(state)
-        for stmt in block:
-            state, inner = self.statement(stmt, state)
-            seen |= inner | state
-        return state, frozenset(seen)
-
-    def statement(self, stmt, state):
-        if isinstance(stmt, S.Assign):
-            target = stmt.targets[0]
-            self.reads(stmt.value, state)
-            if isinstance(target, S.Subscript):
-                self.reads(target.slice, state)
-                if isinstance(target.value, S.Name) and target.value.id in self.members \
-                        and state:
-                    self.write = stmt
-                    return frozenset({self.WRITTEN}), frozenset()
-                return state, frozenset()
-            if stmt is self.alias:
-                return frozenset({self.SHARED}), frozenset()
-            names = set(assigned_names(stmt))
-            if self.target in names:
-                return frozenset(), frozenset()
-            if self.killer in names:
-                return state - {self.SHARED}, frozenset()
-            return state, frozenset()
-        if is_append(stmt):
-            self.reads(stmt.value.args[0], state)
-            if stmt.value.func.value.id in self.members and state:
-                self.write = stmt
-                return frozenset({self.WRITTEN}), frozenset()
-            return state, frozenset()
-        if isinstance(stmt, S.If):
-            self.reads(stmt.test, state)
-            then, seen_then = self.block(stmt.body, state)
-            other, seen_other = self.block(stmt.orelse, state)
-            return then | other, seen_then | seen_other
-        if isinstance(stmt, (S.For, S.While)):
-            self.reads(getattr(stmt, "iter", None), state)
-            head, seen = state, frozenset()
-            while True:  # any state seen in the body may reach the head and the exit
-                self.reads(getattr(stmt, "test", None), head)
-                after, seen = self.block(stmt.body, head)
-                grown = head | after | seen
-                if grown == head:
-                    break
-                head = grown
-            self.block(getattr(stmt, "orelse", None) or [], head)
-            return head, seen
-        for field in ("value", "test", "exc", "msg"):
-            self.reads(getattr(stmt, field, None), state)
-        return state, frozenset()

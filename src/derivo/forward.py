@@ -771,6 +771,7 @@ def analyze_forward(normalized, wrt, arrays=False):
     analysis = Analysis(normalized, wrt, arrays)
     analysis.compute_activity()
     analysis.compute_lists()
+    analysis.refuse_shared_writes(writes=False)
     analysis.plan_statements()
     return analysis
 

@@ -11,9 +11,9 @@ Inlined statements carry the call's source position: the generated code's
 comments and derivo's errors point at the caller's line.
 """
 
+from . import form
 from . import syntax as S
 from .outline import Loop
-from .ssa import mark_aliased_updates
 from .errors import DerivoError
 
 MAX_DEPTH = 4  # a deeper chain of straight-line helpers is left as calls
@@ -26,8 +26,7 @@ def inline_calls(normalized, normalize_function, depth=0):
     ``normalize_function(func)`` gives a user function's statement form.
     """
     _inline_block(normalized.tree.body, normalized, normalize_function, depth)
-    if depth == 0:  # new = ident(u) is new = u now: new += 1 changes u
-        mark_aliased_updates(normalized.tree, normalized.parsed)
+    form.check(normalized.tree, "inline")
     return normalized
 
 
@@ -47,7 +46,7 @@ def _inline_block(block, caller, normalize_function, depth):
 
 
 def _inline(stmt, caller, normalize_function, depth):
-    callee = getattr(getattr(stmt, "value", None), "user_function", None)
+    callee = form.annotation(getattr(stmt, "value", None), "user_function")
     if callee is None or isinstance(callee, Loop) or not isinstance(stmt, S.Assign) \
             or depth >= MAX_DEPTH:
         return None
@@ -55,7 +54,7 @@ def _inline(stmt, caller, normalize_function, depth):
         function = normalize_function(callee)
     except DerivoError:
         return None  # left as a call: transforming it reports the problem
-    if not _straight(function.tree.body[:-1]) or getattr(function.tree, "owned", None):
+    if not _straight(function.tree.body[:-1]) or form.annotation(function.tree, "owned"):
         return None
     inline_calls(function, normalize_function, depth + 1)
     body = function.tree.body[:-1]
@@ -80,28 +79,10 @@ def _inline(stmt, caller, normalize_function, depth):
         else:
             copies.append(S.assign(target.id, _substituted(S.name(result), renames, bindings)))
     statements = [_substituted(s, renames, bindings) for s in S.deepcopy(body)] + copies
-    rebound = {t.id for t in targets}
-    # later: below the call, or anywhere in a loop around it (its next trip) for a
-    # name the loop never assigns (one it assigns may be a new value by then)
-    loops = [loop for loop in S.walk(caller.tree) if isinstance(loop, (S.For, S.While))
-             and any(node is stmt for node in S.walk(loop))]
-    read_later = {n.id for n in S.walk(caller.tree) if isinstance(n, S.Name)
-                  and isinstance(n.ctx, S.Load) and getattr(n, "lineno", 0) > stmt.lineno} | {
-        n.id for loop in loops for n in S.walk(loop) if isinstance(n, S.Name)
-        and isinstance(n.ctx, S.Load) and n.id not in S.stored_names(loop)}
     for original, pasted in zip(body, statements):
-        # v += e on a parameter given the caller's y, which the caller reads later:
-        # NumPy changes y too, which the statement form does not (analyze refuses it
-        # in array code, as for y = x); y = acc(y, e) rebinds y to that same array
-        updated = _updated_name(original)
-        argument = bindings.get(updated)
-        if isinstance(argument, S.Name) and argument.id not in rebound and \
-                argument.id in read_later:
-            pasted.aliased_update = argument.id
         if _updated_name(pasted) is None:
             pasted.augmented = False  # v += e of a parameter given a constant: v = 1.0 + e
     for new in statements:
-        new.inlined = True  # its updates are looked at here, not by mark_aliased_updates
         for node in S.walk(new):
             if hasattr(node, "lineno"):
                 S.copy_location(node, stmt)
@@ -112,7 +93,7 @@ def _inline(stmt, caller, normalize_function, depth):
 def _updated_name(stmt):
     """The name ``stmt`` updates in place when it is ``y1 = y + e`` made of
     ``y += e`` (see ssa), or None."""
-    left = stmt.value.left if getattr(stmt, "augmented", False) else None
+    left = stmt.value.left if form.annotation(stmt, "augmented") else None
     return left.id if isinstance(left, S.Name) else None
 
 

@@ -17,9 +17,9 @@ import types
 
 import numpy as np
 
-from . import rules
+from . import dataflow, form, rules
 from . import syntax as S
-from .errors import DerivoError
+from .errors import DerivoError, UnsupportedSyntax
 from .parse import MISSING, parse
 
 def call_result(call, parsed):
@@ -99,15 +99,14 @@ def _may_not_copy(call):
                for k in call.keywords)
 
 
-def may_share_memory(value, parsed):
-    """Whether assigning ``value`` may give an existing array another name (``x``,
-    ``x.T``, ``x[1:3]``, ``x.reshape(s)``, ``a if c else x``, ``ident(x)``, a call
-    derivo does not know): a write through either name changes what both hold."""
-    if isinstance(value, S.IfExp):
-        return may_share_memory(value.body, parsed) or may_share_memory(value.orelse, parsed)
-    if isinstance(value, S.Call):
-        return call_result(value, parsed)[0] in ("is", "any")
-    return isinstance(value, (S.Name, S.Attribute, S.Subscript))
+def is_new_array(value, parsed):
+    """Whether ``value`` is surely memory no other name holds: arithmetic, a list
+    display, or a call this model knows makes a new array or container (a
+    ufunc, an allocator, ``.copy()``, a primitive declared to return one)."""
+    if isinstance(value, (S.BinOp, S.UnaryOp, S.Constant, S.List)):
+        return True
+    # list(xs) is a new list: writing into it changes none of xs
+    return isinstance(value, S.Call) and call_result(value, parsed)[0] in ("new", "holds")
 
 
 def all_params(tree):
@@ -409,3 +408,393 @@ def is_library_module(module):
     filename = getattr(module, "__file__", None)
     return filename is None and module.__name__ in sys.builtin_module_names or \
         filename is not None and _library_file(filename, module.__name__)
+
+
+# --- who may change an array: one flow-sensitive analysis ---------------------------
+
+def _item_of(obj):
+    """The abstract object for an item of ``obj``: a row (a view) or a number of
+    an array, which only the run tells apart."""
+    return obj if obj[0] == "item" else ("item", obj)
+
+
+class Ref:
+    """What a value may refer to, as sets of abstract objects (a parameter's
+    array, what one statement allocates, a global, an item of one of these):
+    the objects it may *be*, or be a view of (``views``), and those a container
+    it is may hold (``holds``).  ``sources``: the names it is an item of
+    (``z = y[0]``); ``sites``: the statements that gave a name objects another
+    value refers to (``z = y[1:]``), for messages."""
+
+    __slots__ = ("views", "holds", "sources", "sites")
+
+    def __init__(self, views=frozenset(), holds=frozenset(), sources=frozenset(),
+                 sites=frozenset()):
+        self.views, self.holds, self.sources, self.sites = views, holds, sources, sites
+
+    def __or__(self, other):
+        return Ref(self.views | other.views, self.holds | other.holds,
+                   self.sources | other.sources, self.sites | other.sites)
+
+    def __eq__(self, other):
+        return (self.views, self.holds, self.sources, self.sites) == \
+            (other.views, other.holds, other.sources, other.sites)
+
+    def everything(self):
+        return self.views | self.holds
+
+    def item(self, source=None):
+        """An item of this value (of the name ``source``): one of what a list
+        holds, or an item of an array."""
+        return Ref(self.holds | frozenset(map(_item_of, self.views)), self.holds,
+                   frozenset([source]) if source else frozenset())
+
+    def renamed(self, old, new):
+        def swap(objects):
+            return frozenset(new if o == old else ("item", new) if o == ("item", old) else o
+                             for o in objects)
+        return Ref(swap(self.views), swap(self.holds), self.sources, self.sites)
+
+
+NOTHING = Ref()
+
+
+class Fault:
+    """An in-place change of memory another name may refer to: ``stmt`` changes,
+    through ``name``, what ``other`` refers to (``site``: the statement that
+    made them share, or None), and ``other`` is read afterwards.  ``kind``:
+    "update" (``y += e``), "write" (``y[i] = v``, ``ys.append(v)``) or "item",
+    a change of an array ``other`` may be an item of (``z = y[i]``: a row, a
+    view, or a number; only the run tells)."""
+
+    def __init__(self, kind, stmt, name, other, site):
+        self.kind, self.stmt, self.name, self.other, self.site = kind, stmt, name, other, site
+
+    def error(self, parsed, readable):
+        """The refusal: ``readable(name)`` tells whether a name is the user's."""
+        where = getattr(self.stmt, "lineno", "?")
+        if self.kind == "unowned":
+            site = self.site if isinstance(self.site, S.Assign) else self.stmt
+            words = parsed.words(site.value) if S.single_target(site) else self.name
+            return parsed.error(
+                UnsupportedSyntax, site, "cannot differentiate writing into {0!r} (line {2}): "
+                "it may share memory with another array, {4} (assigned {1!r}, line {3}), "
+                "which derivo does not own; write into a copy, e.g. {0} = {1}.copy()".format(
+                    self.name, words, where, getattr(site, "lineno", "?"), self.other),
+                "aliased write")
+        if self.kind == "update":
+            if self.other == self.name:  # a helper's v += e, pasted here (see inline)
+                return parsed.error(
+                    UnsupportedSyntax, self.stmt, "cannot differentiate this call: the "
+                    "function updates its argument {0!r} in place (+= and the like), which "
+                    "NumPy does and derivo does not follow; give it a copy "
+                    "({0}.copy())".format(self.name), "aliased update")
+            line = getattr(self.site, "lineno", None)
+            other = "{!r}{}".format(self.other, "" if line is None else
+                                    " (line {})".format(line)) if readable(self.other) \
+                else "a value the code reads after the update"
+            return parsed.error(
+                UnsupportedSyntax, self.stmt, "cannot differentiate {0!r} updated in place "
+                "(line {2}): it may be another name for {1}, which NumPy would update too "
+                "and the code reads afterwards; write {0} = {0} + ... instead (or "
+                "{0} = {0}.copy() first)".format(self.name, other, where), "aliased update")
+        site = self.site if isinstance(self.site, S.Assign) else self.stmt
+        alias = S.single_target(site) or self.other
+        source = self.name if alias == self.other else self.other
+        words = parsed.words(site.value) if S.single_target(site) else source
+        return parsed.error(
+            UnsupportedSyntax, site, "cannot differentiate {0!r} sharing memory with {1!r} "
+            "({2}, line {3}): line {4} writes into that memory through {5!r} and {6!r} is "
+            "read afterwards; NumPy shows the change through both names, which share "
+            "memory, and derivo's adjoints cannot follow it; make a copy "
+            "({0} = {2}.copy())".format(alias, source, words, getattr(site, "lineno", "?"),
+                                        where, self.name, self.other), "aliased write")
+
+
+class _Refs(dataflow.Forward):
+    """What each name may refer to before each statement (``before``): a forward
+    may-analysis whose state maps names to :class:`Ref`.  Each statement that
+    makes a new array or container is an allocation site; when a site runs again,
+    what it made before becomes that site's *older* object, so a name bound on an
+    earlier trip shares nothing with the newest (recency)."""
+
+    def __init__(self, parsed, local, scalars, arrays, lists, owned):
+        self.parsed, self.local, self.owned = parsed, local, owned
+        self.scalars, self.arrays, self.lists = scalars, arrays, lists
+        self.before = {}  # id(statement) -> the state control reaches it with
+        self.site = None  # the statement being read: what it allocates is its object
+
+    def join(self, one, other):
+        joined = dict(one)
+        for name, ref in other.items():
+            joined[name] = joined[name] | ref if name in joined else ref
+        return joined
+
+    def at(self, stmt, state):
+        self.site = stmt
+        seen = self.before.get(id(stmt))
+        self.before[id(stmt)] = state if seen is None else self.join(seen, state)
+
+    def enter_body(self, loop, state):
+        if isinstance(loop, S.For):
+            source = loop.iter.id if isinstance(loop.iter, S.Name) else None
+            return self._bind(dict(state), loop.target,
+                              self.of(loop.iter, state).item(source), loop)
+        return state
+
+    def simple(self, stmt, state):
+        if self.is_update(stmt):
+            # x += e: the same array, changed
+            return self._bind(dict(state), stmt.targets[0], self.of(stmt.value.left, state),
+                              stmt)
+        if isinstance(stmt, S.Assign):
+            target = stmt.targets[0]
+            returned = form.annotation(stmt.value, "returns")
+            if isinstance(target, S.Tuple) and returned is not None and \
+                    len(returned) == len(target.elts):
+                # x, v = <loop>(..., x, v, ...): each is (a copy of) its own argument
+                values = [self.of(stmt.value.args[i], state) for i in returned]
+                state = dict(state)
+                for element, value in zip(target.elts, values):
+                    self._bind(state, element, value, stmt)
+                return state
+            value = self.of(stmt.value, state, stmt)
+            state = self._fresh(state, stmt)
+            if isinstance(target, S.Subscript):  # ys[i] = v: ys holds v from now on
+                root = S.root_name(target)
+                if root is not None:
+                    state[root.id] = self.of(root, state) | Ref(holds=value.everything())
+                return state
+            return self._bind(state, target, value, stmt)
+        if is_call_of(stmt, "append"):
+            items = stmt.value.func.value.id
+            state = dict(state)
+            state[items] = self.of(stmt.value.func.value, state) | \
+                Ref(holds=self.of(stmt.value.args[0], state).everything())
+        return state
+
+    def owns(self, obj):
+        """Whether the function may write into the abstract object ``obj``: what
+        it allocated, a parameter it copies on entry, an item of one of these."""
+        kind = obj[0]
+        if kind == "item":
+            return self.owns(obj[1])
+        return kind in ("new", "old") or kind == "param" and obj[1] in self.owned
+
+    def is_update(self, stmt):
+        """Whether ``stmt`` is ``x1 = x + e`` that ssa made of ``x += e``, in place
+        when x may be an array."""
+        return self.arrays and isinstance(stmt, S.Assign) and \
+            form.annotation(stmt, "augmented") and isinstance(stmt.value, S.BinOp) and \
+            isinstance(stmt.value.left, S.Name) and isinstance(stmt.targets[0], S.Name) and \
+            stmt.value.left.id not in self.scalars
+
+    def _fresh(self, state, stmt):
+        """The state as ``stmt`` allocates anew: what it made before is older."""
+        new, old = ("new", id(stmt)), ("old", id(stmt))
+        return {name: ref.renamed(new, old) for name, ref in state.items()}
+
+    def _bind(self, state, target, ref, stmt):
+        if isinstance(target, S.Name):
+            shares = ref.views - {("new", id(stmt))}
+            state[target.id] = Ref(ref.views, ref.holds, ref.sources,
+                                   frozenset([id(stmt)]) if shares else frozenset())
+        elif isinstance(target, (S.Tuple, S.List)):
+            for element in target.elts:
+                part = Ref(ref.views | ref.holds, ref.holds)
+                self._bind(state, element.value if isinstance(element, S.gast.Starred)
+                           else element, part, stmt)
+        return state
+
+    def of(self, value, state, stmt=None):
+        """The :class:`Ref` of the expression ``value`` in ``state``; a new array
+        or container is the object of site ``stmt`` (the statement being read)."""
+        new = Ref(frozenset([("new", id(stmt if stmt is not None else self.site))]))
+        if isinstance(value, S.Name):
+            if value.id in state:
+                return state[value.id]
+            return NOTHING if value.id in self.local else Ref(frozenset([("global", value.id)]))
+        source = value.value.id if isinstance(getattr(value, "value", None), S.Name) else None
+        if isinstance(value, S.Attribute):
+            if value.attr in _METADATA:
+                return NOTHING  # x.shape: a new tuple, or a number
+            inner = self.of(value.value, state)
+            return inner if value.attr in _VIEWS else inner.item(source)
+        if isinstance(value, S.Subscript):
+            inner = self.of(value.value, state)
+            if source in self.lists:
+                # a slice of a list is a new list, an item one of what it holds
+                return new | Ref(holds=inner.holds) if _is_slicing(value.slice) else \
+                    Ref(inner.holds, inner.holds)
+            return inner if _is_slicing(value.slice) else inner.item(source)
+        if isinstance(value, S.gast.Starred):
+            return self.of(value.value, state)
+        if isinstance(value, (S.Tuple, S.List, S.gast.Set, S.gast.Dict)):
+            parts = value.values if isinstance(value, S.gast.Dict) else value.elts
+            return new | Ref(holds=self._all(parts, state))
+        if isinstance(value, (S.IfExp, S.gast.BoolOp, S.gast.NamedExpr)):
+            parts = [value.body, value.orelse] if isinstance(value, S.IfExp) else \
+                value.values if isinstance(value, S.gast.BoolOp) else [value.value]
+            found = NOTHING
+            for part in parts:
+                found = found | self.of(part, state, stmt)
+            return found
+        if isinstance(value, S.BinOp) and isinstance(value.op, (S.Add, S.Mult)):
+            # + and * of lists make a new one holding what they did
+            joined = [o for o in (value.left, value.right) if isinstance(o, (S.List, S.Tuple))
+                      or isinstance(o, S.Name) and o.id in self.lists]
+            return new | Ref(holds=frozenset().union(*(self.of(o, state).holds
+                                                       for o in joined)))
+        if isinstance(value, (S.BinOp, S.UnaryOp)):
+            return new
+        if isinstance(value, S.Call):
+            return self._returned(value, state, new)
+        return NOTHING
+
+    def _all(self, values, state):
+        return frozenset().union(*(self.of(v, state).everything() for v in values))
+
+    def _returned(self, call, state, new):
+        returned = form.annotation(call, "returns")
+        how, parts = ("is", [call.args[i] for i in returned]) if returned is not None else \
+            call_result(call, self.parsed)
+        if how == "new":
+            return new
+        if how == "holds":
+            return new | Ref(holds=self._all(parts, state))
+        if how == "is":
+            found = NOTHING
+            for part in parts:
+                found = found | self.of(part, state)
+            return Ref(found.views, found.holds, found.sources)
+        # a call derivo cannot read may return anything reachable from its arguments,
+        # or memory no name here refers to
+        return Ref(self._all(parts + [call.func], state) | {("unknown", id(call))},
+                   self._all(parts, state))
+
+
+#: Attributes of an array that are views of it
+_VIEWS = ("T", "mT", "real", "imag", "flat")
+
+
+def _is_slicing(index):
+    """Whether ``x[index]`` is a slice of x (a view of an array), not an item."""
+    parts = index.elts if isinstance(index, S.Tuple) else [index]
+    return any(isinstance(part, S.gast.Slice) or isinstance(part, S.Constant) and
+               part.value in (Ellipsis, None) for part in parts)
+
+
+def is_call_of(stmt, method):
+    """Whether ``stmt`` is ``xs.method(v)`` as a statement, on a name."""
+    value = getattr(stmt, "value", None)
+    return isinstance(stmt, S.Expr) and isinstance(value, S.Call) and \
+        isinstance(value.func, S.Attribute) and value.func.attr == method and \
+        isinstance(value.func.value, S.Name) and len(value.args) == 1 and not value.keywords
+
+
+def _names(node):
+    return {n.id for n in S.walk(node) if isinstance(n, S.Name) and isinstance(n.ctx, S.Load)}
+
+
+def _reads(node):
+    if isinstance(node, (S.If, S.While)):
+        return _names(node.test)
+    return _names(node.iter) if isinstance(node, S.For) else _names(node)
+
+
+def _writes(node):
+    if isinstance(node, S.Assign):
+        return {n.id for target in node.targets for n in S.walk(target)
+                if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)}
+    return {n.id for n in S.walk(node) if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)} \
+        if isinstance(node, (S.Name, S.Tuple, S.List)) else set()
+
+
+def _change(refs, stmt):
+    """(kind, the name changed through, the names that may be it afterwards) when
+    ``stmt`` changes memory in place, else None."""
+    if refs.is_update(stmt):
+        return "update", stmt.value.left.id, {stmt.targets[0].id}
+    if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Subscript) and \
+            S.root_name(stmt.targets[0]) is not None:
+        name = S.root_name(stmt.targets[0]).id
+        return "write", name, {name}
+    if is_call_of(stmt, "append"):
+        return "write", stmt.value.func.value.id, {stmt.value.func.value.id}
+    return None
+
+
+def _telling(obj):
+    """Which unowned object a message names first: a parameter, then a call's
+    result, then a global (a module holding the function called)."""
+    kind = (obj if obj[0] != "item" else obj[1])[0]
+    return ["param", "unknown", "global"].index(kind) if kind in ("param", "unknown", "global") \
+        else 3, str(obj)
+
+
+def _described(obj):
+    """Words for the abstract object ``obj`` derivo does not own."""
+    kind, what = obj if obj[0] != "item" else obj[1]
+    return {"param": "parameter {!r}".format(what), "global": "{!r}".format(what)}.get(
+        kind, "memory a call derivo cannot read returns")
+
+
+def _conflict(kind, changed, seen, other):
+    """How a change (``kind``) of the memory of the value ``changed`` reaches
+    the value ``seen`` of the name ``other``, or None."""
+    if kind == "update" and changed.sources and seen.sources and \
+            other not in changed.sources:
+        return None  # two items of one value: numbers, or rows told apart by the run
+    whole = {o for o in changed.views if o[0] != "item"}
+    if whole & seen.everything():
+        return kind
+    if whole & {o[1] for o in seen.views if o[0] == "item"}:
+        return "item"  # other may be an item of the array changed: a row, or a number
+    items = {o for o in changed.views if o[0] == "item"}
+    # a change of an item changes its array when the item is a row; an update
+    # (x += e) of a number does not, which only the run tells: for an update only
+    # the name the item was taken from counts
+    if (items | {o[1] for o in items}) & seen.everything() and \
+            (kind == "write" or other in changed.sources):
+        return kind
+    return None
+
+
+def sharing_faults(tree, parsed, local, scalars=frozenset(), arrays=True, lists=frozenset()):
+    """Every in-place change in the statement-form function ``tree`` of memory
+    that another name, read afterwards, may refer to, or that the function does
+    not own (see :class:`Fault`), in the order of the statements.  derivo
+    writes only into what it owns: arrays the function allocates, parameters it
+    copies on entry (``tree.owned``)."""
+    refs = _Refs(parsed, local, scalars, arrays, lists, set(form.annotation(tree, "owned")))
+    params = all_params(tree)
+    refs.run(tree.body, {p: Ref(frozenset([("param", p)])) for p in params})
+    live = dataflow.live_after_each(tree.body, _reads, _writes)
+    order = list(dataflow.in_order(tree.body))
+    statements = {id(n): n for n in order}
+    position = {id(n): index for index, n in enumerate(order)}
+    faults = []
+    for stmt in order:
+        state = refs.before.get(id(stmt))
+        change = _change(refs, stmt) if state is not None else None
+        if change is None:
+            continue
+        kind, name, spared = change
+        changed = refs.of(S.name(name), state)
+        foreign = sorted((o for o in changed.views if not refs.owns(o)), key=_telling)
+        if kind == "write" and name in local and foreign:
+            # (a write into a global by its own name: analyze refuses it as such)
+            sites = sorted(changed.sites & position.keys(), key=position.get)
+            faults.append(Fault("unowned", stmt, name, _described(foreign[0]),
+                                statements[sites[0]] if sites else None))
+            continue
+        for other in sorted(live.get(id(stmt), ()) - spared):
+            seen = refs.of(S.name(other), state)
+            how = _conflict(kind, changed, seen, other)
+            if how is None:
+                continue
+            # the statement that made them share: other's binding, else name's
+            sites = sorted(seen.sites & position.keys(), key=position.get) or \
+                sorted(changed.sites & position.keys(), key=position.get)
+            faults.append(Fault(how, stmt, name, other, statements[sites[0]] if sites else None))
+    return faults

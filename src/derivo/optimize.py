@@ -22,6 +22,7 @@ import operator
 import re
 from fractions import Fraction
 
+from . import dataflow
 from . import syntax as S
 
 _FOLD = {S.Add: operator.add, S.Sub: operator.sub, S.Mult: operator.mul}
@@ -185,9 +186,9 @@ def optimize(function, shape_readers=(), spreaders=(), in_place=()):
     _store_where_computed(function)
     _return_short_results(function)
     dead = _DeadCode()
-    dead.block(function.body, set())
+    dead.run(function.body, set())
     dead.remove = True
-    dead.block(function.body, set())
+    dead.run(function.body, set())
     _finish_in_place(function, set(in_place))
     return function
 
@@ -688,14 +689,15 @@ def _targets(loop):
     return {n.id for n in S.walk(loop.target) if isinstance(n, S.Name)}
 
 
-class _DeadCode:
-    """Backward liveness over structured code; loops iterate to a fixpoint."""
+class _DeadCode(dataflow.Backward):
+    """Backward liveness (see :mod:`derivo.dataflow`) that, with ``remove``,
+    drops the assignments of names nothing reads afterwards."""
 
     def __init__(self):
+        super().__init__()
         self.remove = False
-        self.loops = []   # (live at the loop head, live after the loop)
 
-    def block(self, stmts, live):
+    def run(self, stmts, live):
         """Live names before ``stmts`` given ``live`` after; prunes when removing."""
         kept = []
         for stmt in reversed(stmts):
@@ -708,7 +710,8 @@ class _DeadCode:
             stmts[:] = kept[::-1]
         return live
 
-    def statement(self, stmt, live):
+    def simple(self, stmt, live):
+        """Live names before ``stmt``, or None when it is dead."""
         if isinstance(stmt, S.Assign):
             target = stmt.targets[0]
             if isinstance(target, S.Name):
@@ -724,43 +727,32 @@ class _DeadCode:
             if stmt.target.id not in live:
                 return None
             return live | _reads(stmt.value)
-        if isinstance(stmt, S.Return):
-            return _reads(stmt.value) if stmt.value is not None else set()
-        if isinstance(stmt, S.Break):
-            return set(self.loops[-1][1])
-        if isinstance(stmt, S.Continue):
-            return set(self.loops[-1][0])
-        if isinstance(stmt, S.If):
-            inside = self.block(stmt.body, live) | self.block(stmt.orelse, live)
-            if self.remove and not stmt.body and not stmt.orelse and \
-                    isinstance(stmt.test, S.Name):
-                return None  # both branches emptied: nothing left to choose
-            return inside | _reads(stmt.test)
-        if isinstance(stmt, (S.For, S.While)):
-            before = self.loop(stmt, live)
-            if self.remove and isinstance(stmt, S.For) and all(map(S.is_comment, stmt.body)) \
-                    and not _targets(stmt) & live:
-                # Only walks its sequence (a range or a list the reverse sweep walks
-                # again): the primal of a loop whose values the adjoint reads anew.
-                return None
-            return before
         return live | _reads(stmt)
 
+    def header(self, stmt, after):
+        return after | _reads(stmt.iter if isinstance(stmt, S.For) else stmt.test)
+
+    def body(self, loop, needed):
+        return needed - _targets(loop) if isinstance(loop, S.For) else needed
+
+    def statement(self, stmt, live):
+        before = super().statement(stmt, live)
+        if self.remove and isinstance(stmt, S.If) and not stmt.body and not stmt.orelse and \
+                isinstance(stmt.test, S.Name):
+            return None  # both branches emptied: nothing left to choose
+        if self.remove and isinstance(stmt, S.For) and all(map(S.is_comment, stmt.body)) \
+                and not _targets(stmt) & live:
+            # Only walks its sequence (a range or a list the reverse sweep walks
+            # again): the primal of a loop whose values the adjoint reads anew.
+            return None
+        return before
+
     def loop(self, loop, after):
-        header = _reads(loop.iter) if isinstance(loop, S.For) else _reads(loop.test)
-        target = _targets(loop) if isinstance(loop, S.For) else set()
-        head = set(after) | header
         remove, self.remove = self.remove, False
-        while True:
-            self.loops.append((head, after))
-            body = self.block(loop.body, head) - target
-            self.loops.pop()
-            if body <= head:
-                break
-            head |= body
+        head = super().loop(loop, after)
         self.remove = remove
         if remove:
             self.loops.append((head, after))
-            self.block(loop.body, head)
+            self.run(loop.body, head)
             self.loops.pop()
         return head

@@ -28,12 +28,12 @@ not ``break``, ``continue`` or ``return``, and every state variable needs a
 value before the loop.
 """
 
+from . import dataflow
 from . import syntax as S
 from .checkpoints import SCHEDULES, checkpointed
 from .errors import UnsupportedSyntax
 from .names import Namer
 from .parse import Outlined, Parsed
-from .memory import may_share_memory, shared_sources
 
 ITERATIONS = "(iterations)"  # the parameter of a for loop's call that takes its iterable
 
@@ -128,7 +128,6 @@ def _outline(parsed, tree, loop, slots, schedule, names):
     if loop.orelse:
         raise _error(parsed, loop, "has an else block; move it after the loop with a flag")
     _refuse_jumps(parsed, loop)
-    _refuse_shared_writes(parsed, tree, loop)
     if isinstance(loop, S.For) and not isinstance(loop.target, S.Name):
         raise _error(parsed, loop.target, "needs one loop variable, not {!r}".format(
             parsed.words(loop.target)))
@@ -139,19 +138,20 @@ def _outline(parsed, tree, loop, slots, schedule, names):
                      "range(len(...)) and index".format(parsed.words(loop.iter)))
     target = [loop.target.id] if isinstance(loop, S.For) else []
     header = [loop.test] if isinstance(loop, S.While) else []
-    read_after = set(_loads(_after(tree.body, loop)))
+    read_after = dataflow.live_after(tree.body, loop, _reads, _writes)
     for ident in target:
         if ident in read_after:
             raise _error(parsed, loop.target, "leaves its loop variable {!r} behind, and "
                          "code after the loop reads it; copy it into another name inside "
                          "the loop".format(ident))
     assigned = _assigned(loop.body)
-    exposed = _exposed(header, set(target)) | _exposed(loop.body, set(target))
+    exposed = set(_loads(header)) | (dataflow.live_before(loop.body, (), _reads, _writes) -
+                                     set(target))
     state = [n for n in assigned if n in exposed or n in read_after]
     if not state:
         return None
-    defined = _defined_before(tree.body, loop, {a.id for a in tree.args.args +
-                                                tree.args.kwonlyargs})
+    params = frozenset(a.id for a in tree.args.args + tree.args.kwonlyargs)
+    defined = dataflow.state_before(_Defined(), tree.body, loop, params) or frozenset()
     for ident in state:
         if ident not in defined:
             raise _error(parsed, loop, "carries {!r} from trip to trip or out of the loop, "
@@ -170,6 +170,7 @@ def _outline(parsed, tree, loop, slots, schedule, names):
     iterations = [S.deepcopy(loop.iter)] if isinstance(loop, S.For) else []
     call = S.call(base + "_loop", *iterations, *[S.name(n) for n in state + invariants])
     call.user_function = callee
+    call.returns = list(range(len(iterations), len(iterations) + len(state)))
     targets = S.store(state[0]) if len(state) == 1 else S.tuple_(
         [S.store(n) for n in state], store_ctx=True)
     return _located(S.assign(targets, call), loop)
@@ -216,29 +217,6 @@ def _refuse_jumps(parsed, loop):
                 if isinstance(inner, list):
                     visit(inner, own_level and not isinstance(stmt, (S.For, S.While)))
     visit(loop.body, True)
-
-
-def _refuse_shared_writes(parsed, tree, loop):
-    """Refuse writing into an array inside the loop when the function also gives
-    it another name (``y = x``, ``z = y``, ``z = y[1:]``): the step functions take
-    each name as an argument of their own and cannot see a write through one
-    reach the other, on this trip or the next (the stack strategy refuses the
-    same in ssa and analyze)."""
-    written = {n.value.id for n in S.walk(loop.body) if isinstance(n, S.Subscript)
-               and isinstance(n.ctx, S.Store) and isinstance(n.value, S.Name)}
-    for stmt in S.walk(tree):
-        if not (isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)):
-            continue
-        target, value = stmt.targets[0].id, stmt.value
-        # (an item y[i] is a number, or a row whose writes the loop's state carries)
-        item = isinstance(value, S.Subscript) and not any(
-            isinstance(n, S.Slice) or isinstance(n, S.Constant) and n.value in (None, Ellipsis)
-            for n in S.walk(value.slice))
-        if target in written and may_share_memory(value, parsed) or \
-                not item and written & set(shared_sources(value, parsed)):
-            raise _error(parsed, stmt, "writes into memory that {0!r} shares with another "
-                         "name ({0} = {1}); make a copy, e.g. {0} = ... .copy()".format(
-                             target, parsed.words(stmt.value)))
 
 
 def _located(node, origin):
@@ -311,65 +289,30 @@ def _assigned(block):
     return list(seen)
 
 
-def _exposed(block, defined):
-    """Names ``block`` may read before assigning them, given the ``defined``
-    ones; ``defined`` grows by what the block surely assigns."""
-    reads = set()
-    for stmt in block:
-        if isinstance(stmt, S.If):
-            reads |= set(_loads([stmt.test])) - defined
-            then_defined, else_defined = set(defined), set(defined)
-            reads |= _exposed(stmt.body, then_defined) | _exposed(stmt.orelse, else_defined)
-            defined |= then_defined & else_defined
-        elif isinstance(stmt, (S.For, S.While)):
-            head = stmt.iter if isinstance(stmt, S.For) else stmt.test
-            reads |= set(_loads([head])) - defined
-            inner = set(defined)
-            if isinstance(stmt, S.For):
-                inner |= _stored(stmt.target)
-            reads |= _exposed(stmt.body, inner)
-        else:
-            # An augmented assignment reads its target, and x[i] = v reads x.
-            loads = set(_loads([stmt]))
-            if isinstance(stmt, S.AugAssign) and isinstance(stmt.target, S.Name):
-                loads.add(stmt.target.id)
-            reads |= loads - defined
-            defined |= _stored(stmt)
-    return reads
+def _reads(node):
+    """Names a statement, a test or an iterable reads (an augmented assignment
+    reads its target, and ``x[i] = v`` reads x)."""
+    loads = set(_loads([node]))
+    if isinstance(node, S.AugAssign) and isinstance(node.target, S.Name):
+        loads.add(node.target.id)
+    return loads
 
 
-def _after(block, loop):
-    """The code that may run after ``loop``: the statements following it, in
-    its block and every enclosing one, and all of any enclosing loop."""
-    for index, stmt in enumerate(block):
-        if stmt is loop:
-            return block[index + 1:]
-        if any(node is loop for node in S.walk(stmt)):
-            inner = next(_after(b, loop) for b in (stmt.body, stmt.orelse)
-                         if any(node is loop for s in b for node in S.walk(s)))
-            enclosing = [stmt] if isinstance(stmt, (S.For, S.While)) else []
-            return inner + enclosing + block[index + 1:]
-    return []
+def _writes(node):
+    """Names a simple statement (or a loop's target) surely assigns."""
+    if isinstance(node, (S.Assign, S.AugAssign, S.gast.AnnAssign, S.Name, S.Tuple, S.List)):
+        return _stored(node)
+    return set()
 
 
-def _defined_before(block, loop, defined):
-    """Names surely assigned when ``loop`` starts (None if it is not in ``block``)."""
-    defined = set(defined)
-    for stmt in block:
-        if stmt is loop:
-            return defined
-        if any(node is loop for node in S.walk(stmt)):
-            start = defined | (_stored(stmt.target) if isinstance(stmt, S.For) else set())
-            for inner in (stmt.body, stmt.orelse):
-                found = _defined_before(inner, loop, start)
-                if found is not None:
-                    return found
-            return None
-        if isinstance(stmt, S.If):
-            then_defined, else_defined = set(defined), set(defined)
-            _exposed(stmt.body, then_defined)
-            _exposed(stmt.orelse, else_defined)
-            defined |= then_defined & else_defined
-        elif not isinstance(stmt, (S.For, S.While)):
-            defined |= _stored(stmt)
-    return None
+class _Defined(dataflow.Forward):
+    """The names surely assigned: a must-analysis."""
+
+    def join(self, one, other):
+        return one & other
+
+    def simple(self, stmt, state):
+        return state | _stored(stmt)
+
+    def enter_body(self, loop, state):
+        return state | _stored(loop.target) if isinstance(loop, S.For) else state

@@ -41,20 +41,24 @@ Further invariants:
   always the last statement of its block;
 - ``return`` in a loop sets the result, a ``returned`` flag and breaks out;
 - every assignment carries ``opaque``: whether it calls a non-primitive;
-- arrays written in place are copies derivo owns (``tree.owned``, ``stmt.owns``).
+- a parameter written in place is copied on entry (``tree.owned``); whether any
+  write may change memory another name refers to, ``memory.sharing_faults``
+  decides.
+
+The annotations stages leave on nodes are declared in ``form.ANNOTATIONS``, and
+``form.validate`` checks the grammar (tests run it after every stage).
 """
 
-import collections
 import math
 import types
 
 import numpy as np
 
-from . import rules
+from . import form, rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
 from .fence import check_supported
-from .memory import call_result, in_a_library, may_share_memory, shared_sources
+from .memory import in_a_library, is_new_array
 from .names import Namer, names_in
 
 JUMPS = (S.Break, S.Continue, S.gast.Raise, S.Return)
@@ -90,11 +94,11 @@ def normalize(parsed):
     _refuse_partial_jumps(body, parsed)
     tree.body = normalizer.function_body(tree, body, final)
     _share_repeated_terms(tree, namer, normalizer.written)
-    _mark_owned(tree, normalizer.written, parsed, built)
+    _mark_owned(tree, normalizer.written, parsed)
     _mark_opaque(tree, parsed)
-    mark_aliased_updates(tree, parsed)
     returned = tree.body[-1].value
     results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
+    form.check(tree, "ssa")
     return Normalized(parsed, tree, results, namer, frozenset(built))
 
 
@@ -365,7 +369,7 @@ class _Normalizer:
         value = S.binop(current, stmt.op, stmt.value)
         out = self.assign_to(target, S.copy_location(value, stmt), stmt)
         if isinstance(target, S.Name):
-            out[-1].augmented = True  # in place for an array: see mark_aliased_updates
+            out[-1].augmented = True  # in place for an array: see memory.sharing_faults
         return out
 
     def stmt_Assign(self, stmt):
@@ -455,7 +459,7 @@ class _Normalizer:
         value = self.read(value)
         hoisted, value = self.hoist_calls(value, origin, top=True)
         flat = all(isinstance(t, S.Name) for t in target.elts)
-        if getattr(value, "user_function", None) and flat:
+        if form.annotation(value, "user_function") and flat:
             targets = [S.store(self.write(t.id)) for t in target.elts]
             return hoisted + [S.assign(S.tuple_(targets, store_ctx=True), value)]
         out = hoisted
@@ -607,7 +611,7 @@ class _Normalizer:
                 return self.generic_visit(node)
 
         for stmt in body:
-            if isinstance(stmt, S.Assign) and not getattr(stmt.value, "user_function", None):
+            if isinstance(stmt, S.Assign) and not form.annotation(stmt.value, "user_function"):
                 stmt.value = Hoist(stmt).visit(stmt.value)
         return out
 
@@ -703,7 +707,7 @@ class _Normalizer:
 
         class Hoist(S.NodeTransformer):
             def visit_Call(self, call):
-                if getattr(call, "user_function", None) is not None:
+                if form.annotation(call, "user_function") is not None:
                     return call  # an outlined loop (see outline): its reverse needs no arguments
                 self.generic_visit(call)
                 target = normalizer.parsed.callee_key(call)
@@ -879,16 +883,12 @@ def _conditional_parts(stmt):
     return parts
 
 
-def _mark_owned(tree, written, parsed, built=frozenset()):
-    """Mark where an array written in place must first be copied.
-
-    derivo never writes into an array the caller passed in, nor into one that
-    another name may share: a parameter written in place is copied on entry
-    (``tree.owned``), and so is a written array after an assignment from a call
-    that may return shared memory (``stmt.owns``).  Writing into an array that
-    is, by its assignment, a name for another array or a view is refused; the
-    list a comprehension built (one of ``built``) is no other name's.
-    """
+def _mark_owned(tree, written, parsed):
+    """Mark where an array written in place must first be copied: a parameter
+    written in place is copied on entry (``tree.owned``), and a written array
+    after an assignment that is not surely a new array (``stmt.owns``).  Whether
+    a write may change memory another name reads afterwards, or memory derivo
+    does not own, memory.sharing_faults decides."""
     params = {a.id for a in tree.args.args + tree.args.kwonlyargs}
     tree.owned = sorted(written & params)
     tree.apart = [(name, other, _shared_parameter_message(parsed, tree, name, other))
@@ -896,20 +896,9 @@ def _mark_owned(tree, written, parsed, built=frozenset()):
     for stmt in S.walk(tree):
         if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) \
                 and stmt.targets[0].id in written:
-            value = stmt.value
-            if isinstance(value, S.Name) and value.id in built:
-                stmt.owns = False
-                continue
-            if may_share_memory(value, parsed):
-                # In Python both names would see the write; derivo, which must not
-                # write into memory it does not own, cannot honour that.
-                raise parsed.error(UnsupportedSyntax, stmt, "cannot differentiate writing "
-                                   "into {!r}: it may share memory with another array "
-                                   "(assigned {!r}); write into a copy, e.g. "
-                                   "{} = ... .copy()".format(
-                                       stmt.targets[0].id, parsed.words(value),
-                                       stmt.targets[0].id), "aliased write")
-            stmt.owns = not _makes_a_new_array(value, parsed)
+            # (another name for an array nothing reads afterwards: the copy is
+            # what the write would change)
+            stmt.owns = not is_new_array(stmt.value, parsed)
 
 
 def _shared_parameter_message(parsed, tree, name, other):
@@ -1024,147 +1013,6 @@ def _comprehension_in(stmt, field, parsed):
             else:
                 pending.append((node, name, None, value))
     return None
-
-
-def mark_aliased_updates(tree, parsed):
-    """Mark ``y += e`` where y shares memory with another name the code reads
-    later: y was assigned it, a view of it or one of its items (``y = x``,
-    ``y = x.reshape(3)``, ``y = x[0]``, ``z = y`` first), or it was assigned a
-    view of y (``x = y[1:]``).  For a NumPy array the update changes x too,
-    which the statement form (``y = y + e``) does not, so array code must refuse
-    it (``stmt.aliased_update`` names x, ``stmt.aliased_reads`` all such names).
-
-    An item (``y = x[0]``) is a row of an array but a number of a list or a
-    tuple, which array code cannot tell apart: only x itself counts for it, and
-    what x holds when it is a list or tuple display (``x = [a, b]``), not what
-    else x shares memory with (``x = pair``, a tuple of numbers, in code derivo
-    generated)."""
-    views = collections.defaultdict(set)  # name -> names it is a view of, or that view it
-    items = {}                            # name -> the name it was assigned an item of
-    held = {}                             # name -> the names a list or tuple display holds
-    for stmt in S.walk(tree):
-        if isinstance(stmt, S.For) and isinstance(stmt.target, S.Name):
-            base = S.root_name(stmt.iter)  # for row in X: a row of an array is a view
-            if base is not None:
-                items.setdefault(stmt.target.id, base.id)
-            continue
-        if not (isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)):
-            continue
-        target, value = stmt.targets[0].id, stmt.value
-        if isinstance(value, (S.List, S.Tuple)):  # ys = [a, x]: ys[0] is a
-            held.setdefault(target, set()).update(
-                element.id for element in value.elts if isinstance(element, S.Name))
-            continue
-        if isinstance(value, S.Subscript) and not _is_slicing(value.slice):
-            base = S.root_name(value)
-            if base is not None:
-                items.setdefault(target, base.id)
-            continue
-        for source in shared_sources(value, parsed):
-            views[target].add(source)
-            views[source].add(target)
-    loads = [((n.lineno, getattr(n, "col_offset", 0)), n.id) for n in S.walk(tree)
-             if isinstance(n, S.Name) and isinstance(n.ctx, S.Load) and hasattr(n, "lineno")]
-    # a for loop reads what it iterates over on every trip (seq1, which ssa made, too)
-    loads += [((loop.lineno, loop.col_offset), n.id) for loop in S.walk(tree)
-              if isinstance(loop, S.For) for n in S.walk(loop.iter) if isinstance(n, S.Name)]
-    # the lines of each loop: a read above the update in its loop comes after it too
-    loops = [(*_lines_of(loop), _assigned_before_read(loop)) for loop in S.walk(tree)
-             if isinstance(loop, (S.For, S.While))]
-    for block in S.blocks(tree):
-        for index, stmt in enumerate(block):
-            if not getattr(stmt, "augmented", False) or getattr(stmt, "inlined", False):
-                continue
-            later = [loop for loop in loops if loop[0] <= stmt.lineno <= loop[1]]
-            updated = stmt.value.left.id  # y1 = y + e: y is the one updated
-            sharing = _fresh_before(block[:index], updated, parsed)
-            if sharing is None:  # not assigned a new value just before: what it may share
-                sharing, pending = {updated}, [updated]
-                while pending:
-                    for other in views[pending.pop()] - sharing:
-                        sharing.add(other)
-                        pending.append(other)
-                bases = {items[name] for name in sharing if name in items}
-                sharing |= bases | {name for base in bases for name in held.get(base, ())}
-                # a list display holding it (lst = [a]), and the items taken from one
-                holders = {holder for holder, names in held.items() if names & sharing}
-                sharing |= holders | {name for name, base in items.items() if base in holders}
-            # a read after the update's end (on its line too: a; y += 1; b) counts, and
-            # a read in its loop (the next trip comes after the update), unless each
-            # trip assigns the name before reading it
-            end = (getattr(stmt, "end_lineno", None) or stmt.lineno,
-                   getattr(stmt, "end_col_offset", None) or math.inf)
-            read = sorted({name for place, name in loads if name in sharing - {updated} and (
-                place > end or any(first <= place[0] <= last and name not in fresh
-                                   for first, last, fresh in later))})
-            if read:
-                stmt.aliased_update = read[0]
-                stmt.aliased_reads = read
-
-
-def _fresh_before(statements, name, parsed):
-    """When the last of ``statements`` to assign ``name`` gives it a new array
-    (``new = np.tanh(u)``) and only plain assignments follow, the names that are
-    views of it by the end of them (name included): nothing else shares its
-    memory, whatever the loop around does with it later (``u = new``).  None
-    otherwise."""
-    for position in range(len(statements) - 1, -1, -1):
-        stmt = statements[position]
-        if not isinstance(stmt, (S.Assign, S.Expr)):
-            return None  # a branch or a loop in between: not that simple
-        if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
-                stmt.targets[0].id == name:
-            if not _makes_a_new_array(stmt.value, parsed):
-                return None
-            sharing = {name}
-            for later in statements[position + 1:]:
-                reads = {n.id for n in S.walk(later) if isinstance(n, S.Name)}
-                if not reads & sharing:
-                    continue
-                if not (isinstance(later, S.Assign) and isinstance(later.targets[0], S.Name)):
-                    return None  # stored in a container, given to a call...
-                if shared_sources(later.value, parsed):
-                    sharing.add(later.targets[0].id)
-            return sharing
-    return None
-
-
-def _makes_a_new_array(value, parsed):
-    """Whether ``value`` is surely memory no other name holds: arithmetic, a list
-    display, or a call the memory model knows makes a new array or container (a
-    ufunc, an allocator, ``.copy()``, a primitive declared to return one)."""
-    if isinstance(value, (S.BinOp, S.UnaryOp, S.Constant, S.List)):
-        return True
-    # list(xs) is a new list: writing into it changes none of xs
-    return isinstance(value, S.Call) and call_result(value, parsed)[0] in ("new", "holds")
-
-
-def _assigned_before_read(loop):
-    """Names every trip of ``loop`` assigns, in its own block, before it reads
-    them (and a ``for`` loop's target): a trip reads the value it assigned.  A
-    ``while`` loop's test reads before every trip."""
-    assigned = set(S.stored_names(loop.target)) if isinstance(loop, S.For) else set()
-    read = set() if isinstance(loop, S.For) else {
-        n.id for n in S.walk(loop.test) if isinstance(n, S.Name)}
-    for stmt in loop.body:
-        read |= {n.id for n in S.walk(stmt) if isinstance(n, S.Name) and
-                 isinstance(n.ctx, S.Load)} - assigned
-        if isinstance(stmt, S.Assign):
-            assigned |= S.stored_names(stmt.targets) - read
-    return assigned
-
-
-def _lines_of(node):
-    """(first, last) line of ``node`` and what it holds."""
-    lines = [n.lineno for n in S.walk(node) if hasattr(n, "lineno")]
-    return min(lines), max(lines)
-
-
-def _is_slicing(index):
-    """Whether ``x[index]`` is a slice of x (a view of an array), not an item."""
-    parts = index.elts if isinstance(index, S.Tuple) else [index]
-    return any(isinstance(part, S.gast.Slice) or isinstance(part, S.Constant) and
-               part.value in (Ellipsis, None) for part in parts)
 
 
 def _mark_opaque(tree, parsed):
