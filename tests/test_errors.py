@@ -187,14 +187,14 @@ def test_exec():
 # calls derivo has no derivative for
 # ---------------------------------------------------------------------------
 
-def uses_gamma(x):
+def uses_remainder(x):
     y = x * 2.0
-    return math.gamma(y)
+    return math.remainder(y, 0.7)
 
 
 def test_no_rule_python_library_function():
-    err = refusal(uses_gamma, 1.5)
-    assert_points_at(err, line_of(uses_gamma, "math.gamma"), "gamma")
+    err = refusal(uses_remainder, 1.5)
+    assert_points_at(err, line_of(uses_remainder, "math.remainder"), "remainder")
 
 
 def uses_operator_mul(x):
@@ -1191,6 +1191,20 @@ def updates_a_conjugate(x):
     return np.sum(a * x)
 
 
+def writes_the_real_part(x):
+    a = x * 2.0
+    y = np.real(a)
+    y[0] = 1.0
+    return np.sum(a * x)
+
+
+def writes_the_real_attribute(x):
+    a = x * 2.0
+    y = a.real
+    y *= 3.0
+    return np.sum(a * x)
+
+
 def updates_the_larger(x):
     a = x * 2.0
     y = max(a, x, key=np.sum)
@@ -1328,6 +1342,8 @@ def updated_while_looping_over_it(x):
     (updates_an_array_made_without_a_copy, "y += 1.0", "updated in place"),
     (updates_a_checked_array, "y += 1.0", "updated in place"),
     (updates_a_conjugate, "y += 1.0", "updated in place"),
+    (writes_the_real_part, "y = np.real(a)", "sharing memory"),
+    (writes_the_real_attribute, "y *= 3.0", "updated in place"),
     (updates_the_larger, "y += 1.0", "updated in place"),
     (filled_through_varargs, "fill_the_first(a)", "in place"),
     (filled_by_a_function_given_as_argument, "apply_to(fill, a)", "in place"),

@@ -31,12 +31,14 @@ defpartials(np.square, lambda ans, x: 2 * x)
 defvjp(np.abs, lambda g, ans, x: g * np.sign(x) if is_real(x) else np.real(g) * np.conj(x) / np.where(ans == 0, 1, ans), returns=NEW)
 # The parts of a complex z = x + iy, as JAX: z's adjoint is dL/dx - i dL/dy (so a
 # holomorphic function's adjoint is g f'(z)); of a real x, real part 1, imaginary 0.
+# x.real and x.imag are views of x, and so are np.real(x) and, of a real x,
+# x.conj(), which returns x itself: returns=0.  np.conj is a ufunc: a new array.
 for _real in (np.real, Method("real")):
-    defvjp(_real, lambda g, ans, x: g, returns=NEW)
+    defvjp(_real, lambda g, ans, x: g, returns=0)
 for _imag in (np.imag, Method("imag")):
-    defvjp(_imag, lambda g, ans, x: -1j * g if not is_real(x) else np.zeros(np.shape(x)), returns=NEW)
-for _conj in (np.conj, Method("conj"), Method("conjugate")):
-    defvjp(_conj, lambda g, ans, x: np.conj(g), returns=NEW)
+    defvjp(_imag, lambda g, ans, x: -1j * g if not is_real(x) else np.zeros(np.shape(x)), returns=0)
+for _conj, _returns in ((np.conj, NEW), (Method("conj"), 0), (Method("conjugate"), 0)):
+    defvjp(_conj, lambda g, ans, x: np.conj(g), returns=_returns)
 # arg z = atan2(y, x): its adjoint is -i g / z; of a real x a step function (0)
 defvjp(np.angle, lambda g, ans, z, deg=False: np.real(g) * -1j / np.where(z == 0, 1, z) * (180 / np.pi if deg else 1) if not is_real(z) else np.zeros(np.shape(z)), returns=NEW)
 defpartials(np.sin, lambda ans, x: np.cos(x))
