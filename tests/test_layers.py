@@ -10,7 +10,7 @@ import pathlib
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "src" / "derivo"
 
 LAYERS = [
-    ("leaves", ["errors", "syntax", "names", "script", "runtime", "adjoints", "checkpoints",
+    ("leaves", ["errors", "syntax", "names", "script", "trees", "runtime", "adjoints", "checkpoints",
                 "rules", "rules.runtime", "rules.builtins", "rules.numpy", "rules.scipy",
                 "rules.tangents", "rules.__main__"]),
     ("normal form", ["parse", "fence", "memory", "ssa", "outline", "inline"]),

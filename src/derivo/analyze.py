@@ -42,7 +42,7 @@ import types
 
 import numpy as np
 
-from . import checkpoints, rules
+from . import checkpoints, rules, trees
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
@@ -306,6 +306,11 @@ class Analysis:
             if rules.is_nondifferentiable(key) or isinstance(node.value, S.Name) and \
                     node.value.id not in self.local_names:
                 return None  # x.shape, or a module attribute like math.pi
+            if rules.lookup(key, 1, []) is None:
+                # p.w with no rule for .w: a field of a container (a dataclass, a
+                # NamedTuple), read as the item p["w"] is (see derivo.trees)
+                return Site(rules.FIELD, [node.value, S.const(node.attr)], [],
+                            label="." + node.attr)
             return Site(key, [node.value], [])
         if isinstance(node, S.Subscript):
             indexed = self.parsed.resolve_expression(node.value)
@@ -704,8 +709,9 @@ class Analysis:
                   for target, source in copies):  # ys = items1: a list too
             self.lists |= {target for target, source in copies if source in self.lists}
         self.containers = self.lists | {n.value.id for n in S.walk(tree)
-                                        if isinstance(n, S.Subscript)
-                                        and isinstance(n.value, S.Name)}
+                                        if isinstance(n, (S.Subscript, S.Attribute))
+                                        and isinstance(n.value, S.Name)
+                                        and self._is_item_read(n)}
         self.containers |= {argument.id for call in S.walk(tree) if isinstance(call, S.Call)
                             and getattr(call, "user_function", None) is not None
                             for argument in call.args + [k.value for k in call.keywords]
@@ -713,6 +719,13 @@ class Analysis:
         self.containers |= {call.args[0].id for call in S.walk(tree) if isinstance(call, S.Call)
                             and call.args and isinstance(call.args[0], S.Name)
                             and self._consumes_first_argument(call)}
+
+    def _is_item_read(self, node):
+        """Whether ``node`` reads an item (``x[i]``) or a container's field (``p.w``)."""
+        if isinstance(node, S.Subscript):
+            return True
+        site = self.site(node)
+        return site is not None and site.key == rules.FIELD
 
     def _consumes_first_argument(self, call):
         """Whether ``call`` iterates its first argument whole (``sum(xs)``,
@@ -1622,42 +1635,51 @@ def parameters_read_whole(func):
 
 def sequence_arithmetic(func, _seen=frozenset()):
     """Where ``func`` applies + or * to what it reads from its parameters:
-    {parameter: (depth, error)}, the shallowest depth at which a value read from
-    the parameter is an operand (0: the parameter itself, a slice or a copy of
-    it; 1: an item; 2: an item of an item), through calls of user functions too,
-    and the error to raise.  Called with a list whose values at that depth are
-    lists or tuples, the function joins or repeats sequences (see
-    ``api.Derivative._check_arguments``).  Read from the statement form, where a
-    rebinding at the top level is a new name (``xs = np.asarray(xs)`` is an
-    array); an operation derivo would not differentiate counts too."""
+    {parameter: (paths, error)}, the paths (see :mod:`derivo.trees`) from the
+    parameter to each value read from it that is an operand (``()``: the
+    parameter itself, a slice or a copy of it; ``(0,)``: its first item;
+    ``(ANY, Field("w"))``: the field w of any item), through calls of user
+    functions too, and the error to raise.  Called with a container in which a
+    path reaches a list or a tuple, the function joins or repeats sequences
+    (see ``api.Derivative._check_arguments``).  Read from the statement form,
+    where a rebinding at the top level is a new name (``xs = np.asarray(xs)``
+    is an array); an operation derivo would not differentiate counts too."""
     normalized = normalize(parse(func))
     parsed, tree = normalized.parsed, normalized.tree
     params = normalized.params
-    derived = {p: {p: 0} for p in params}  # name -> {parameter: depth}
+    derived = {p: {p: {()}} for p in params}  # name -> {parameter: paths}
     found = {}
 
-    def depths(node):
+    def step(paths, key):
+        return {p: {trees.extended(path, key) for path in each} for p, each in paths.items()}
+
+    def paths_of(node):
         if isinstance(node, S.Name):
             return derived.get(node.id, {})
         if isinstance(node, S.Subscript):
-            step = 0 if isinstance(node.slice, S.Slice) else 1
-            return {p: d + step for p, d in depths(node.value).items()}
+            if isinstance(node.slice, S.Slice):
+                return paths_of(node.value)
+            index = node.slice
+            key = index.value if isinstance(index, S.Constant) and \
+                isinstance(index.value, (int, str)) else trees.ANY
+            return step(paths_of(node.value), key)
+        if isinstance(node, S.Attribute) and rules.lookup(rules.Method(node.attr), 1, []) is None:
+            return step(paths_of(node.value), trees.Field(node.attr))
         if isinstance(node, S.Call):
             callee = parsed.callee_key(node)
             if callee in (list, tuple, sorted, reversed) and len(node.args) == 1:
-                return depths(node.args[0])
+                return paths_of(node.args[0])
             if callee in (zip, enumerate):
                 # its items are tuples: item[0] of zip(xs, ys) is an item of xs
                 sequences = node.args if callee is zip else node.args[:1]
-                return _shallowest(*({p: d - 1 for p, d in depths(a).items()}
-                                     for a in sequences), {})
+                return _merged_paths(*(step(paths_of(a), trees.ZIPPED) for a in sequences))
         if isinstance(node, S.IfExp):
-            return _shallowest(depths(node.body), depths(node.orelse))
+            return _merged_paths(paths_of(node.body), paths_of(node.orelse))
         return {}
 
-    def note(param, depth, node, operand):
-        if param not in found or depth < found[param][0]:
-            found[param] = (depth, _joined_sequence_error(parsed, node, operand))
+    def note(param, paths, error):
+        known = found.get(param, (frozenset(), error))
+        found[param] = (known[0] | frozenset(paths), known[1])
 
     changed = True
     while changed:
@@ -1665,19 +1687,19 @@ def sequence_arithmetic(func, _seen=frozenset()):
         for node in S.walk(tree):
             targets = []
             if isinstance(node, S.Assign) and isinstance(node.targets[0], S.Name):
-                targets = [(node.targets[0].id, depths(node.value))]
+                targets = [(node.targets[0].id, paths_of(node.value))]
             elif isinstance(node, S.For) and isinstance(node.target, S.Name):
-                targets = [(node.target.id, {p: d + 1 for p, d in depths(node.iter).items()})]
+                targets = [(node.target.id, step(paths_of(node.iter), trees.ANY))]
             for name, new in targets:
-                merged = _shallowest(derived.get(name, {}), new)
+                merged = _merged_paths(derived.get(name, {}), new)
                 if merged != derived.get(name, {}):
                     derived[name] = merged
                     changed = True
     for node in S.walk(tree):
         if isinstance(node, S.BinOp) and isinstance(node.op, (S.Add, S.Mult)):
             for operand in (node.left, node.right):
-                for param, depth in depths(operand).items():
-                    note(param, depth, node, operand)
+                for param, paths in paths_of(operand).items():
+                    note(param, paths, _joined_sequence_error(parsed, node, operand))
         elif isinstance(node, S.Call):
             callee = getattr(node, "user_function", None) or parsed.resolve_callee(node)
             if not is_user_function(callee) or callee in _seen:
@@ -1688,18 +1710,24 @@ def sequence_arithmetic(func, _seen=frozenset()):
                 continue
             for name, argument in arguments(node, callee):
                 if name in inner:
-                    depth, error = inner[name]
-                    for param, outer in depths(argument).items():
-                        if param not in found or outer + depth < found[param][0]:
-                            found[param] = (outer + depth, error)
+                    paths, error = inner[name]
+                    for param, outer in paths_of(argument).items():
+                        note(param, {_joined_path(start, path) for start in outer
+                                     for path in paths}, error)
     return {p: found[p] for p in params if p in found}
 
 
-def _shallowest(*depths):
+def _joined_path(start, path):
+    for key in path:
+        start = trees.extended(start, key)
+    return start
+
+
+def _merged_paths(*each):
     merged = {}
-    for each in depths:
-        for param, depth in each.items():
-            merged[param] = min(merged.get(param, depth), depth)
+    for paths in each:
+        for param, found in paths.items():
+            merged[param] = merged.get(param, set()) | found
     return merged
 
 

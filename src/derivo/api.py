@@ -14,7 +14,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import __version__, cache, codegen, display, rules, save
+from . import __version__, cache, codegen, display, rules, save, trees
 from . import syntax as S
 from .errors import DerivoError
 from .fence import check_supported
@@ -108,13 +108,14 @@ def _as_floats_hint(name, value):
 
 
 def _holds_array(value, item_types=None):
-    """Whether ``value`` is an array, or a list or tuple holding one at any depth
+    """Whether ``value`` is an array, or a container holding one at any depth
     (``item_types``: the types of its items, when already collected).  Scalar
     code run on it would add arrays in place where it adds numbers."""
     if type(value) is _NDARRAY:
         return True
     if not isinstance(value, (list, tuple)):
-        return False
+        return type(value) not in _PLAIN_REALS and trees.is_record(value) and \
+            any(isinstance(leaf, _NDARRAY) for leaf in trees.leaves(value))
     types = _item_types(value) if item_types is None else item_types
     return not types <= _PLAIN_REALS and any(map(_holds_array, value))
 
@@ -152,10 +153,23 @@ def _kept_as_is(gradient, value, item_types):
         len(gradient) == len(value) and item_types <= _PLAIN_REALS
 
 
+def _is_tree(value):
+    """Whether ``value`` is, or holds at any depth, a container read by name (a
+    dict, a dataclass, a NamedTuple, a registered class: see derivo.trees),
+    whose gradient derivo.trees puts in its structure."""
+    if type(value) in _PLAIN_REALS or type(value) is _NDARRAY:
+        return False
+    if type(value) is list or type(value) is tuple:
+        return any(map(_is_tree, value))
+    return trees.is_record(value)
+
+
 def _nesting(value):
     """How deep lists and tuples nest in ``value``: 0 for a number or an array."""
-    if isinstance(value, (list, tuple)):
-        return 1 + max(map(_nesting, value), default=0)
+    if trees.is_container(value):
+        found = trees.parts(value)
+        return 1 + max(map(_nesting, found.values() if isinstance(found, dict) else found),
+                       default=0)
     return 0
 
 
@@ -299,6 +313,8 @@ class Derivative(metaclass=_DerivativeType):
         result = self._code_to_run(values, item_types)(*args, **kwargs)
         if any(map(_low_precision, differentiated)):
             result = self._gradients_in_precision(result, differentiated)
+        if any(map(_is_tree, differentiated)):
+            return self._gradients_of_trees(result, differentiated)
         # lists or tuples among the arguments: some may be differentiated
         return self._gradients_in_structure(result, differentiated, item_types) \
             if item_types else result
@@ -344,6 +360,15 @@ class Derivative(metaclass=_DerivativeType):
             _in_structure(gradient, value, item_types[id(value)])
             for gradient, value in zip(grads, values)])
 
+    def _gradients_of_trees(self, result, values):
+        """``result`` with the gradient of each of ``values`` (the differentiated
+        arguments) in its structure and types (see derivo.trees)."""
+        return self._with_gradients(result, [
+            trees.in_structure(gradient, value) if _is_tree(value) else
+            _in_structure(gradient, value) if isinstance(value, (list, tuple)) else
+            _of_dtype(gradient, value)
+            for gradient, value in zip(self._gradients(result), values)])
+
     def _gradients_in_precision(self, result, values):
         """``result`` with the gradient of each float32 (or float16) array or NumPy
         scalar in ``values`` (the differentiated arguments) of its dtype, as JAX
@@ -364,6 +389,9 @@ class Derivative(metaclass=_DerivativeType):
             value = args[index] if index is not None and index < len(args) else \
                 kwargs.get(name, _DEFAULT)
             values.append(value)
+            if value is not _DEFAULT and _is_tree(value):
+                self._check_tree(name, value)
+                continue
             flat = isinstance(value, (list, tuple)) and item_types[id(value)] <= _PLAIN_REALS
             if value is not _DEFAULT and not flat and not _is_real(value):
                 raise DerivoError(
@@ -384,14 +412,45 @@ class Derivative(metaclass=_DerivativeType):
                 self._refuse_joined(name, value, flat)
         return values
 
+    def _check_tree(self, name, value):
+        """Refuse the container ``value`` given for the parameter ``name`` when it
+        holds a complex number, whose derivative derivo does not take, or when
+        the function may join or repeat a list in it; its other leaves that are
+        not floats (ints, strings, flags) pass through and get None.  A container
+        given for a parameter the function reads only as a number is refused."""
+        if name not in self._read_whole:
+            raise DerivoError(
+                "{}: cannot differentiate with respect to {}={}: derivo differentiates real "
+                "numbers, and containers of them that the function reads by part ({}[...], "
+                "{}.field), but {} uses {} only as a number".format(
+                    self.__wrapped__.__qualname__, name, _short_repr(value), name, name,
+                    self.__wrapped__.__qualname__, name))
+        for leaf in trees.leaves(value):
+            if np.iscomplexobj(leaf) and not isinstance(leaf, str):
+                raise DerivoError(
+                    "{}: cannot differentiate with respect to {}={}: it holds the complex "
+                    "number {}, and derivo differentiates real numbers; pass its real and "
+                    "imaginary parts as floats".format(
+                        self.__wrapped__.__qualname__, name, _short_repr(value),
+                        _short_repr(leaf)))
+        self._refuse_joined(name, value, False)
+
     def _refuse_joined(self, name, value, flat):
-        """Refuse the list or tuple ``value`` given for the parameter ``name`` if
+        """Refuse the container ``value`` given for the parameter ``name`` if
         the function may join or repeat it, or a list inside it, with + or *: its
-        adjoint would be silently wrong.  ``flat``: its items are plain numbers."""
+        adjoint would be silently wrong.  ``flat``: its items are plain numbers
+        (only the list itself, or a tuple zip makes of its items, can be joined)."""
         if name in self._sequence_arithmetic:
-            depth, error = self._sequence_arithmetic[name]
-            if depth < (1 if flat else _nesting(value)):
+            paths, error = self._sequence_arithmetic[name]
+            if flat:
+                if any(not path or path[0] is trees.ZIPPED for path in paths):
+                    raise error
+            elif any(trees.sequence_on(value, path) for path in paths):
                 raise error
+
+    @functools.cached_property
+    def _read_whole(self):
+        return parameters_read_whole(self.__wrapped__)
 
     @functools.cached_property
     def _sequence_arithmetic(self):

@@ -522,7 +522,8 @@ class Sweep:
                 target in self.zero or target in self.analysis.scalars or \
                 not self.may_be_scalar_zero(target) or not any(
                     node.kind == "rule" and node.rule.style == "vjp" and
-                    node.rule.primitive != rules.GETITEM for node in plan.nodes.values()):
+                    node.rule.primitive not in (rules.GETITEM, rules.FIELD)
+                    for node in plan.nodes.values()):
             return []
         adjoint = self.adjoint(target)
         return [S.assign(adjoint, S.call(self.runtime("zero_as"), S.name(adjoint),

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .errors import DerivoError
+from .trees import is_record, key_of, zeros_like_parts
 
 
 def unbroadcast(adjoint, like):
@@ -63,7 +64,7 @@ def zero_gradient(like):
         return np.zeros(np.shape(like))
     if type(like) is list or type(like) is tuple:
         return [zero_gradient(item) for item in like]
-    return 0.0
+    return zeros_like_parts(like) if _keyed(like) else 0.0
 
 
 def scalar_seed(result):
@@ -278,10 +279,20 @@ def zero_as(adjoint, like):
 SHAPE_READERS = (unbroadcast, expand, shaped_like, zero_as)
 
 
+def _keyed(like):
+    """Whether the container ``like`` has an adjoint of its own keys, a dict (a
+    dict, a dataclass, a registered class: see derivo.trees)."""
+    return type(like) is dict or not isinstance(like, (list, tuple, np.ndarray, float)) and \
+        is_record(like)
+
+
 def zeros_for(like):
     """The zero adjoint of the container ``like`` that its items' adjoints are
     added into: a list of zeros when like is a list (or a tuple of values of
-    other shapes), else a float array of like's shape."""
+    other shapes), a dict of zeros for a dict or a dataclass (see
+    derivo.trees), else a float array of like's shape."""
+    if _keyed(like):
+        return zeros_like_parts(like)
     if isinstance(like, list) or isinstance(like, tuple) and \
             not all(np.isscalar(item) for item in like):
         return [0.0] * len(like)
@@ -295,8 +306,15 @@ def _unreached(adjoint):
 
 
 def getitem_vjp(adjoint, like, index):
-    """Adjoint of ``x[index]``: the adjoint scattered into zeros_for(x)."""
+    """Adjoint of ``x[index]``: the adjoint scattered into zeros_for(x).  For a
+    container read by name (``p.w`` of a dataclass or a NamedTuple), ``index``
+    is the name."""
+    if type(index) is str:
+        index = key_of(like, index)
     out = zeros_for(like)
+    if type(out) is dict:
+        out[index] = adjoint
+        return out
     if isinstance(out, list):
         positions = range(len(like))[index]
         if isinstance(positions, int):
@@ -549,7 +567,7 @@ def part(adjoint, index):
             type(index) is tuple and any(type(i) in (list, np.ndarray) for i in index))):
         _refuse_repeats(adjoint, index)
     # np.ndim of a list would copy it into an array: a loop would pay len(list) a trip
-    if type(adjoint) is list or np.ndim(adjoint):
+    if type(adjoint) is list or type(adjoint) is dict or np.ndim(adjoint):
         return adjoint[index]
     return adjoint
 
@@ -606,6 +624,11 @@ def add_at(total, adjoint, like, index):
     place: a new copy on every trip would make that loop's reverse sweep
     quadratic in ``len(x)``.
     """
+    if type(index) is str:
+        index = key_of(like, index)
+    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
+        total[index] = add_adjoints(total[index], adjoint)
+        return total
     if sys.getrefcount(total) <= _ALONE:
         # (a list can also stand for an array's rows, after np.stack: not here)
         if type(total) is list and type(like) in (list, tuple) and len(total) == len(like):
@@ -667,6 +690,8 @@ def add_adjoints(first, second):
     """The sum of two adjoints of one value: lists of adjoints (for a list)
     add element by element, lists in them too (the adjoint of a list of lists or
     tuples), and a zero (``0.0``) adds nothing."""
+    if type(first) is dict or type(second) is dict:
+        return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
         return first + second
     first, second = [list(a) if isinstance(a, np.ndarray) else a for a in (first, second)]
@@ -677,6 +702,16 @@ def add_adjoints(first, second):
         return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
+
+
+def _add_keyed(first, second):
+    """The sum of two adjoints of a container read by key (dicts of adjoints,
+    or the 0.0 standing for one no adjoint reached yet)."""
+    if type(first) is not dict:
+        return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
+    if type(second) is not dict:
+        return first if _unreached(second) else {k: v + second for k, v in first.items()}
+    return {key: add_adjoints(value, second[key]) for key, value in first.items()}
 
 
 def gradient_by_tangents(tangent, args, kwargs, positions, cotangent=None):

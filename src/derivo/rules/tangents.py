@@ -13,7 +13,7 @@ import numpy as np
 from .. import syntax as S
 from ..adjoints import cholesky_jvp
 from ..runtime import expand, norm_vjp, prod_vjp, sort_like
-from . import GETITEM, Method, defjvp
+from . import FIELD, GETITEM, Method, defjvp
 
 # --- builtins --------------------------------------------------------------------
 
@@ -108,3 +108,4 @@ defjvp(np.tile, lambda t, ans, A, reps: np.tile(t, reps), None)
 # --- indexing ----------------------------------------------------------------------
 
 defjvp(GETITEM, lambda t, ans, x, index: t[index])
+defjvp(FIELD, lambda t, ans, x, name: getattr(t, name), None)
