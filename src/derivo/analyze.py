@@ -473,9 +473,9 @@ class Analysis:
         return _arguments_changed_by(self.parsed, call, callee, self.arrays)
 
     def _refuse_dicts_and_sets(self):
-        """Refuse a dict or set of differentiated values that reaches a result:
-        derivo's adjoints and tangents follow numbers, arrays, lists and tuples,
-        and would miss what goes through ``d["x"]``, leaving a zero derivative."""
+        """Refuse a set of differentiated values that reaches a result: derivo's
+        adjoints and tangents follow numbers, arrays and containers (lists,
+        tuples, dicts, dataclasses), and a set has no order to follow."""
         for stmt in S.walk(self.normalized.tree):
             if isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & self.active:
                 value = stmt.value
@@ -485,14 +485,13 @@ class Analysis:
             else:
                 continue
             for node in S.walk(value):
-                if isinstance(node, (S.gast.Dict, S.gast.Set)) and \
+                if isinstance(node, S.gast.Set) and \
                         self.differentiable_names(node) & self.active:
-                    kind = "dict" if isinstance(node, S.gast.Dict) else "set"
                     raise self.parsed.error(
-                        UnsupportedSyntax, node, "cannot differentiate through a {} of "
+                        UnsupportedSyntax, node, "cannot differentiate through a set of "
                         "differentiated values: derivo follows derivatives through numbers, "
-                        "arrays, lists and tuples; use a tuple, a list or separate "
-                        "variables".format(kind), kind)
+                        "arrays and containers (lists, tuples, dicts, dataclasses); use a "
+                        "list, a tuple or a dict", "set")
 
     def _propagate_activity(self):
         assignments = [s for s in S.walk(self.normalized.tree)
@@ -630,20 +629,20 @@ class Analysis:
         return S.copy_location(S.subscript(S.deepcopy(value.args[0]), backwards), loop)
 
     def _maybe_an_iterator(self, sequence):
-        """Whether a loop's sequence, not differentiated and read by the loop alone,
-        is a dict's view or a ``map``/``filter`` of one that cannot be indexed
+        """Whether a loop's sequence, read by the loop alone, is a dict's view or
+        a ``map``/``filter`` (not differentiated) of one that cannot be indexed
         (``d.values()``, ``map(f, xs)``): the reverse loop indexes a list of it.
         Other iterators are left alone: one could be endless (``itertools.count()``)."""
         if isinstance(sequence, S.Name):
             tree = self.normalized.tree
             others = S.load_counts(tree)[sequence.id] - any(n is sequence for n in S.walk(tree))
             sequence = None if others else S.values_assigned_once(tree).get(sequence.id)
-        if not isinstance(sequence, S.Call) or self.parsed.resolve("list") is not list or \
-                self.differentiable_names(sequence) & self.active:
+        if not isinstance(sequence, S.Call) or self.parsed.resolve("list") is not list:
             return False
         callee = self.parsed.callee_key(sequence)
         if callee is map or callee is filter:  # of parameters, or of views
-            return len(sequence.args) > 1 and all(
+            return not self.differentiable_names(sequence) & self.active and \
+                len(sequence.args) > 1 and all(
                 isinstance(a, S.Name) and a.id in tree_params(self.normalized.tree) or
                 self._maybe_an_iterator(a) for a in sequence.args[1:])
         return isinstance(callee, rules.Method) and \
@@ -924,12 +923,15 @@ class Analysis:
             entry.active = [i for i, a in enumerate(branches) if a]
             plan.reads |= _names(node.test)
             return True
-        if isinstance(node, (S.Tuple, S.List)):
-            flags = [self._plan(e, plan) for e in node.elts]
+        if isinstance(node, (S.Tuple, S.List, S.gast.Dict)):
+            elements = node.values if isinstance(node, S.gast.Dict) else node.elts
+            flags = [self._plan(e, plan) for e in elements]
             if not any(flags):
                 return False
-            entry = plan.nodes[id(node)] = Node("sequence", node.elts)
+            entry = plan.nodes[id(node)] = Node("sequence", elements)
             entry.active = [i for i, a in enumerate(flags) if a]
+            if isinstance(node, S.gast.Dict):  # its keys, read again by the adjoint
+                plan.reads |= _names([key for key in node.keys if key is not None])
             return True
         site = self.site(node)
         if site is None:

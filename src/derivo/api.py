@@ -1011,7 +1011,7 @@ def vjp(func: Function, *args: Any, **kwargs: Any) -> Tuple[Any, Callable[[Any],
     sweeps = [run(*args, **kwargs)]  # the generator whose primal sweep is done
     out = next(sweeps[0])
     label = getattr(func, "__qualname__", repr(func))
-    scalar = np.ndim(out) == 0 and not isinstance(out, (list, tuple))
+    scalar = np.ndim(out) == 0 and not trees.is_container(out)
     unit_gradients = []  # a scalar result's, for the cotangent 1.0
 
     def vjp_fn(cotangent):
@@ -1043,6 +1043,9 @@ def _same_value(value, other):
     if isinstance(value, (list, tuple)):
         return type(other) is type(value) and len(other) == len(value) and \
             all(map(_same_value, value, other))
+    if _is_tree(value):
+        return type(other) is type(value) and trees.same_structure(other, value) and \
+            all(map(_same_value, trees.leaves(value), trees.leaves(other)))
     return np.shape(value) == np.shape(other) and \
         bool(np.all((value == other) | (value != value) & (other != other)))
 
@@ -1068,7 +1071,8 @@ def _cotangents_per_argument(grads, args, differentiable):
     """One cotangent per argument in ``args`` from the gradients of those at
     ``differentiable`` (None for the others), each in its argument's structure."""
     grads = iter(grads if isinstance(grads, tuple) else (grads,))
-    return tuple(None if i not in differentiable else _in_structure(next(grads), a)
+    return tuple(None if i not in differentiable else trees.in_structure(next(grads), a)
+                 if _is_tree(a) else _in_structure(next(grads), a)
                  if isinstance(a, (list, tuple)) else _of_dtype(next(grads), a)
                  for i, a in enumerate(args))
 
@@ -1087,13 +1091,19 @@ def _scaled(gradient, factor):
     """``gradient`` (a number, an array, or a list or tuple of them) times ``factor``."""
     if type(gradient) in (list, tuple):
         return type(gradient)(_scaled(g, factor) for g in gradient)
+    if type(gradient) is dict:
+        return {key: _scaled(g, factor) for key, g in gradient.items()}
     return gradient * factor
 
 
 def _check_cotangent(label, cotangent, out):
     """Refuse a cotangent not of the shape of the result ``out`` (in its structure
-    for a tuple or a list)."""
-    if type(out) in (list, tuple):
+    for a tuple or a list, and for a dict, a dataclass...)."""
+    if _is_tree(out):
+        if trees.same_structure(cotangent, out):
+            return
+        expected = "of the structure {}".format(trees.describe(out))
+    elif type(out) in (list, tuple):
         if type(cotangent) in (list, tuple) and len(cotangent) == len(out):
             for item, value in zip(cotangent, out):
                 _check_cotangent(label, item, value)
@@ -1131,6 +1141,8 @@ def _copied(value):
         return np.copy(value)
     if isinstance(value, (list, tuple)):
         return type(value)(map(_copied, value))
+    if type(value) is dict:
+        return {key: _copied(item) for key, item in value.items()}
     return value
 
 
@@ -1153,10 +1165,13 @@ def _differentiable(value):
 def _differentiable_or_container(value):
     """What vjp and jvp differentiate: a float, a float array, or a list or tuple
     of real numbers and arrays."""
-    return _differentiable(value) or isinstance(value, (list, tuple)) and _is_real(value)
+    return _differentiable(value) or isinstance(value, (list, tuple)) and _is_real(value) or \
+        _is_tree(value) and any(map(trees.is_differentiable_leaf, trees.leaves(value)))
 
 
 def _zero_tangent(value):
+    if _is_tree(value):
+        return trees.zeros_in_structure(value)
     if isinstance(value, (list, tuple)):
         return type(value)(_zero_tangent(v) for v in value)
     return np.zeros(np.shape(value)) if isinstance(value, np.ndarray) else 0.0
@@ -1166,6 +1181,8 @@ def _same_structure(tangent, primal):
     """Whether ``tangent`` is of the structure of the list or tuple ``primal``: the
     same kinds of container, of the same lengths, holding real numbers and arrays
     of the same shapes."""
+    if _is_tree(primal):
+        return trees.same_structure(tangent, primal)
     if isinstance(primal, (list, tuple)):
         return type(tangent) is type(primal) and len(tangent) == len(primal) and \
             all(map(_same_structure, tangent, primal))
@@ -1201,11 +1218,11 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> Tupl
     seeds = []
     for i in differentiable:
         primal, tangent = primals[i], tangents[i]
-        if isinstance(primal, (list, tuple)) and not _same_structure(tangent, primal):
+        if trees.is_container(primal) and not _same_structure(tangent, primal):
             raise DerivoError("jvp of {}: the tangent of argument {} is {}, not of the "
                               "structure of its primal {}".format(
                                   label, i, _short_repr(tangent), _short_repr(primal)))
-        elif not isinstance(primal, (list, tuple)) and np.shape(tangent) != np.shape(primal):
+        elif not trees.is_container(primal) and np.shape(tangent) != np.shape(primal):
             raise DerivoError("jvp of {}: the tangent of argument {} has shape {}, its "
                               "primal {}".format(label, i, np.shape(tangent), np.shape(primal)))
         else:
@@ -1218,6 +1235,8 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> Tupl
     out, tangent = derivative(*seeds, *primals)
     # the tangent code may hold a list of lists' tangent as NumPy made it (an object
     # array) or a tuple of numbers' as an array
+    if _is_tree(out):
+        return out, trees.in_structure(tangent, out)
     return out, _in_structure(tangent, out) if type(out) in (list, tuple) else tangent
 
 

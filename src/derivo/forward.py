@@ -534,6 +534,8 @@ class ExpressionTangent:
                 return None
             elements = [self.zero(e) if t is None else t
                         for e, t in zip(entry.operands, elements)]
+            if isinstance(node, S.gast.Dict):
+                return S.gast.Dict(keys=[S.deepcopy(k) for k in node.keys], values=elements)
             return type(node)(elts=elements, ctx=S.Load())
         return self.rule_tangent(node, entry)
 

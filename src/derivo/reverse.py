@@ -878,6 +878,10 @@ class ExpressionAdjoint:
                 out.append(S.assign(temp, adjoint))
                 adjoint = S.name(temp)
             for index in entry.active:
+                if isinstance(node, S.gast.Dict):
+                    self._backprop(entry.operands[index], self.dict_part(node, index, adjoint),
+                                   out)
+                    continue
                 if isinstance(adjoint, S.Name) and (
                         self.sweep.loop_depth or self.sweep.kind == "vjp" or
                         self.sweep.may_be_reset(adjoint.id)):
@@ -915,6 +919,19 @@ class ExpressionAdjoint:
             contributions.append((operand, contribution))
         for operand, contribution in _merged(contributions):
             self._backprop(operand, contribution, out)
+
+    def dict_part(self, node, index, adjoint):
+        """The adjoint of the value at ``index`` of the dict display ``node``
+        (``{"w": w, **rest}``) from the dict's: its key's (``part(bd, "w")``: the
+        dict's adjoint may be the 0.0 standing for zeros), or for ``**rest``
+        those of rest's keys that no later entry replaces."""
+        key = node.keys[index]
+        if key is not None:
+            return S.call(self.sweep.runtime("part"), S.deepcopy(adjoint), S.deepcopy(key))
+        later = [S.deepcopy(k if k is not None else v)
+                 for k, v in zip(node.keys[index + 1:], node.values[index + 1:])]
+        return S.call(self.sweep.runtime("unpacked_vjp"), S.deepcopy(adjoint),
+                      S.deepcopy(node.values[index]), S.tuple_(later))
 
     def contribute(self, ident, adjoint, out):
         sweep = self.sweep

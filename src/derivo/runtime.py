@@ -704,6 +704,35 @@ def add_adjoints(first, second):
             for a, b in zip(first, second)]
 
 
+def unpacked_vjp(adjoint, entries, later):
+    """Adjoint of ``entries`` unpacked into a dict display, ``{**entries, ...}``,
+    from the dict's ``adjoint``: each of its keys' adjoint, but those of keys a
+    later entry of the display replaces (``later``: the keys and unpacked dicts
+    after it), which no longer reach the dict."""
+    if _unreached(adjoint):
+        return adjoint
+    replaced = set()
+    for entry in later:
+        replaced.update(entry if type(entry) is dict else (entry,))
+    return {key: 0.0 if key in replaced else adjoint[key] for key in entries}
+
+
+def values_vjp(adjoint, entries):
+    """Adjoint of ``d.values()``: the adjoint of the i-th value (a list of them,
+    or 0.0 for none) under the i-th key."""
+    if _unreached(adjoint):
+        return adjoint
+    return dict(zip(entries, adjoint))
+
+
+def items_vjp(adjoint, entries):
+    """Adjoint of ``d.items()``: the adjoint of the i-th pair's value under the
+    i-th key (a pair's adjoint may be 0.0, or 0.0 for its key's part)."""
+    if _unreached(adjoint):
+        return adjoint
+    return {key: 0.0 if _unreached(pair) else pair[1] for key, pair in zip(entries, adjoint)}
+
+
 def _add_keyed(first, second):
     """The sum of two adjoints of a container read by key (dicts of adjoints,
     or the 0.0 standing for one no adjoint reached yet)."""

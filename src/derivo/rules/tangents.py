@@ -109,3 +109,5 @@ defjvp(np.tile, lambda t, ans, A, reps: np.tile(t, reps), None)
 
 defjvp(GETITEM, lambda t, ans, x, index: t[index])
 defjvp(FIELD, lambda t, ans, x, name: getattr(t, name), None)
+defjvp(Method("values"), lambda t, ans, d: list(t.values()))
+defjvp(Method("items"), lambda t, ans, d: list(t.items()))
