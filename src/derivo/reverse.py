@@ -956,6 +956,9 @@ class ExpressionAdjoint:
                 out.append(S.assign(name, S.call(sweep.runtime("add_at"), S.name(name),
                                                  *adjoint.args)))
                 out[-1].item_of = ident
+            elif self._calls(adjoint, runtime.field_vjp):  # p.w's, added in place
+                out.append(S.assign(name, S.call(sweep.runtime("add_field"), S.name(name),
+                                                 *adjoint.args)))
             else:
                 out.append(S.assign(name, S.call(sweep.runtime("add_adjoints"), S.name(name),
                                                  adjoint)))

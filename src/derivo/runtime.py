@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .errors import DerivoError
-from .trees import is_record, key_of, zeros_like_parts
+from .trees import key_of, zeros_like_parts
 
 
 def unbroadcast(adjoint, like):
@@ -64,7 +64,7 @@ def zero_gradient(like):
         return np.zeros(np.shape(like))
     if type(like) is list or type(like) is tuple:
         return [zero_gradient(item) for item in like]
-    return zeros_like_parts(like) if _keyed(like) else 0.0
+    return dict.fromkeys(like, 0.0) if type(like) is dict else 0.0
 
 
 def scalar_seed(result):
@@ -279,20 +279,13 @@ def zero_as(adjoint, like):
 SHAPE_READERS = (unbroadcast, expand, shaped_like, zero_as)
 
 
-def _keyed(like):
-    """Whether the container ``like`` has an adjoint of its own keys, a dict (a
-    dict, a dataclass, a registered class: see derivo.trees)."""
-    return type(like) is dict or not isinstance(like, (list, tuple, np.ndarray, float)) and \
-        is_record(like)
-
-
 def zeros_for(like):
     """The zero adjoint of the container ``like`` that its items' adjoints are
     added into: a list of zeros when like is a list (or a tuple of values of
-    other shapes), a dict of zeros for a dict or a dataclass (see
-    derivo.trees), else a float array of like's shape."""
-    if _keyed(like):
-        return zeros_like_parts(like)
+    other shapes), a dict of zeros for a dict, else a float array of like's
+    shape."""
+    if type(like) is dict:
+        return dict.fromkeys(like, 0.0)
     if isinstance(like, list) or isinstance(like, tuple) and \
             not all(np.isscalar(item) for item in like):
         return [0.0] * len(like)
@@ -306,11 +299,7 @@ def _unreached(adjoint):
 
 
 def getitem_vjp(adjoint, like, index):
-    """Adjoint of ``x[index]``: the adjoint scattered into zeros_for(x).  For a
-    container read by name (``p.w`` of a dataclass or a NamedTuple), ``index``
-    is the name."""
-    if type(index) is str:
-        index = key_of(like, index)
+    """Adjoint of ``x[index]``: the adjoint scattered into zeros_for(x)."""
     out = zeros_for(like)
     if type(out) is dict:
         out[index] = adjoint
@@ -325,6 +314,30 @@ def getitem_vjp(adjoint, like, index):
         return out
     np.add.at(out, index, adjoint)
     return out
+
+
+def field_vjp(adjoint, like, name):
+    """Adjoint of the field read ``like.name`` (of a dataclass, a NamedTuple, a
+    registered class: see derivo.trees): a NamedTuple's is its item's; another's,
+    the adjoint under ``name`` in a dict of zeros for its fields."""
+    key = key_of(like, name)
+    if type(key) is int:
+        return getitem_vjp(adjoint, like, key)
+    out = zeros_like_parts(like)
+    out[key] = adjoint
+    return out
+
+
+def add_field(total, adjoint, like, name):
+    """``add_adjoints(total, field_vjp(adjoint, like, name))``, added in place
+    (see add_at)."""
+    key = key_of(like, name)
+    if type(key) is int:
+        return add_at(total, adjoint, like, key)
+    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
+        total[key] = add_adjoints(total[key], adjoint)
+        return total
+    return add_adjoints(total, field_vjp(adjoint, like, name))
 
 
 def first_equal_vjp(adjoint, result, items):
@@ -624,8 +637,6 @@ def add_at(total, adjoint, like, index):
     place: a new copy on every trip would make that loop's reverse sweep
     quadratic in ``len(x)``.
     """
-    if type(index) is str:
-        index = key_of(like, index)
     if type(total) is dict and sys.getrefcount(total) <= _ALONE:
         total[index] = add_adjoints(total[index], adjoint)
         return total
