@@ -140,6 +140,13 @@ class Sweep:
             seed = S.assign(self.adjoint(results[0]), S.const(1.0))
             seed.seed = True  # optimize folds it where it is never updated
             out.append(seed)
+            if results[0] not in self.analysis.active | self.analysis.scalars:
+                # a result nothing differentiated reaches may be a string or a dict,
+                # whose gradient would be a meaningless 0.0
+                check = S.gast.Expr(value=S.call(self.runtime("scalar_seed"),
+                                                 S.name(results[0])))
+                check.effects = True
+                out.append(check)
         self.zero -= set(results)
         if self.kind == "vjp":
             self.scalar_zeros |= set(results)  # the caller's 0.0 for a result it never read
