@@ -107,7 +107,13 @@ def _ndim(value):
 
 
 def scalar_seed(result):
-    """1.0, the seed of ``grad``, after checking the result is a scalar."""
+    """1.0, the seed of ``grad``, after checking the result is a scalar: a
+    number, or an array of one element."""
+    if isinstance(result, (bool, np.bool_)) or \
+            not isinstance(result, (int, float, complex, np.number, np.ndarray)):
+        raise DerivoError("grad needs a function returning a number, got a {}; return the "
+                          "loss alone, or pass has_aux=True and return (loss, aux)".format(
+                              type(result).__name__))
     if _ndim(result) != 0:
         raise DerivoError("grad needs a function returning a scalar, got an array of shape "
                           "{}; return np.sum(...) of it for the gradient of its sum, or use "

@@ -455,3 +455,33 @@ def test_has_aux_with_dict_parameters_and_a_dict_aux():
     gradient, aux = derivo.grad(loss_and_metrics, has_aux=True)(PARAMS, X, Y)
     assert aux["n"] == 5 and aux["loss"] == pytest.approx(mlp_loss(PARAMS, X, Y))
     assert_same_tree(gradient, numeric_tree_grad(lambda p: mlp_loss(p, X, Y), PARAMS))
+
+
+# --- what is out of reach: refused with what to write -----------------------------------
+
+def cubic(params):
+    return np.sum(params["w"] ** 3) * params["b"]
+
+
+def test_second_derivatives_of_a_dict_are_refused():
+    params = {"w": np.array([1.0, 2.0]), "b": 0.5}
+    with pytest.raises(derivo.DerivoError, match="hessian of cubic: argument 'params' is a "
+                       "dict.*separate arguments"):
+        derivo.hessian(cubic)(params)
+    with pytest.raises(derivo.DerivoError, match="hvp of cubic: argument 0 is a dict"):
+        derivo.hvp(cubic, (params,), ({"w": np.ones(2), "b": 1.0},))
+
+
+@pytest.mark.parametrize("mode", ["auto", "forward", "reverse"])
+def test_the_jacobian_of_a_dict_result_is_refused(mode):
+    with pytest.raises(derivo.DerivoError, match="got a dict; use derivo.vjp or derivo.jvp"):
+        derivo.jacobian(a_dict_result, mode=mode)(0.5)
+
+
+def returns_its_label(x, label):
+    return label
+
+
+def test_a_string_result_is_refused():
+    with pytest.raises(derivo.DerivoError, match="returning a number, got a str"):
+        derivo.grad(returns_its_label)(1.0, "abc")

@@ -426,7 +426,7 @@ class Derivative(metaclass=_DerivativeType):
                     self.__wrapped__.__qualname__, name, _short_repr(value), name, name,
                     self.__wrapped__.__qualname__, name))
         for leaf in trees.leaves(value):
-            if np.iscomplexobj(leaf) and not isinstance(leaf, str):
+            if trees.is_complex(leaf):
                 raise DerivoError(
                     "{}: cannot differentiate with respect to {}={}: it holds the complex "
                     "number {}, and derivo differentiates real numbers; pass its real and "
@@ -1314,6 +1314,7 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
         bound = inspect.signature(func).bind(*args, **kwargs)
         bound.apply_defaults()
         inputs = [bound.arguments[n] for n in names]
+        _refuse_trees("derivo.hessian", func, names, inputs)
         code = _code_for(gradient, bound.arguments.values())
         columns = [[] for _ in inputs]   # columns[k]: one tangent per component of input k
         progress = _Progress("Hessian of {}".format(func.__qualname__),
@@ -1376,6 +1377,7 @@ def hvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> tupl
         derivo.hvp(f, (2.0, 5.0), (1.0, 0.0))    # (d2f/dx2, d2f/dydx)
     """
     primals, tangents = tuple(primals), tuple(tangents)
+    _refuse_trees("derivo.hvp", func, range(len(primals)), primals)
     differentiable = tuple(i for i, p in enumerate(primals) if _differentiable_or_container(p))
     if not differentiable:
         return tuple(None for _ in primals)
@@ -1386,14 +1388,36 @@ def hvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> tupl
                  for i, p in enumerate(primals))
 
 
+def _refuse_trees(what, func, names, values):
+    """Refuse a dict, a dataclass or a NamedTuple among ``values`` (the
+    arguments ``names`` of ``func``): second derivatives of containers read
+    by name are out of reach yet."""
+    for name, value in zip(names, values):
+        if _is_tree(value):
+            raise DerivoError(
+                "{} of {}: argument {!r} is a {}, and derivo takes second derivatives with "
+                "respect to floats and arrays only (lists and tuples of them for hvp); pass "
+                "its arrays as separate arguments".format(
+                    what, getattr(func, "__qualname__", repr(func)), name,
+                    type(value).__name__))
+
+
 def _output_size(out):
+    if _is_tree(out):
+        _as_vector(out)  # refuses it
     if isinstance(out, tuple):
         return len(out)
     return int(np.size(out))
 
 
 def _as_vector(out):
-    """A result as a flat array, with the shape its Jacobian's rows take."""
+    """A result as a flat array, with the shape its Jacobian's rows take; a
+    dict, a dataclass... is refused."""
+    if _is_tree(out):
+        raise DerivoError(
+            "jacobian takes functions returning a number, a tuple of numbers or an array, "
+            "got a {}; use derivo.vjp or derivo.jvp, whose cotangents and tangents have "
+            "the result's structure".format(type(out).__name__))
     if isinstance(out, tuple):
         return np.array([float(v) for v in out]), (len(out),)
     return np.ravel(np.asarray(out, dtype=float)), np.shape(out)

@@ -70,12 +70,10 @@ def zero_gradient(like):
 def scalar_seed(result):
     """1.0, the seed of ``grad``, after checking the result is a scalar: a
     number, or an array of one element."""
-    if type(result) is not float and not isinstance(result, (int, float, complex, np.generic,
-                                                              np.ndarray)) or \
-            isinstance(result, (bool, np.bool_)):
-        raise DerivoError("grad needs a function returning a number, got {} {}; return the "
+    if isinstance(result, (bool, np.bool_)) or \
+            not isinstance(result, (int, float, complex, np.number, np.ndarray)):
+        raise DerivoError("grad needs a function returning a number, got a {}; return the "
                           "loss alone, or pass has_aux=True and return (loss, aux)".format(
-                              "a" if type(result).__name__[0] not in "aeiou" else "an",
                               type(result).__name__))
     if _ndim(result) != 0:
         raise DerivoError("grad needs a function returning a scalar, got an array of shape "

@@ -31,6 +31,9 @@ from .errors import DerivoError
 
 #: cls -> (flatten, unflatten) of each registered class (see register_container)
 _REGISTERED = {}
+#: The types of the commonest leaves, told apart at once: this runs once per
+#: leaf on every call with a container
+_LEAVES = frozenset({float, int, bool, str, type(None), np.ndarray, np.float64, np.float32})
 
 
 def register_container(cls, flatten, unflatten):
@@ -68,6 +71,8 @@ def is_record(value):
     dict, a dataclass instance, a NamedTuple, or an instance of a registered
     class (lists and plain tuples are read by position)."""
     kind = type(value)
+    if kind in _LEAVES:
+        return False
     return kind in _REGISTERED or isinstance(value, dict) or \
         dataclasses.is_dataclass(kind) or (isinstance(value, tuple) and hasattr(kind, "_fields"))
 
@@ -75,7 +80,7 @@ def is_record(value):
 def is_container(value):
     """Whether ``value`` holds other values derivo differentiates through."""
     kind = type(value)
-    return kind is list or kind is tuple or is_record(value)
+    return kind is list or kind is tuple or kind is dict or is_record(value)
 
 
 def parts(value):
@@ -110,6 +115,17 @@ def zeros_like_parts(value):
     return dict.fromkeys(found, 0.0) if isinstance(found, dict) else [0.0] * len(found)
 
 
+def is_complex(value):
+    """Whether the leaf ``value`` is a complex number or a complex array."""
+    kind = type(value)
+    if kind is np.ndarray:
+        return value.dtype.kind == "c"
+    if kind in _LEAVES:
+        return False
+    return isinstance(value, (complex, np.complexfloating)) or \
+        isinstance(value, np.ndarray) and value.dtype.kind == "c"
+
+
 def is_differentiable_leaf(value):
     """Whether the leaf ``value`` is differentiated: a float or a float array."""
     if type(value) is float or type(value) is np.ndarray and value.dtype.kind == "f":
@@ -132,6 +148,9 @@ def leaves(value):
 def _leaf_gradient(gradient, value):
     """The gradient of one leaf: of its shape, a Python float for a float;
     None for a leaf that is not differentiated."""
+    if type(value) is np.ndarray and type(gradient) is np.ndarray and \
+            gradient.shape == value.shape and value.dtype.kind == "f":
+        return gradient  # the common case first: this runs once per leaf on every call
     if not is_differentiable_leaf(value):
         return None
     if isinstance(value, np.ndarray):
