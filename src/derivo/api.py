@@ -396,8 +396,9 @@ class Derivative(metaclass=_DerivativeType):
             if value is not _DEFAULT and not flat and not _is_real(value):
                 raise DerivoError(
                     "{}: cannot differentiate with respect to {}={}: derivo differentiates "
-                    "real numbers (float, int, NumPy arrays of them, or lists and tuples of "
-                    "those), got {}".format(self.__wrapped__.__qualname__, name,
+                    "real numbers (float, int, NumPy arrays of them) and containers of them "
+                    "(lists, tuples, dicts, dataclasses, NamedTuples, classes registered with "
+                    "derivo.register_container), got {}".format(self.__wrapped__.__qualname__, name,
                                             _short_repr(value), type(value).__name__))
             floats = flat and item_types[id(value)] is _FLOATS  # told at C speed
             if value is not _DEFAULT and not floats and _integral(value):

@@ -330,6 +330,12 @@ def field_vjp(adjoint, like, name):
     if type(key) is int:
         return getitem_vjp(adjoint, like, key)
     out = zeros_like_parts(like)
+    if type(out) is not dict or key not in out:
+        raise DerivoError(
+            "cannot differentiate '.{}' of a {}: derivo has no derivative rule for it, and it "
+            "is not a field of a dataclass, a NamedTuple or a registered container (register "
+            "one with derivo.register_container, or a rule with derivo.defvjp)".format(
+                name, type(like).__name__))
     out[key] = adjoint
     return out
 

@@ -110,8 +110,11 @@ def key_of(value, index):
 
 def zeros_like_parts(value):
     """The zero adjoint of the record ``value``, that its parts' adjoints are
-    added into: 0.0 under each of its keys (0.0 stands for zeros of any shape)."""
-    found = parts(value)
+    added into: 0.0 under each of its keys (0.0 stands for zeros of any shape);
+    None for a leaf."""
+    found = parts(value) if is_container(value) else None
+    if found is None:
+        return None
     return dict.fromkeys(found, 0.0) if isinstance(found, dict) else [0.0] * len(found)
 
 
@@ -299,11 +302,11 @@ def extended(path, step):
 
 
 def sequence_on(value, path):
-    """Whether a list or a tuple is what ``path`` reaches from ``value`` (a
-    NamedTuple's field is its item; a tuple zip makes always is one)."""
+    """Whether a list or a tuple (a NamedTuple too: + joins it) is what ``path``
+    reaches from ``value`` (a NamedTuple's field is its item; a tuple zip makes
+    always is one)."""
     if not path:
-        return type(value) is list or isinstance(value, tuple) and \
-            not hasattr(type(value), "_fields")
+        return isinstance(value, (list, tuple)) and type(value) not in _REGISTERED
     step, rest = path[0], path[1:]
     if step is ZIPPED:
         return True
