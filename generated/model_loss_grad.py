@@ -61,6 +61,26 @@ import sys
 _REGISTERED = {}
 
 
+_LEAVES = frozenset({float, int, bool, str, type(None), np.ndarray, np.float64, np.float32})
+
+
+def is_record(value):
+    """Whether ``value`` is a container whose parts are read by name or key: a
+    dict, a dataclass instance, a NamedTuple, or an instance of a registered
+    class (lists and plain tuples are read by position)."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return False
+    return kind in _REGISTERED or isinstance(value, dict) or \
+        dataclasses.is_dataclass(kind) or (isinstance(value, tuple) and hasattr(kind, "_fields"))
+
+
+def is_container(value):
+    """Whether ``value`` holds other values derivo differentiates through."""
+    kind = type(value)
+    return kind is list or kind is tuple or kind is dict or is_record(value)
+
+
 def parts(value):
     """The parts of the container ``value`` in the form its adjoint takes: a
     dict (keys, or names) or a list (positions); None for a leaf."""
@@ -88,8 +108,11 @@ def key_of(value, index):
 
 def zeros_like_parts(value):
     """The zero adjoint of the record ``value``, that its parts' adjoints are
-    added into: 0.0 under each of its keys (0.0 stands for zeros of any shape)."""
-    found = parts(value)
+    added into: 0.0 under each of its keys (0.0 stands for zeros of any shape);
+    None for a leaf."""
+    found = parts(value) if is_container(value) else None
+    if found is None:
+        return None
     return dict.fromkeys(found, 0.0) if isinstance(found, dict) else [0.0] * len(found)
 
 
@@ -253,6 +276,12 @@ def field_vjp(adjoint, like, name):
     if type(key) is int:
         return getitem_vjp(adjoint, like, key)
     out = zeros_like_parts(like)
+    if type(out) is not dict or key not in out:
+        raise DerivoError(
+            "cannot differentiate '.{}' of a {}: derivo has no derivative rule for it, and it "
+            "is not a field of a dataclass, a NamedTuple or a registered container (register "
+            "one with derivo.register_container, or a rule with derivo.defvjp)".format(
+                name, type(like).__name__))
     out[key] = adjoint
     return out
 

@@ -24,6 +24,7 @@ argument is: see ``api.Derivative._check_arguments``.)
 """
 
 import dataclasses
+from typing import Any, Callable, Tuple
 
 import numpy as np
 
@@ -36,7 +37,8 @@ _REGISTERED = {}
 _LEAVES = frozenset({float, int, bool, str, type(None), np.ndarray, np.float64, np.float32})
 
 
-def register_container(cls, flatten, unflatten):
+def register_container(cls: type, flatten: Callable[[Any], Tuple[Any, Any]],
+                       unflatten: Callable[[Any, Any], Any]) -> None:
     """Make instances of ``cls`` containers derivo differentiates through, as
     ``jax.tree_util.register_pytree_node`` does::
 

@@ -11,12 +11,12 @@ import numpy as np
 
 from .. import syntax as S
 from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
-                       field_vjp, getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right,
-                       log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp, prod_vjp, split_like,
+                       getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, log_times,
+                       matmul_vjp_left, matmul_vjp_right, norm_vjp, prod_vjp, split_like,
                        swap_last, transpose_vjp, unbroadcast, unstack, vstack_vjp)
 from ..adjoints import (cholesky_vjp, diag_vjp, diff_vjp, repeat_vjp, reverse_cumsum,
                         tile_vjp)
-from . import FIELD, GETITEM, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
+from . import GETITEM, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
 
 # --- elementwise --------------------------------------------------------------
 
@@ -169,7 +169,6 @@ defvjp(np.tile, lambda g, ans, A, reps: tile_vjp(g, A, reps), None, returns=NEW)
 # --- indexing ----------------------------------------------------------------------
 
 defvjp(GETITEM, lambda g, ans, x, index: getitem_vjp(g, x, index), label="[]", returns=0)
-defvjp(FIELD, lambda g, ans, x, name: field_vjp(g, x, name), None, label=".field", returns=0)
 
 nondifferentiable(
     np.shape, np.ndim, np.size, np.zeros, np.ones, np.zeros_like, np.ones_like, np.empty,
