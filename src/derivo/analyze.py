@@ -1637,11 +1637,11 @@ def parameters_read_whole(func):
 
 def sequence_arithmetic(func, _seen=frozenset()):
     """Where ``func`` applies + or * to what it reads from its parameters:
-    {parameter: (paths, error)}, the paths (see :mod:`derivo.trees`) from the
+    {parameter: {path: error}}, the paths (see :mod:`derivo.trees`) from the
     parameter to each value read from it that is an operand (``()``: the
     parameter itself, a slice or a copy of it; ``(0,)``: its first item;
     ``(ANY, Field("w"))``: the field w of any item), through calls of user
-    functions too, and the error to raise.  Called with a container in which a
+    functions too, each with the error to raise (at the first such operand).  Called with a container in which a
     path reaches a list or a tuple, the function joins or repeats sequences
     (see ``api.Derivative._check_arguments``).  Read from the statement form,
     where a rebinding at the top level is a new name (``xs = np.asarray(xs)``
@@ -1652,36 +1652,12 @@ def sequence_arithmetic(func, _seen=frozenset()):
     derived = {p: {p: {()}} for p in params}  # name -> {parameter: paths}
     found = {}
 
-    def step(paths, key):
-        return {p: {trees.extended(path, key) for path in each} for p, each in paths.items()}
-
     def paths_of(node):
-        if isinstance(node, S.Name):
-            return derived.get(node.id, {})
-        if isinstance(node, S.Subscript):
-            if isinstance(node.slice, S.Slice):
-                return paths_of(node.value)
-            index = node.slice
-            key = index.value if isinstance(index, S.Constant) and \
-                isinstance(index.value, (int, str)) else trees.ANY
-            return step(paths_of(node.value), key)
-        if isinstance(node, S.Attribute) and rules.lookup(rules.Method(node.attr), 1, []) is None:
-            return step(paths_of(node.value), trees.Field(node.attr))
-        if isinstance(node, S.Call):
-            callee = parsed.callee_key(node)
-            if callee in (list, tuple, sorted, reversed) and len(node.args) == 1:
-                return paths_of(node.args[0])
-            if callee in (zip, enumerate):
-                # its items are tuples: item[0] of zip(xs, ys) is an item of xs
-                sequences = node.args if callee is zip else node.args[:1]
-                return _merged_paths(*(step(paths_of(a), trees.ZIPPED) for a in sequences))
-        if isinstance(node, S.IfExp):
-            return _merged_paths(paths_of(node.body), paths_of(node.orelse))
-        return {}
+        return _paths_of(node, parsed, derived)
 
     def note(param, paths, error):
-        known = found.get(param, (frozenset(), error))
-        found[param] = (known[0] | frozenset(paths), known[1])
+        for path in paths:
+            found.setdefault(param, {}).setdefault(path, error)
 
     changed = True
     while changed:
@@ -1691,7 +1667,7 @@ def sequence_arithmetic(func, _seen=frozenset()):
             if isinstance(node, S.Assign) and isinstance(node.targets[0], S.Name):
                 targets = [(node.targets[0].id, paths_of(node.value))]
             elif isinstance(node, S.For) and isinstance(node.target, S.Name):
-                targets = [(node.target.id, step(paths_of(node.iter), trees.ANY))]
+                targets = [(node.target.id, _stepped(paths_of(node.iter), trees.ANY))]
             for name, new in targets:
                 merged = _merged_paths(derived.get(name, {}), new)
                 if merged != derived.get(name, {}):
@@ -1711,12 +1687,45 @@ def sequence_arithmetic(func, _seen=frozenset()):
             except DerivoError:  # no source: derivo will refuse the call itself
                 continue
             for name, argument in arguments(node, callee):
-                if name in inner:
-                    paths, error = inner[name]
+                for path, error in inner.get(name, {}).items():
                     for param, outer in paths_of(argument).items():
-                        note(param, {_joined_path(start, path) for start in outer
-                                     for path in paths}, error)
+                        note(param, [_joined_path(start, path) for start in outer], error)
     return {p: found[p] for p in params if p in found}
+
+
+def _stepped(paths, key):
+    """``paths`` ({parameter: paths}) each followed by the step ``key``."""
+    return {p: {trees.extended(path, key) for path in each} for p, each in paths.items()}
+
+
+def _paths_of(node, parsed, derived):
+    """The paths (see :func:`sequence_arithmetic`) from each parameter to the
+    value of ``node``, ``derived`` giving those of the names."""
+    def paths_of(inner):
+        return _paths_of(inner, parsed, derived)
+
+    if isinstance(node, S.Name):
+        return derived.get(node.id, {})
+    if isinstance(node, S.Subscript):
+        if isinstance(node.slice, S.Slice):
+            return paths_of(node.value)
+        index = node.slice
+        key = index.value if isinstance(index, S.Constant) and \
+            isinstance(index.value, (int, str)) else trees.ANY
+        return _stepped(paths_of(node.value), key)
+    if isinstance(node, S.Attribute) and rules.lookup(rules.Method(node.attr), 1, []) is None:
+        return _stepped(paths_of(node.value), trees.Field(node.attr))
+    if isinstance(node, S.Call):
+        callee = parsed.callee_key(node)
+        if callee in (list, tuple, sorted, reversed) and len(node.args) == 1:
+            return paths_of(node.args[0])
+        if callee in (zip, enumerate):
+            # its items are tuples: item[0] of zip(xs, ys) is an item of xs
+            sequences = node.args if callee is zip else node.args[:1]
+            return _merged_paths(*(_stepped(paths_of(a), trees.ZIPPED) for a in sequences))
+    if isinstance(node, S.IfExp):
+        return _merged_paths(paths_of(node.body), paths_of(node.orelse))
+    return {}
 
 
 def _joined_path(start, path):

@@ -441,12 +441,8 @@ class Derivative(metaclass=_DerivativeType):
         the function may join or repeat it, or a list inside it, with + or *: its
         adjoint would be silently wrong.  ``flat``: its items are plain numbers
         (only the list itself, or a tuple zip makes of its items, can be joined)."""
-        if name in self._sequence_arithmetic:
-            paths, error = self._sequence_arithmetic[name]
-            if flat:
-                if any(not path or path[0] is trees.ZIPPED for path in paths):
-                    raise error
-            elif any(trees.sequence_on(value, path) for path in paths):
+        for path, error in self._sequence_arithmetic.get(name, {}).items():
+            if (not path or path[0] is trees.ZIPPED) if flat else trees.sequence_on(value, path):
                 raise error
 
     @functools.cached_property
