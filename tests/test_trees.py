@@ -167,6 +167,11 @@ def test_sequence_on_a_path(value, path, joins):
     assert trees.sequence_on(value, path) is joins
 
 
+def test_holds_sequence():
+    assert trees.holds_sequence({"a": {"b": [1.0]}}) and trees.holds_sequence((1.0,))
+    assert not trees.holds_sequence({"a": np.ones(2), "b": Layer(np.ones(1), 1.0)})
+
+
 def test_sequence_arithmetic_reads_paths_from_the_code():
     from derivo.analyze import sequence_arithmetic
 

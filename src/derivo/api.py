@@ -434,7 +434,8 @@ class Derivative(metaclass=_DerivativeType):
                     "imaginary parts as floats".format(
                         self.__wrapped__.__qualname__, name, _short_repr(value),
                         _short_repr(leaf)))
-        self._refuse_joined(name, value, False)
+        if trees.holds_sequence(value):  # (else nothing in it can be joined)
+            self._refuse_joined(name, value, False)
 
     def _refuse_joined(self, name, value, flat):
         """Refuse the container ``value`` given for the parameter ``name`` if

@@ -327,6 +327,12 @@ def sequence_on(value, path):
         return False
 
 
+def holds_sequence(value):
+    """Whether ``value`` is, or holds at any depth, a list or a tuple: only then
+    may + or * of what the code reads from it join sequences."""
+    return isinstance(value, (list, tuple)) or any(map(holds_sequence, _children(value)))
+
+
 def _children(value):
     found = parts(value) if is_container(value) else None
     if found is None:
