@@ -164,15 +164,6 @@ def _is_tree(value):
     return trees.is_record(value)
 
 
-def _nesting(value):
-    """How deep lists and tuples nest in ``value``: 0 for a number or an array."""
-    if trees.is_container(value):
-        found = trees.parts(value)
-        return 1 + max(map(_nesting, found.values() if isinstance(found, dict) else found),
-                       default=0)
-    return 0
-
-
 def _short_repr(value):
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
