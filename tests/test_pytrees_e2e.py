@@ -485,3 +485,25 @@ def returns_its_label(x, label):
 def test_a_string_result_is_refused():
     with pytest.raises(derivo.DerivoError, match="returning a number, got a str"):
         derivo.grad(returns_its_label)(1.0, "abc")
+
+
+def doubled_into_a_new_dict(params):
+    out = {}
+    for key in params:
+        out[key] = params[key] * 2.0
+    return out["a"] * out["b"]
+
+
+def test_a_dict_filled_item_by_item():
+    check_modes(doubled_into_a_new_dict, {"a": 1.5, "b": 3.0})
+
+
+def builds_a_line(x):
+    line = Line(x * 2.0, x)
+    return line.slope * line.offset
+
+
+def test_building_a_namedtuple_inside_is_refused_with_what_to_write():
+    with pytest.raises(derivo.DerivoError, match=r"test_pytrees_e2e.py:\d+:\d+: cannot "
+                       r"differentiate 'Line'.*build a dict"):
+        derivo.grad(builds_a_line)(1.5)

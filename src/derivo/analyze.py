@@ -34,6 +34,7 @@ sharing
 
 import bisect
 import collections
+import dataclasses
 import functools
 import heapq
 import inspect
@@ -989,6 +990,12 @@ class Analysis:
                            "function: make the derivative once outside it "
                            "(dg = derivo.grad(g)) and call dg here, which derivo "
                            "differentiates through its code".format(site.label))
+            elif isinstance(site.key, type) and (dataclasses.is_dataclass(site.key) or issubclass(
+                    site.key, tuple) and hasattr(site.key, "_fields")):
+                message = ("cannot differentiate {!r}: derivo differentiates a dataclass or a "
+                           "NamedTuple given to the function as an argument, not one "
+                           "built inside it yet; build a dict ({{'w': w, ...}}) or a tuple "
+                           "there".format(site.label))
             elif any(site.key is construct for construct, _ in _INSTEAD):
                 message = ("cannot differentiate {!r}: derivo has no derivative rule for it; "
                            "write {} instead".format(site.label, next(
