@@ -31,7 +31,10 @@ import numpy as np
 def zeros_for(like):
     """The zero adjoint of the container ``like`` that its items' adjoints are
     added into: a list of zeros when like is a list (or a tuple of values of
-    other shapes), else a float array of like's shape."""
+    other shapes), a dict of zeros for a dict, else a float array of like's
+    shape."""
+    if type(like) is dict:
+        return dict.fromkeys(like, 0.0)
     if isinstance(like, list) or isinstance(like, tuple) and \
             not all(np.isscalar(item) for item in like):
         return [0.0] * len(like)

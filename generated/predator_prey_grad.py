@@ -62,7 +62,13 @@ def zero_gradient(like):
         return np.zeros(np.shape(like))
     if type(like) is list or type(like) is tuple:
         return [zero_gradient(item) for item in like]
-    return 0.0
+    return dict.fromkeys(like, 0.0) if type(like) is dict else 0.0
+
+
+def _unreached(adjoint):
+    """Whether ``adjoint`` is the 0.0 that stands for a container's adjoint before
+    any contribution reached it (a branch not taken, a loop that never ran)."""
+    return not isinstance(adjoint, (list, tuple, np.ndarray)) and adjoint == 0
 
 
 def owned(array):
@@ -75,6 +81,8 @@ def add_adjoints(first, second):
     """The sum of two adjoints of one value: lists of adjoints (for a list)
     add element by element, lists in them too (the adjoint of a list of lists or
     tuples), and a zero (``0.0``) adds nothing."""
+    if type(first) is dict or type(second) is dict:
+        return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
         return first + second
     first, second = [list(a) if isinstance(a, np.ndarray) else a for a in (first, second)]
@@ -85,6 +93,16 @@ def add_adjoints(first, second):
         return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
+
+
+def _add_keyed(first, second):
+    """The sum of two adjoints of a container read by key (dicts of adjoints,
+    or the 0.0 standing for one no adjoint reached yet)."""
+    if type(first) is not dict:
+        return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
+    if type(second) is not dict:
+        return first if _unreached(second) else {k: v + second for k, v in first.items()}
+    return {key: add_adjoints(value, second[key]) for key, value in first.items()}
 
 
 def repetitions(steps, slots):

@@ -160,7 +160,10 @@ def matmul_vjp_right(adjoint, a, b):
 def zeros_for(like):
     """The zero adjoint of the container ``like`` that its items' adjoints are
     added into: a list of zeros when like is a list (or a tuple of values of
-    other shapes), else a float array of like's shape."""
+    other shapes), a dict of zeros for a dict, else a float array of like's
+    shape."""
+    if type(like) is dict:
+        return dict.fromkeys(like, 0.0)
     if isinstance(like, list) or isinstance(like, tuple) and \
             not all(np.isscalar(item) for item in like):
         return [0.0] * len(like)
@@ -176,6 +179,9 @@ def _unreached(adjoint):
 def getitem_vjp(adjoint, like, index):
     """Adjoint of ``x[index]``: the adjoint scattered into zeros_for(x)."""
     out = zeros_for(like)
+    if type(out) is dict:
+        out[index] = adjoint
+        return out
     if isinstance(out, list):
         positions = range(len(like))[index]
         if isinstance(positions, int):
@@ -198,6 +204,9 @@ def add_at(total, adjoint, like, index):
     place: a new copy on every trip would make that loop's reverse sweep
     quadratic in ``len(x)``.
     """
+    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
+        total[index] = add_adjoints(total[index], adjoint)
+        return total
     if sys.getrefcount(total) <= _ALONE:
         # (a list can also stand for an array's rows, after np.stack: not here)
         if type(total) is list and type(like) in (list, tuple) and len(total) == len(like):
@@ -249,6 +258,8 @@ def add_adjoints(first, second):
     """The sum of two adjoints of one value: lists of adjoints (for a list)
     add element by element, lists in them too (the adjoint of a list of lists or
     tuples), and a zero (``0.0``) adds nothing."""
+    if type(first) is dict or type(second) is dict:
+        return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
         return first + second
     first, second = [list(a) if isinstance(a, np.ndarray) else a for a in (first, second)]
@@ -259,3 +270,13 @@ def add_adjoints(first, second):
         return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
+
+
+def _add_keyed(first, second):
+    """The sum of two adjoints of a container read by key (dicts of adjoints,
+    or the 0.0 standing for one no adjoint reached yet)."""
+    if type(first) is not dict:
+        return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
+    if type(second) is not dict:
+        return first if _unreached(second) else {k: v + second for k, v in first.items()}
+    return {key: add_adjoints(value, second[key]) for key, value in first.items()}

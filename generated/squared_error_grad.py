@@ -54,17 +54,28 @@ import numpy as np
 def zeros_for(like):
     """The zero adjoint of the container ``like`` that its items' adjoints are
     added into: a list of zeros when like is a list (or a tuple of values of
-    other shapes), else a float array of like's shape."""
+    other shapes), a dict of zeros for a dict, else a float array of like's
+    shape."""
+    if type(like) is dict:
+        return dict.fromkeys(like, 0.0)
     if isinstance(like, list) or isinstance(like, tuple) and \
             not all(np.isscalar(item) for item in like):
         return [0.0] * len(like)
     return np.zeros(np.shape(like))
 
 
+def _unreached(adjoint):
+    """Whether ``adjoint`` is the 0.0 that stands for a container's adjoint before
+    any contribution reached it (a branch not taken, a loop that never ran)."""
+    return not isinstance(adjoint, (list, tuple, np.ndarray)) and adjoint == 0
+
+
 def add_adjoints(first, second):
     """The sum of two adjoints of one value: lists of adjoints (for a list)
     add element by element, lists in them too (the adjoint of a list of lists or
     tuples), and a zero (``0.0``) adds nothing."""
+    if type(first) is dict or type(second) is dict:
+        return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
         return first + second
     first, second = [list(a) if isinstance(a, np.ndarray) else a for a in (first, second)]
@@ -75,3 +86,13 @@ def add_adjoints(first, second):
         return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
+
+
+def _add_keyed(first, second):
+    """The sum of two adjoints of a container read by key (dicts of adjoints,
+    or the 0.0 standing for one no adjoint reached yet)."""
+    if type(first) is not dict:
+        return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
+    if type(second) is not dict:
+        return first if _unreached(second) else {k: v + second for k, v in first.items()}
+    return {key: add_adjoints(value, second[key]) for key, value in first.items()}

@@ -10,8 +10,8 @@ import pathlib
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "src" / "derivo"
 
 LAYERS = [
-    ("leaves", ["errors", "syntax", "names", "script", "runtime", "adjoints", "checkpoints",
-                "linalg_adjoints", "rules", "rules.runtime", "rules.builtins", "rules.numpy",
+    ("leaves", ["errors", "syntax", "names", "script", "trees", "runtime", "adjoints",
+                "checkpoints", "linalg_adjoints", "rules", "rules.runtime", "rules.builtins", "rules.numpy",
                 "rules.linalg", "rules.fft", "rules.scipy_special", "rules.scipy_stats",
                 "rules.scipy", "rules.tangents", "rules.__main__"]),
     ("normal form", ["parse", "fence", "form", "dataflow", "memory", "ssa", "outline", "inline"]),

@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 from .errors import DerivoError, NoDerivativeRule, SourceUnavailable, UnsupportedSyntax  # noqa: E402
 from .rules import defjvp, defpartials, defvjp, nondifferentiable, primitive  # noqa: E402
 from .runtime import stop_gradient  # noqa: E402
+from .trees import register_container  # noqa: E402
 from .api import (Derivative, cache_info, grad, hessian, hvp, jacobian, jvp,  # noqa: E402
                   save_module, source, tangent, value_and_grad, vjp)
 from .check import check_grad, forward_gradient  # noqa: E402
@@ -24,5 +25,6 @@ __all__ = [
     "source", "save_module", "cache_info", "check_grad", "forward_gradient", "checkpointed", "graph", "Graph",
     "Derivative",
     "defpartials", "defvjp", "defjvp", "nondifferentiable", "primitive", "stop_gradient",
+    "register_container",
     "DerivoError", "UnsupportedSyntax", "NoDerivativeRule", "SourceUnavailable",
 ]

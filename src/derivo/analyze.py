@@ -34,6 +34,7 @@ sharing
 
 import bisect
 import collections
+import dataclasses
 import functools
 import heapq
 import inspect
@@ -43,7 +44,7 @@ import types
 
 import numpy as np
 
-from . import checkpoints, dataflow, form, rules
+from . import checkpoints, dataflow, form, rules, trees
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
@@ -289,6 +290,11 @@ class Analysis:
             if rules.is_nondifferentiable(key) or isinstance(node.value, S.Name) and \
                     node.value.id not in self.local_names:
                 return None  # x.shape, or a module attribute like math.pi
+            if rules.lookup(key, 1, []) is None:
+                # p.w with no rule for .w: a field of a container (a dataclass, a
+                # NamedTuple), read as the item p["w"] is (see derivo.trees)
+                return Site(rules.FIELD, [node.value, S.const(node.attr)], [],
+                            label="." + node.attr)
             return Site(key, [node.value], [])
         if isinstance(node, S.Subscript):
             indexed = self.parsed.resolve_expression(node.value)
@@ -457,9 +463,9 @@ class Analysis:
         return _arguments_changed_by(self.parsed, call, callee, self.arrays)
 
     def _refuse_dicts_and_sets(self):
-        """Refuse a dict or set of differentiated values that reaches a result:
-        derivo's adjoints and tangents follow numbers, arrays, lists and tuples,
-        and would miss what goes through ``d["x"]``, leaving a zero derivative."""
+        """Refuse a set of differentiated values that reaches a result: derivo's
+        adjoints and tangents follow numbers, arrays and containers (lists,
+        tuples, dicts, dataclasses), and a set has no order to follow."""
         for stmt in S.walk(self.normalized.tree):
             if isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & self.active:
                 value = stmt.value
@@ -469,14 +475,13 @@ class Analysis:
             else:
                 continue
             for node in S.walk(value):
-                if isinstance(node, (S.gast.Dict, S.gast.Set)) and \
+                if isinstance(node, S.gast.Set) and \
                         self.differentiable_names(node) & self.active:
-                    kind = "dict" if isinstance(node, S.gast.Dict) else "set"
                     raise self.parsed.error(
-                        UnsupportedSyntax, node, "cannot differentiate through a {} of "
+                        UnsupportedSyntax, node, "cannot differentiate through a set of "
                         "differentiated values: derivo follows derivatives through numbers, "
-                        "arrays, lists and tuples; use a tuple, a list or separate "
-                        "variables".format(kind), kind)
+                        "arrays and containers (lists, tuples, dicts, dataclasses); use a "
+                        "list, a tuple or a dict", "set")
 
     def _propagate_activity(self):
         assignments = [s for s in S.walk(self.normalized.tree)
@@ -614,20 +619,20 @@ class Analysis:
         return S.copy_location(S.subscript(S.deepcopy(value.args[0]), backwards), loop)
 
     def _maybe_an_iterator(self, sequence):
-        """Whether a loop's sequence, not differentiated and read by the loop alone,
-        is a dict's view or a ``map``/``filter`` of one that cannot be indexed
+        """Whether a loop's sequence, read by the loop alone, is a dict's view or
+        a ``map``/``filter`` (not differentiated) of one that cannot be indexed
         (``d.values()``, ``map(f, xs)``): the reverse loop indexes a list of it.
         Other iterators are left alone: one could be endless (``itertools.count()``)."""
         if isinstance(sequence, S.Name):
             tree = self.normalized.tree
             others = S.load_counts(tree)[sequence.id] - any(n is sequence for n in S.walk(tree))
             sequence = None if others else S.values_assigned_once(tree).get(sequence.id)
-        if not isinstance(sequence, S.Call) or self.parsed.resolve("list") is not list or \
-                self.differentiable_names(sequence) & self.active:
+        if not isinstance(sequence, S.Call) or self.parsed.resolve("list") is not list:
             return False
         callee = self.parsed.callee_key(sequence)
         if callee is map or callee is filter:  # of parameters, or of views
-            return len(sequence.args) > 1 and all(
+            return not self.differentiable_names(sequence) & self.active and \
+                len(sequence.args) > 1 and all(
                 isinstance(a, S.Name) and a.id in tree_params(self.normalized.tree) or
                 self._maybe_an_iterator(a) for a in sequence.args[1:])
         return isinstance(callee, rules.Method) and \
@@ -693,8 +698,9 @@ class Analysis:
                   for target, source in copies):  # ys = items1: a list too
             self.lists |= {target for target, source in copies if source in self.lists}
         self.containers = self.lists | {n.value.id for n in S.walk(tree)
-                                        if isinstance(n, S.Subscript)
-                                        and isinstance(n.value, S.Name)}
+                                        if isinstance(n, (S.Subscript, S.Attribute))
+                                        and isinstance(n.value, S.Name)
+                                        and self._is_item_read(n)}
         self.containers |= {argument.id for call in S.walk(tree) if isinstance(call, S.Call)
                             and form.annotation(call, "user_function") is not None
                             for argument in call.args + [k.value for k in call.keywords]
@@ -702,6 +708,13 @@ class Analysis:
         self.containers |= {argument.id for call in S.walk(tree) if isinstance(call, S.Call)
                             for argument in self._iterated_whole(call)
                             if isinstance(argument, S.Name)}
+
+    def _is_item_read(self, node):
+        """Whether ``node`` reads an item (``x[i]``) or a container's field (``p.w``)."""
+        if isinstance(node, S.Subscript):
+            return True
+        site = self.site(node)
+        return site is not None and site.key == rules.FIELD
 
     def _iterated_whole(self, call):
         """The arguments ``call`` iterates whole: the first of ``sum(xs)``,
@@ -905,12 +918,15 @@ class Analysis:
             entry.active = [i for i, a in enumerate(branches) if a]
             plan.reads |= _names(node.test)
             return True
-        if isinstance(node, (S.Tuple, S.List)):
-            flags = [self._plan(e, plan) for e in node.elts]
+        if isinstance(node, (S.Tuple, S.List, S.gast.Dict)):
+            elements = node.values if isinstance(node, S.gast.Dict) else node.elts
+            flags = [self._plan(e, plan) for e in elements]
             if not any(flags):
                 return False
-            entry = plan.nodes[id(node)] = Node("sequence", node.elts)
+            entry = plan.nodes[id(node)] = Node("sequence", elements)
             entry.active = [i for i, a in enumerate(flags) if a]
+            if isinstance(node, S.gast.Dict):  # its keys, read again by the adjoint
+                plan.reads |= _names([key for key in node.keys if key is not None])
             return True
         site = self.site(node)
         if site is None:
@@ -973,6 +989,12 @@ class Analysis:
                            "differentiates a frozen distribution's method called on it where "
                            "it is made, {0}(...).logpdf(x), or on the family, "
                            "{0}.logpdf(x, ...)".format(site.label))
+            elif isinstance(site.key, type) and (dataclasses.is_dataclass(site.key) or issubclass(
+                    site.key, tuple) and hasattr(site.key, "_fields")):
+                message = ("cannot differentiate {!r}: derivo differentiates a dataclass or a "
+                           "NamedTuple given to the function as an argument, not one "
+                           "built inside it yet; build a dict ({{'w': w, ...}}) or a tuple "
+                           "there".format(site.label))
             elif any(site.key is construct for construct, _ in _INSTEAD):
                 message = ("cannot differentiate {!r}: derivo has no derivative rule for it; "
                            "write {} instead".format(site.label, next(
@@ -1606,42 +1628,27 @@ def parameters_read_whole(func):
 
 def sequence_arithmetic(func, _seen=frozenset()):
     """Where ``func`` applies + or * to what it reads from its parameters:
-    {parameter: (depth, error)}, the shallowest depth at which a value read from
-    the parameter is an operand (0: the parameter itself, a slice or a copy of
-    it; 1: an item; 2: an item of an item), through calls of user functions too,
-    and the error to raise.  Called with a list whose values at that depth are
-    lists or tuples, the function joins or repeats sequences (see
-    ``api.Derivative._check_arguments``).  Read from the statement form, where a
-    rebinding at the top level is a new name (``xs = np.asarray(xs)`` is an
-    array); an operation derivo would not differentiate counts too."""
+    {parameter: {path: error}}, the paths (see :mod:`derivo.trees`) from the
+    parameter to each value read from it that is an operand (``()``: the
+    parameter itself, a slice or a copy of it; ``(0,)``: its first item;
+    ``(ANY, Field("w"))``: the field w of any item), through calls of user
+    functions too, each with the error to raise (at the first such operand).
+    Called with a container in which a path reaches a list or a tuple, the
+    function joins or repeats sequences (see ``api.Derivative._refuse_joined``).  Read from the statement form,
+    where a rebinding at the top level is a new name (``xs = np.asarray(xs)``
+    is an array); an operation derivo would not differentiate counts too."""
     normalized = normalize(parse(func))
     parsed, tree = normalized.parsed, normalized.tree
     params = normalized.params
-    derived = {p: {p: 0} for p in params}  # name -> {parameter: depth}
+    derived = {p: {p: {()}} for p in params}  # name -> {parameter: paths}
     found = {}
 
-    def depths(node):
-        if isinstance(node, S.Name):
-            return derived.get(node.id, {})
-        if isinstance(node, S.Subscript):
-            step = 0 if isinstance(node.slice, S.Slice) else 1
-            return {p: d + step for p, d in depths(node.value).items()}
-        if isinstance(node, S.Call):
-            callee = parsed.callee_key(node)
-            if callee in (list, tuple, sorted, reversed) and len(node.args) == 1:
-                return depths(node.args[0])
-            if callee in (zip, enumerate):
-                # its items are tuples: item[0] of zip(xs, ys) is an item of xs
-                sequences = node.args if callee is zip else node.args[:1]
-                return _shallowest(*({p: d - 1 for p, d in depths(a).items()}
-                                     for a in sequences), {})
-        if isinstance(node, S.IfExp):
-            return _shallowest(depths(node.body), depths(node.orelse))
-        return {}
+    def paths_of(node):
+        return _paths_of(node, parsed, derived)
 
-    def note(param, depth, node, operand):
-        if param not in found or depth < found[param][0]:
-            found[param] = (depth, _joined_sequence_error(parsed, node, operand))
+    def note(param, paths, error):
+        for path in paths:
+            found.setdefault(param, {}).setdefault(path, error)
 
     changed = True
     while changed:
@@ -1649,19 +1656,19 @@ def sequence_arithmetic(func, _seen=frozenset()):
         for node in S.walk(tree):
             targets = []
             if isinstance(node, S.Assign) and isinstance(node.targets[0], S.Name):
-                targets = [(node.targets[0].id, depths(node.value))]
+                targets = [(node.targets[0].id, paths_of(node.value))]
             elif isinstance(node, S.For) and isinstance(node.target, S.Name):
-                targets = [(node.target.id, {p: d + 1 for p, d in depths(node.iter).items()})]
+                targets = [(node.target.id, _stepped(paths_of(node.iter), trees.ANY))]
             for name, new in targets:
-                merged = _shallowest(derived.get(name, {}), new)
+                merged = _merged_paths(derived.get(name, {}), new)
                 if merged != derived.get(name, {}):
                     derived[name] = merged
                     changed = True
     for node in S.walk(tree):
         if isinstance(node, S.BinOp) and isinstance(node.op, (S.Add, S.Mult)):
             for operand in (node.left, node.right):
-                for param, depth in depths(operand).items():
-                    note(param, depth, node, operand)
+                for param, paths in paths_of(operand).items():
+                    note(param, paths, _joined_sequence_error(parsed, node, operand))
         elif isinstance(node, S.Call):
             callee = form.annotation(node, "user_function") or parsed.resolve_callee(node)
             if not is_user_function(callee) or callee in _seen:
@@ -1671,19 +1678,58 @@ def sequence_arithmetic(func, _seen=frozenset()):
             except DerivoError:  # no source: derivo will refuse the call itself
                 continue
             for name, argument in arguments(node, callee):
-                if name in inner:
-                    depth, error = inner[name]
-                    for param, outer in depths(argument).items():
-                        if param not in found or outer + depth < found[param][0]:
-                            found[param] = (outer + depth, error)
+                for path, error in inner.get(name, {}).items():
+                    for param, outer in paths_of(argument).items():
+                        note(param, [_joined_path(start, path) for start in outer], error)
     return {p: found[p] for p in params if p in found}
 
 
-def _shallowest(*depths):
+def _stepped(paths, key):
+    """``paths`` ({parameter: paths}) each followed by the step ``key``."""
+    return {p: {trees.extended(path, key) for path in each} for p, each in paths.items()}
+
+
+def _paths_of(node, parsed, derived):
+    """The paths (see :func:`sequence_arithmetic`) from each parameter to the
+    value of ``node``, ``derived`` giving those of the names."""
+    def paths_of(inner):
+        return _paths_of(inner, parsed, derived)
+
+    if isinstance(node, S.Name):
+        return derived.get(node.id, {})
+    if isinstance(node, S.Subscript):
+        if isinstance(node.slice, S.Slice):
+            return paths_of(node.value)
+        index = node.slice
+        key = index.value if isinstance(index, S.Constant) and \
+            isinstance(index.value, (int, str)) else trees.ANY
+        return _stepped(paths_of(node.value), key)
+    if isinstance(node, S.Attribute) and rules.lookup(rules.Method(node.attr), 1, []) is None:
+        return _stepped(paths_of(node.value), trees.Field(node.attr))
+    if isinstance(node, S.Call):
+        callee = parsed.callee_key(node)
+        if callee in (list, tuple, sorted, reversed) and len(node.args) == 1:
+            return paths_of(node.args[0])
+        if callee in (zip, enumerate):
+            # its items are tuples: item[0] of zip(xs, ys) is an item of xs
+            sequences = node.args if callee is zip else node.args[:1]
+            return _merged_paths(*(_stepped(paths_of(a), trees.ZIPPED) for a in sequences))
+    if isinstance(node, S.IfExp):
+        return _merged_paths(paths_of(node.body), paths_of(node.orelse))
+    return {}
+
+
+def _joined_path(start, path):
+    for key in path:
+        start = trees.extended(start, key)
+    return start
+
+
+def _merged_paths(*each):
     merged = {}
-    for each in depths:
-        for param, depth in each.items():
-            merged[param] = min(merged.get(param, depth), depth)
+    for paths in each:
+        for param, found in paths.items():
+            merged[param] = merged.get(param, set()) | found
     return merged
 
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import __version__, cache, codegen, display, numba_backend, rules, save
+from . import __version__, cache, codegen, display, numba_backend, rules, save, trees
 from . import syntax as S
 from .errors import DerivoError
 from .fence import check_supported
@@ -110,13 +110,14 @@ def _as_floats_hint(name, value):
 
 
 def _holds_array(value, item_types=None):
-    """Whether ``value`` is an array, or a list or tuple holding one at any depth
+    """Whether ``value`` is an array, or a container holding one at any depth
     (``item_types``: the types of its items, when already collected).  Scalar
     code run on it would add arrays in place where it adds numbers."""
     if type(value) is _NDARRAY:
         return True
     if not isinstance(value, (list, tuple)):
-        return False
+        return type(value) not in _PLAIN_REALS and trees.is_record(value) and \
+            any(isinstance(leaf, _NDARRAY) for leaf in trees.leaves(value))
     types = _item_types(value) if item_types is None else item_types
     return not types <= _PLAIN_REALS and any(map(_holds_array, value))
 
@@ -154,11 +155,15 @@ def _kept_as_is(gradient, value, item_types):
         len(gradient) == len(value) and item_types <= _PLAIN_REALS
 
 
-def _nesting(value):
-    """How deep lists and tuples nest in ``value``: 0 for a number or an array."""
-    if isinstance(value, (list, tuple)):
-        return 1 + max(map(_nesting, value), default=0)
-    return 0
+def _is_tree(value):
+    """Whether ``value`` is, or holds at any depth, a container read by name (a
+    dict, a dataclass, a NamedTuple, a registered class: see derivo.trees),
+    whose gradient derivo.trees puts in its structure."""
+    if type(value) in _PLAIN_REALS or type(value) is _NDARRAY:
+        return False
+    if type(value) is list or type(value) is tuple:
+        return any(map(_is_tree, value))
+    return trees.is_record(value)
 
 
 _LAZY_ARRAY = ("; an array of another library (a Dask array) may be data the function "
@@ -315,6 +320,8 @@ class Derivative(metaclass=_DerivativeType):
         result = self._code_to_run(values, item_types)(*args, **kwargs)
         if any(map(_low_precision, differentiated)):
             result = self._gradients_in_precision(result, differentiated)
+        if any(map(_is_tree, differentiated)):
+            return self._gradients_of_trees(result, differentiated)
         # lists or tuples among the arguments: some may be differentiated
         return self._gradients_in_structure(result, differentiated, item_types) \
             if item_types else result
@@ -360,6 +367,15 @@ class Derivative(metaclass=_DerivativeType):
             _in_structure(gradient, value, item_types[id(value)])
             for gradient, value in zip(grads, values)])
 
+    def _gradients_of_trees(self, result, values):
+        """``result`` with the gradient of each of ``values`` (the differentiated
+        arguments) in its structure and types (see derivo.trees)."""
+        return self._with_gradients(result, [
+            trees.in_structure(gradient, value) if _is_tree(value) else
+            _in_structure(gradient, value) if isinstance(value, (list, tuple)) else
+            _of_dtype(gradient, value)
+            for gradient, value in zip(self._gradients(result), values)])
+
     def _gradients_in_precision(self, result, values):
         """``result`` with the gradient of each float32 (or float16) array or NumPy
         scalar in ``values`` (the differentiated arguments) of its dtype, as JAX
@@ -380,14 +396,18 @@ class Derivative(metaclass=_DerivativeType):
             value = args[index] if index is not None and index < len(args) else \
                 kwargs.get(name, _DEFAULT)
             values.append(value)
+            if value is not _DEFAULT and _is_tree(value):
+                self._check_tree(name, value)
+                continue
             flat = isinstance(value, (list, tuple)) and item_types[id(value)] <= _PLAIN_REALS
             if value is not _DEFAULT and not flat and not _is_real(value):
                 raise DerivoError(
                     "{}: cannot differentiate with respect to {}={}: derivo differentiates "
-                    "real numbers (float, int, NumPy arrays of them, or lists and tuples of "
-                    "those), got {}{}".format(self.__wrapped__.__qualname__, name,
-                                              _short_repr(value), type(value).__name__,
-                                              _LAZY_ARRAY if _is_lazy_array(value) else ""))
+                    "real numbers (float, int, NumPy arrays of them) and containers of them "
+                    "(lists, tuples, dicts, dataclasses, NamedTuples, classes registered with "
+                    "derivo.register_container), got {}{}".format(
+                        self.__wrapped__.__qualname__, name, _short_repr(value),
+                        type(value).__name__, _LAZY_ARRAY if _is_lazy_array(value) else ""))
             floats = flat and item_types[id(value)] is _FLOATS  # told at C speed
             if value is not _DEFAULT and not floats and _integral(value):
                 raise DerivoError(
@@ -401,14 +421,42 @@ class Derivative(metaclass=_DerivativeType):
                 self._refuse_joined(name, value, flat)
         return values
 
+    def _check_tree(self, name, value):
+        """Refuse the container ``value`` given for the parameter ``name`` when it
+        holds a complex number, whose derivative derivo does not take, or when
+        the function may join or repeat a list in it; its other leaves that are
+        not floats (ints, strings, flags) pass through and get None.  A container
+        given for a parameter the function reads only as a number is refused."""
+        if name not in self._read_whole:
+            raise DerivoError(
+                "{}: cannot differentiate with respect to {}={}: derivo differentiates real "
+                "numbers, and containers of them that the function reads by part ({}[...], "
+                "{}.field), but {} uses {} only as a number".format(
+                    self.__wrapped__.__qualname__, name, _short_repr(value), name, name,
+                    self.__wrapped__.__qualname__, name))
+        for leaf in trees.leaves(value):
+            if trees.is_complex(leaf):
+                raise DerivoError(
+                    "{}: cannot differentiate with respect to {}={}: it holds the complex "
+                    "number {}, and derivo differentiates real numbers; pass its real and "
+                    "imaginary parts as floats".format(
+                        self.__wrapped__.__qualname__, name, _short_repr(value),
+                        _short_repr(leaf)))
+        if trees.holds_sequence(value):  # (else nothing in it can be joined)
+            self._refuse_joined(name, value, False)
+
     def _refuse_joined(self, name, value, flat):
-        """Refuse the list or tuple ``value`` given for the parameter ``name`` if
+        """Refuse the container ``value`` given for the parameter ``name`` if
         the function may join or repeat it, or a list inside it, with + or *: its
-        adjoint would be silently wrong.  ``flat``: its items are plain numbers."""
-        if name in self._sequence_arithmetic:
-            depth, error = self._sequence_arithmetic[name]
-            if depth < (1 if flat else _nesting(value)):
+        adjoint would be silently wrong.  ``flat``: its items are plain numbers
+        (only the list itself, or a tuple zip makes of its items, can be joined)."""
+        for path, error in self._sequence_arithmetic.get(name, {}).items():
+            if (not path or path[0] is trees.ZIPPED) if flat else trees.sequence_on(value, path):
                 raise error
+
+    @functools.cached_property
+    def _read_whole(self):
+        return parameters_read_whole(self.__wrapped__)
 
     @functools.cached_property
     def _sequence_arithmetic(self):
@@ -1032,7 +1080,7 @@ def vjp(func: Function, *args: Any, backend: str = "python",
     sweeps = [run(*args, **kwargs)]  # the generator whose primal sweep is done
     out = next(sweeps[0])
     label = getattr(func, "__qualname__", repr(func))
-    scalar = np.ndim(out) == 0 and not isinstance(out, (list, tuple))
+    scalar = np.ndim(out) == 0 and not trees.is_container(out)
     unit_gradients = []  # a scalar result's, for the cotangent 1.0
 
     def vjp_fn(cotangent):
@@ -1064,6 +1112,9 @@ def _same_value(value, other):
     if isinstance(value, (list, tuple)):
         return type(other) is type(value) and len(other) == len(value) and \
             all(map(_same_value, value, other))
+    if _is_tree(value):
+        return type(other) is type(value) and trees.same_structure(other, value) and \
+            all(map(_same_value, trees.leaves(value), trees.leaves(other)))
     return np.shape(value) == np.shape(other) and \
         bool(np.all((value == other) | (value != value) & (other != other)))
 
@@ -1089,7 +1140,8 @@ def _cotangents_per_argument(grads, args, differentiable):
     """One cotangent per argument in ``args`` from the gradients of those at
     ``differentiable`` (None for the others), each in its argument's structure."""
     grads = iter(grads if isinstance(grads, tuple) else (grads,))
-    return tuple(None if i not in differentiable else _in_structure(next(grads), a)
+    return tuple(None if i not in differentiable else trees.in_structure(next(grads), a)
+                 if _is_tree(a) else _in_structure(next(grads), a)
                  if isinstance(a, (list, tuple)) else _of_dtype(next(grads), a)
                  for i, a in enumerate(args))
 
@@ -1108,13 +1160,19 @@ def _scaled(gradient, factor):
     """``gradient`` (a number, an array, or a list or tuple of them) times ``factor``."""
     if type(gradient) in (list, tuple):
         return type(gradient)(_scaled(g, factor) for g in gradient)
+    if type(gradient) is dict:
+        return {key: _scaled(g, factor) for key, g in gradient.items()}
     return gradient * factor
 
 
 def _check_cotangent(label, cotangent, out):
     """Refuse a cotangent not of the shape of the result ``out`` (in its structure
-    for a tuple or a list)."""
-    if type(out) in (list, tuple):
+    for a tuple or a list, and for a dict, a dataclass...)."""
+    if _is_tree(out):
+        if trees.same_structure(cotangent, out):
+            return
+        expected = "of the structure {}".format(trees.describe(out))
+    elif type(out) in (list, tuple):
         if type(cotangent) in (list, tuple) and len(cotangent) == len(out):
             for item, value in zip(cotangent, out):
                 _check_cotangent(label, item, value)
@@ -1154,6 +1212,8 @@ def _copied(value):
         return np.copy(value)
     if isinstance(value, (list, tuple)):
         return type(value)(map(_copied, value))
+    if type(value) is dict:
+        return {key: _copied(item) for key, item in value.items()}
     return value
 
 
@@ -1176,10 +1236,13 @@ def _differentiable(value):
 def _differentiable_or_container(value):
     """What vjp and jvp differentiate: a float, a float array, or a list or tuple
     of real numbers and arrays."""
-    return _differentiable(value) or isinstance(value, (list, tuple)) and _is_real(value)
+    return _differentiable(value) or isinstance(value, (list, tuple)) and _is_real(value) or \
+        _is_tree(value) and any(map(trees.is_differentiable_leaf, trees.leaves(value)))
 
 
 def _zero_tangent(value):
+    if _is_tree(value):
+        return trees.zeros_in_structure(value)
     if isinstance(value, (list, tuple)):
         return type(value)(_zero_tangent(v) for v in value)
     return np.zeros(np.shape(value)) if isinstance(value, np.ndarray) else 0.0
@@ -1189,6 +1252,8 @@ def _same_structure(tangent, primal):
     """Whether ``tangent`` is of the structure of the list or tuple ``primal``: the
     same kinds of container, of the same lengths, holding real numbers and arrays
     of the same shapes."""
+    if _is_tree(primal):
+        return trees.same_structure(tangent, primal)
     if isinstance(primal, (list, tuple)):
         return type(tangent) is type(primal) and len(tangent) == len(primal) and \
             all(map(_same_structure, tangent, primal))
@@ -1226,11 +1291,11 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any],
     seeds = []
     for i in differentiable:
         primal, tangent = primals[i], tangents[i]
-        if isinstance(primal, (list, tuple)) and not _same_structure(tangent, primal):
+        if trees.is_container(primal) and not _same_structure(tangent, primal):
             raise DerivoError("jvp of {}: the tangent of argument {} is {}, not of the "
                               "structure of its primal {}".format(
                                   label, i, _short_repr(tangent), _short_repr(primal)))
-        elif not isinstance(primal, (list, tuple)) and np.shape(tangent) != np.shape(primal):
+        elif not trees.is_container(primal) and np.shape(tangent) != np.shape(primal):
             raise DerivoError("jvp of {}: the tangent of argument {} has shape {}, its "
                               "primal {}".format(label, i, np.shape(tangent), np.shape(primal)))
         else:
@@ -1243,6 +1308,8 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any],
     out, tangent = derivative(*seeds, *primals)
     # the tangent code may hold a list of lists' tangent as NumPy made it (an object
     # array) or a tuple of numbers' as an array
+    if _is_tree(out):
+        return out, trees.in_structure(tangent, out)
     return out, _in_structure(tangent, out) if type(out) in (list, tuple) else tangent
 
 
@@ -1320,6 +1387,7 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
         bound = inspect.signature(func).bind(*args, **kwargs)
         bound.apply_defaults()
         inputs = [bound.arguments[n] for n in names]
+        _refuse_trees("derivo.hessian", func, names, inputs)
         code = _code_for(gradient, bound.arguments.values())
         columns = [[] for _ in inputs]   # columns[k]: one tangent per component of input k
         progress = _Progress("Hessian of {}".format(func.__qualname__),
@@ -1382,6 +1450,7 @@ def hvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> tupl
         derivo.hvp(f, (2.0, 5.0), (1.0, 0.0))    # (d2f/dx2, d2f/dydx)
     """
     primals, tangents = tuple(primals), tuple(tangents)
+    _refuse_trees("derivo.hvp", func, range(len(primals)), primals)
     differentiable = tuple(i for i, p in enumerate(primals) if _differentiable_or_container(p))
     if not differentiable:
         return tuple(None for _ in primals)
@@ -1392,14 +1461,36 @@ def hvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> tupl
                  for i, p in enumerate(primals))
 
 
+def _refuse_trees(what, func, names, values):
+    """Refuse a dict, a dataclass or a NamedTuple among ``values`` (the
+    arguments ``names`` of ``func``): second derivatives of containers read
+    by name are out of reach yet."""
+    for name, value in zip(names, values):
+        if _is_tree(value):
+            raise DerivoError(
+                "{} of {}: argument {!r} is a {}, and derivo takes second derivatives with "
+                "respect to floats and arrays only (lists and tuples of them for hvp); pass "
+                "its arrays as separate arguments".format(
+                    what, getattr(func, "__qualname__", repr(func)), name,
+                    type(value).__name__))
+
+
 def _output_size(out):
+    if _is_tree(out):
+        _as_vector(out)  # refuses it
     if isinstance(out, tuple):
         return len(out)
     return int(np.size(out))
 
 
 def _as_vector(out):
-    """A result as a flat array, with the shape its Jacobian's rows take."""
+    """A result as a flat array, with the shape its Jacobian's rows take; a
+    dict, a dataclass... is refused."""
+    if _is_tree(out):
+        raise DerivoError(
+            "jacobian takes functions returning a number, a tuple of numbers or an array, "
+            "got a {}; use derivo.vjp or derivo.jvp, whose cotangents and tangents have "
+            "the result's structure".format(type(out).__name__))
     if isinstance(out, tuple):
         return np.array([float(v) for v in out]), (len(out),)
     return np.ravel(np.asarray(out, dtype=float)), np.shape(out)

@@ -202,7 +202,7 @@ def module_text(source, namespace, header, data=None):
 
 
 #: The modules of derivo whose functions generated code calls at run time.
-HELPER_MODULES = ("derivo.runtime", "derivo.adjoints", "derivo.checkpoints",
+HELPER_MODULES = ("derivo.trees", "derivo.runtime", "derivo.adjoints", "derivo.checkpoints",
                   "derivo.linalg_adjoints")
 VERSION = importlib.import_module("derivo").__version__
 

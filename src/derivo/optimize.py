@@ -53,6 +53,16 @@ def _constant(value):
 
 
 class _Simplify(S.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        # getattr(dp, 'w'), a field read's tangent, is dp.w
+        if isinstance(node.func, S.Name) and node.func.id == "getattr" and \
+                len(node.args) == 2 and not node.keywords and \
+                isinstance(node.args[1], S.Constant) and isinstance(node.args[1].value, str) \
+                and node.args[1].value.isidentifier():
+            return S.gast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=S.Load())
+        return node
+
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, S.USub):

@@ -140,6 +140,13 @@ class Sweep:
             seed = S.assign(self.adjoint(results[0]), S.const(1.0))
             seed.seed = True  # optimize folds it where it is never updated
             out.append(seed)
+            if results[0] not in self.analysis.active | self.analysis.scalars:
+                # a result nothing differentiated reaches may be a string or a dict,
+                # whose gradient would be a meaningless 0.0
+                check = S.gast.Expr(value=S.call(self.runtime("scalar_seed"),
+                                                 S.name(results[0])))
+                check.effects = True
+                out.append(check)
         self.zero -= set(results)
         if self.kind == "vjp":
             self.scalar_zeros |= set(results)  # the caller's 0.0 for a result it never read
@@ -522,7 +529,8 @@ class Sweep:
                 target in self.zero or target in self.analysis.scalars or \
                 not self.may_be_scalar_zero(target) or not any(
                     node.kind == "rule" and node.rule.style == "vjp" and
-                    node.rule.primitive != rules.GETITEM for node in plan.nodes.values()):
+                    node.rule.primitive not in (rules.GETITEM, rules.FIELD)
+                    for node in plan.nodes.values()):
             return []
         adjoint = self.adjoint(target)
         return [S.assign(adjoint, S.call(self.runtime("zero_as"), S.name(adjoint),
@@ -878,6 +886,10 @@ class ExpressionAdjoint:
                 out.append(S.assign(temp, adjoint))
                 adjoint = S.name(temp)
             for index in entry.active:
+                if isinstance(node, S.gast.Dict):
+                    self._backprop(entry.operands[index], self.dict_part(node, index, adjoint),
+                                   out)
+                    continue
                 if isinstance(adjoint, S.Name) and (
                         self.sweep.loop_depth or self.sweep.kind == "vjp" or
                         self.sweep.may_be_reset(adjoint.id)):
@@ -916,6 +928,19 @@ class ExpressionAdjoint:
         for operand, contribution in _merged(contributions):
             self._backprop(operand, contribution, out)
 
+    def dict_part(self, node, index, adjoint):
+        """The adjoint of the value at ``index`` of the dict display ``node``
+        (``{"w": w, **rest}``) from the dict's: its key's (``part(bd, "w")``: the
+        dict's adjoint may be the 0.0 standing for zeros), or for ``**rest``
+        those of rest's keys that no later entry replaces."""
+        key = node.keys[index]
+        if key is not None:
+            return S.call(self.sweep.runtime("part"), S.deepcopy(adjoint), S.deepcopy(key))
+        later = [S.deepcopy(k if k is not None else v)
+                 for k, v in zip(node.keys[index + 1:], node.values[index + 1:])]
+        return S.call(self.sweep.runtime("unpacked_vjp"), S.deepcopy(adjoint),
+                      S.deepcopy(node.values[index]), S.tuple_(later))
+
     def contribute(self, ident, adjoint, out):
         sweep = self.sweep
         if sweep.arrays and isinstance(adjoint, S.Subscript):
@@ -939,6 +964,9 @@ class ExpressionAdjoint:
                 out.append(S.assign(name, S.call(sweep.runtime("add_at"), S.name(name),
                                                  *adjoint.args)))
                 out[-1].item_of = ident
+            elif self._calls(adjoint, runtime.field_vjp):  # p.w's, added in place
+                out.append(S.assign(name, S.call(sweep.runtime("add_field"), S.name(name),
+                                                 *adjoint.args)))
             else:
                 out.append(S.assign(name, S.call(sweep.runtime("add_adjoints"), S.name(name),
                                                  adjoint)))

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .errors import DerivoError
+from .trees import key_of, zeros_like_parts
 
 #: values whose numbers are at hand: an array that is not lazy, a number
 _CONCRETE = (np.ndarray, np.generic, float, int)
@@ -80,11 +81,17 @@ def zero_gradient(like):
         return np.zeros(np.shape(like))
     if type(like) is list or type(like) is tuple:
         return [zero_gradient(item) for item in like]
-    return 0.0
+    return dict.fromkeys(like, 0.0) if type(like) is dict else 0.0
 
 
 def scalar_seed(result):
-    """1.0, the seed of ``grad``, after checking the result is a scalar."""
+    """1.0, the seed of ``grad``, after checking the result is a scalar: a
+    number, or an array of one element."""
+    if isinstance(result, (bool, np.bool_)) or \
+            not isinstance(result, (int, float, complex, np.number, np.ndarray)):
+        raise DerivoError("grad needs a function returning a number, got a {}; return the "
+                          "loss alone, or pass has_aux=True and return (loss, aux)".format(
+                              type(result).__name__))
     if _ndim(result) != 0:
         raise DerivoError("grad needs a function returning a scalar, got an array of shape "
                           "{}; return np.sum(...) of it for the gradient of its sum, or use "
@@ -333,7 +340,10 @@ SHAPE_READERS = (unbroadcast, expand, shaped_like, zero_as)
 def zeros_for(like):
     """The zero adjoint of the container ``like`` that its items' adjoints are
     added into: a list of zeros when like is a list (or a tuple of values of
-    other shapes), else a float array of like's shape."""
+    other shapes), a dict of zeros for a dict, else a float array of like's
+    shape."""
+    if type(like) is dict:
+        return dict.fromkeys(like, 0.0)
     if isinstance(like, list) or isinstance(like, tuple) and \
             not all(np.isscalar(item) for item in like):
         return [0.0] * len(like)
@@ -349,6 +359,9 @@ def _unreached(adjoint):
 def getitem_vjp(adjoint, like, index):
     """Adjoint of ``x[index]``: the adjoint scattered into zeros_for(x)."""
     out = zeros_for(like)
+    if type(out) is dict:
+        out[index] = adjoint
+        return out
     if isinstance(out, list):
         positions = range(len(like))[index]
         if isinstance(positions, int):
@@ -359,6 +372,36 @@ def getitem_vjp(adjoint, like, index):
         return out
     np.add.at(out, index, adjoint)
     return out
+
+
+def field_vjp(adjoint, like, name):
+    """Adjoint of the field read ``like.name`` (of a dataclass, a NamedTuple, a
+    registered class: see derivo.trees): a NamedTuple's is its item's; another's,
+    the adjoint under ``name`` in a dict of zeros for its fields."""
+    key = key_of(like, name)
+    if type(key) is int:
+        return getitem_vjp(adjoint, like, key)
+    out = zeros_like_parts(like)
+    if type(out) is not dict or key not in out:
+        raise DerivoError(
+            "cannot differentiate '.{}' of a {}: derivo has no derivative rule for it, and it "
+            "is not a field of a dataclass, a NamedTuple or a registered container (register "
+            "one with derivo.register_container, or a rule with derivo.defvjp)".format(
+                name, type(like).__name__))
+    out[key] = adjoint
+    return out
+
+
+def add_field(total, adjoint, like, name):
+    """``add_adjoints(total, field_vjp(adjoint, like, name))``, added in place
+    (see add_at)."""
+    key = key_of(like, name)
+    if type(key) is int:
+        return add_at(total, adjoint, like, key)
+    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
+        total[key] = add_adjoints(total[key], adjoint)
+        return total
+    return add_adjoints(total, field_vjp(adjoint, like, name))
 
 
 def first_equal_vjp(adjoint, result, items):
@@ -601,7 +644,7 @@ def part(adjoint, index):
             type(index) is tuple and any(type(i) in (list, np.ndarray) for i in index))):
         _refuse_repeats(adjoint, index)
     # np.ndim of a list would copy it into an array: a loop would pay len(list) a trip
-    if type(adjoint) is list or np.ndim(adjoint):
+    if type(adjoint) is list or type(adjoint) is dict or np.ndim(adjoint):
         return adjoint[index]
     return adjoint
 
@@ -658,6 +701,9 @@ def add_at(total, adjoint, like, index):
     place: a new copy on every trip would make that loop's reverse sweep
     quadratic in ``len(x)``.
     """
+    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
+        total[index] = add_adjoints(total[index], adjoint)
+        return total
     if sys.getrefcount(total) <= _ALONE:
         # (a list can also stand for an array's rows, after np.stack: not here)
         if type(total) is list and type(like) in (list, tuple) and len(total) == len(like):
@@ -719,6 +765,8 @@ def add_adjoints(first, second):
     """The sum of two adjoints of one value: lists of adjoints (for a list)
     add element by element, lists in them too (the adjoint of a list of lists or
     tuples), and a zero (``0.0``) adds nothing."""
+    if type(first) is dict or type(second) is dict:
+        return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
         return first + second
     first, second = [list(a) if isinstance(a, np.ndarray) else a for a in (first, second)]
@@ -729,6 +777,45 @@ def add_adjoints(first, second):
         return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
+
+
+def unpacked_vjp(adjoint, entries, later):
+    """Adjoint of ``entries`` unpacked into a dict display, ``{**entries, ...}``,
+    from the dict's ``adjoint``: each of its keys' adjoint, but those of keys a
+    later entry of the display replaces (``later``: the keys and unpacked dicts
+    after it), which no longer reach the dict."""
+    if _unreached(adjoint):
+        return adjoint
+    replaced = set()
+    for entry in later:
+        replaced.update(entry if type(entry) is dict else (entry,))
+    return {key: 0.0 if key in replaced else adjoint[key] for key in entries}
+
+
+def values_vjp(adjoint, entries):
+    """Adjoint of ``d.values()``: the adjoint of the i-th value (a list of them,
+    or 0.0 for none) under the i-th key."""
+    if _unreached(adjoint):
+        return adjoint
+    return dict(zip(entries, adjoint))
+
+
+def items_vjp(adjoint, entries):
+    """Adjoint of ``d.items()``: the adjoint of the i-th pair's value under the
+    i-th key (a pair's adjoint may be 0.0, or 0.0 for its key's part)."""
+    if _unreached(adjoint):
+        return adjoint
+    return {key: 0.0 if _unreached(pair) else pair[1] for key, pair in zip(entries, adjoint)}
+
+
+def _add_keyed(first, second):
+    """The sum of two adjoints of a container read by key (dicts of adjoints,
+    or the 0.0 standing for one no adjoint reached yet)."""
+    if type(first) is not dict:
+        return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
+    if type(second) is not dict:
+        return first if _unreached(second) else {k: v + second for k, v in first.items()}
+    return {key: add_adjoints(value, second[key]) for key, value in first.items()}
 
 
 def gradient_by_tangents(tangent, args, kwargs, positions, cotangent=None):

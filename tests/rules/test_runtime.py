@@ -343,6 +343,13 @@ WITHOUT_RULES = {
     "split_stacked": "called by hstack_vjp and vstack_vjp only, never by generated code",
     "gradient_by_tangents": "its derivative needs the tangents of the tangent function it is "
                             "given: a third derivative of array code, refused",
+    # adjoints of containers read by name (see derivo.trees): a derivative of code calling
+    # them is refused by name, as derivo.hessian and derivo.hvp of such containers are
+    "field_vjp": "a dataclass's field: second derivatives of containers read by name, refused",
+    "add_field": "a dataclass's field: second derivatives of containers read by name, refused",
+    "unpacked_vjp": "{**d}: second derivatives through dict displays, refused",
+    "values_vjp": "d.values(): second derivatives of containers read by name, refused",
+    "items_vjp": "d.items(): second derivatives of containers read by name, refused",
 }
 
 

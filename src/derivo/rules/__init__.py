@@ -206,6 +206,9 @@ class Method:
 
 #: the key of indexing, ``x[i]``: a method call in all but syntax
 GETITEM = Method("__getitem__")
+#: the key of reading a container's field, ``p.w`` when no rule is for ``.w``
+#: (a dataclass's, a NamedTuple's: see derivo.trees): an item read by name
+FIELD = Method("__getattr__")
 
 
 class Rule:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import syntax as S
 from ..runtime import as_array, expand, is_real, kind_of, prod_vjp, size, sort_like
-from . import CONSTANT, GETITEM, Method, defjvp
+from . import CONSTANT, FIELD, GETITEM, Method, defjvp
 from .builtins import others_product
 
 # --- builtins --------------------------------------------------------------------
@@ -114,3 +114,6 @@ defjvp(np.tile, lambda t, ans, A, reps: np.tile(t, reps), CONSTANT)
 # --- indexing ----------------------------------------------------------------------
 
 defjvp(GETITEM, lambda t, ans, x, index: t[index])
+defjvp(FIELD, lambda t, ans, x, name: getattr(t, name), None)
+defjvp(Method("values"), lambda t, ans, d: list(t.values()))
+defjvp(Method("items"), lambda t, ans, d: list(t.items()))
