@@ -81,7 +81,7 @@ def unbroadcast(adjoint, like):
         extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
-        if np.iscomplexobj(adjoint) and not np.iscomplexobj(like):
+        if not is_real(adjoint) and is_real(like):
             adjoint = np.real(adjoint)
         if np.shape(adjoint) == shape:
             return adjoint
@@ -117,7 +117,13 @@ def _ndim(value):
 
 
 def scalar_seed(result):
-    """1.0, the seed of ``grad``, after checking the result is a scalar."""
+    """1.0, the seed of ``grad``, after checking the result is a scalar: a
+    number, or an array of one element."""
+    if isinstance(result, (bool, np.bool_)) or \
+            not isinstance(result, (int, float, complex, np.number, np.ndarray)):
+        raise DerivoError("grad needs a function returning a number, got a {}; return the "
+                          "loss alone, or pass has_aux=True and return (loss, aux)".format(
+                              type(result).__name__))
     if _ndim(result) != 0:
         raise DerivoError("grad needs a function returning a scalar, got an array of shape "
                           "{}; return np.sum(...) of it for the gradient of its sum, or use "
@@ -156,6 +162,18 @@ def as_array(value):
     return np.asarray(value) if type(value) in (list, tuple) else value
 
 
+def is_real(value):
+    """``np.isrealobj(value)``, from the dtype of an array of any library."""
+    return kind_of(value) != "c"
+
+
+def kind_of(value):
+    """The kind of ``value``'s dtype ("f", "c", "i"...), read from the attribute of an
+    array of any library."""
+    dtype = getattr(value, "dtype", None)
+    return (dtype if dtype is not None else np.asarray(value).dtype).kind
+
+
 def matmul_vjp_right(adjoint, a, b):
     """Adjoint of ``b`` in ``a @ b``."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
@@ -182,7 +200,10 @@ def swap_last(matrix):
 def zeros_for(like):
     """The zero adjoint of the container ``like`` that its items' adjoints are
     added into: a list of zeros when like is a list (or a tuple of values of
-    other shapes), else a float array of like's shape."""
+    other shapes), a dict of zeros for a dict, else a float array of like's
+    shape."""
+    if type(like) is dict:
+        return dict.fromkeys(like, 0.0)
     if isinstance(like, list) or isinstance(like, tuple) and \
             not all(np.isscalar(item) for item in like):
         return [0.0] * len(like)
@@ -198,6 +219,9 @@ def _unreached(adjoint):
 def getitem_vjp(adjoint, like, index):
     """Adjoint of ``x[index]``: the adjoint scattered into zeros_for(x)."""
     out = zeros_for(like)
+    if type(out) is dict:
+        out[index] = adjoint
+        return out
     if isinstance(out, list):
         positions = range(len(like))[index]
         if isinstance(positions, int):
@@ -214,6 +238,8 @@ def add_adjoints(first, second):
     """The sum of two adjoints of one value: lists of adjoints (for a list)
     add element by element, lists in them too (the adjoint of a list of lists or
     tuples), and a zero (``0.0``) adds nothing."""
+    if type(first) is dict or type(second) is dict:
+        return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
         return first + second
     first, second = [list(a) if isinstance(a, np.ndarray) else a for a in (first, second)]
@@ -224,6 +250,16 @@ def add_adjoints(first, second):
         return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
+
+
+def _add_keyed(first, second):
+    """The sum of two adjoints of a container read by key (dicts of adjoints,
+    or the 0.0 standing for one no adjoint reached yet)."""
+    if type(first) is not dict:
+        return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
+    if type(second) is not dict:
+        return first if _unreached(second) else {k: v + second for k, v in first.items()}
+    return {key: add_adjoints(value, second[key]) for key, value in first.items()}
 
 
 def diag_vjp(adjoint, v, k):

@@ -47,7 +47,7 @@ def unbroadcast(adjoint, like):
         extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
-        if np.iscomplexobj(adjoint) and not np.iscomplexobj(like):
+        if not is_real(adjoint) and is_real(like):
             adjoint = np.real(adjoint)
         if np.shape(adjoint) == shape:
             return adjoint
@@ -98,6 +98,18 @@ def size(value):
         return value.size
     except AttributeError:
         return np.size(value)
+
+
+def is_real(value):
+    """``np.isrealobj(value)``, from the dtype of an array of any library."""
+    return kind_of(value) != "c"
+
+
+def kind_of(value):
+    """The kind of ``value``'s dtype ("f", "c", "i"...), read from the attribute of an
+    array of any library."""
+    dtype = getattr(value, "dtype", None)
+    return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
 try:

@@ -123,20 +123,29 @@ except ImportError:
         """What derivo raises; here without derivo."""
 
 
+_CONCRETE = (np.ndarray, np.generic, float, int)
+
+
 def unbroadcast(adjoint, like):
-    """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
+    """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting;
+    of a real ``like`` met with a complex value, the real part (the adjoint of a
+    real value is real, as in JAX)."""
     # Attributes, not np.shape: on small arrays a function call costs as much as
     # the arithmetic, and this runs once per broadcasting operation.
     try:
         shape = like.shape
+        if adjoint.dtype.kind == "c" and like.dtype.kind != "c":
+            adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
         extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
+        if not is_real(adjoint) and is_real(like):
+            adjoint = np.real(adjoint)
         if np.shape(adjoint) == shape:
             return adjoint
-        adjoint = np.asarray(adjoint)
+        adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
         extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
@@ -146,7 +155,9 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    return adjoint if shape else float(adjoint)
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
 
 
 def _shape(value):
@@ -184,7 +195,7 @@ def scalar_seed(result):
 def expand(adjoint, like, axis, keepdims):
     """Spread the adjoint of a reduction over ``axis`` back to ``like``'s shape."""
     shape = _shape(like)
-    if axis is None and not keepdims:
+    if axis is None and not keepdims and isinstance(adjoint, _CONCRETE):
         # empty + fill: on small arrays a third of np.full, a fifth of broadcast_to
         spread = np.empty(shape)
         spread.fill(adjoint)
@@ -199,7 +210,7 @@ def expand(adjoint, like, axis, keepdims):
 
 def extremum_vjp(adjoint, ans, like, axis, keepdims):
     """Adjoint of max/min: shared equally among the elements that attain it."""
-    hits = np.asarray(like) == expand(ans, like, axis, keepdims)
+    hits = as_array(like) == expand(ans, like, axis, keepdims)
     counts = np.sum(hits, axis=axis, keepdims=True)
     return expand(adjoint, like, axis, keepdims) * hits / counts
 
@@ -209,8 +220,25 @@ def _arrays(a, b):
     them as arrays, and their adjoints read ``.T`` and multiply by them.  Its
     callers test for two arrays first, so that the common case makes no call:
     an RNN's gradient calls them a few times per step."""
-    return (np.asarray(a) if type(a) in (list, tuple) else a,
-            np.asarray(b) if type(b) in (list, tuple) else b)
+    return as_array(a), as_array(b)
+
+
+def as_array(value):
+    """``value``, a list or a tuple made an array; any array as it is (a Dask
+    array stays lazy: ``np.asarray`` would compute it)."""
+    return np.asarray(value) if type(value) in (list, tuple) else value
+
+
+def is_real(value):
+    """``np.isrealobj(value)``, from the dtype of an array of any library."""
+    return kind_of(value) != "c"
+
+
+def kind_of(value):
+    """The kind of ``value``'s dtype ("f", "c", "i"...), read from the attribute of an
+    array of any library."""
+    dtype = getattr(value, "dtype", None)
+    return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
 def matmul_vjp_right(adjoint, a, b):

@@ -258,7 +258,7 @@ class Tape:
         self.last = None        # the state before the last unit, for its VJP
         self.forward_steps = 0  # calls of the step before the last trip
         self.recomputed_steps = 0  # ... made again by the reverse sweep
-        self.segments = 0       # calls of the segment VJP
+        self.segments = 0       # calls of the VJP
         self.held = self.most_held = 0  # kept states in memory, now and at most
 
     def output(self, state):
@@ -367,8 +367,9 @@ class Tape:
         """
         self.vjp = vjp
         self.totals = [zero_gradient(self.invariants[i]) for i in invariants]
-        self.add = add_adjoints if any(isinstance(total, list) for total in self.totals) \
-            else operator.add
+        # numbers and arrays add with +; containers' adjoints (a list's, a dict's) item by item
+        self.add = operator.add if all(isinstance(total, (float, np.ndarray))
+                                       for total in self.totals) else add_adjoints
         self.seeds = (seeds,) if self.single else seeds
         if self.steps:
             units = -(-self.steps // self.unit)

@@ -65,7 +65,7 @@ def unbroadcast(adjoint, like):
         extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
-        if np.iscomplexobj(adjoint) and not np.iscomplexobj(like):
+        if not is_real(adjoint) and is_real(like):
             adjoint = np.real(adjoint)
         if np.shape(adjoint) == shape:
             return adjoint
@@ -107,6 +107,18 @@ def expand(adjoint, like, axis, keepdims):
         axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
         adjoint = np.expand_dims(adjoint, tuple(a % len(shape) for a in axes))
     return np.broadcast_to(adjoint, shape)
+
+
+def is_real(value):
+    """``np.isrealobj(value)``, from the dtype of an array of any library."""
+    return kind_of(value) != "c"
+
+
+def kind_of(value):
+    """The kind of ``value``'s dtype ("f", "c", "i"...), read from the attribute of an
+    array of any library."""
+    dtype = getattr(value, "dtype", None)
+    return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
 def shaped_like(adjoint, like):

@@ -339,8 +339,9 @@ class Tape:
         """
         self.vjp = vjp
         self.totals = [zero_gradient(self.invariants[i]) for i in invariants]
-        self.add = add_adjoints if any(isinstance(total, list) for total in self.totals) \
-            else operator.add
+        # numbers and arrays add with +; containers' adjoints (a list's, a dict's) item by item
+        self.add = operator.add if all(isinstance(total, (float, np.ndarray))
+                                       for total in self.totals) else add_adjoints
         self.seeds = (seeds,) if self.single else seeds
         if self.steps:
             units = -(-self.steps // self.unit)

@@ -11,7 +11,8 @@ import math
 from .. import syntax as S
 from ..runtime import (copy_vjp, copysign_one, field_vjp, first_equal_vjp, items_vjp, log_times,
                        sum_vjp, unsort, values_vjp)
-from . import ARGUMENT, CONSTANT, FIELD, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
+from . import (ARGUMENT, CONSTANT, FIELD, NEW, Method, defpartials, defvjp, nondifferentiable,
+               without_rule)
 
 
 # --- operators (keyed by their syntax node class) ---------------------------
@@ -43,7 +44,7 @@ defvjp(tuple, lambda g, ans, iterable: copy_vjp(g, iterable))
 defvjp(sum, lambda g, ans, iterable, start=0: sum_vjp(g, iterable), lambda g, ans, iterable, start=0: g, returns=NEW)
 nondifferentiable(int, round, bool, len, range, isinstance, print, returns=NEW)
 # p.w with no rule for .w: a field of a container (see derivo.trees), an item read by name
-defvjp(FIELD, lambda g, ans, x, name: field_vjp(g, x, name), None, label=".field", returns=0)
+defvjp(FIELD, lambda g, ans, x, name: field_vjp(g, x, name), CONSTANT, label=".field", returns=0)
 # a dict's views: the adjoint of the i-th value (of the i-th pair) is its key's
 defvjp(Method("values"), lambda g, ans, d: values_vjp(g, d), returns=NEW)
 defvjp(Method("items"), lambda g, ans, d: items_vjp(g, d), returns=NEW)

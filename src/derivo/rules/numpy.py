@@ -170,7 +170,8 @@ defvjp(np.tile, lambda g, ans, A, reps: tile_vjp(g, A, reps), CONSTANT, returns=
 
 # --- indexing ----------------------------------------------------------------------
 
-defvjp(GETITEM, lambda g, ans, x, index: getitem_vjp(g, x, index), label="[]", returns=0)
+defvjp(GETITEM, lambda g, ans, x, index: getitem_vjp(g, x, index), CONSTANT, label="[]",
+       returns=0)
 
 nondifferentiable(
     np.shape, np.ndim, np.size, np.zeros, np.ones, np.zeros_like, np.ones_like, np.empty,

@@ -113,7 +113,7 @@ defjvp(np.tile, lambda t, ans, A, reps: np.tile(t, reps), CONSTANT)
 
 # --- indexing ----------------------------------------------------------------------
 
-defjvp(GETITEM, lambda t, ans, x, index: t[index])
-defjvp(FIELD, lambda t, ans, x, name: getattr(t, name), None)
+defjvp(GETITEM, lambda t, ans, x, index: t[index], CONSTANT)
+defjvp(FIELD, lambda t, ans, x, name: getattr(t, name), CONSTANT)
 defjvp(Method("values"), lambda t, ans, d: list(t.values()))
 defjvp(Method("items"), lambda t, ans, d: list(t.items()))
