@@ -195,6 +195,12 @@ if scipy is not None:
         for _b in ((3,), (3, 2)):
             probe(la.cho_solve, "scipy.linalg.cho_solve(scipy.linalg.cho_factor(SPD + 0.2 * x0{}), "
                   "x1)".format(_lower), normal(3, 3), normal(*_b))
+        # a log determinant from the factor's diagonal, and with cho_solve (the adjoints add)
+        probe(la.cho_factor, "np.log(np.diag(scipy.linalg.cho_factor(SPD + 0.2 * x0{})[0])) * "
+              "np.array([1.0, -2.0, 0.5])".format(_lower), normal(3, 3))
+        probe(la.cho_solve, "np.sum(np.log(np.diag(scipy.linalg.cho_factor(SPD + 0.2 * x0{0})[0]))) "
+              "+ scipy.linalg.cho_solve(scipy.linalg.cho_factor(SPD + 0.2 * x0{0}), x1)".format(_lower),
+              normal(3, 3), normal(3))
     probe(la.cho_solve, "scipy.linalg.cho_solve((x0, True), x1)", triangular(True), normal(3))
     probe(la.cho_solve, "scipy.linalg.cho_solve((x0, False), x1)", triangular(False), normal(3, 2))
     probe(la.lu_factor, "scipy.linalg.lu_factor(x0)[0]", normal(4, 4))
