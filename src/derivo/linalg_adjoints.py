@@ -641,30 +641,34 @@ def cho_factor_vjp(adjoint, ans, a, lower):
 def _diagonal_cholesky_adjoint(g_diagonal, c, lower):
     """_cholesky_adjoint of a diagonal adjoint D (a log determinant's) of the
     factor held in c's triangle: phi(L^T D) is diag(d), d = L_ii D_ii / 2, so it
-    is L^-T diag(d) L^-1 = P P^T - Q Q^T with P = L^-T sqrt(d+), Q = L^-T
-    sqrt(d-): one inversion of the factor, and LAPACK's lauum for each sign
-    present (both read one triangle, of Fortran-ordered arrays, uncopied)."""
+    is L^-T diag(d) L^-1 = M^T M - N^T N with M = sqrt(d+) L^-1, N = sqrt(d-)
+    L^-1: one inversion of the factor, and LAPACK's lauum for each sign present
+    (both read one triangle, so c goes in as it is, see _fortran_factor)."""
     from scipy.linalg.lapack import dlauum, dtrtri
-    upper = _upper_factor(c, lower)   # U = L^T
-    inverse, info = dtrtri(upper, lower=0)   # U^-1 = L^-T
+    held, holds_lower = _fortran_factor(c, lower)
+    inverse, info = dtrtri(held, lower=holds_lower)   # L^-1, or U^-1 = L^-T
     if info:
         raise DerivoError("the Cholesky factor is singular (LAPACK's dtrtri: {})".format(info))
-    d = 0.5 * np.diagonal(upper) * g_diagonal
+    d = 0.5 * np.diagonal(held) * g_diagonal
     result = 0.0
     for sign in (1.0, -1.0):
-        weights = np.maximum(sign * d, 0.0)
+        weights = np.sqrt(np.maximum(sign * d, 0.0))
         if np.any(weights):
-            product, info = dlauum(inverse * np.sqrt(weights), lower=0)   # P P^T
-            result = result + sign * np.triu(product)
-    both = result + result.T        # the symmetric matrix from its upper triangle
+            # lauum: M^T M of a lower M, P P^T of an upper P (P = M^T)
+            scaled = weights[:, None] * inverse if holds_lower else inverse * weights
+            product, info = dlauum(scaled, lower=holds_lower)
+            result = result + sign * (np.tril(product) if holds_lower else np.triu(product))
+    both = result + result.T        # the symmetric matrix from its triangle
     both[np.diag_indices_from(both)] *= 0.5
     return both
 
 
-def _upper_factor(c, lower):
-    """U = L^T from c's triangle, as a Fortran-ordered array where it can be a
-    view (its other triangle is c's, which LAPACK does not read)."""
-    return c.T if lower else np.asfortranarray(c)
+def _fortran_factor(c, lower):
+    """(c or c.T, whichever is Fortran-ordered, and whether it holds the factor
+    in its lower triangle): LAPACK reads that without a copy."""
+    if c.flags.f_contiguous:
+        return c, lower
+    return c.T, not lower
 
 
 def _cholesky_adjoint(g_factor, factor):
@@ -708,10 +712,10 @@ def cho_solve_vjp_c(adjoint, ans, c_and_lower, b):
     n = len(c)
     left = -np.reshape(cho_solve(c_and_lower, adjoint), (n, -1))
     right = np.reshape(ans, (n, -1))
-    upper = _upper_factor(c, lower)
+    held, holds_lower = _fortran_factor(c, lower)
 
-    def times_factor(v):  # (v^T L)^T = L^T v = U v
-        return dtrmm(1.0, upper, v, lower=0)
+    def times_factor(v):  # (v^T L)^T = L^T v
+        return dtrmm(1.0, held, v, lower=holds_lower, trans_a=holds_lower)
     g_factor = np.tril(left @ times_factor(right).T + right @ times_factor(left).T)
     return [FactorAdjoint.of(g_factor if lower else g_factor.T, left @ right.T, 0.0), 0.0]
 
