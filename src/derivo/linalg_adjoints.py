@@ -812,6 +812,10 @@ def scipy_solve_vjp_a(adjoint, ans, a, b, lower, assume_a, transposed):
     transposed=...)``: -A^-T g x^T (or its transpose), onto the triangle read
     for a symmetric or triangular A."""
     import scipy.linalg as la
+    if np.ndim(a) != 2:
+        raise DerivoError("derivo differentiates scipy.linalg.solve of one matrix, not a stack "
+                          "of {}; solve them one by one or with np.linalg.solve".format(
+                              np.shape(a)[:-2]))
     g_b = la.solve(a, adjoint, lower=lower, assume_a=assume_a, transposed=not transposed)
     g_b, x = np.reshape(g_b, (len(a), -1)), np.reshape(ans, (len(a), -1))
     g_a = -(x @ g_b.T) if transposed else -(g_b @ x.T)
