@@ -9,6 +9,7 @@ determined up to sign (eig's up to phase), so their probes read them through
 a function that does not see it (squares, absolute values).
 """
 
+import warnings
 import zlib
 
 import numpy as np
@@ -302,6 +303,20 @@ def full_svd(a):
 def test_undetermined_factors_are_refused(f, point, match):
     with pytest.raises(derivo.DerivoError, match=match):
         derivo.grad(f)(point + np.arange(point.size).reshape(point.shape))
+
+
+def negative_order_norm(x):
+    return np.linalg.norm(x, ord=-1.5)
+
+
+def test_a_negative_order_is_folded_not_compiled():
+    """The rule's ``ord is None`` with ord=-1.5 folds to False: compiling
+    ``-1.5 is None`` would make Python warn."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gradient = derivo.grad(negative_order_norm)
+        gradient(np.array([1.0, -2.0, 0.5]))
+    assert "is None" not in gradient.source
 
 
 def gp_like(x, b):
