@@ -303,15 +303,93 @@ def _other_triangle(matrix, lower):
     return np.triu(matrix, 1) if lower else np.tril(matrix, -1)
 
 
+class FactorAdjoint(np.ndarray):
+    """The adjoint of cho_factor's ``c``: an ordinary array, which also knows
+    the part of it that came from an adjoint G_A of the matrix A = L L^T the
+    factor stands for (cho_solve's adjoint is tril((G_A + G_A^T) L)) and the
+    rest, added to it from elsewhere.  cho_factor's adjoint gives that part
+    back as sym(G_A), with no solve (it is the identity there), and solves for
+    the rest only.  Sums keep the parts; any other operation, or a change in
+    place (a copy of the value checks), makes it an ordinary array again."""
+
+    @classmethod
+    def of(cls, value, from_matrix, rest):
+        """``value`` (a new array, not copied) with its parts."""
+        adjoint = value.view(cls)
+        adjoint.from_matrix, adjoint.rest, adjoint.value = from_matrix, rest, value.copy()
+        return adjoint
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        def plain(x):
+            return x.view(np.ndarray) if isinstance(x, FactorAdjoint) else x
+        if "out" in kwargs:
+            kwargs["out"] = tuple(plain(x) for x in kwargs["out"])
+        result = getattr(ufunc, method)(*map(plain, inputs), **kwargs)
+        if ufunc is not np.add or method != "__call__" or "out" in kwargs or \
+                not all(np.shape(x) in ((), np.shape(result)) for x in inputs):
+            return result
+        known = [x for x in inputs if isinstance(x, FactorAdjoint) and x.unchanged()]
+        if len(known) < sum(isinstance(x, FactorAdjoint) for x in inputs):
+            return result
+        return FactorAdjoint.of(result, sum(x.from_matrix for x in known),
+                                sum(x.rest if isinstance(x, FactorAdjoint) else x for x in inputs))
+
+    def unchanged(self):
+        return getattr(self, "value", None) is not None and \
+            np.array_equal(self.view(np.ndarray), self.value)
+
+
 def cho_factor_vjp(adjoint, ans, a, lower):
     """The adjoint of ``c, lower = cho_factor(A, lower)``: the factor's adjoint
-    through cholesky_vjp onto the triangle potrf reads, and the other triangle
-    of c, which is A's own, as it came."""
+    through the Cholesky adjoint onto the triangle potrf reads, and the other
+    triangle of c, which is A's own, as it came."""
     c = ans[0]
     g = part(adjoint, 0, c)
+    symmetric = 0.0
+    if isinstance(g, FactorAdjoint) and g.unchanged():
+        symmetric, g = 0.5 * (g.from_matrix + g.from_matrix.T), g.rest
+    if np.ndim(g) == 0:
+        return _onto_triangle(symmetric, "L" if lower else "U")
+    diagonal = np.diagonal(g)
+    if not np.any(g - np.diag(diagonal)):   # a log determinant's adjoint
+        symmetric = symmetric + _diagonal_cholesky_adjoint(diagonal, c, lower)
+        return _onto_triangle(symmetric, "L" if lower else "U")
     g_factor = np.tril(g) if lower else swap_last(np.triu(g))
-    symmetric = _cholesky_adjoint(g_factor, _factor(c, lower))
+    symmetric = symmetric + _cholesky_adjoint(g_factor, _factor(c, lower))
     return _onto_triangle(symmetric, "L" if lower else "U") + _other_triangle(g, lower)
+
+
+def _diagonal_cholesky_adjoint(g_diagonal, c, lower):
+    """_cholesky_adjoint of a diagonal adjoint D (a log determinant's) of the
+    factor held in c's triangle: phi(L^T D) is diag(d), d = L_ii D_ii / 2, so it
+    is L^-T diag(d) L^-1 = M^T M - N^T N with M = sqrt(d+) L^-1, N = sqrt(d-)
+    L^-1: one inversion of the factor, and LAPACK's lauum for each sign present
+    (both read one triangle, so c goes in as it is, see _fortran_factor)."""
+    from scipy.linalg.lapack import dlauum, dtrtri
+    held, holds_lower = _fortran_factor(c, lower)
+    inverse, info = dtrtri(held, lower=holds_lower)   # L^-1, or U^-1 = L^-T
+    if info:
+        raise DerivoError("the Cholesky factor is singular (LAPACK's dtrtri: {})".format(info))
+    d = 0.5 * np.diagonal(held) * g_diagonal
+    result = 0.0
+    for sign in (1.0, -1.0):
+        weights = np.sqrt(np.maximum(sign * d, 0.0))
+        if np.any(weights):
+            # lauum: M^T M of a lower M, P P^T of an upper P (P = M^T)
+            scaled = weights[:, None] * inverse if holds_lower else inverse * weights
+            product, info = dlauum(scaled, lower=holds_lower)
+            result = result + sign * (np.tril(product) if holds_lower else np.triu(product))
+    both = result + result.T        # the symmetric matrix from its triangle
+    both[np.diag_indices_from(both)] *= 0.5
+    return both
+
+
+def _fortran_factor(c, lower):
+    """(c or c.T, whichever is Fortran-ordered, and whether it holds the factor
+    in its lower triangle): LAPACK reads that without a copy."""
+    if c.flags.f_contiguous:
+        return c, lower
+    return c.T, not lower
 
 
 def _cholesky_adjoint(g_factor, factor):
@@ -339,18 +417,18 @@ def _cholesky_adjoint(g_factor, factor):
 def cho_solve_vjp_c(adjoint, ans, c_and_lower, b):
     """The adjoint in (c, lower) of ``x = cho_solve((c, lower), b)``, A = L L^T:
     with G_A = -A^-1 g x^T (one solve with the factor), the factor's adjoint is
-    tril((G_A + G_A^T) L) (for an upper factor U = L^T, its transpose).  G_A
-    has as many columns as b: for a few, the product is taken factor by factor."""
+    tril((G_A + G_A^T) L) (for an upper factor U = L^T, its transpose), kept
+    with G_A (see FactorAdjoint).  G_A = left right^T has as many columns as b:
+    the product is taken factor by factor, with L read from c's triangle."""
     from scipy.linalg import cho_solve
+    from scipy.linalg.blas import dtrmm
     c, lower = c_and_lower
     n = len(c)
     left = -np.reshape(cho_solve(c_and_lower, adjoint), (n, -1))
     right = np.reshape(ans, (n, -1))
-    factor = _factor(c, lower)
-    if 2 * left.shape[1] < n:
-        product = left @ (right.T @ factor) + right @ (left.T @ factor)
-    else:
-        both = left @ right.T
-        product = (both + both.T) @ factor
-    g_factor = np.tril(product)
-    return [g_factor if lower else g_factor.T, 0.0]
+    held, holds_lower = _fortran_factor(c, lower)
+
+    def times_factor(v):  # (v^T L)^T = L^T v
+        return dtrmm(1.0, held, v, lower=holds_lower, trans_a=holds_lower)
+    g_factor = np.tril(left @ times_factor(right).T + right @ times_factor(left).T)
+    return [FactorAdjoint.of(g_factor if lower else g_factor.T, left @ right.T, 0.0), 0.0]

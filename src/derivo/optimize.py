@@ -137,9 +137,11 @@ def _commuted_products(left, right):
 
 
 def _literal(node):
-    """Whether ``node`` is a constant or a tuple of constants."""
+    """Whether ``node`` is a constant, a negated one (``-1.5``) or a tuple of them."""
     if isinstance(node, S.Constant):
         return True
+    if isinstance(node, S.UnaryOp) and isinstance(node.op, S.USub):
+        return isinstance(node.operand, S.Constant)
     return isinstance(node, S.Tuple) and all(_literal(e) for e in node.elts)
 
 

@@ -9,6 +9,7 @@ determined up to sign (eig's up to phase), so their probes read them through
 a function that does not see it (squares, absolute values).
 """
 
+import warnings
 
 import numpy as np
 import pytest
@@ -194,6 +195,12 @@ if scipy is not None:
         for _b in ((3,), (3, 2)):
             probe(la.cho_solve, "scipy.linalg.cho_solve(scipy.linalg.cho_factor(SPD + 0.2 * x0{}), "
                   "x1)".format(_lower), normal(3, 3), normal(*_b))
+        # a log determinant from the factor's diagonal, and with cho_solve (the adjoints add)
+        probe(la.cho_factor, "np.log(np.diag(scipy.linalg.cho_factor(SPD + 0.2 * x0{})[0])) * "
+              "np.array([1.0, -2.0, 0.5])".format(_lower), normal(3, 3))
+        probe(la.cho_solve, "np.sum(np.log(np.diag(scipy.linalg.cho_factor(SPD + 0.2 * x0{0})[0]))) "
+              "+ scipy.linalg.cho_solve(scipy.linalg.cho_factor(SPD + 0.2 * x0{0}), x1)".format(_lower),
+              normal(3, 3), normal(3))
     probe(la.cho_solve, "scipy.linalg.cho_solve((x0, True), x1)", triangular(True), normal(3))
     probe(la.cho_solve, "scipy.linalg.cho_solve((x0, False), x1)", triangular(False), normal(3, 2))
     probe(la.lu_factor, "scipy.linalg.lu_factor(x0)[0]", normal(4, 4))
@@ -291,6 +298,20 @@ def full_svd(a):
 def test_undetermined_factors_are_refused(f, point, match):
     with pytest.raises(derivo.DerivoError, match=match):
         derivo.grad(f)(point + np.arange(point.size).reshape(point.shape))
+
+
+def negative_order_norm(x):
+    return np.linalg.norm(x, ord=-1.5)
+
+
+def test_a_negative_order_is_folded_not_compiled():
+    """The rule's ``ord is None`` with ord=-1.5 folds to False: compiling
+    ``-1.5 is None`` would make Python warn."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gradient = derivo.grad(negative_order_norm)
+        gradient(np.array([1.0, -2.0, 0.5]))
+    assert "is None" not in gradient.source
 
 
 def gp_like(x, b):

@@ -138,7 +138,7 @@ def scipy_linalg():
     defjvp(la.solve,
            lambda t, ans, a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True, assume_a=None, transposed=False: scipy_solve_jvp_a(t, ans, a, b, lower, assume_a, transposed),
            lambda t, ans, a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True, assume_a=None, transposed=False: la.solve(a, t, lower=lower, assume_a=assume_a, transposed=transposed))
-    defvjp(la.inv, lambda g, ans, a, overwrite_a=False, check_finite=True: -(ans.T @ g @ ans.T), label=spelled("inv"), returns=NEW)
+    defvjp(la.inv, lambda g, ans, a, overwrite_a=False, check_finite=True: -(swap_last(ans) @ g @ swap_last(ans)), label=spelled("inv"), returns=NEW)
     defjvp(la.inv, lambda t, ans, a, overwrite_a=False, check_finite=True: -(ans @ t @ ans))
     defvjp(la.det, lambda g, ans, a, overwrite_a=False, check_finite=True: np.expand_dims(g * ans, (-2, -1)) * swap_last(np.linalg.inv(a)), label=spelled("det"), returns=NEW)
     defjvp(la.det, lambda t, ans, a, overwrite_a=False, check_finite=True: ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1))
