@@ -41,16 +41,22 @@ import sys
 
 
 def unbroadcast(adjoint, like):
-    """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
+    """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting;
+    of a real ``like`` met with a complex value, the real part (the adjoint of a
+    real value is real, as in JAX)."""
     # Attributes, not np.shape: on small arrays a function call costs as much as
     # the arithmetic, and this runs once per broadcasting operation.
     try:
         shape = like.shape
+        if adjoint.dtype.kind == "c" and like.dtype.kind != "c":
+            adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
         extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
+        if np.iscomplexobj(adjoint) and not np.iscomplexobj(like):
+            adjoint = np.real(adjoint)
         if np.shape(adjoint) == shape:
             return adjoint
         adjoint = np.asarray(adjoint)
@@ -63,7 +69,9 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    return adjoint if shape else float(adjoint)
+    if shape:
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
 
 
 def _shape(value):

@@ -31,12 +31,14 @@ defpartials(np.square, lambda ans, x: 2 * x)
 defvjp(np.abs, lambda g, ans, x: g * np.sign(x) if np.isrealobj(x) else np.real(g) * np.conj(x) / np.where(ans == 0, 1, ans), returns=NEW)
 # The parts of a complex z = x + iy, as JAX: z's adjoint is dL/dx - i dL/dy (so a
 # holomorphic function's adjoint is g f'(z)); of a real x, real part 1, imaginary 0.
+# (the parts are views of z; x.conj() of a real x is x itself)
 for _real in (np.real, Method("real")):
-    defvjp(_real, lambda g, ans, x: g, returns=NEW)
+    defvjp(_real, lambda g, ans, x: g, returns=0)
 for _imag in (np.imag, Method("imag")):
-    defvjp(_imag, lambda g, ans, x: -1j * g if np.iscomplexobj(x) else np.zeros(np.shape(x)), returns=NEW)
-for _conj in (np.conj, Method("conj"), Method("conjugate")):
-    defvjp(_conj, lambda g, ans, x: np.conj(g), returns=NEW)
+    defvjp(_imag, lambda g, ans, x: -1j * g if np.iscomplexobj(x) else np.zeros(np.shape(x)), returns=0)
+defvjp(np.conj, lambda g, ans, x: np.conj(g), returns=NEW)
+for _conj in (Method("conj"), Method("conjugate")):
+    defvjp(_conj, lambda g, ans, x: np.conj(g), returns=0)
 # arg z = atan2(y, x): its adjoint is -i g / z; of a real x a step function (0)
 defvjp(np.angle, lambda g, ans, z, deg=False: np.real(g) * -1j / np.where(z == 0, 1, z) * (180 / np.pi if deg else 1) if np.iscomplexobj(z) else np.zeros(np.shape(z)), returns=NEW)
 defpartials(np.sin, lambda ans, x: np.cos(x))
@@ -178,7 +180,7 @@ defvjp(np.tile, lambda g, ans, A, reps: tile_vjp(g, A, reps), CONSTANT, returns=
 
 # --- indexing ----------------------------------------------------------------------
 
-defvjp(GETITEM, lambda g, ans, x, index: getitem_vjp(g, x, index), label="[]", returns=0)
+defvjp(GETITEM, lambda g, ans, x, index: getitem_vjp(g, x, index), CONSTANT, label="[]", returns=0)
 
 nondifferentiable(
     np.shape, np.ndim, np.size, np.zeros, np.ones, np.zeros_like, np.ones_like, np.empty,

@@ -123,4 +123,4 @@ defjvp(np.tile, lambda t, ans, A, reps: np.tile(t, reps), CONSTANT)
 
 # --- indexing ----------------------------------------------------------------------
 
-defjvp(GETITEM, lambda t, ans, x, index: t[index])
+defjvp(GETITEM, lambda t, ans, x, index: t[index], CONSTANT)
