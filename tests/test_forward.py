@@ -390,7 +390,7 @@ def test_unsupported_constructs_are_refused(tmp_path):
 
 
         def no_rule(x):
-            return math.gamma(x) * x
+            return math.remainder(x, 1.0) * x
 
 
         def mystery(x):
@@ -406,7 +406,7 @@ def test_unsupported_constructs_are_refused(tmp_path):
     with pytest.raises(derivo.UnsupportedSyntax, match="yield") as info:
         derivo.tangent(module.gen)
     assert str(info.value).startswith("{}:5:".format(path))
-    with pytest.raises(derivo.NoDerivativeRule, match="math.gamma"):
+    with pytest.raises(derivo.NoDerivativeRule, match="math.remainder"):
         derivo.jvp(module.no_rule, (1.5,), (1.0,))
     with pytest.raises(derivo.UnsupportedSyntax, match="recursi"):
         derivo.tangent(factorial_like)

@@ -10,14 +10,16 @@ pair of output times, with the tolerances the forward solve was given:
 
 ``func`` is the user's function: derivo makes its VJP (``derivo.vjp``), so this
 module sits above the API, and registers its rule only once the program has
-imported scipy.integrate (see :func:`derivo.rules.lazy_table`).  Differentiating
-the output times ``t`` is refused, and so is forward mode (no JVP).
+imported scipy.integrate (see :func:`derivo.rules.lazy_table`).  Forward mode
+solves the sensitivity system beside the state instead, ds/dt = dfunc/dy s +
+dfunc/dargs dargs from s(t_0) = dy0, with ``derivo.jvp`` of func.
+Differentiating the output times ``t`` is refused.
 """
 
 import numpy as np
 
 from . import api
-from .rules import CONSTANT, NEW, defvjp, lazy_table
+from .rules import CONSTANT, NEW, defjvp, defvjp, lazy_table
 
 #: the last backward solve, [the result it ran back from, a copy of its output adjoint,
 #: the adjoints it gave]: the rule's templates for y0 and for args ask for the same
@@ -64,15 +66,40 @@ def _solve_backwards(adjoint, ys, func, t, args, rtol, atol, tfirst):
     return a, arg_adjoints
 
 
+def tangent(func, y0, t, args, rtol, atol, tfirst, y0_tangent=None, args_tangent=None):
+    """The tangent of ``odeint(func, y0, t, args)`` for tangents of y0 and of args
+    (None: zero)."""
+    from scipy.integrate import odeint
+    args = tuple(args or ())
+    start = np.ravel(y0).astype(float)
+    size = start.size
+    y0_tangent = np.zeros(size) if y0_tangent is None else np.ravel(y0_tangent)
+    args_tangent = tuple(np.zeros(np.shape(a)) for a in args) if args_tangent is None \
+        else tuple(args_tangent)
+
+    def sensitivities(state, s):
+        y, dy = state[:size].reshape(np.shape(y0)), state[size:].reshape(np.shape(y0))
+        at, moves = ((s, y), (0.0, dy)) if tfirst else ((y, s), (dy, 0.0))
+        value, change = api.jvp(func, (*at, *args), (*moves, *args_tangent))
+        return np.concatenate([np.ravel(value), np.ravel(change)])
+
+    out = odeint(sensitivities, np.concatenate([start, y0_tangent]), t, rtol=rtol, atol=atol)
+    return out[:, size:].reshape((len(t),) + np.shape(np.atleast_1d(y0)))
+
+
 def register():
     from scipy.integrate import odeint
 
-    # func is the user's dynamics (a function: CONSTANT), t the output times (no rule)
+    # func is the user's dynamics (a function: CONSTANT), times odeint's t (no rule)
     defvjp(odeint, CONSTANT,
-           lambda g, ans, func, y0, t, args=None, rtol=None, atol=None, tfirst=False: np.reshape(adjoints(g, ans, func, t, args, rtol, atol, tfirst)[0], np.shape(y0)),
+           lambda g, ans, func, y0, times, args=None, rtol=None, atol=None, tfirst=False: np.reshape(adjoints(g, ans, func, times, args, rtol, atol, tfirst)[0], np.shape(y0)),
            None,
-           lambda g, ans, func, y0, t, args=None, rtol=None, atol=None, tfirst=False: adjoints(g, ans, func, t, args, rtol, atol, tfirst)[1],
+           lambda g, ans, func, y0, times, args=None, rtol=None, atol=None, tfirst=False: adjoints(g, ans, func, times, args, rtol, atol, tfirst)[1],
            label="scipy.integrate.odeint", returns=NEW)
+    defjvp(odeint, CONSTANT,
+           lambda t, ans, func, y0, times, args=None, rtol=None, atol=None, tfirst=False: tangent(func, y0, times, args, rtol, atol, tfirst, y0_tangent=t),
+           None,
+           lambda t, ans, func, y0, times, args=None, rtol=None, atol=None, tfirst=False: tangent(func, y0, times, args, rtol, atol, tfirst, args_tangent=t))
 
 
 lazy_table("scipy.integrate", register)
