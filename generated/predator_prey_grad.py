@@ -240,7 +240,7 @@ class Tape:
         self.last = None        # the state before the last unit, for its VJP
         self.forward_steps = 0  # calls of the step before the last trip
         self.recomputed_steps = 0  # ... made again by the reverse sweep
-        self.segments = 0       # calls of the segment VJP
+        self.segments = 0       # calls of the VJP
         self.held = self.most_held = 0  # kept states in memory, now and at most
 
     def output(self, state):
