@@ -22,8 +22,9 @@ numba types by construction:
 
 What it cannot make nopython is refused with the construct named: checkpointed
 loops (their schedule is run by derivo's Python ``Tape``), the other runtime
-helpers (a list's adjoint, an item's), generators (``derivo.vjp``'s pullback), and at a call whatever numba cannot type
-for its arguments.  Array code (a function that uses NumPy) keeps NumPy's
+helpers (a list's adjoint, an item's), generators (``derivo.vjp``'s pullback),
+a called user function that reads a number from its globals (numba would
+freeze it), and at a call whatever numba cannot type for its arguments.  Array code (a function that uses NumPy) keeps NumPy's
 kernels: the API runs it with the Python backend and logs that it did (see
 :func:`falls_back`).
 
