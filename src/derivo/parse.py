@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from . import syntax as S
 from .rules import Method
 from .errors import SourceUnavailable, UnsupportedSyntax
+from .lift import lift_local_functions
 
 MISSING = object()
 #: The start of the file name of a module derivo generated (see codegen)
@@ -208,6 +209,10 @@ def parse(func):
     :class:`Parsed`."""
     if isinstance(func, Outlined):
         return func.parse()
+    lifted = getattr(func, "derivo_lifted", None)
+    if lifted is not None:  # a local function of a user's function (see lift)
+        return Parsed(func, S.deepcopy(lifted.tree), lifted.filename, lifted.lines,
+                      lifted.first_line, func.__globals__, _closure_of(func))
     # A wrapper (functools.wraps) is differentiated as the code it runs, which calls
     # what it wraps through its closure: never as its __wrapped__
     name = getattr(func, "__qualname__", repr(func))
@@ -243,16 +248,20 @@ def parse(func):
     tree.decorator_list = []
     # Generated functions take positional-only parameters as ordinary ones.
     tree.args.args, tree.args.posonlyargs = tree.args.posonlyargs + tree.args.args, []
-    closure = {}
-    if func.__closure__:
-        for ident, cell in zip(code.co_freevars, func.__closure__):
-            try:
-                closure[ident] = cell.cell_contents
-            except ValueError:
-                pass
-    parsed = Parsed(func, tree, filename, lines, first_line, func.__globals__, closure)
+    parsed = Parsed(func, tree, filename, lines, first_line, func.__globals__, _closure_of(func))
     _hold_defaults(parsed)
-    return parsed
+    return lift_local_functions(parsed)
+
+
+def _closure_of(func):
+    """{free name: the value its cell holds} (an empty cell left out)."""
+    closure = {}
+    for ident, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+        try:
+            closure[ident] = cell.cell_contents
+        except ValueError:
+            pass
+    return closure
 
 
 def _hold_defaults(parsed):

@@ -310,3 +310,11 @@ class _SignedLiterals(ast.NodeTransformer):
 def expr_source(node):
     """One-line source of an expression (for messages and comments)."""
     return to_source(gast.Expr(value=node)).strip()
+
+
+def compile_tree(tree, filename):
+    """The code object of a module holding the gast statement ``tree``; its
+    positions are the tree's (those of the user's file)."""
+    module = ast.fix_missing_locations(gast.gast_to_ast(gast.Module(body=[tree],
+                                                                     type_ignores=[])))
+    return compile(module, filename, "exec")
