@@ -20,7 +20,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import rules
-from .parse import MISSING, is_derivative
+from .parse import EQUAL, MISSING, Item, is_derivative
 
 CacheInfo = namedtuple("CacheInfo", "hits misses size")
 
@@ -101,7 +101,9 @@ class LiveReads:
         self.seen = [value for *_, value in reads]
         self.data = [not path and _is_data(value) for _, _, path, value in reads]
         self.kinds = [_kind(value) if data else None for value, data in zip(self.seen, self.data)]
-        self.bound = [_is_bound_method(value) for value in self.seen]
+        # a bound method is made anew at each read, a key may be a string made anew
+        self.equal = [_is_bound_method(value) or EQUAL in path
+                      for (_, _, path, value) in reads]
         self.generation = generation
         # derivatives the code calls: brought up to date first, so that what their
         # generated code reads agrees with what the function's names hold
@@ -118,9 +120,10 @@ class LiveReads:
         where, ident, path = self.reads[index]
         try:
             value = where.cell_contents if isinstance(where, types.CellType) else where[ident]
-            for attr in path:
-                value = getattr(value, attr)
-        except (KeyError, ValueError, AttributeError):
+            for step in path:
+                value = value[step.key] if isinstance(step, Item) else \
+                    value if step is EQUAL else getattr(value, step)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
             return MISSING
         return value
 
@@ -134,7 +137,7 @@ class LiveReads:
         for index, (seen, data, kind) in enumerate(zip(self.seen, self.data, self.kinds)):
             now = self._current(index)
             if now is not seen and not (data and now is not MISSING and _kind(now) == kind) \
-                    and not (self.bound[index] and now == seen):
+                    and not (self.equal[index] and now == seen):
                 return False
         return True
 
@@ -169,9 +172,9 @@ class LiveReads:
                 roots[id(where), ident] = "{}_seen{}".format(prefix, index)
             # np.sum read from the np already checked: one lookup fewer
             read = roots.get((id(where), ident), root) if path else root
-            read += "".join("." + attr for attr in path)
-            # a method of an object is a new bound method at each read: equal, not the same
-            tests.append("{} {} {}_seen{}".format(read, "==" if self.bound[index] else "is",
+            read += "".join("[{!r}]".format(step.key) if isinstance(step, Item) else
+                            "" if step is EQUAL else "." + step for step in path)
+            tests.append("{} {} {}_seen{}".format(read, "==" if self.equal[index] else "is",
                                                   prefix, index))
         tests.append("{0}_rules.generation is {0}_generation".format(prefix))
         return " and ".join(tests), dict(holders.values())

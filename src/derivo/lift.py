@@ -269,21 +269,11 @@ class _Rewrite(S.NodeTransformer):
         lifted = S.copy_location(S.name(local.lifted), node)
         if not local.free:
             return lifted
-        partial = _hold(self.parsed, "partial", functools.partial)
+        partial = self.parsed.hold("partial", functools.partial)
         keywords = [S.gast.keyword(arg=name, value=S.copy_location(S.name(name), node))
                     for name in local.free]
         return S.copy_location(S.call(S.copy_location(S.name(partial), node), lifted,
                                       keywords=keywords), node)
-
-
-def _hold(parsed, ident, value):
-    """A name in ``parsed``'s closure that holds ``value``."""
-    for name, held in parsed.closure.items():
-        if held is value:
-            return name
-    name = Namer(set(parsed.globals) | set(parsed.closure) | names_in(parsed.tree)).fresh(ident)
-    parsed.closure[name] = value
-    return name
 
 
 def _compile(parsed, trees, functions):

@@ -59,6 +59,28 @@ def is_derivative(value):
     return type(value) is types.MethodType and "derivo_reads" in value.__func__.__dict__
 
 
+class Item(tuple):
+    """A step of a read's path: the item of a key (``ACTIVATIONS["tanh"]``)."""
+
+    def __new__(cls, key):
+        return tuple.__new__(cls, (key,))
+
+    @property
+    def key(self):
+        return self[0]
+
+    def of(self, obj):
+        """``obj[key]``, or MISSING."""
+        try:
+            return obj[self[0]]
+        except (KeyError, IndexError, TypeError):
+            return MISSING
+
+
+#: The step of a read's path that says its value is compared by equality (a key)
+EQUAL = "=="
+
+
 @dataclass
 class Parsed:
     """A user function ready for normalisation."""
@@ -70,6 +92,22 @@ class Parsed:
     first_line: int         # the file line number of lines[0]
     globals: dict = field(repr=False)
     closure: dict = field(repr=False)
+
+    def hold(self, ident, value):
+        """A name, ``ident`` when free, under which the generated module holds
+        ``value`` (a function a call was made to call, what it is given): kept
+        with the closure, which nothing reads live."""
+        for name, held in self.closure.items():
+            if held is value and self._holder(name) is None:
+                return name
+        taken = set(self.globals) | set(self.closure) | {
+            n.id for n in S.walk(self.tree) if isinstance(n, S.Name)}
+        name, counter = ident, 0
+        while name in taken:
+            counter += 1
+            name = "{}{}".format(ident, counter)
+        self.closure[name] = value
+        return name
 
     def resolve(self, ident):
         """The object a free name refers to, or MISSING."""
@@ -94,26 +132,51 @@ class Parsed:
         return self.globals if ident in self.globals else None
 
     def resolve_callee(self, call):
-        """The object a call's function expression (``f``, ``math.sin``) names,
-        or MISSING when it is a local value or cannot be looked up."""
-        return self.resolve_expression(call.func)
+        """The object a call's function expression (``f``, ``math.sin``,
+        ``ACTIVATIONS[name]``) names, or MISSING when it is a local value or cannot
+        be looked up."""
+        return self.resolve_expression(call.func, items=True)
 
-    def resolve_expression(self, func):
+    def resolve_expression(self, func, items=False):
         """The object a name or a chain of attributes of a free name (``np.r_``)
-        refers to, or MISSING when it is a local value or cannot be looked up."""
+        refers to, or MISSING when it is a local value or cannot be looked up.
+        With ``items``, the chain may take items too (``LAYERS[0].act``), each of a
+        constant key or of a free name holding one."""
         path = []
-        while isinstance(func, S.Attribute):
-            path.append(func.attr)
+        while isinstance(func, S.Attribute) or items and isinstance(func, S.Subscript):
+            if isinstance(func, S.Attribute):
+                path.append(func.attr)
+            else:
+                key = self._key(func.slice)
+                if key is MISSING:
+                    return MISSING
+                path.append(Item(key))
             func = func.value
         if not isinstance(func, S.Name) or func.id in self.local_names:
             return MISSING
         obj = self.resolve(func.id)
-        for attr in reversed(path):
-            obj = getattr(obj, attr, MISSING)
+        for step in reversed(path):
+            obj = step.of(obj) if isinstance(step, Item) else getattr(obj, step, MISSING)
         where = self._holder(func.id)
         if path and obj is not MISSING and where is not None:
             _record(where, func.id, tuple(reversed(path)), obj)
         return obj
+
+    def _key(self, node):
+        """The value of an item's key that is a constant, or a free name holding a
+        string or a number (read again on each call: another key is another
+        callee), else MISSING."""
+        if isinstance(node, S.Constant):
+            return node.value
+        if not isinstance(node, S.Name) or node.id in self.local_names:
+            return MISSING
+        where = self._holder(node.id)
+        value = self.resolve(node.id)
+        if type(value) not in (str, int, bool):
+            return MISSING
+        if where is not None:
+            _record(where, node.id, (EQUAL,), value)
+        return value
 
     def callee_key(self, call):
         """What a call calls, for rule lookup: the resolved object, or a
@@ -237,7 +300,7 @@ def parse(func):
         # A line at column 0 inside a string stopped dedent: parse the source
         # as the body of a block instead, keeping its columns.
         dedented, indent, shift = "if 1:\n" + text, 0, first_line - 2
-    tree = _function_tree(dedented, func, filename, first_line)
+    tree = _function_tree(dedented, func, filename, first_line, shift, indent)
     for node in S.walk(tree):
         if hasattr(node, "lineno"):
             node.lineno += shift
@@ -321,12 +384,22 @@ def too_deep(func):
         "deep expression")
 
 
+def _runs(code, body, shift, indent):
+    """Whether the code object ``code`` was compiled from the expression ``body``
+    (a lambda's, at ``shift`` lines and ``indent`` columns from the file's)."""
+    start = (body.lineno + shift, body.col_offset + indent)
+    end = (body.end_lineno + shift, body.end_col_offset + indent)
+    return any(line is not None and column is not None and
+               start <= (line, column) and (end_line, end_column) <= end
+               for line, end_line, column, end_column in code.co_positions())
+
+
 def _indent_width(text):
     first = next((line for line in text.splitlines() if line.strip()), "")
     return len(first) - len(first.lstrip())
 
 
-def _function_tree(source, func, filename, first_line):
+def _function_tree(source, func, filename, first_line, shift=0, indent=0):
     try:
         module = S.gast.parse(source)
     except SyntaxError:
@@ -350,6 +423,8 @@ def _function_tree(source, func, filename, first_line):
     lambdas = [n for n in S.walk(module) if isinstance(n, S.gast.Lambda)
                and [a.id for a in n.args.posonlyargs + n.args.args] == list(
                    func.__code__.co_varnames[:func.__code__.co_argcount])]
+    if len(lambdas) > 1:  # several on one line: the one whose body the code runs
+        lambdas = [lam for lam in lambdas if _runs(func.__code__, lam.body, shift, indent)]
     if len(lambdas) != 1:
         raise UnsupportedSyntax(
             "cannot tell which lambda on this line to differentiate; use a def",

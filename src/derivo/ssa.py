@@ -53,6 +53,7 @@ import numpy as np
 from . import rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
+from .callees import direct_call
 from .fence import check_supported
 from .memory import call_result, in_a_library, may_share_memory, shared_sources
 from .names import Namer, names_in
@@ -709,6 +710,7 @@ class _Normalizer:
                 target = normalizer.parsed.callee_key(call)
                 # A derivo.Derivative is differentiated through the code it runs.
                 target = getattr(target, "derivo_function", target)
+                target = direct_call(call, target, normalizer.parsed) or target
                 if _is_user_function(target):
                     call.user_function = target
                     # Arguments become names, so the reverse sweep can pass the
@@ -1179,7 +1181,6 @@ def _is_user_function(obj):
     return (callable(obj) and hasattr(obj, "__code__") and not rules.is_primitive(obj)
             and not isinstance(obj, types.MethodType)
             and not getattr(obj, "derivo_opaque", False)  # derivo.hessian(g): not g
-            and getattr(obj, "__name__", "") != "<lambda>"
             and not S.is_derivo(obj) and not in_a_library(obj))
 
 

@@ -1,0 +1,60 @@
+"""A call of a user function reached through a value: ``functools.partial`` of
+it, a method bound to an object (``model.predict``), an object's ``__call__``.
+
+ssa makes such a call a call of the function itself, with what the value holds
+given first (the object, the partial's arguments) as names the generated module
+binds, or as constants: from then on it is a call of a user function like any
+other, inlined or given a VJP.  The value the call's name held is a read the
+derivative checks on each call (see :class:`derivo.cache.LiveReads`), so calling
+it after the name holds another value transforms again.
+"""
+
+import functools
+import types
+
+from . import syntax as S
+from .memory import is_user_function, user_function
+
+
+def direct_call(call, callee, parsed):
+    """The user function that runs when ``call`` calls ``callee``, with ``call``
+    made a call of it (in place); None, leaving ``call`` as it is, for a callee
+    that is not a user function reached through a value."""
+    if is_user_function(callee) or isinstance(callee, type):
+        return None  # (a class makes an object: what its __init__ does is not a value)
+    function, given = user_function(callee)
+    if function is None:
+        return None
+    bound, keywords = _bound_arguments(callee)
+    if len(bound) != given:
+        return None
+    call.func = S.copy_location(S.name(parsed.hold(function.__name__, function)), call.func)
+    call.args = [_argument(parsed, value, call) for value in bound] + call.args
+    given_keywords = {k.arg for k in call.keywords}
+    call.keywords = [S.gast.keyword(arg=name, value=_argument(parsed, value, call))
+                     for name, value in keywords.items() if name not in given_keywords] + \
+        call.keywords
+    return function
+
+
+def _bound_arguments(callee):
+    """(the positional arguments, the keywords) ``callee`` gives the function it
+    calls before the call's own."""
+    if isinstance(callee, types.MethodType):
+        return [callee.__self__], {}
+    if isinstance(callee, functools.partial):
+        inner, keywords = _bound_arguments(callee.func) if not is_user_function(
+            callee.func) else ([], {})
+        return inner + list(callee.args), {**keywords, **callee.keywords}
+    return [callee], {}  # an object: its __call__
+
+
+def _argument(parsed, value, call):
+    node = S.const(value) if type(value) in S.LITERAL_TYPES and not isinstance(
+        value, complex) else S.name(parsed.hold(_hint(value), value))
+    return S.copy_location(node, call)
+
+
+def _hint(value):
+    name = getattr(type(value), "__name__", "value").lower()
+    return name if name.isidentifier() else "value"
