@@ -1611,24 +1611,3 @@ def test_a_call_through_kwargs_is_refused():
     # the gradient was silently zero: the arguments reached no parameter of that name
     err = refusal(keywords_gathered, np.array([0.3, -0.5]))
     assert_points_at(err, line_of(keywords_gathered, "total_of_keywords(a=x"), "**kwargs")
-
-
-ACTIVATIONS = {"tanh": np.tanh}
-
-
-def activated(x, kind="tanh"):
-    act = ACTIVATIONS[kind]
-    return np.sum(act(x))
-
-
-def activated_by_a_module_parameter(x, xp=np):
-    return xp.linalg.norm(x)
-
-
-@pytest.mark.parametrize("f, marker", [
-    (activated, "act(x)"), (activated_by_a_module_parameter, "xp.linalg.norm(x)")])
-def test_a_function_derivo_cannot_look_up_needs_a_rule(f, marker):
-    # differentiated through: no rule, not "it may change x in place" (a copy would not help)
-    err = refusal(f, np.array([0.3, -0.5]))
-    assert isinstance(err, derivo.NoDerivativeRule)
-    assert_points_at(err, line_of(f, marker), "no derivative rule")

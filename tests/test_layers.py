@@ -17,7 +17,7 @@ LAYERS = [
     ("analysis", ["analyze"]),
     ("modes", ["optimize", "forward", "reverse"]),
     ("emit", ["codegen", "save", "display"]),
-    ("API", ["cache", "transform", "graph", "api", "check", "cli", "__init__",
+    ("API", ["cache", "specialise", "transform", "graph", "api", "check", "cli", "__init__",
              "__main__"]),
 ]
 ORDER = [module for _, modules in LAYERS for module in modules]

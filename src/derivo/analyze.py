@@ -1476,7 +1476,8 @@ def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
     every argument of a function derivo cannot read (``fn(a)``, fn a parameter,
     ``obj.go(a)`` of a method it does not know)."""
     everything = [*call.args, *(k.value for k in call.keywords)]
-    if isinstance(call.func, S.Name) and call.func.id in parsed.local_names:
+    if isinstance(call.func, S.Name) and call.func.id in parsed.local_names and \
+            callee is MISSING:  # (not a parameter said to hold callee: see Parsed.fixed)
         return _changed_through_a_local(parsed, call, arrays, seen)
     if _unreadable(callee):
         return everything  # FNS[0](a), obj.go(a) of a local obj, super().go(a)

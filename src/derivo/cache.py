@@ -20,7 +20,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import rules
-from .parse import EQUAL, MISSING, Item, is_derivative
+from .parse import EQUAL, MISSING, PARAMETERS, Item, is_derivative
 
 CacheInfo = namedtuple("CacheInfo", "hits misses size")
 
@@ -99,7 +99,8 @@ class LiveReads:
     def __init__(self, reads, generation):
         self.reads = [(where, ident, path) for where, ident, path, _ in reads]
         self.seen = [value for *_, value in reads]
-        self.data = [not path and _is_data(value) for _, _, path, value in reads]
+        self.data = [not path and _is_data(value) and where is not PARAMETERS
+                     for where, _, path, value in reads]
         self.kinds = [_kind(value) if data else None for value, data in zip(self.seen, self.data)]
         # a bound method is made anew at each read, a key may be a string made anew
         self.equal = [_is_bound_method(value) or EQUAL in path
@@ -116,10 +117,15 @@ class LiveReads:
                           for (where, ident, path), seen in zip(self.reads, self.seen)],
                          self.generation)
 
-    def _current(self, index):
+    def _current(self, index, arguments=None):
+        """What a read holds now; a read of a parameter's (see
+        :attr:`derivo.parse.Parsed.fixed`) in ``arguments``, or as it was."""
         where, ident, path = self.reads[index]
+        if where is PARAMETERS and arguments is None:
+            return self.seen[index]  # (the entry checks it on each call)
         try:
-            value = where.cell_contents if isinstance(where, types.CellType) else where[ident]
+            value = arguments[ident] if where is PARAMETERS else \
+                where.cell_contents if isinstance(where, types.CellType) else where[ident]
             for step in path:
                 value = value[step.key] if isinstance(step, Item) else \
                     value if step is EQUAL else getattr(value, step)
@@ -139,6 +145,17 @@ class LiveReads:
             if now is not seen and not (data and now is not MISSING and _kind(now) == kind) \
                     and not (self.equal[index] and now == seen):
                 return False
+        return True
+
+    def matches(self, arguments):
+        """Whether the parameters this transformation specialised on (see
+        :attr:`derivo.parse.Parsed.fixed`) say the same of ``arguments`` ({parameter:
+        value}): the same functions called, the same keys."""
+        for index, (where, _, _) in enumerate(self.reads):
+            if where is PARAMETERS:
+                now, seen = self._current(index, arguments), self.seen[index]
+                if now is not seen and not (self.equal[index] and now == seen):
+                    return False
         return True
 
     def refresh(self, *scopes):
@@ -165,9 +182,13 @@ class LiveReads:
         :meth:`entry_values`)."""
         holders, tests, roots = {}, [], {}
         for index, (where, ident, path) in enumerate(self.reads):
-            holder = holders.setdefault(id(where), ("{}_in{}".format(prefix, len(holders)), where))[0]
-            root = holder + (".cell_contents" if isinstance(where, types.CellType) else
-                             "[{!r}]".format(ident))
+            if where is PARAMETERS:  # the entry's own parameter
+                root = ident
+            else:
+                holder = holders.setdefault(id(where), ("{}_in{}".format(prefix, len(holders)),
+                                                        where))[0]
+                root = holder + (".cell_contents" if isinstance(where, types.CellType) else
+                                 "[{!r}]".format(ident))
             if not path:
                 roots[id(where), ident] = "{}_seen{}".format(prefix, index)
             # np.sum read from the np already checked: one lookup fewer

@@ -28,13 +28,33 @@ def direct_call(call, callee, parsed):
     bound, keywords = _bound_arguments(callee)
     if len(bound) != given:
         return None
+    receiver = _receiver(call, callee)
     call.func = S.copy_location(S.name(parsed.hold(function.__name__, function)), call.func)
-    call.args = [_argument(parsed, value, call) for value in bound] + call.args
+    call.args = [receiver if receiver is not None else _argument(parsed, value, call)
+                 for value in bound[:1]] + [_argument(parsed, value, call)
+                                            for value in bound[1:]] + call.args
     given_keywords = {k.arg for k in call.keywords}
     call.keywords = [S.gast.keyword(arg=name, value=_argument(parsed, value, call))
                      for name, value in keywords.items() if name not in given_keywords] + \
         call.keywords
     return function
+
+
+def _receiver(call, callee):
+    """The expression of the call that is the object a method is bound to
+    (``self`` of ``self.predict(x)``, ``model`` of ``model(x)``), read where the call
+    is; None when the call does not say it (a classmethod's class, a bound method
+    held in an attribute of another object)."""
+    if isinstance(callee, types.MethodType):
+        func, obj = call.func, callee.__self__
+        if not isinstance(func, S.Attribute) or isinstance(obj, type) or \
+                func.attr in getattr(obj, "__dict__", {}) or \
+                getattr(type(obj), func.attr, None) is not callee.__func__:
+            return None
+        return S.deepcopy(func.value)
+    if isinstance(callee, functools.partial):
+        return None
+    return S.deepcopy(call.func)
 
 
 def _bound_arguments(callee):
@@ -56,5 +76,6 @@ def _argument(parsed, value, call):
 
 
 def _hint(value):
-    name = getattr(type(value), "__name__", "value").lower()
+    name = value.__name__ if isinstance(value, type) else \
+        getattr(type(value), "__name__", "value").lower()
     return name if name.isidentifier() else "value"

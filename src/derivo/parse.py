@@ -49,9 +49,29 @@ def _record(where, ident, path, value):
         reads = stack[-1]
         reads.setdefault((id(where), ident, path), (where, ident, path, value))
         if is_derivative(value):
-            # a derivative's code is read as it is now, and what it read counts as read here
+            # a derivative's code is read as it is now, and what it read counts as read
+            # here (but not what it read of its own parameters)
             for read in value.derivo_reads():
-                reads.setdefault((id(read[0]), read[1], read[2]), read)
+                if read[0] is not PARAMETERS:
+                    reads.setdefault((id(read[0]), read[1], read[2]), read)
+
+
+class _Parameters:
+    """Where a read of a parameter's value is from (see :attr:`Parsed.fixed`): the
+    call's arguments, which the derivative's entry checks on each call."""
+
+    def __repr__(self):
+        return "PARAMETERS"
+
+
+PARAMETERS = _Parameters()
+
+
+def called_by_class(obj):
+    """Whether calling ``obj`` runs the ``__call__`` of its class, a Python function."""
+    return not isinstance(obj, (types.FunctionType, types.MethodType, functools.partial,
+                                type, types.BuiltinFunctionType)) and \
+        isinstance(getattr(type(obj), "__call__", None), types.FunctionType)
 
 
 def is_derivative(value):
@@ -92,6 +112,9 @@ class Parsed:
     first_line: int         # the file line number of lines[0]
     globals: dict = field(repr=False)
     closure: dict = field(repr=False)
+    #: {parameter: the value a call gives it} for the parameters whose value says
+    #: what a call calls (``loss_fn(w)``, ``self.predict(x)``, ``ACTS[name](x)``)
+    fixed: dict = field(default_factory=dict, repr=False)
 
     def hold(self, ident, value):
         """A name, ``ident`` when free, under which the generated module holds
@@ -152,8 +175,17 @@ class Parsed:
                     return MISSING
                 path.append(Item(key))
             func = func.value
-        if not isinstance(func, S.Name) or func.id in self.local_names:
+        if not isinstance(func, S.Name):
             return MISSING
+        if func.id in self.local_names:
+            if not items:
+                return MISSING
+            if func.id in self.fixed:
+                return self._resolve_fixed(func.id, path[::-1])
+            obj = self._alias(func.id)
+            for step in reversed(path):
+                obj = step.of(obj) if isinstance(step, Item) else getattr(obj, step, MISSING)
+            return obj
         obj = self.resolve(func.id)
         for step in reversed(path):
             obj = step.of(obj) if isinstance(step, Item) else getattr(obj, step, MISSING)
@@ -162,14 +194,80 @@ class Parsed:
             _record(where, func.id, tuple(reversed(path)), obj)
         return obj
 
+    def _resolve_fixed(self, ident, path):
+        """What ``path`` of the parameter ``ident`` holds in this specialisation (see
+        :attr:`fixed`), recorded for the entry to check: a method of an object by
+        its function (another object of the class calls the same code)."""
+        if ident not in self.fixed or ident in self._stored:
+            return MISSING
+        obj = self.fixed[ident]
+        for step in path:
+            obj = step.of(obj) if isinstance(step, Item) else getattr(obj, step, MISSING)
+        if isinstance(obj, types.MethodType) and path:
+            _record(PARAMETERS, ident, tuple(path) + ("__func__",), obj.__func__)
+        elif called_by_class(obj):  # its __call__ is its class's
+            _record(PARAMETERS, ident, tuple(path) + ("__class__",), type(obj))
+        elif obj is not MISSING:
+            _record(PARAMETERS, ident, tuple(path), obj)
+        return obj
+
+    def _alias(self, ident):
+        """What a local name assigned once, from an expression naming a function
+        (``act = ACTIVATIONS[kind]``), holds; MISSING for any other local."""
+        assignments = [n for n in S.walk(self.tree) if isinstance(n, S.Assign)
+                       and len(n.targets) == 1 and isinstance(n.targets[0], S.Name)
+                       and n.targets[0].id == ident]
+        if len(assignments) != 1 or S.store_counts(self.tree)[ident] != 1:
+            return MISSING
+        value = assignments[0].value
+        if isinstance(value, S.Name) and value.id == ident:
+            return MISSING
+        obj = self.resolve_expression(value, items=True)
+        return obj if callable(obj) else MISSING
+
+    @functools.cached_property
+    def callee_parameters(self):
+        """The parameters whose value says what a call calls: the root of a call's
+        function expression (``loss_fn(w)``, ``self.predict(x)``), or the key of an
+        item in it (``ACTS[name](x)``), and never assigned.  A derivative
+        specialises on what they hold (see :attr:`fixed`)."""
+        args = self.tree.args
+        params = {a.id for a in args.args + args.kwonlyargs} - self._stored
+        assigned = {n.targets[0].id: n.value for n in S.walk(self.tree)
+                    if isinstance(n, S.Assign) and len(n.targets) == 1
+                    and isinstance(n.targets[0], S.Name)}
+        chains = [n.func for n in S.walk(self.tree) if isinstance(n, S.Call)]
+        found = set()
+        while chains:
+            func = chains.pop()
+            while isinstance(func, (S.Attribute, S.Subscript)):
+                if isinstance(func, S.Subscript) and isinstance(func.slice, S.Name):
+                    found.add(func.slice.id)
+                func = func.value
+            if isinstance(func, S.Name) and func.id not in found:
+                found.add(func.id)
+                if func.id in assigned:  # act = ACTIVATIONS[kind]; act(x)
+                    chains.append(assigned[func.id])
+        return found & params
+
+    @functools.cached_property
+    def _stored(self):
+        return S.stored_names(self.tree)
+
     def _key(self, node):
         """The value of an item's key that is a constant, or a free name holding a
         string or a number (read again on each call: another key is another
         callee), else MISSING."""
         if isinstance(node, S.Constant):
             return node.value
-        if not isinstance(node, S.Name) or node.id in self.local_names:
+        if not isinstance(node, S.Name):
             return MISSING
+        if node.id in self.local_names:
+            value = self.fixed.get(node.id, MISSING)
+            if type(value) not in (str, int, bool) or node.id in self._stored:
+                return MISSING
+            _record(PARAMETERS, node.id, (EQUAL,), value)
+            return value
         where = self._holder(node.id)
         value = self.resolve(node.id)
         if type(value) not in (str, int, bool):
@@ -255,7 +353,8 @@ class Outlined:
         """A fresh :class:`Parsed` (later stages rewrite the tree they get)."""
         return Parsed(
             self, S.deepcopy(self.tree), self._parsed.filename, self._parsed.lines,
-            self._parsed.first_line, self._parsed.globals, self._parsed.closure)
+            self._parsed.first_line, self._parsed.globals, self._parsed.closure,
+            self._parsed.fixed)
 
 
 def parameter_names(func):

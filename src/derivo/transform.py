@@ -103,17 +103,20 @@ class Build:
         self.in_progress = []         # functions being transformed (to catch recursion)
 
     def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None, has_aux=False,
-            pullback=False):
+            pullback=False, fixed=None):
         """Transform ``func`` and append its derivative; return the new function's name.
         ``call`` is (the parsed caller, the call) when a caller calls the derivative,
         for the location of an error.  ``has_aux``: ``func`` returns (loss, aux);
-        ``pullback``: a VJP as a generator (see :func:`derivo.reverse.reverse`)."""
+        ``pullback``: a VJP as a generator (see :func:`derivo.reverse.reverse`);
+        ``fixed``: the values of the parameters that say what a call calls (see
+        :attr:`derivo.parse.Parsed.fixed`)."""
         label = "{} of {}".format(kind, getattr(func, "__qualname__", func))
         LOG.debug("transforming the %s", label)
         started = time.perf_counter()
         with _collection_paused():
             try:
-                name = self._add(func, wrt, kind, tuple_wrt, name, call, has_aux, pullback)
+                name = self._add(func, wrt, kind, tuple_wrt, name, call, has_aux, pullback,
+                                 fixed or {})
             except RecursionError:
                 raise too_deep(func) from None
         elapsed = time.perf_counter() - started
@@ -121,7 +124,7 @@ class Build:
                 "transformed the %s in %.1f s", label, elapsed)
         return name
 
-    def _add(self, func, wrt, kind, tuple_wrt, name, call, has_aux, pullback):
+    def _add(self, func, wrt, kind, tuple_wrt, name, call, has_aux, pullback, fixed):
         if kind != "jvp" and is_generated(func):
             if has_aux:
                 raise DerivoError("has_aux=True takes a function that returns (loss, aux), "
@@ -131,10 +134,12 @@ class Build:
                                   "derivo.hvp for its derivative")
             return self.add_over_tangents(func, wrt, kind, tuple_wrt, name, call)
         parsed = parse(func)
+        parsed.fixed.update(fixed)
         if kind != "jvp" and not isinstance(func, Outlined):
             whole = parsed
             parsed = outline_loops(parsed, self.loops, self.checkpoints, self.schedule,
                                    self.names)
+            parsed.fixed.update(fixed)
             if parsed is not whole:
                 self.refuse_memory_faults(whole, wrt)
         if func in self.in_progress:
