@@ -155,8 +155,19 @@ def test_resolve_callee_finds_a_global_user_function():
     assert parsed.resolve_callee(_calls_in(parsed)["module_level"]) is module_level
 
 
-def test_resolve_callee_of_a_local_is_missing():
+def test_resolve_callee_follows_a_local_assigned_once_from_a_function():
     parsed = parse(calls)
+    assert parsed.resolve_callee(_calls_in(parsed)["g"]) is math.cos
+
+
+def rebinds(x):
+    g = math.cos
+    g = math.sin
+    return g(x)
+
+
+def test_resolve_callee_of_a_local_assigned_twice_is_missing():
+    parsed = parse(rebinds)
     assert parsed.resolve_callee(_calls_in(parsed)["g"]) is MISSING
 
 

@@ -14,6 +14,7 @@ import types
 
 from . import syntax as S
 from .memory import is_user_function, user_function
+from .names import identifier
 
 
 def direct_call(call, callee, parsed):
@@ -29,7 +30,11 @@ def direct_call(call, callee, parsed):
     if len(bound) != given:
         return None
     receiver = _receiver(call, callee)
-    call.func = S.copy_location(S.name(parsed.hold(function.__name__, function)), call.func)
+    origin = parsed.origin_of(receiver) if receiver is not None else None
+    if origin is not None:  # what it calls through self is read where the caller read self
+        function = _specialised(function, bound[0], origin)
+    call.func = S.copy_location(S.name(parsed.hold(identifier(function.__name__), function)),
+                                call.func)
     call.args = [receiver if receiver is not None else _argument(parsed, value, call)
                  for value in bound[:1]] + [_argument(parsed, value, call)
                                             for value in bound[1:]] + call.args
@@ -38,6 +43,20 @@ def direct_call(call, callee, parsed):
                      for name, value in keywords.items() if name not in given_keywords] + \
         call.keywords
     return function
+
+
+def _specialised(function, obj, origin):
+    """A copy of ``function`` whose first parameter is known to hold ``obj``, which
+    the derivative's entry reads at ``origin`` (see :attr:`derivo.parse.Parsed.fixed`)."""
+    code = function.__code__
+    copy = types.FunctionType(code, function.__globals__, function.__name__,
+                              function.__defaults__, function.__closure__)
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__qualname__, copy.__module__ = function.__qualname__, function.__module__
+    first = code.co_varnames[0]
+    copy.derivo_fixed = ({first: obj}, {first: origin})
+    copy.derivo_key = (code, id(obj), origin[1:])  # (transform.Build: a VJP per object)
+    return copy
 
 
 def _receiver(call, callee):

@@ -70,7 +70,10 @@ def _lift(parsed, tree, outer_cells, namer):
     return {lifted name: function} for all of them."""
     locals_ = _locals_of(tree)
     found = _local_functions(parsed, tree)
-    named = {local.name: local for local in found if local.name is not None}
+    named = {}
+    for local in found:  # (a second definition of a name is refused below)
+        if local.name is not None:
+            named.setdefault(local.name, local)
     _refuse_rebound(parsed, tree, named)
     functions = {}
     for local in found:

@@ -115,6 +115,10 @@ class Parsed:
     #: {parameter: the value a call gives it} for the parameters whose value says
     #: what a call calls (``loss_fn(w)``, ``self.predict(x)``, ``ACTS[name](x)``)
     fixed: dict = field(default_factory=dict, repr=False)
+    #: {parameter: (where, name, path)}: how the derivative's entry reads a fixed
+    #: parameter's value (a callee's ``self``: what its caller called the method on);
+    #: the parameter of the entry itself by default
+    origins: dict = field(default_factory=dict, repr=False)
 
     def hold(self, ident, value):
         """A name, ``ident`` when free, under which the generated module holds
@@ -203,13 +207,33 @@ class Parsed:
         obj = self.fixed[ident]
         for step in path:
             obj = step.of(obj) if isinstance(step, Item) else getattr(obj, step, MISSING)
+        where, root, base = self.origins.get(ident, (PARAMETERS, ident, ()))
+        path = base + tuple(path)
         if isinstance(obj, types.MethodType) and path:
-            _record(PARAMETERS, ident, tuple(path) + ("__func__",), obj.__func__)
+            _record(where, root, path + ("__func__",), obj.__func__)
         elif called_by_class(obj):  # its __call__ is its class's
-            _record(PARAMETERS, ident, tuple(path) + ("__class__",), type(obj))
+            _record(where, root, path + ("__class__",), type(obj))
         elif obj is not MISSING:
-            _record(PARAMETERS, ident, tuple(path), obj)
+            _record(where, root, path, obj)
         return obj
+
+    def origin_of(self, node):
+        """How the derivative's entry reads the value of the expression ``node``
+        (``self``, ``model.layers[0]``, ``SCALER``): (where, name, path) of a chain
+        of attributes and constant items of a fixed parameter or a free name;
+        None for anything else."""
+        path = []
+        while isinstance(node, S.Attribute) or isinstance(node, S.Subscript) and \
+                isinstance(node.slice, S.Constant):
+            path.append(node.attr if isinstance(node, S.Attribute) else Item(node.slice.value))
+            node = node.value
+        if not isinstance(node, S.Name):
+            return None
+        if node.id in self.fixed and node.id not in self._stored:
+            where, root, base = self.origins.get(node.id, (PARAMETERS, node.id, ()))
+            return where, root, base + tuple(reversed(path))
+        where = None if node.id in self.local_names else self._holder(node.id)
+        return None if where is None else (where, node.id, tuple(reversed(path)))
 
     def _alias(self, ident):
         """What a local name assigned once, from an expression naming a function
@@ -354,7 +378,7 @@ class Outlined:
         return Parsed(
             self, S.deepcopy(self.tree), self._parsed.filename, self._parsed.lines,
             self._parsed.first_line, self._parsed.globals, self._parsed.closure,
-            self._parsed.fixed)
+            self._parsed.fixed, self._parsed.origins)
 
 
 def parameter_names(func):
@@ -372,9 +396,11 @@ def parse(func):
     if isinstance(func, Outlined):
         return func.parse()
     lifted = getattr(func, "derivo_lifted", None)
+    fixed, origins = getattr(func, "derivo_fixed", ({}, {}))  # (see callees)
     if lifted is not None:  # a local function of a user's function (see lift)
         return Parsed(func, S.deepcopy(lifted.tree), lifted.filename, lifted.lines,
-                      lifted.first_line, func.__globals__, _closure_of(func))
+                      lifted.first_line, func.__globals__, _closure_of(func), dict(fixed),
+                      dict(origins))
     # A wrapper (functools.wraps) is differentiated as the code it runs, which calls
     # what it wraps through its closure: never as its __wrapped__
     name = getattr(func, "__qualname__", repr(func))
@@ -410,7 +436,8 @@ def parse(func):
     tree.decorator_list = []
     # Generated functions take positional-only parameters as ordinary ones.
     tree.args.args, tree.args.posonlyargs = tree.args.posonlyargs + tree.args.args, []
-    parsed = Parsed(func, tree, filename, lines, first_line, func.__globals__, _closure_of(func))
+    parsed = Parsed(func, tree, filename, lines, first_line, func.__globals__, _closure_of(func),
+                    dict(fixed), dict(origins))
     _hold_defaults(parsed)
     return lift_local_functions(parsed)
 

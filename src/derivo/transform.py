@@ -19,7 +19,7 @@ from . import codegen, runtime
 from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
 from .forward import forward
-from .names import Namer
+from .names import Namer, identifier
 from .parse import GENERATED_PREFIX, MISSING, Outlined, parse, too_deep
 from .inline import inline_calls
 from .outline import outline_loops
@@ -301,7 +301,7 @@ class Build:
 
     def _helper(self, callee, params, caller, call, kind, made):
         """Transform ``callee`` once per (kind, params) for the functions calling it."""
-        key = (callee.__code__, params)
+        key = (getattr(callee, "derivo_key", callee.__code__), params)  # (see callees)
         if key in made:
             return made[key]
         if callee in self.in_progress:
@@ -309,7 +309,7 @@ class Build:
                 "cannot differentiate recursive call to {!r}: rewrite the recursion as a "
                 "loop".format(callee.__name__), caller.filename, call.lineno,
                 call.col_offset, "recursion")
-        name = made[key] = self.names.fresh("{}_{}".format(callee.__name__, kind))
+        name = made[key] = self.names.fresh("{}_{}".format(identifier(callee.__name__), kind))
         self.add(callee, list(params), kind, tuple_wrt=kind == "vjp" and len(params) > 1,
                  name=name, call=(caller, call))
         return name
