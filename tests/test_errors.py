@@ -130,15 +130,18 @@ def test_try():
     assert_points_at(err, line_of(uses_try, "try:"), "try")
 
 
-def uses_with(x):
-    with contextlib.nullcontext():
-        y = x * 2.0
-    return y
+def leaves_with_early(x):
+    for i in range(3):
+        with contextlib.nullcontext():
+            if x > i:
+                break
+            x = x * 2.0
+    return x
 
 
-def test_with():
-    err = refusal(uses_with, 1.5)
-    assert_points_at(err, line_of(uses_with, "with "), "with")
+def test_a_with_block_left_early():
+    err = refusal(leaves_with_early, 1.5)
+    assert_points_at(err, line_of(leaves_with_early, "break"), "with", "__exit__")
 
 
 def uses_eval(x):

@@ -13,7 +13,7 @@ LAYERS = [
     ("leaves", ["errors", "syntax", "names", "script", "runtime", "adjoints", "checkpoints",
                 "rules", "rules.runtime", "rules.builtins", "rules.numpy", "rules.scipy",
                 "rules.tangents", "rules.__main__"]),
-    ("normal form", ["lift", "parse", "fence", "memory", "callees", "ssa", "outline", "inline"]),
+    ("normal form", ["contexts", "lift", "parse", "fence", "memory", "callees", "ssa", "outline", "inline"]),
     ("analysis", ["analyze"]),
     ("modes", ["optimize", "forward", "reverse"]),
     ("emit", ["codegen", "save", "display"]),

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from . import syntax as S
 from .rules import Method
 from .errors import SourceUnavailable, UnsupportedSyntax
+from .contexts import lower_with_blocks
 from .lift import lift_local_functions
 
 MISSING = object()
@@ -439,7 +440,7 @@ def parse(func):
     parsed = Parsed(func, tree, filename, lines, first_line, func.__globals__, _closure_of(func),
                     dict(fixed), dict(origins))
     _hold_defaults(parsed)
-    return lift_local_functions(parsed)
+    return lift_local_functions(lower_with_blocks(parsed))
 
 
 def _closure_of(func):
