@@ -48,7 +48,7 @@ from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
                      is_user_function, shared_sources, user_function)
 from .outline import Loop
-from .parse import GENERATED_PREFIX, MISSING, parameter_names, parse
+from .parse import GENERATED_PREFIX, MISSING, UNPACKED, parameter_names, parse
 from .ssa import CONSUMERS, is_append, normalize
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
@@ -69,7 +69,9 @@ class Node:
 
 
 #: what to write instead of a NumPy construct that has no rule
-_INSTEAD = [(np.r_, "np.concatenate([np.atleast_1d(x), np.atleast_1d(y)])"),
+_INSTEAD = [(UNPACKED, "the arguments one by one, f(a, b) for f(*pair): derivo chooses a "
+                        "function's derivative by the arguments its call gives"),
+            (np.r_, "np.concatenate([np.atleast_1d(x), np.atleast_1d(y)])"),
             (np.c_, "np.stack([x, y], axis=-1) (of vectors) or np.concatenate([x, y], "
                     "axis=-1)")]
 
@@ -262,6 +264,8 @@ class Analysis:
                 stack += getattr(node, "values", None) or node.elts
             elif isinstance(node, S.gast.Dict):
                 stack += node.values
+            elif isinstance(node, S.Starred):  # f(*args)
+                stack.append(node.value)
             elif isinstance(node, S.Call) and getattr(node, "user_function", None):
                 stack += list(node.args) + [k.value for k in node.keywords]
             else:
@@ -991,6 +995,8 @@ class Analysis:
                         "List": "a list of differentiated values",
                         "BinOp": "this operator on differentiated values",
                         "Compare": "a comparison",
+                        "Starred": "'*' unpacking of differentiated values into a call (pass "
+                                   "them one by one, f(a, b) for f(*pair))",
                         "Call": "a call of a non-differentiable function on differentiated "
                                 "values"}
         raise self.parsed.error(

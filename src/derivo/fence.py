@@ -56,6 +56,7 @@ CONSTRUCT_NAMES = {
 
 def check_supported(parsed, tree):
     """Raise UnsupportedSyntax at the first construct derivo cannot differentiate."""
+    unpacked = set()  # the ids of the f(*args) of calls (S.walk meets a call first)
     for node in S.walk(tree):
         if node is tree:
             if isinstance(tree, S.gast.AsyncFunctionDef):
@@ -81,7 +82,9 @@ def check_supported(parsed, tree):
             raise parsed.error(UnsupportedSyntax, node,
                                "cannot differentiate '{}': code built at run time cannot "
                                "be transformed".format(node.func.id), node.func.id)
-        if isinstance(node, S.Starred):
+        if isinstance(node, S.Call):
+            unpacked.update(id(a) for a in node.args if isinstance(a, S.Starred))
+        elif isinstance(node, S.Starred) and id(node) not in unpacked:
             raise parsed.error(UnsupportedSyntax, node,
-                               "cannot differentiate '*' unpacking: pass arguments one by one",
-                               "*")
+                               "cannot differentiate '*' unpacking outside a call's arguments: "
+                               "write the items one by one", "*")

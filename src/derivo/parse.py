@@ -16,7 +16,7 @@ import types
 from dataclasses import dataclass, field
 
 from . import syntax as S
-from .rules import Method
+from .rules import Method, is_nondifferentiable
 from .errors import SourceUnavailable, UnsupportedSyntax
 from .contexts import lower_with_blocks
 from .lift import lift_local_functions
@@ -98,6 +98,8 @@ class Item(tuple):
             return MISSING
 
 
+#: What a call that unpacks its arguments calls, for rule lookup (see Parsed.callee_key)
+UNPACKED = type("Unpacked", (), {"__repr__": lambda self: "UNPACKED"})()
 #: The step of a read's path that says its value is compared by equality (a key)
 EQUAL = "=="
 
@@ -303,10 +305,17 @@ class Parsed:
 
     def callee_key(self, call):
         """What a call calls, for rule lookup: the resolved object, or a
-        :class:`~derivo.rules.Method` for a method of a local value (``x.sum()``)."""
+        :class:`~derivo.rules.Method` for a method of a local value (``x.sum()``);
+        :data:`UNPACKED` for a call that unpacks arguments (``f(*args)``,
+        ``f(**kw)``) into anything but a function without derivative: a rule is
+        chosen by the arguments a call gives, which these do not say."""
         callee = self.resolve_callee(call)
         if callee is MISSING and isinstance(call.func, S.Attribute):
-            return Method(call.func.attr)
+            callee = Method(call.func.attr)
+        unpacks = any(isinstance(a, S.Starred) for a in call.args) or \
+            any(k.arg is None for k in call.keywords)
+        if unpacks and not is_nondifferentiable(callee):
+            return UNPACKED
         return callee
 
     @functools.cached_property

@@ -674,6 +674,11 @@ class _Normalizer:
 
             def visit_Call(self, call):
                 self.generic_visit(call)
+                # f(*t) of a tuple split into names: f(t_0, t_1)
+                call.args = [item for arg in call.args for item in (
+                    [S.copy_location(S.name(e), arg) for e in tuples[arg.value.id]]
+                    if isinstance(arg, S.Starred) and isinstance(arg.value, S.Name)
+                    and arg.value.id in tuples else [arg])]
                 func = call.func
                 if isinstance(func, S.Name) and len(call.args) > 2 and not call.keywords \
                         and parsed.resolve(func.id) in (min, max):
