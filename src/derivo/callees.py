@@ -12,7 +12,9 @@ it after the name holds another value transforms again.
 import functools
 import types
 
+from . import rules
 from . import syntax as S
+from .parse import MISSING
 from .memory import is_user_function, user_function
 from .names import identifier
 
@@ -21,7 +23,10 @@ def direct_call(call, callee, parsed):
     """The user function that runs when ``call`` calls ``callee``, with ``call``
     made a call of it (in place); None, leaving ``call`` as it is, for a callee
     that is not a user function reached through a value."""
-    if is_user_function(callee) or isinstance(callee, type):
+    if is_user_function(callee) or rules.is_primitive(callee):
+        _name_what_is_called(call, callee, parsed)
+        return None
+    if isinstance(callee, type):
         return None  # (a class makes an object: what its __init__ does is not a value)
     function, given = user_function(callee)
     if function is None:
@@ -43,6 +48,17 @@ def direct_call(call, callee, parsed):
                      for name, value in keywords.items() if name not in given_keywords] + \
         call.keywords
     return function
+
+
+def _name_what_is_called(call, callee, parsed):
+    """Make a call through a parameter, a local alias or an item (``loss_fn(w)``,
+    ``act(x)`` of ``act = ACTIVATIONS[kind]``) a call of a name holding what it
+    calls: later stages, and the callers it is pasted into, see the function."""
+    if not isinstance(call.func, S.Name) and not isinstance(call.func, S.Subscript) or \
+            parsed.resolve_expression(call.func) is not MISSING:
+        return
+    name = parsed.hold(identifier(getattr(callee, "__name__", "function")), callee)
+    call.func = S.copy_location(S.name(name), call.func)
 
 
 def _specialised(function, obj, origin):

@@ -268,8 +268,8 @@ class Parsed:
         while chains:
             func = chains.pop()
             while isinstance(func, (S.Attribute, S.Subscript)):
-                if isinstance(func, S.Subscript) and isinstance(func.slice, S.Name):
-                    found.add(func.slice.id)
+                if isinstance(func, S.Subscript):
+                    chains.append(func.slice)  # ACTIVATIONS[kind], ACTIVATIONS[self.kind]
                 func = func.value
             if isinstance(func, S.Name) and func.id not in found:
                 found.add(func.id)
@@ -282,26 +282,32 @@ class Parsed:
         return S.stored_names(self.tree)
 
     def _key(self, node):
-        """The value of an item's key that is a constant, or a free name holding a
-        string or a number (read again on each call: another key is another
-        callee), else MISSING."""
+        """The value of an item's key that is a constant, or a string or a number a
+        free name or a fixed parameter holds, or an attribute of one
+        (``ACTIVATIONS[self.activation]``): read again on each call, as another
+        key is another callee.  MISSING for any other key."""
         if isinstance(node, S.Constant):
             return node.value
-        if not isinstance(node, S.Name):
+        origin = self.origin_of(node)
+        if origin is None:
             return MISSING
-        if node.id in self.local_names:
-            value = self.fixed.get(node.id, MISSING)
-            if type(value) not in (str, int, bool) or node.id in self._stored:
-                return MISSING
-            _record(PARAMETERS, node.id, (EQUAL,), value)
-            return value
-        where = self._holder(node.id)
-        value = self.resolve(node.id)
+        value = self._value_of(node)
         if type(value) not in (str, int, bool):
             return MISSING
-        if where is not None:
-            _record(where, node.id, (EQUAL,), value)
+        where, ident, path = origin
+        _record(where, ident, path + (EQUAL,), value)
         return value
+
+    def _value_of(self, node):
+        """The value of a chain :meth:`origin_of` reads, as this transformation sees it."""
+        path = []
+        while isinstance(node, (S.Attribute, S.Subscript)):
+            path.append(node.attr if isinstance(node, S.Attribute) else Item(node.slice.value))
+            node = node.value
+        obj = self.fixed[node.id] if node.id in self.fixed else self.resolve(node.id)
+        for step in reversed(path):
+            obj = step.of(obj) if isinstance(step, Item) else getattr(obj, step, MISSING)
+        return obj
 
     def callee_key(self, call):
         """What a call calls, for rule lookup: the resolved object, or a
@@ -535,23 +541,37 @@ def _indent_width(text):
     return len(first) - len(first.lstrip())
 
 
-def _function_tree(source, func, filename, first_line, shift=0, indent=0):
+#: What a lambda's lines may stand inside (an argument list, a dict display): the
+#: source of a lambda is the whole lines holding it, which may not parse alone
+_SURROUNDINGS = (("(\n", "\n)"), ("{\n", "\n}"), ("f(\n", "\n)"))
+
+
+def _parsed_module(source):
+    """The module of ``source``, or of it inside one of :data:`_SURROUNDINGS`
+    (positions those of ``source``); None if neither parses."""
     try:
-        module = S.gast.parse(source)
+        return S.gast.parse(source)
     except SyntaxError:
-        # A lambda's source is the whole line holding it, which may not parse
-        # alone (e.g. an argument list); parenthesised it usually does.
+        pass
+    for before, after in _SURROUNDINGS:
         try:
-            module = S.gast.parse("(\n" + source + "\n)")
-            for node in S.walk(module):
-                if hasattr(node, "lineno"):
-                    node.lineno -= 1
-                    if getattr(node, "end_lineno", None) is not None:
-                        node.end_lineno -= 1
-        except SyntaxError as exc:
-            raise SourceUnavailable(
-                "cannot parse the source of {!r}: {}".format(func.__qualname__, exc),
-                filename, first_line)
+            module = S.gast.parse(before + source + after)
+        except SyntaxError:
+            continue
+        for node in S.walk(module):
+            if hasattr(node, "lineno"):
+                node.lineno -= 1
+                if getattr(node, "end_lineno", None) is not None:
+                    node.end_lineno -= 1
+        return module
+    return None
+
+
+def _function_tree(source, func, filename, first_line, shift=0, indent=0):
+    module = _parsed_module(source)
+    if module is None:
+        raise SourceUnavailable("cannot parse the source of {!r}".format(func.__qualname__),
+                                filename, first_line)
     body = module.body[0].body if source.startswith("if 1:\n") else module.body
     defs = [n for n in body if isinstance(n, (S.FunctionDef, S.gast.AsyncFunctionDef))]
     if func.__name__ != "<lambda>" and defs:
