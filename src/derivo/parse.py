@@ -241,16 +241,19 @@ class Parsed:
     def _alias(self, ident):
         """What a local name assigned once, from an expression naming a function
         (``act = ACTIVATIONS[kind]``), holds; MISSING for any other local."""
-        assignments = [n for n in S.walk(self.tree) if isinstance(n, S.Assign)
-                       and len(n.targets) == 1 and isinstance(n.targets[0], S.Name)
-                       and n.targets[0].id == ident]
-        if len(assignments) != 1 or S.store_counts(self.tree)[ident] != 1:
-            return MISSING
-        value = assignments[0].value
-        if isinstance(value, S.Name) and value.id == ident:
+        value = self._assigned_once.get(ident)
+        if value is None or isinstance(value, S.Name) and value.id == ident:
             return MISSING
         obj = self.resolve_expression(value, items=True)
         return obj if callable(obj) else MISSING
+
+    @functools.cached_property
+    def _assigned_once(self):
+        """{name: the value of its one assignment} of the names assigned once."""
+        counts = S.store_counts(self.tree)
+        return {n.targets[0].id: n.value for n in S.walk(self.tree)
+                if isinstance(n, S.Assign) and len(n.targets) == 1
+                and isinstance(n.targets[0], S.Name) and counts[n.targets[0].id] == 1}
 
     @functools.cached_property
     def callee_parameters(self):
