@@ -213,17 +213,6 @@ def test_no_rule_unhashable_callable():
     assert_points_at(err, line_of(uses_a_poly1d, "QUADRATIC(x)"), "QUADRATIC")
 
 
-def fact(x, n):
-    return x if n == 0 else x * fact(x, n - 1)
-
-
-def test_recursion():
-    err = refusal(fact, 1.5, 3)
-    # the recursive call, or the definition of the function that recurses
-    lines = (line_of(fact, "fact(x, n - 1)"), line_of(fact, "def fact"))
-    assert_points_at(err, lines, "recurs")
-
-
 # ---------------------------------------------------------------------------
 # no source, bad wrt
 # ---------------------------------------------------------------------------

@@ -142,7 +142,7 @@ class Build:
             parsed.fixed.update(fixed)
             if parsed is not whole:
                 self.refuse_memory_faults(whole, wrt)
-        if func in self.in_progress:
+        if func in self.in_progress and call is None:  # (a call's: see _helper)
             raise UnsupportedSyntax(
                 "cannot differentiate recursive function {!r}: derivo transforms each "
                 "function once and recursion would need a stack of frames; rewrite it as "
@@ -302,13 +302,8 @@ class Build:
     def _helper(self, callee, params, caller, call, kind, made):
         """Transform ``callee`` once per (kind, params) for the functions calling it."""
         key = (getattr(callee, "derivo_key", callee.__code__), params)  # (see callees)
-        if key in made:
+        if key in made:  # (a recursive call too: its derivative calls itself)
             return made[key]
-        if callee in self.in_progress:
-            raise UnsupportedSyntax(
-                "cannot differentiate recursive call to {!r}: rewrite the recursion as a "
-                "loop".format(callee.__name__), caller.filename, call.lineno,
-                call.col_offset, "recursion")
         name = made[key] = self.names.fresh("{}_{}".format(identifier(callee.__name__), kind))
         self.add(callee, list(params), kind, tuple_wrt=kind == "vjp" and len(params) > 1,
                  name=name, call=(caller, call))
@@ -405,6 +400,11 @@ def _is_builtin(ident, obj):
 
 
 def _user_source(func):
+    lifted = getattr(func, "derivo_lifted", None)
+    if lifted is not None:  # a local function of a user's (see lift): as derivo made it
+        tree = S.deepcopy(lifted.tree)
+        tree.name = func.__name__
+        return S.to_source(tree)
     try:
         return textwrap.dedent(inspect.getsource(func))
     except (OSError, TypeError):
