@@ -1599,7 +1599,7 @@ def keywords_gathered(x):
     return total_of_keywords(a=x, b=x * 2.0)
 
 
-def test_a_call_through_kwargs_is_refused():
-    # the gradient was silently zero: the arguments reached no parameter of that name
-    err = refusal(keywords_gathered, np.array([0.3, -0.5]))
-    assert_points_at(err, line_of(keywords_gathered, "total_of_keywords(a=x"), "**kwargs")
+def test_a_call_through_kwargs_reaches_the_keys():
+    # the gradient was once silently zero: the arguments reached no parameter of that name
+    x = np.array([0.3, -0.5])
+    assert np.allclose(derivo.grad(keywords_gathered)(x), 4.0 * x)

@@ -73,3 +73,43 @@ def keywords_unpacked(x):
 def test_keywords_unpacked_into_a_function_of_no_derivative():
     x = np.array([0.1, 0.2, 0.3])
     assert np.allclose(derivo.grad(keywords_unpacked)(x), fd(keywords_unpacked, x))
+
+
+def product_of(*factors):
+    total = 1.0
+    for factor in factors:
+        total = total * factor
+    return total
+
+
+def weighted(x, **weights):
+    if weights["sharp"]:
+        return math.tanh(x * weights["scale"])
+    return x * weights["scale"]
+
+
+def calls_helpers_that_gather(x, a):
+    return product_of(x, a, x) + weighted(x, scale=2.0, sharp=True) + product_of()
+
+
+def test_user_functions_taking_args_and_kwargs():
+    assert_all_modes(calls_helpers_that_gather, 0.3, 0.7)
+
+
+def differentiated_through_kwargs(x):
+    return weighted(x, scale=x, sharp=False) + weighted(x, scale=x * x, sharp=True)
+
+
+def passes_its_kwargs_on(x, **options):
+    return np.sum(np.tanh(x * options["scale"])) + len(options)
+
+
+def differentiated_into_a_kwargs_read_whole(x):
+    return passes_its_kwargs_on(x, scale=x)
+
+
+def test_a_differentiated_value_gathered_into_kwargs():
+    assert_all_modes(differentiated_through_kwargs, 0.4)
+    x = np.array([0.2, -0.3])  # (len(options) reads the dict, whose items are names)
+    assert np.allclose(derivo.grad(differentiated_into_a_kwargs_read_whole)(x),
+                       fd(differentiated_into_a_kwargs_read_whole, x))

@@ -10,11 +10,13 @@ it after the name holds another value transforms again.
 """
 
 import functools
+import inspect
 import types
 
 from . import rules
 from . import syntax as S
-from .parse import MISSING
+from .lift import compile_trees
+from .parse import MISSING, parse
 from .memory import is_user_function, user_function
 from .names import identifier
 
@@ -25,7 +27,10 @@ def direct_call(call, callee, parsed):
     that is not a user function reached through a value."""
     if is_user_function(callee) or rules.is_primitive(callee):
         _name_what_is_called(call, callee, parsed)
-        return None
+        spread = _spread(callee, call, parsed) if is_user_function(callee) else None
+        if spread is not None:
+            call.func = S.copy_location(S.name(parsed.hold(spread.__name__, spread)), call.func)
+        return spread
     if isinstance(callee, type):
         return None  # (a class makes an object: what its __init__ does is not a value)
     function, given = user_function(callee)
@@ -59,6 +64,64 @@ def _name_what_is_called(call, callee, parsed):
         return
     name = parsed.hold(identifier(getattr(callee, "__name__", "function")), callee)
     call.func = S.copy_location(S.name(name), call.func)
+
+
+def _spread(function, call, parsed):
+    """For a call of a user function taking ``*args`` or ``**kwargs``, a copy whose
+    parameters are the arguments the call gives (``args_0``, ``args_1``, a
+    keyword-only ``kwargs_c``), which builds ``args`` and ``kwargs`` from them
+    first; the call's keywords renamed to match.  None for any other call."""
+    code = function.__code__
+    if not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or \
+            any(isinstance(a, S.Starred) for a in call.args) or \
+            any(k.arg is None for k in call.keywords):
+        return None
+    callee = parse(function)
+    tree, args = callee.tree, callee.tree.args
+    named = [a.id for a in args.args + args.kwonlyargs]
+    first = tree.body[0]
+    built = []
+    if args.vararg is not None:
+        extra = ["{}_{}".format(args.vararg.id, i)
+                 for i in range(max(len(call.args) - len(args.args), 0))]
+        args.args += [S.param(name) for name in extra]
+        built.append(S.assign(args.vararg.id, S.tuple_([S.name(n) for n in extra])))
+        args.vararg = None
+    if args.kwarg is not None:
+        given = {k.arg: "{}_{}".format(args.kwarg.id, k.arg) for k in call.keywords
+                 if k.arg not in named}
+        args.kwonlyargs += [S.param(name) for name in given.values()]
+        args.kw_defaults += [None] * len(given)
+        if _read_by_key(tree, args.kwarg.id, given):
+            built.append(S.assign(args.kwarg.id, S.gast.Dict(
+                keys=[S.const(k) for k in given], values=[S.name(n) for n in given.values()])))
+        for keyword in call.keywords:
+            keyword.arg = given.get(keyword.arg, keyword.arg)
+        args.kwarg = None
+    for stmt in built:
+        for node in S.walk(stmt):
+            S.copy_location(node, first)
+    tree.body = built + tree.body
+    tree.name = identifier(function.__name__)
+    spread = compile_trees(callee, [tree], {})[tree.name]
+    spread.derivo_key = (code, len(call.args), tuple(k.arg for k in call.keywords))
+    return spread
+
+
+def _read_by_key(tree, kwargs, given):
+    """Make each ``kwargs["c"]`` of ``tree`` the parameter ``given["c"]``; whether
+    ``kwargs`` is still read otherwise (then it is built as a dict)."""
+    class Keys(S.NodeTransformer):
+        def visit_Subscript(self, node):
+            self.generic_visit(node)
+            if isinstance(node.value, S.Name) and node.value.id == kwargs and \
+                    isinstance(node.slice, S.Constant) and node.slice.value in given and \
+                    isinstance(node.ctx, S.Load):
+                return S.copy_location(S.name(given[node.slice.value]), node)
+            return node
+
+    Keys().visit(tree)
+    return any(isinstance(n, S.Name) and n.id == kwargs for n in S.walk(tree.body))
 
 
 def _specialised(function, obj, origin):

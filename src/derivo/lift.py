@@ -90,7 +90,7 @@ def _lift(parsed, tree, outer_cells, namer):
         local.tree.args.kw_defaults += [None] * len(local.free)
         _Rewrite(parsed, named, []).rewrite(local.tree)
     _Rewrite(parsed, named, found).rewrite(tree)
-    functions.update(_compile(parsed, [local.tree for local in found], functions))
+    functions.update(compile_trees(parsed, [local.tree for local in found], functions))
     return functions
 
 
@@ -279,7 +279,7 @@ class _Rewrite(S.NodeTransformer):
                                       keywords=keywords), node)
 
 
-def _compile(parsed, trees, functions):
+def compile_trees(parsed, trees, functions):
     """The Python functions of lifted trees, each seeing the others (and those of
     ``functions``) in its closure."""
     if not trees:
