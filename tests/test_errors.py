@@ -125,9 +125,8 @@ def uses_try(x):
     return y
 
 
-def test_try():
-    err = refusal(uses_try, 1.5)
-    assert_points_at(err, line_of(uses_try, "try:"), "try")
+def test_try_follows_the_path_taken():
+    assert derivo.grad(uses_try)(1.5) == 2.0
 
 
 def leaves_with_early(x):
@@ -248,7 +247,7 @@ def test_wrt_out_of_range(wrt):
 
 
 def test_error_does_not_poison_later_transforms():
-    refusal(uses_try, 1.5)
+    refusal(leaves_with_early, 1.5)
     assert derivo.grad(two_args)(1.0, 2.0) == pytest.approx(2.0)
 
 

@@ -1,4 +1,5 @@
-"""Stage 1c: a ``with`` block becomes the calls it makes around its body.
+"""Stage 1c: a ``with`` block becomes the calls it makes around its body, and a
+``try`` a branch on whether its body raises.
 
 ``with np.errstate(divide="ignore"): y = np.log(x)`` runs its body between the
 manager's ``__enter__`` and ``__exit__``; derivo differentiates the body, and
@@ -21,12 +22,13 @@ skipped.
 from . import syntax as S
 from .errors import UnsupportedSyntax
 from .names import Namer, names_in
+from .runtime import raised
 
 
 def lower_with_blocks(parsed):
     """Replace, in place, every ``with`` block of ``parsed``'s tree by the calls
-    it makes around its body."""
-    if not any(isinstance(n, S.gast.With) for n in S.walk(parsed.tree.body)):
+    it makes around its body, and every ``try`` by a branch (see :func:`_branch`)."""
+    if not any(isinstance(n, (S.gast.With, S.gast.Try)) for n in S.walk(parsed.tree.body)):
         return parsed
     namer = Namer(names_in(parsed.tree) | set(parsed.globals) | set(parsed.closure))
     _lower_block(parsed, parsed.tree.body, namer)
@@ -42,8 +44,9 @@ def _lower_block(parsed, block, namer):
             inner = getattr(stmt, field, None)
             if isinstance(inner, list):
                 _lower_block(parsed, inner, namer)
-        if isinstance(stmt, S.gast.With):
-            lowered = _lowered(parsed, stmt, namer)
+        if isinstance(stmt, (S.gast.With, S.gast.Try)):
+            lowered = _lowered(parsed, stmt, namer) if isinstance(stmt, S.gast.With) else \
+                _branch(parsed, stmt, namer)
             block[index:index + 1] = lowered
             index += len(lowered)
         else:
@@ -102,3 +105,90 @@ def _located(stmt, node):
     for child in S.walk(stmt):
         S.copy_location(child, node)
     return stmt
+
+
+def _branch(parsed, stmt, namer):
+    """``try: BODY except E as e: HANDLER else: ELSE finally: FINALLY`` as a
+    branch on the exception the body raises, the path taken recorded like an
+    ``if``'s::
+
+        def attempt():
+            BODY
+            return (names BODY assigns)
+        caught = raised(attempt, (E,))
+        if caught is None:
+            (names BODY assigns) = attempt()
+            ELSE
+        elif isinstance(caught, E):
+            e = caught
+            HANDLER
+        FINALLY
+
+    ``attempt`` is a local function (see lift): the branch the body returns from
+    is differentiated as any call, and the body runs twice (once to tell whether
+    it raises), so it may not change anything in place or leave the block.  A
+    handler sees the names as they were before the ``try``: it may not read one
+    the body assigns."""
+    body_names = sorted(_assigned(stmt.body))
+    _refuse_unsafe_body(parsed, stmt, body_names)
+    if not stmt.handlers:
+        return stmt.body + stmt.orelse + stmt.finalbody
+    attempt, caught = namer.fresh("attempt"), namer.fresh("caught")
+    held = parsed.hold("raised", raised)
+    outputs = S.tuple_([S.name(n) for n in body_names])
+    definition = S.function(attempt, [], S.deepcopy(stmt.body) + [S.return_(outputs)])
+    classes = S.tuple_([h.type if h.type is not None else S.name("Exception")
+                        for h in stmt.handlers])
+    test = S.assign(caught, S.call(held, S.name(attempt), classes))
+    targets = S.tuple_([S.store(n) for n in body_names], store_ctx=True)
+    taken = [S.assign(targets, S.call(attempt))] if body_names else []
+    branch = [S.if_(S.compare_is_none(caught), taken + stmt.orelse or [S.Pass()],
+                    _handlers(stmt.handlers, caught))]
+    lowered = [definition, test] + branch + stmt.finalbody
+    for new in lowered[:3]:
+        for node in S.walk(new):
+            if getattr(node, "lineno", None) is None:
+                S.copy_location(node, stmt)
+    return lowered
+
+
+def _handlers(handlers, caught):
+    """The ``elif isinstance(caught, E): ...`` chain of the handlers."""
+    chain = [S.gast.Raise(exc=S.name(caught), cause=None)]  # (raised catches no other)
+    for handler in reversed(handlers):
+        body = list(handler.body)
+        if handler.name is not None:
+            body.insert(0, S.copy_location(S.assign(handler.name, S.name(caught)), handler))
+        kind = handler.type if handler.type is not None else S.name("Exception")
+        test = S.call(S.name("isinstance"), S.name(caught), S.deepcopy(kind))
+        chain = [S.copy_location(S.if_(S.copy_location(test, handler), body, chain), handler)]
+    return chain
+
+
+def _assigned(block):
+    return {n.id for n in S.walk(block) if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)}
+
+
+def _refuse_unsafe_body(parsed, stmt, body_names):
+    for node in S.walk(stmt.body):
+        jumps = isinstance(node, (S.Return, S.Break, S.Continue, S.gast.Raise))
+        writes = isinstance(node, (S.Subscript, S.Attribute)) and isinstance(node.ctx, S.Store) \
+            or isinstance(node, (S.AugAssign,)) and not isinstance(node.target, S.Name) \
+            or isinstance(node, S.Call) and isinstance(node.func, S.Attribute) and \
+            node.func.attr in ("append", "extend", "insert", "pop", "update", "sort")
+        if jumps or writes:
+            raise parsed.error(
+                UnsupportedSyntax, node,
+                "cannot differentiate this 'try': derivo runs its body once to tell whether "
+                "it raises, then again for its values, so the body may not {}; compute the "
+                "values in it and act on them after the try".format(
+                    "leave the block" if jumps else "change a value in place"), "try")
+    for handler in stmt.handlers:
+        for node in S.walk(handler.body):
+            if isinstance(node, S.Name) and isinstance(node.ctx, S.Load) and \
+                    node.id in body_names:
+                raise parsed.error(
+                    UnsupportedSyntax, node,
+                    "cannot differentiate this 'except': it reads {!r}, which the 'try' "
+                    "body assigns, and derivo gives a handler the values from before the "
+                    "'try'; use another name in the body".format(node.id), "try")

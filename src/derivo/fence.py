@@ -17,9 +17,6 @@ REFUSED = {
     S.gast.AsyncWith: "async code is not supported",
     S.gast.Global: "assigning module globals would make the derivative depend on hidden state",
     S.gast.Nonlocal: "assigning enclosing variables would make the derivative depend on hidden state",
-    S.gast.Try: "derivo follows the branches a function takes, and which statement of a "
-                "'try' raised is not one; test for the case with 'if' instead (if x > 0: "
-                "... else: ...), or catch the exception around the call of the derivative",
     S.gast.Lambda: "lambdas inside a differentiated function are not supported; "
                    "define the function at module level",
     S.gast.FunctionDef: "nested functions are not supported; define the function at "
@@ -45,7 +42,7 @@ CONSTRUCT_NAMES = {
     S.gast.Yield: "yield", S.gast.YieldFrom: "yield from", S.gast.Await: "await",
     S.gast.AsyncFunctionDef: "async def", S.gast.AsyncFor: "async for",
     S.gast.AsyncWith: "async with", S.gast.Global: "global", S.gast.Nonlocal: "nonlocal",
-    S.gast.Try: "try", S.gast.Lambda: "lambda",
+    S.gast.Lambda: "lambda",
     S.gast.FunctionDef: "def", S.gast.ClassDef: "class", S.gast.Delete: "del",
     S.gast.Import: "import", S.gast.ImportFrom: "import", S.gast.NamedExpr: ":=",
     S.gast.ListComp: "list comprehension", S.gast.SetComp: "set comprehension",

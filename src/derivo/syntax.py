@@ -219,6 +219,12 @@ def tuple_(elts, store_ctx=False):
     return gast.Tuple(elts=list(elts), ctx=gast.Store() if store_ctx else gast.Load())
 
 
+def compare_is_none(operand):
+    """``operand is None``; ``operand`` a name or a node."""
+    operand = name(operand) if isinstance(operand, str) else operand
+    return gast.Compare(left=operand, ops=[gast.Is()], comparators=[const(None)])
+
+
 def subscript(value, index):
     return gast.Subscript(value=value, slice=index, ctx=gast.Load())
 

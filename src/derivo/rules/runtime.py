@@ -26,9 +26,10 @@ from ..runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, copysig
                        dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
                        first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right,
                        log, log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp, owned, part,
-                       pop_adjoint, scalar_seed, shaped_like, sort_like, split_like, stop_gradient,
-                       sum_vjp, swap_last, tangent_owned, transpose_vjp, unbroadcast, unshared,
-                       unsort, unstack, vstack_vjp, zero_as, zero_gradient, zeroed, zeros_for)
+                       pop_adjoint, raised, scalar_seed, shaped_like, sort_like, split_like,
+                       stop_gradient, sum_vjp, swap_last, tangent_owned, transpose_vjp,
+                       unbroadcast, unshared, unsort, unstack, vstack_vjp, zero_as, zero_gradient,
+                       zeroed, zeros_for)
 from . import defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
@@ -36,8 +37,8 @@ from . import defjvp, defpartials, defvjp, nondifferentiable
 # The seed 1.0 and zero gradients do not vary with their argument; the sign
 # abs() sees is a step function.
 nondifferentiable(scalar_seed, zero_gradient, zeros_for, copysign_one)
-# unshared only checks (and returns None).
-nondifferentiable(unshared)
+# unshared only checks (and returns None); raised tells which way a try went.
+nondifferentiable(unshared, raised)
 
 # --- the scalar helpers of the builtins table ------------------------------------------
 
