@@ -380,3 +380,19 @@ def test_an_unknown_function_given_where_a_differentiated_value_flows_is_refused
         derivo.grad(train, wrt=1)(operator.neg, 0.3)
     assert "'loss_fn'" in str(info.value)
     assert info.value.lineno == train.__code__.co_firstlineno + 1
+
+
+def returns_a_closure(x):
+    def make(c):
+        def scaled_by(z):
+            return z * c
+        return scaled_by
+    scale = make(x)
+    return scale(x)
+
+
+def test_a_local_function_returned_with_a_differentiated_value_is_refused():
+    with pytest.raises(DerivoError) as info:
+        derivo.grad(returns_a_closure)(0.5)
+    assert info.value.lineno == returns_a_closure.__code__.co_firstlineno + 4
+    assert "where it is called" in str(info.value)

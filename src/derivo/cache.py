@@ -94,6 +94,9 @@ class LiveReads:
     called, a module, a class) the transformation depended on as it was: when it
     changed, or when a rule was registered since (``rules.generation``), the
     derivative is made again.  A derivative the code calls counts with what it read.
+    A read whose ``where`` is :data:`~derivo.parse.PARAMETERS` is what the
+    transformation resolved through a parameter (the function ``loss_fn`` held):
+    the entry checks it on each call, reading the argument (see :meth:`matches`).
     """
 
     def __init__(self, reads, generation):
