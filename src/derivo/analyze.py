@@ -71,9 +71,9 @@ class Node:
 #: what to write instead of a NumPy construct that has no rule
 _INSTEAD = [(UNPACKED, "the arguments one by one, f(a, b) for f(*pair): derivo chooses a "
                         "function's derivative by the arguments its call gives"),
-            (functools.partial, "the call of the function where it is called, f(x, y): a "
-                                "function holding a differentiated value, stored or returned "
-                                "(a local function reading one, returned), is not followed"),
+            (functools.partial, "the call f(x, y) where the function is called (derivo does "
+                                "not follow a function holding a differentiated value that is "
+                                "stored or returned, as a local function reading one is)"),
             (np.r_, "np.concatenate([np.atleast_1d(x), np.atleast_1d(y)])"),
             (np.c_, "np.stack([x, y], axis=-1) (of vectors) or np.concatenate([x, y], "
                     "axis=-1)")]
