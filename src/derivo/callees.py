@@ -1,12 +1,20 @@
-"""A call of a user function reached through a value: ``functools.partial`` of
-it, a method bound to an object (``model.predict``), an object's ``__call__``.
+"""What a call calls, made plain for the stages after ssa.
 
-ssa makes such a call a call of the function itself, with what the value holds
-given first (the object, the partial's arguments) as names the generated module
-binds, or as constants: from then on it is a call of a user function like any
-other, inlined or given a VJP.  The value the call's name held is a read the
-derivative checks on each call (see :class:`derivo.cache.LiveReads`), so calling
-it after the name holds another value transforms again.
+- A user function reached through a value: ``functools.partial`` of it, a method
+  bound to an object (``model.predict``, ``self.predict``), an object's
+  ``__call__``.  The call becomes a call of the function itself, with what the
+  value holds given first (the object, read where the call reads it; the
+  partial's arguments, as names the generated module binds or as constants).
+- A function reached through a parameter, a local alias or an item
+  (``loss_fn(w)``, ``ACTIVATIONS[kind](x)``): the call becomes a call of a name
+  holding it.
+- A user function taking ``*args`` or ``**kwargs``: the call becomes a call of a
+  copy taking the arguments this call gives.
+
+From then on each is a call of a user function (inlined, or given a VJP) or of a
+primitive like any other.  The values the call went through are reads the
+derivative checks on each call (see :class:`derivo.cache.LiveReads`), so a call
+after they changed transforms again.
 """
 
 import functools
@@ -59,9 +67,11 @@ def _name_what_is_called(call, callee, parsed):
     """Make a call through a parameter, a local alias or an item (``loss_fn(w)``,
     ``act(x)`` of ``act = ACTIVATIONS[kind]``) a call of a name holding what it
     calls: later stages, and the callers it is pasted into, see the function."""
-    if not isinstance(call.func, S.Name) and not isinstance(call.func, S.Subscript) or \
+    root = S.root_name(call.func)
+    if isinstance(callee, rules.Method) or root is None or \
+            isinstance(call.func, S.Attribute) and root.id not in parsed.fixed or \
             parsed.resolve_expression(call.func) is not MISSING:
-        return
+        return  # (x.sum(), np.tanh(x): what the call says is what it calls)
     name = parsed.hold(identifier(getattr(callee, "__name__", "function")), callee)
     call.func = S.copy_location(S.name(name), call.func)
 
