@@ -396,3 +396,17 @@ def test_a_local_function_returned_with_a_differentiated_value_is_refused():
         derivo.grad(returns_a_closure)(0.5)
     assert info.value.lineno == returns_a_closure.__code__.co_firstlineno + 5  # make(x)
     assert "where the function is called" in str(info.value)
+
+
+def through_a_container_argument(x, functions, name):
+    return functions[name](x) * functions["scale"](x)
+
+
+def test_a_dict_of_functions_given_as_an_argument():
+    gradient = derivo.grad(through_a_container_argument)
+    table = {"sin": math.sin, "square": square, "scale": soft_abs}
+    for name in ("sin", "square"):
+        expected = fd(lambda v: through_a_container_argument(v, table, name), 0.3)
+        assert_close(gradient(0.3, table, name), expected)
+    table["scale"] = math.exp  # an item changed: transformed again
+    assert_close(gradient(0.3, table, "sin"), math.exp(0.3) * (math.cos(0.3) + math.sin(0.3)))

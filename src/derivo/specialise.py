@@ -52,6 +52,12 @@ def fixed_values(func, names, lead, args, kwargs):
 
 
 def _says_what_runs(value):
+    """Whether ``value`` may be what a call calls: not data, or a container of
+    functions (``fns[0](x)``, ``acts["tanh"](x)``)."""
+    if isinstance(value, dict):
+        return any(map(callable, value.values()))
+    if isinstance(value, (list, tuple)):
+        return any(map(callable, value))
     return not isinstance(value, _DATA)
 
 
