@@ -232,8 +232,8 @@ class Derivative(metaclass=_DerivativeType):
         self._fixed = specialise.fixed_values(func, self._callee_parameters, 0, *bound)
         try:
             self._install()
-        except DerivoError:
-            if not self._callee_parameters:
+        except DerivoError as error:
+            if not specialise.waits_for_arguments(error, self._callee_parameters):
                 raise
             # what a parameter calls is known at the first call: transformed then
             self.call = types.MethodType(specialise.pending_entry(), self)

@@ -257,7 +257,8 @@ class Parsed:
 
     @functools.cached_property
     def callee_parameters(self):
-        """The parameters whose value says what a call calls: the root of a call's
+        """{parameter: the lines of the calls it says the callee of} for the
+        parameters whose value says what a call calls: the root of a call's
         function expression (``loss_fn(w)``, ``self.predict(x)``), or the key of an
         item in it (``ACTS[name](x)``), and never assigned.  A derivative
         specialises on what they hold (see :attr:`fixed`)."""
@@ -266,19 +267,22 @@ class Parsed:
         assigned = {n.targets[0].id: n.value for n in S.walk(self.tree)
                     if isinstance(n, S.Assign) and len(n.targets) == 1
                     and isinstance(n.targets[0], S.Name)}
-        chains = [n.func for n in S.walk(self.tree) if isinstance(n, S.Call)]
-        found = set()
-        while chains:
-            func = chains.pop()
-            while isinstance(func, (S.Attribute, S.Subscript)):
-                if isinstance(func, S.Subscript):
-                    chains.append(func.slice)  # ACTIVATIONS[kind], ACTIVATIONS[self.kind]
-                func = func.value
-            if isinstance(func, S.Name) and func.id not in found:
-                found.add(func.id)
-                if func.id in assigned:  # act = ACTIVATIONS[kind]; act(x)
-                    chains.append(assigned[func.id])
-        return found & params
+        lines = {}
+        for call in (n for n in S.walk(self.tree) if isinstance(n, S.Call)):
+            chains, found = [call.func], set()
+            while chains:
+                func = chains.pop()
+                while isinstance(func, (S.Attribute, S.Subscript)):
+                    if isinstance(func, S.Subscript):
+                        chains.append(func.slice)  # ACTIVATIONS[kind], ACTIVATIONS[self.kind]
+                    func = func.value
+                if isinstance(func, S.Name) and func.id not in found:
+                    found.add(func.id)
+                    if func.id in assigned:  # act = ACTIVATIONS[kind]; act(x)
+                        chains.append(assigned[func.id])
+            for param in found & params:
+                lines.setdefault(param, set()).add(call.lineno)
+        return lines
 
     @functools.cached_property
     def _stored(self):

@@ -26,12 +26,21 @@ _DATA = (np.ndarray, np.generic, float, complex, list, tuple, dict, set, type(No
 
 
 def callee_parameters(func, wrt):
-    """The parameters of ``func`` (a Python function) whose values may say what it
-    calls (see :attr:`derivo.parse.Parsed.callee_parameters`), ``wrt`` left out."""
+    """{parameter: the lines of the calls it says the callee of} of ``func`` (a
+    Python function) for the parameters whose values may say what it calls (see
+    :attr:`derivo.parse.Parsed.callee_parameters`), ``wrt`` left out."""
     try:
-        return sorted(parse(func).callee_parameters - set(wrt))
+        found = parse(func).callee_parameters
     except Exception:  # (the transformation reports what it cannot read)
-        return []
+        return {}
+    return {name: lines for name, lines in sorted(found.items()) if name not in wrt}
+
+
+def waits_for_arguments(error, parameters):
+    """Whether ``error``, raised transforming a function before any call, may be
+    for want of what ``parameters`` (see :func:`callee_parameters`) hold: it is
+    at a call one of them says the callee of."""
+    return any(error.lineno in lines for lines in parameters.values())
 
 
 def fixed_values(func, names, lead, args, kwargs):
