@@ -40,6 +40,16 @@ class Regressor:
         return np.mean(r * r) + self.penalty(W, v)
 
 
+def mean_squared_error(W, v, X, y, activation="tanh"):
+    """The loss of a model written as a function: the activation is a parameter."""
+    act = ACTIVATIONS[activation]
+    r = act(X @ W) @ v - y
+    return np.mean(r * r)
+
+
+mean_squared_error_grad = derivo.grad(mean_squared_error, wrt=("W", "v"))
+
+
 def closure_loss(model, X, y):
     """The loss of ``model`` on (X, y) as a function of the weights alone."""
     scale = 1.0 / len(y)

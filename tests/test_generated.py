@@ -65,6 +65,8 @@ def _same(a, b):
 
 
 EXAMPLE_ARGUMENTS = {
+    "mean_squared_error_grad": (np.ones((3, 2)), np.ones(2), np.arange(12.0).reshape(4, 3) / 10,
+                                np.ones(4)),
     "besselj_grad": (2, 1.0),
     "besselj_jvp": (1.0, 2, 1.0),  # the tangent of z first
     "f_grad": (2.0, 5.0),

@@ -508,8 +508,10 @@ class Derivative(metaclass=_DerivativeType):
                             "module's other code uses for something else".format(name, ident))
         user = "\n\n".join(src.rstrip() + "\n" for _, src in sorted(user_sources.items()))
         scalar_guarded = self._scalar_only and _parameters(self._function)
-        source = self.source if not scalar_guarded else codegen.with_prologue(
-            self.source, self._function.__name__, self._saved_scalar_guard())
+        guard = (self._saved_scalar_guard() if scalar_guarded else "") + \
+            specialise.saved_guard(self._generated.live, self._function.__name__)
+        source = self.source if not guard else codegen.with_prologue(
+            self.source, self._function.__name__, guard)
         body = (user + "\n\n" + source) if user else source
         return codegen.module_text(body, namespace, header, data)
 

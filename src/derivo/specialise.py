@@ -19,7 +19,7 @@ import inspect
 
 import numpy as np
 
-from .parse import called_by_class, parse
+from .parse import EQUAL, PARAMETERS, called_by_class, parse
 
 #: Values a derivative never specialises on: what the generated code reads as data
 _DATA = (np.ndarray, np.generic, float, complex, list, tuple, dict, set, type(None))
@@ -94,3 +94,19 @@ def _identity(value):
         except TypeError:
             pass
     return type(value)
+
+
+def saved_guard(live, name):
+    """The check a saved module of the generated function ``name`` runs first: it
+    was made for the keys its parameters held (``activation == 'tanh'``), which a
+    saved module cannot transform again for, so it refuses another; '' when the
+    transformation read none (see cache.LiveReads)."""
+    tests = ["{}{} != {!r}".format(ident, "".join("." + step for step in path[:-1]), seen)
+             for (where, ident, path), seen in zip(live.reads, live.seen)
+             if where is PARAMETERS and path and path[-1] == EQUAL
+             and all(isinstance(step, str) for step in path[:-1])]
+    if not tests:
+        return ""
+    return "if {}:\n    raise ValueError({!r})\n".format(" or ".join(tests), (
+        "{} was generated for {}: derive again for other values".format(
+            name, ", ".join(t.replace(" != ", " == ") for t in tests))))
