@@ -125,42 +125,22 @@ def uses_try(x):
     return y
 
 
-def test_try():
-    err = refusal(uses_try, 1.5)
-    assert_points_at(err, line_of(uses_try, "try:"), "try")
+def test_try_follows_the_path_taken():
+    assert derivo.grad(uses_try)(1.5) == 2.0
 
 
-def uses_with(x):
-    with contextlib.nullcontext():
-        y = x * 2.0
-    return y
+def leaves_with_early(x):
+    for i in range(3):
+        with contextlib.nullcontext():
+            if x > i:
+                break
+            x = x * 2.0
+    return x
 
 
-def test_with():
-    err = refusal(uses_with, 1.5)
-    assert_points_at(err, line_of(uses_with, "with "), "with")
-
-
-def uses_lambda(x):
-    g = lambda t: t * x; return g(x)  # noqa: E702,E731  (definition and call share a line)
-
-
-def test_lambda_that_needs_differentiating():
-    err = refusal(uses_lambda, 1.5)
-    assert_points_at(err, line_of(uses_lambda, "lambda t"), "lambda")
-
-
-def uses_nested_def(x):
-    def inner(t):
-        return t * x
-    return inner(x)
-
-
-def test_nested_def_that_needs_differentiating():
-    err = refusal(uses_nested_def, 1.5)
-    # either the nested definition or the call that needs its derivative
-    lines = (line_of(uses_nested_def, "def inner"), line_of(uses_nested_def, "return inner(x)"))
-    assert_points_at(err, lines, "def", "nested", "inner")
+def test_a_with_block_left_early():
+    err = refusal(leaves_with_early, 1.5)
+    assert_points_at(err, line_of(leaves_with_early, "break"), "with", "__exit__")
 
 
 def uses_eval(x):
@@ -232,17 +212,6 @@ def test_no_rule_unhashable_callable():
     assert_points_at(err, line_of(uses_a_poly1d, "QUADRATIC(x)"), "QUADRATIC")
 
 
-def fact(x, n):
-    return x if n == 0 else x * fact(x, n - 1)
-
-
-def test_recursion():
-    err = refusal(fact, 1.5, 3)
-    # the recursive call, or the definition of the function that recurses
-    lines = (line_of(fact, "fact(x, n - 1)"), line_of(fact, "def fact"))
-    assert_points_at(err, lines, "recurs")
-
-
 # ---------------------------------------------------------------------------
 # no source, bad wrt
 # ---------------------------------------------------------------------------
@@ -278,7 +247,7 @@ def test_wrt_out_of_range(wrt):
 
 
 def test_error_does_not_poison_later_transforms():
-    refusal(uses_try, 1.5)
+    refusal(leaves_with_early, 1.5)
     assert derivo.grad(two_args)(1.0, 2.0) == pytest.approx(2.0)
 
 
@@ -1583,13 +1552,10 @@ def calls_a_method_on_constants(x):
     return SCALER.apply(2.0) * x if SCALER.at(x) else x
 
 
-def test_a_method_of_an_object_reached_by_a_differentiated_value_is_refused():
-    # derivo took the method for its function and passed x as self: with y's
-    # default, the value and gradient were silently wrong
-    error = refusal(calls_a_method, 2.0)
-    assert_points_at(error, line_of(calls_a_method, "SCALER.apply(x)"), "a method of an object")
-    assert "Scaler.apply(SCALER, ...)" in str(error)
-    # called as a function, it is differentiated: 3 x^2
+def test_a_method_of_an_object_reached_by_a_differentiated_value_is_its_function():
+    # derivo once took the method for its function and passed x as self: with y's
+    # default, the value and gradient were silently wrong; now the object is self
+    assert derivo.grad(calls_a_method)(2.0) == 12.0  # 3 x^2
     assert derivo.grad(lambda x: Scaler.apply(SCALER, x) * x)(2.0) == 12.0
 
 
@@ -1653,28 +1619,7 @@ def keywords_gathered(x):
     return total_of_keywords(a=x, b=x * 2.0)
 
 
-def test_a_call_through_kwargs_is_refused():
-    # the gradient was silently zero: the arguments reached no parameter of that name
-    err = refusal(keywords_gathered, np.array([0.3, -0.5]))
-    assert_points_at(err, line_of(keywords_gathered, "total_of_keywords(a=x"), "**kwargs")
-
-
-ACTIVATIONS = {"tanh": np.tanh}
-
-
-def activated(x, kind="tanh"):
-    act = ACTIVATIONS[kind]
-    return np.sum(act(x))
-
-
-def activated_by_a_module_parameter(x, xp=np):
-    return xp.linalg.norm(x)
-
-
-@pytest.mark.parametrize("f, marker", [
-    (activated, "act(x)"), (activated_by_a_module_parameter, "xp.linalg.norm(x)")])
-def test_a_function_derivo_cannot_look_up_needs_a_rule(f, marker):
-    # differentiated through: no rule, not "it may change x in place" (a copy would not help)
-    err = refusal(f, np.array([0.3, -0.5]))
-    assert isinstance(err, derivo.NoDerivativeRule)
-    assert_points_at(err, line_of(f, marker), "no derivative rule")
+def test_a_call_through_kwargs_reaches_the_keys():
+    # the gradient was once silently zero: the arguments reached no parameter of that name
+    x = np.array([0.3, -0.5])
+    assert np.allclose(derivo.grad(keywords_gathered)(x), 4.0 * x)

@@ -11,6 +11,8 @@ import math
 import numpy as np
 import pytest
 
+import derivo
+
 from checks import EXAMPLE_NEEDS, assert_close, example_runs_here, numeric_grad
 from examples.integrator import (PARAMETERS, predator_prey, predator_prey_grad,
                                  predator_prey_grad_stack)
@@ -108,3 +110,31 @@ def test_the_trimmed_fit_ignores_the_outliers():
     assert slope == pytest.approx(2.0, abs=0.02) and intercept == pytest.approx(1.0, abs=0.1)
     residuals = sorted(abs(slope * x + intercept - y) for x, y in zip(xs, ys))
     assert residuals[KEEP] > 10  # the three outliers are the points it does not fit
+
+
+def test_model_class_gradients_match_finite_differences_and_follow_the_activation():
+    from examples.model_class import ACTIVATIONS, Regressor, closure_loss, problem
+    W, v, X, y = problem(n=16, hidden=4)
+    for name in ACTIVATIONS:
+        model = Regressor(name)
+        gradient = derivo.grad(model.loss, wrt=("W", "v"))
+        gW, gv = gradient(W, v, X, y)
+        assert np.allclose(gW, central(lambda M: model.loss(M, v, X, y), W), rtol=1e-5)
+        assert np.allclose(gv, central(lambda u: model.loss(W, u, X, y), v), rtol=1e-5)
+    model = Regressor("tanh")
+    loss = closure_loss(model, X, y)
+    value, (gW, gv) = derivo.value_and_grad(loss, wrt=("W", "v"))(W, v)
+    assert np.isclose(value, model.loss(W, v, X, y))
+    model.activation = "swish"  # read again by the next call: transformed again
+    value, (gW, gv) = derivo.value_and_grad(loss, wrt=("W", "v"))(W, v)
+    assert np.isclose(value, model.loss(W, v, X, y))
+    assert np.allclose(gv, central(lambda u: model.loss(W, u, X, y), v), rtol=1e-5)
+
+
+def central(f, x, h=1e-6):
+    g = np.zeros(x.shape)
+    for i in np.ndindex(x.shape):
+        step = np.zeros(x.shape)
+        step[i] = h
+        g[i] = (f(x + step) - f(x - step)) / (2 * h)
+    return g

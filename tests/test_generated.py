@@ -76,6 +76,8 @@ EXAMPLE_ARGUMENTS = {
     "mlp_loss_grad": (importlib.import_module("examples.mlp_dict").init(),
                       *importlib.import_module("examples.mlp_dict").data()),
     "model_loss_grad": importlib.import_module("examples.linear_dataclass").example_args(),
+    "mean_squared_error_grad": (np.ones((3, 2)), np.ones(2), np.arange(12.0).reshape(4, 3) / 10,
+                                np.ones(4)),
     "besselj_grad": (2, 1.0),
     "besselj_jvp": (1.0, 2, 1.0),  # the tangent of z first
     "f_grad": (2.0, 5.0),

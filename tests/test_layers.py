@@ -11,15 +11,16 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "src" / "derivo"
 
 LAYERS = [
     ("leaves", ["errors", "syntax", "names", "script", "trees", "runtime", "adjoints",
-                "checkpoints", "linalg_adjoints", "rules", "rules.runtime", "rules.builtins", "rules.numpy",
-                "rules.linalg", "rules.fft", "rules.scipy_special", "rules.scipy_stats",
-                "rules.scipy", "rules.tangents", "rules.__main__"]),
-    ("normal form", ["parse", "fence", "form", "dataflow", "memory", "ssa", "outline", "inline"]),
+                "checkpoints", "linalg_adjoints", "rules", "rules.runtime", "rules.builtins",
+                "rules.numpy", "rules.linalg", "rules.fft", "rules.scipy_special",
+                "rules.scipy_stats", "rules.scipy", "rules.tangents", "rules.__main__"]),
+    ("normal form", ["contexts", "lift", "parse", "fence", "form", "dataflow", "memory", "callees",
+                     "ssa", "outline", "inline"]),
     ("analysis", ["analyze"]),
     ("modes", ["optimize", "forward", "reverse"]),
     ("emit", ["codegen", "numba_backend", "save", "display"]),
-    ("API", ["cache", "transform", "graph", "api", "elementwise", "integrate", "check", "cli",
-             "__init__", "__main__"]),
+    ("API", ["cache", "specialise", "transform", "graph", "api", "elementwise", "integrate",
+             "check", "cli", "__init__", "__main__"]),
 ]
 ORDER = [module for _, modules in LAYERS for module in modules]
 

@@ -543,9 +543,6 @@ REFUSED_SOURCES = {
     gast.AsyncWith: ("def f(x):\n    async with x:\n        pass\n    return x\n", 4),
     gast.Global: ("def f(x):\n    global G\n    return x\n", 4),
     gast.Nonlocal: ("def f(x):\n    nonlocal G\n    return x\n", 4),
-    gast.Try: ("def f(x):\n    try:\n        pass\n    except E:\n        pass\n"
-               "    return x\n", 4),
-    gast.With: ("def f(x):\n    with x:\n        pass\n    return x\n", 4),
     gast.Lambda: ("def f(x):\n    g = lambda y: y\n    return x\n", 8),
     gast.FunctionDef: ("def f(x):\n    def g():\n        pass\n    return x\n", 4),
     gast.ClassDef: ("def f(x):\n    class C:\n        pass\n    return x\n", 4),

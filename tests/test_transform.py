@@ -93,25 +93,27 @@ def test_called_user_functions_are_bound_with_their_source():
     assert build.namespace["math"] is math
 
 
-def test_direct_recursion_is_refused():
-    with pytest.raises(UnsupportedSyntax) as info:
-        built(factorial_like, ["x"])
-    assert "recurs" in str(info.value)
-    assert info.value.construct == "recursion"
-    assert info.value.lineno == factorial_like.__code__.co_firstlineno + 3
+def test_direct_recursion_gets_a_vjp_that_calls_itself():
+    build, name = built(factorial_like, ["x"])
+    assert list(build.vjps.values()) == ["factorial_like_vjp"]
+    assert "factorial_like_vjp(" in build.source().split("def factorial_like_vjp")[1]
 
 
-def test_mutual_recursion_is_refused():
-    with pytest.raises(UnsupportedSyntax) as info:
-        built(ping, ["x"])
-    assert "recurs" in str(info.value)
-    assert info.value.construct == "recursion"
+def test_mutual_recursion_gets_vjps_that_call_each_other():
+    build, name = built(ping, ["x"])  # (pong, straight-line, is pasted into ping)
+    assert list(build.vjps.values()) == ["ping_vjp"]
+    assert "ping_vjp(" in build.source().split("def ping_vjp")[1]
+
+
+def generates(x):
+    yield x
+    return x
 
 
 def test_a_failed_add_leaves_nothing_in_progress():
     build = Build()
     with pytest.raises(UnsupportedSyntax):
-        build.add(ping, ["x"], "grad")
+        build.add(generates, ["x"], "grad")
     assert build.in_progress == []
 
 

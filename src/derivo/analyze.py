@@ -50,7 +50,7 @@ from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
                      is_user_function, sharing_faults, user_function)
 from .outline import Loop
-from .parse import GENERATED_PREFIX, MISSING, is_distribution, parameter_names, parse
+from .parse import GENERATED_PREFIX, MISSING, UNPACKED, is_distribution, parameter_names, parse
 from .ssa import CONSUMERS, is_append, normalize
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
@@ -71,7 +71,12 @@ class Node:
 
 
 #: what to write instead of a NumPy construct that has no rule
-_INSTEAD = [(np.r_, "np.concatenate([np.atleast_1d(x), np.atleast_1d(y)])"),
+_INSTEAD = [(UNPACKED, "the arguments one by one, f(a, b) for f(*pair): derivo chooses a "
+                        "function's derivative by the arguments its call gives"),
+            (functools.partial, "the call f(x, y) where the function is called (derivo does "
+                                "not follow a function holding a differentiated value that is "
+                                "stored or returned, as a local function reading one is)"),
+            (np.r_, "np.concatenate([np.atleast_1d(x), np.atleast_1d(y)])"),
             (np.c_, "np.stack([x, y], axis=-1) (of vectors) or np.concatenate([x, y], "
                     "axis=-1)")]
 
@@ -246,6 +251,8 @@ class Analysis:
                 stack += getattr(node, "values", None) or node.elts
             elif isinstance(node, S.gast.Dict):
                 stack += node.values
+            elif isinstance(node, S.Starred):  # f(*args)
+                stack.append(node.value)
             elif isinstance(node, S.Call) and form.annotation(node, "user_function"):
                 stack += list(node.args) + [k.value for k in node.keywords]
             else:
@@ -1012,6 +1019,8 @@ class Analysis:
                         "List": "a list of differentiated values",
                         "BinOp": "this operator on differentiated values",
                         "Compare": "a comparison",
+                        "Starred": "'*' unpacking of differentiated values into a call (pass "
+                                   "them one by one, f(a, b) for f(*pair))",
                         "Call": "a call of a non-differentiable function on differentiated "
                                 "values"}
         raise self.parsed.error(
@@ -1482,7 +1491,8 @@ def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
     every argument of a function derivo cannot read (``fn(a)``, fn a parameter,
     ``obj.go(a)`` of a method it does not know)."""
     everything = [*call.args, *(k.value for k in call.keywords)]
-    if isinstance(call.func, S.Name) and call.func.id in parsed.local_names:
+    if isinstance(call.func, S.Name) and call.func.id in parsed.local_names and \
+            callee is MISSING:  # (not a parameter said to hold callee: see Parsed.fixed)
         return _changed_through_a_local(parsed, call, arrays, seen)
     if _unreadable(callee):
         return everything  # FNS[0](a), obj.go(a) of a local obj, super().go(a)

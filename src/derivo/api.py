@@ -14,7 +14,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import __version__, cache, codegen, display, numba_backend, rules, save, trees
+from . import __version__, cache, codegen, display, numba_backend, rules, save, specialise, trees
 from . import syntax as S
 from .errors import DerivoError
 from .fence import check_supported
@@ -229,7 +229,7 @@ class Derivative(metaclass=_DerivativeType):
     """
 
     def __init__(self, func, kind, wrt, tuple_wrt, loops=DEFAULT_LOOPS,
-                 has_aux=False, pullback=False):
+                 has_aux=False, pullback=False, bound=((), {})):
         func = _as_python(func)
         positional = [p.name for p in _parameters(func) if p.kind != p.KEYWORD_ONLY]
         # (position or None, name) of each argument whose type is checked
@@ -244,7 +244,20 @@ class Derivative(metaclass=_DerivativeType):
             KIND_LABELS[kind], func.__qualname__, ", ".join(wrt))
         self._has_aux = has_aux
         self._pullback = pullback
-        self._install()
+        # the parameters that may say what the function calls (see specialise)
+        self._callee_parameters = specialise.callee_parameters(func, wrt)
+        # (``bound``: the arguments a bound method or a partial gives first)
+        self._fixed = specialise.fixed_values(func, self._callee_parameters, 0, *bound)
+        try:
+            self._install()
+        except DerivoError as error:
+            if not specialise.waits_for_arguments(error, self._callee_parameters):
+                raise
+            # what a parameter calls is known at the first call: transformed then
+            self.call = types.MethodType(specialise.pending_entry(), self)
+            self.source = "# derivo transforms {} at its first call, for what {} hold\n".format(
+                func.__qualname__, ", ".join(self._callee_parameters))
+            self.call.__func__.__dict__.update(source=self.source)
         entry = self.call.__func__
         entry.__module__ = func.__module__
         entry.__doc__ = self.__doc__
@@ -263,7 +276,7 @@ class Derivative(metaclass=_DerivativeType):
         arrays = uses_numpy(func)
         generated = self._generated = _generate(
             func, self.kind, self.wrt, self._tuple_wrt, arrays, self._loops,
-            self._has_aux, self._pullback)
+            self._has_aux, self._pullback, self._fixed)
         self._function = generated.function
         # what derivo differentiates in a caller (compiled code: its Python source)
         self.derivo_function = getattr(self._function, "derivo_python", self._function)
@@ -280,12 +293,32 @@ class Derivative(metaclass=_DerivativeType):
             made = _entry(generated, entry.__globals__)
             entry.__code__ = made.__code__
             entry.__defaults__, entry.__kwdefaults__ = made.__defaults__, made.__kwdefaults__
+            entry.__signature__ = inspect.signature(made)
         self.call.__func__.__dict__.update(source=self.source, derivo_function=self._function)
 
     def _call_stale(self, args, kwargs):
-        """A call that found a name the derivative read changed (see the class)."""
+        """A call that found a name the derivative read changed (see the class), or
+        a parameter it specialised on holding something else (see specialise)."""
+        self._specialise(args, kwargs)
         self._bring_up_to_date()
         return self._call_checked(args, kwargs)
+
+    def _specialise(self, args, kwargs, lead=None):
+        """Transform again (or find in the cache) for what this call's arguments
+        call, unless the code in the entry was made for that; ``lead``: how many
+        arguments come before the function's own (the entry's: a cotangent, tangents)."""
+        if not self._callee_parameters:
+            return
+        if lead is None:
+            lead = {"vjp": 1, "jvp": len(self.wrt)}.get(self.kind, 0)
+        fixed = specialise.fixed_values(self.__wrapped__, self._callee_parameters, lead,
+                                        args, kwargs)
+        generated = getattr(self, "_generated", None)
+        if generated is None or set(fixed) != set(self._fixed) or \
+                not generated.live.matches(fixed):
+            with cache.lock():
+                self._fixed = fixed
+                self._install()
 
     def _reads_now(self):
         """What the transformation read, brought up to date: ``(where, name, path,
@@ -298,6 +331,11 @@ class Derivative(metaclass=_DerivativeType):
         """Make the generated code see what the function's names hold now:
         refresh the values it reads, or transform the function again when what
         the transformation depended on changed."""
+        if "_generated" not in self.__dict__:
+            raise DerivoError(
+                "{} is transformed at its first call, for the functions its parameters {} "
+                "hold then: call it before using it another way".format(
+                    self.__name__, ", ".join(self._callee_parameters)))
         with cache.lock():
             entry_scope = self.call.__func__.__globals__
             generated = self._generated
@@ -469,11 +507,12 @@ class Derivative(metaclass=_DerivativeType):
             return self._function
         with cache.lock():
             generated = self._array_generated
-            if generated is None or not generated.live.refresh(generated.function.__globals__,
-                                                                 generated.namespace):
+            if generated is None or not generated.live.matches(self._fixed) or \
+                    not generated.live.refresh(generated.function.__globals__,
+                                               generated.namespace):
                 generated = self._array_generated = _generate(
                     self.__wrapped__, self.kind, self.wrt, self._tuple_wrt, True, self._loops,
-                    self._has_aux, self._pullback)
+                    self._has_aux, self._pullback, self._fixed)
                 generated.live.refresh(generated.function.__globals__, generated.namespace)
             return generated.function
 
@@ -534,13 +573,14 @@ class Derivative(metaclass=_DerivativeType):
                             "cannot save the derivative as a module: {} reads {!r}, which the "
                             "module's other code uses for something else".format(name, ident))
         scalar_guarded = self._scalar_only and _parameters(self._function)
+        guard = (self._saved_scalar_guard() if scalar_guarded else "") + \
+            specialise.saved_guard(self._generated.live, self._function.__name__)
         if self._generated.backend == "numba":  # the user functions are compiled too
             body, namespace = numba_backend.saved_module(
-                _joined(user_sources, self.source), namespace, self._function.__name__,
-                self._saved_scalar_guard() if scalar_guarded else "")
+                _joined(user_sources, self.source), namespace, self._function.__name__, guard)
             return save.ModuleParts(self.__doc__, {}, namespace, body)
-        source = self.source if not scalar_guarded else codegen.with_prologue(
-            self.source, self._function.__name__, self._saved_scalar_guard())
+        source = self.source if not guard else codegen.with_prologue(
+            self.source, self._function.__name__, guard)
         return save.ModuleParts(self.__doc__, user_sources, namespace, source)
 
     def _saved_scalar_guard(self):
@@ -751,19 +791,25 @@ def resolve_wrt(func, wrt):
 
 
 def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
-              has_aux=False, pullback=False):
+              has_aux=False, pullback=False, fixed=None):
     """Transform and compile ``func`` (or find it in the cache); ``loops`` is
     (strategy, checkpoints, schedule, backend); for ``has_aux`` and ``pullback``
-    see :func:`derivo.reverse.reverse`."""
+    see :func:`derivo.reverse.reverse`; ``fixed``: the values of the parameters
+    that say what it calls (see specialise)."""
     if loops[3] == "numba" and numba_backend.falls_back(func.__qualname__, arrays):
         loops = (*loops[:3], "python")
-    options = (kind, names, tuple_wrt, arrays, loops, has_aux, pullback)
+    fixed = fixed or {}
+    options = (kind, names, tuple_wrt, arrays, loops, has_aux, pullback,
+               specialise.key(fixed))
+
+    def valid(generated):
+        return generated.live.unchanged() and generated.live.matches(fixed)
 
     def build():
         shared = cache.sibling(func, *options)
         if shared is not None and loops[3] == "python":  # (dispatchers are not moved)
             moved = _moved(*shared, func)
-            if moved.live.unchanged():
+            if valid(moved):
                 return moved
         generated = transform()
         cache.keep_sibling(func, generated, *options)
@@ -781,7 +827,7 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
         with recording_reads() as reads:
             module = Build(arrays, *loops[:3])
             name = module.add(func, list(names), kind, tuple_wrt, has_aux=has_aux,
-                              pullback=pullback)
+                              pullback=pullback, fixed=fixed)
             if loops[3] == "numba":
                 numba_backend.nopython(module.functions, module.namespace)
             source = module.source()
@@ -806,7 +852,7 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
                          entry_code, entry_names, entry_globals, live, loops[3])
 
     key = cache.key_of(func, *options)
-    return cache.lookup(key, build, lambda generated: generated.live.unchanged())
+    return cache.lookup(key, build, valid)
 
 
 def _moved(made_from, generated, func):
@@ -934,7 +980,7 @@ def _of_bound(func, bound, wrt, kind, loops, has_aux):
     function, args, keywords = bound
     names = resolve_wrt(func, wrt)
     entry = Derivative(function, kind, names, isinstance(wrt, (tuple, list)), loops,
-                       has_aux).call
+                       has_aux, bound=(args, keywords)).call
     lead = {"vjp": 1, "jvp": len(names)}.get(kind, 0)
     if not lead:
         derivative = functools.partial(entry, *args, **keywords)
@@ -1079,7 +1125,9 @@ def vjp(func: Function, *args: Any, backend: str = "python",
         return _vjp_by_running_again(code, func, differentiable, args, kwargs, loops)
     derivative = _derivative(code, differentiable, "vjp", pullback=True).__self__
     _refuse_joined_sequences(derivative.call, func, args, differentiable)
-    derivative._bring_up_to_date()  # its code runs directly, without the entry's check
+    # its code runs directly, without the entry's checks
+    derivative._specialise(args, kwargs, lead=0)
+    derivative._bring_up_to_date()
     run = derivative._code_to_run([*args, *kwargs.values()])
     sweeps = [run(*args, **kwargs)]  # the generator whose primal sweep is done
     out = next(sweeps[0])
@@ -1392,6 +1440,8 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
         bound.apply_defaults()
         inputs = [bound.arguments[n] for n in names]
         _refuse_trees("derivo.hessian", func, names, inputs)
+        if isinstance(getattr(gradient, "__self__", None), Derivative):
+            gradient.__self__._specialise(args, kwargs)  # (what its parameters call)
         code = _code_for(gradient, bound.arguments.values())
         columns = [[] for _ in inputs]   # columns[k]: one tangent per component of input k
         progress = _Progress("Hessian of {}".format(func.__qualname__),

@@ -20,7 +20,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import memory, rules
-from .parse import MISSING, is_derivative
+from .parse import EQUAL, MISSING, PARAMETERS, Item, is_derivative
 
 CacheInfo = namedtuple("CacheInfo", "hits misses size")
 
@@ -96,15 +96,21 @@ class LiveReads:
     derivative is made again.  A derivative the code calls counts with what it read.
     An attribute of a library's module (``np.sum``, ``math.log``) is taken as it
     was: the check tests the name of the module (``np``), not what the library holds.
+    A read whose ``where`` is :data:`~derivo.parse.PARAMETERS` is what the
+    transformation resolved through a parameter (the function ``loss_fn`` held):
+    the entry checks it on each call, reading the argument (see :meth:`matches`).
     """
 
     def __init__(self, reads, generation):
         reads = [read for read in reads if not _of_a_library_module(*read)]
         self.reads = [(where, ident, path) for where, ident, path, _ in reads]
         self.seen = [value for *_, value in reads]
-        self.data = [not path and _is_data(value) for _, _, path, value in reads]
+        self.data = [not path and _is_data(value) and where is not PARAMETERS
+                     for where, _, path, value in reads]
         self.kinds = [_kind(value) if data else None for value, data in zip(self.seen, self.data)]
-        self.bound = [_is_bound_method(value) for value in self.seen]
+        # a bound method is made anew at each read, a key may be a string made anew
+        self.equal = [_is_bound_method(value) or EQUAL in path
+                      for (_, _, path, value) in reads]
         self.generation = generation
         # derivatives the code calls: brought up to date first, so that what their
         # generated code reads agrees with what the function's names hold
@@ -117,13 +123,19 @@ class LiveReads:
                           for (where, ident, path), seen in zip(self.reads, self.seen)],
                          self.generation)
 
-    def _current(self, index):
+    def _current(self, index, arguments=None):
+        """What a read holds now; a read of a parameter's (see
+        :attr:`derivo.parse.Parsed.fixed`) in ``arguments``, or as it was."""
         where, ident, path = self.reads[index]
+        if where is PARAMETERS and arguments is None:
+            return self.seen[index]  # (the entry checks it on each call)
         try:
-            value = where.cell_contents if isinstance(where, types.CellType) else where[ident]
-            for attr in path:
-                value = getattr(value, attr)
-        except (KeyError, ValueError, AttributeError):
+            value = arguments[ident] if where is PARAMETERS else \
+                where.cell_contents if isinstance(where, types.CellType) else where[ident]
+            for step in path:
+                value = value[step.key] if isinstance(step, Item) else \
+                    value if step is EQUAL else getattr(value, step)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
             return MISSING
         return value
 
@@ -137,8 +149,19 @@ class LiveReads:
         for index, (seen, data, kind) in enumerate(zip(self.seen, self.data, self.kinds)):
             now = self._current(index)
             if now is not seen and not (data and now is not MISSING and _kind(now) == kind) \
-                    and not (self.bound[index] and now == seen):
+                    and not (self.equal[index] and now == seen):
                 return False
+        return True
+
+    def matches(self, arguments):
+        """Whether the parameters this transformation specialised on (see
+        :attr:`derivo.parse.Parsed.fixed`) say the same of ``arguments`` ({parameter:
+        value}): the same functions called, the same keys."""
+        for index, (where, _, _) in enumerate(self.reads):
+            if where is PARAMETERS:
+                now, seen = self._current(index, arguments), self.seen[index]
+                if now is not seen and not (self.equal[index] and now == seen):
+                    return False
         return True
 
     def refresh(self, *scopes):
@@ -165,16 +188,20 @@ class LiveReads:
         :meth:`entry_values`)."""
         holders, tests, roots = {}, [], {}
         for index, (where, ident, path) in enumerate(self.reads):
-            holder = holders.setdefault(id(where), ("{}_in{}".format(prefix, len(holders)), where))[0]
-            root = holder + (".cell_contents" if isinstance(where, types.CellType) else
-                             "[{!r}]".format(ident))
+            if where is PARAMETERS:  # the entry's own parameter
+                root = ident
+            else:
+                holder = holders.setdefault(id(where), ("{}_in{}".format(prefix, len(holders)),
+                                                        where))[0]
+                root = holder + (".cell_contents" if isinstance(where, types.CellType) else
+                                 "[{!r}]".format(ident))
             if not path:
                 roots[id(where), ident] = "{}_seen{}".format(prefix, index)
             # np.sum read from the np already checked: one lookup fewer
             read = roots.get((id(where), ident), root) if path else root
-            read += "".join("." + attr for attr in path)
-            # a method of an object is a new bound method at each read: equal, not the same
-            tests.append("{} {} {}_seen{}".format(read, "==" if self.bound[index] else "is",
+            read += "".join("[{!r}]".format(step.key) if isinstance(step, Item) else
+                            "" if step is EQUAL else "." + step for step in path)
+            tests.append("{} {} {}_seen{}".format(read, "==" if self.equal[index] else "is",
                                                   prefix, index))
         tests.append("{0}_rules.generation is {0}_generation".format(prefix))
         return " and ".join(tests), dict(holders.values())

@@ -17,8 +17,6 @@ REFUSED = {
     S.gast.AsyncWith: "async code is not supported",
     S.gast.Global: "assigning module globals would make the derivative depend on hidden state",
     S.gast.Nonlocal: "assigning enclosing variables would make the derivative depend on hidden state",
-    S.gast.Try: "exception handling is not supported",
-    S.gast.With: "'with' blocks are not supported",
     S.gast.Lambda: "lambdas inside a differentiated function are not supported; "
                    "define the function at module level",
     S.gast.FunctionDef: "nested functions are not supported; define the function at "
@@ -44,7 +42,7 @@ CONSTRUCT_NAMES = {
     S.gast.Yield: "yield", S.gast.YieldFrom: "yield from", S.gast.Await: "await",
     S.gast.AsyncFunctionDef: "async def", S.gast.AsyncFor: "async for",
     S.gast.AsyncWith: "async with", S.gast.Global: "global", S.gast.Nonlocal: "nonlocal",
-    S.gast.Try: "try", S.gast.With: "with", S.gast.Lambda: "lambda",
+    S.gast.Lambda: "lambda",
     S.gast.FunctionDef: "def", S.gast.ClassDef: "class", S.gast.Delete: "del",
     S.gast.Import: "import", S.gast.ImportFrom: "import", S.gast.NamedExpr: ":=",
     S.gast.ListComp: "list comprehension", S.gast.SetComp: "set comprehension",
@@ -55,6 +53,7 @@ CONSTRUCT_NAMES = {
 
 def check_supported(parsed, tree):
     """Raise UnsupportedSyntax at the first construct derivo cannot differentiate."""
+    unpacked = set()  # the ids of the f(*args) of calls (S.walk meets a call first)
     for node in S.walk(tree):
         if node is tree:
             if isinstance(tree, S.gast.AsyncFunctionDef):
@@ -80,7 +79,9 @@ def check_supported(parsed, tree):
             raise parsed.error(UnsupportedSyntax, node,
                                "cannot differentiate '{}': code built at run time cannot "
                                "be transformed".format(node.func.id), node.func.id)
-        if isinstance(node, S.Starred):
+        if isinstance(node, S.Call):
+            unpacked.update(id(a) for a in node.args if isinstance(a, S.Starred))
+        elif isinstance(node, S.Starred) and id(node) not in unpacked:
             raise parsed.error(UnsupportedSyntax, node,
-                               "cannot differentiate '*' unpacking: pass arguments one by one",
-                               "*")
+                               "cannot differentiate '*' unpacking outside a call's arguments: "
+                               "write the items one by one", "*")

@@ -32,6 +32,15 @@ class Namer:
         return name
 
 
+def identifier(name):
+    """A name a generated function may take after ``name``, a function's
+    ``__name__`` (``<lambda>`` gives ``lambda_``)."""
+    if name.isidentifier():
+        return name
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_") + "_"
+    return cleaned if cleaned.isidentifier() else "function"
+
+
 def names_in(tree):
     """Every identifier appearing in a tree (names, parameters, attributes excluded)."""
     found = set()

@@ -16,8 +16,10 @@ import types
 from dataclasses import dataclass, field
 
 from . import syntax as S
-from .rules import Method
+from .rules import Method, is_nondifferentiable
 from .errors import SourceUnavailable, UnsupportedSyntax
+from .contexts import lower_with_blocks
+from .lift import lift_local_functions
 
 MISSING = object()
 #: The start of the file name of a module derivo generated (see codegen)
@@ -48,14 +50,58 @@ def _record(where, ident, path, value):
         reads = stack[-1]
         reads.setdefault((id(where), ident, path), (where, ident, path, value))
         if is_derivative(value):
-            # a derivative's code is read as it is now, and what it read counts as read here
+            # a derivative's code is read as it is now, and what it read counts as read
+            # here (but not what it read of its own parameters)
             for read in value.derivo_reads():
-                reads.setdefault((id(read[0]), read[1], read[2]), read)
+                if read[0] is not PARAMETERS:
+                    reads.setdefault((id(read[0]), read[1], read[2]), read)
+
+
+class _Parameters:
+    """Where a read of a parameter's value is from (see :attr:`Parsed.fixed`): the
+    call's arguments, which the derivative's entry checks on each call."""
+
+    def __repr__(self):
+        return "PARAMETERS"
+
+
+PARAMETERS = _Parameters()
+
+
+def called_by_class(obj):
+    """Whether calling ``obj`` runs the ``__call__`` of its class, a Python function."""
+    return not isinstance(obj, (types.FunctionType, types.MethodType, functools.partial,
+                                type, types.BuiltinFunctionType)) and \
+        isinstance(getattr(type(obj), "__call__", None), types.FunctionType)
 
 
 def is_derivative(value):
     """Whether ``value`` is what derivo.grad & co. return: a Derivative's entry."""
     return type(value) is types.MethodType and "derivo_reads" in value.__func__.__dict__
+
+
+class Item(tuple):
+    """A step of a read's path: the item of a key (``ACTIVATIONS["tanh"]``)."""
+
+    def __new__(cls, key):
+        return tuple.__new__(cls, (key,))
+
+    @property
+    def key(self):
+        return self[0]
+
+    def of(self, obj):
+        """``obj[key]``, or MISSING."""
+        try:
+            return obj[self[0]]
+        except (KeyError, IndexError, TypeError):
+            return MISSING
+
+
+#: What a call that unpacks its arguments calls, for rule lookup (see Parsed.callee_key)
+UNPACKED = type("Unpacked", (), {"__repr__": lambda self: "UNPACKED"})()
+#: The step of a read's path that says its value is compared by equality (a key)
+EQUAL = "=="
 
 
 @dataclass
@@ -69,6 +115,29 @@ class Parsed:
     first_line: int         # the file line number of lines[0]
     globals: dict = field(repr=False)
     closure: dict = field(repr=False)
+    #: {parameter: the value a call gives it} for the parameters whose value says
+    #: what a call calls (``loss_fn(w)``, ``self.predict(x)``, ``ACTS[name](x)``)
+    fixed: dict = field(default_factory=dict, repr=False)
+    #: {parameter: (where, name, path)}: how the derivative's entry reads a fixed
+    #: parameter's value (a callee's ``self``: what its caller called the method on);
+    #: the parameter of the entry itself by default
+    origins: dict = field(default_factory=dict, repr=False)
+
+    def hold(self, ident, value):
+        """A name, ``ident`` when free, under which the generated module holds
+        ``value`` (a function a call was made to call, what it is given): kept
+        with the closure, which nothing reads live."""
+        for name, held in self.closure.items():
+            if held is value and self._holder(name) is None:
+                return name
+        taken = set(self.globals) | set(self.closure) | {
+            n.id for n in S.walk(self.tree) if isinstance(n, S.Name)}
+        name, counter = ident, 0
+        while name in taken:
+            counter += 1
+            name = "{}{}".format(ident, counter)
+        self.closure[name] = value
+        return name
 
     def resolve(self, ident):
         """The object a free name refers to, or MISSING."""
@@ -93,33 +162,173 @@ class Parsed:
         return self.globals if ident in self.globals else None
 
     def resolve_callee(self, call):
-        """The object a call's function expression (``f``, ``math.sin``) names,
-        or MISSING when it is a local value or cannot be looked up."""
-        return self.resolve_expression(call.func)
+        """The object a call's function expression (``f``, ``math.sin``,
+        ``ACTIVATIONS[name]``) names, or MISSING when it is a local value or cannot
+        be looked up."""
+        return self.resolve_expression(call.func, items=True)
 
-    def resolve_expression(self, func):
+    def resolve_expression(self, func, items=False):
         """The object a name or a chain of attributes of a free name (``np.r_``)
-        refers to, or MISSING when it is a local value or cannot be looked up."""
+        refers to, or MISSING when it is a local value or cannot be looked up.
+        With ``items``, the chain may take items too (``LAYERS[0].act``), each of a
+        constant key or of a free name holding one."""
         path = []
-        while isinstance(func, S.Attribute):
-            path.append(func.attr)
+        while isinstance(func, S.Attribute) or items and isinstance(func, S.Subscript):
+            if isinstance(func, S.Attribute):
+                path.append(func.attr)
+            else:
+                key = self._key(func.slice)
+                if key is MISSING:
+                    return MISSING
+                path.append(Item(key))
             func = func.value
-        if not isinstance(func, S.Name) or func.id in self.local_names:
+        if not isinstance(func, S.Name):
             return MISSING
+        if func.id in self.local_names:
+            if not items:
+                return MISSING
+            if func.id in self.fixed:
+                return self._resolve_fixed(func.id, path[::-1])
+            obj = self._alias(func.id)
+            for step in reversed(path):
+                obj = step.of(obj) if isinstance(step, Item) else getattr(obj, step, MISSING)
+            return obj
         obj = self.resolve(func.id)
-        for attr in reversed(path):
-            obj = getattr(obj, attr, MISSING)
+        for step in reversed(path):
+            obj = step.of(obj) if isinstance(step, Item) else getattr(obj, step, MISSING)
         where = self._holder(func.id)
         if path and obj is not MISSING and where is not None:
             _record(where, func.id, tuple(reversed(path)), obj)
         return obj
 
+    def _resolve_fixed(self, ident, path):
+        """What ``path`` of the parameter ``ident`` holds in this specialisation (see
+        :attr:`fixed`), recorded for the entry to check: a method of an object by
+        its function (another object of the class calls the same code)."""
+        if ident not in self.fixed or ident in self._stored:
+            return MISSING
+        obj = self.fixed[ident]
+        for step in path:
+            obj = step.of(obj) if isinstance(step, Item) else getattr(obj, step, MISSING)
+        where, root, base = self.origins.get(ident, (PARAMETERS, ident, ()))
+        path = base + tuple(path)
+        if isinstance(obj, types.MethodType) and path:
+            _record(where, root, path + ("__func__",), obj.__func__)
+        elif called_by_class(obj):  # its __call__ is its class's
+            _record(where, root, path + ("__class__",), type(obj))
+        elif obj is not MISSING:
+            _record(where, root, path, obj)
+        return obj
+
+    def origin_of(self, node):
+        """How the derivative's entry reads the value of the expression ``node``
+        (``self``, ``model.layers[0]``, ``SCALER``): (where, name, path) of a chain
+        of attributes and constant items of a fixed parameter or a free name;
+        None for anything else."""
+        path = []
+        while isinstance(node, S.Attribute) or isinstance(node, S.Subscript) and \
+                isinstance(node.slice, S.Constant):
+            path.append(node.attr if isinstance(node, S.Attribute) else Item(node.slice.value))
+            node = node.value
+        if not isinstance(node, S.Name):
+            return None
+        if node.id in self.fixed and node.id not in self._stored:
+            where, root, base = self.origins.get(node.id, (PARAMETERS, node.id, ()))
+            return where, root, base + tuple(reversed(path))
+        where = None if node.id in self.local_names else self._holder(node.id)
+        return None if where is None else (where, node.id, tuple(reversed(path)))
+
+    def _alias(self, ident):
+        """What a local name assigned once, from an expression naming a function
+        (``act = ACTIVATIONS[kind]``), holds; MISSING for any other local."""
+        value = self._assigned_once.get(ident)
+        if value is None or isinstance(value, S.Name) and value.id == ident:
+            return MISSING
+        obj = self.resolve_expression(value, items=True)
+        return obj if callable(obj) else MISSING
+
+    @functools.cached_property
+    def _assigned_once(self):
+        """{name: the value of its one assignment} of the names assigned once."""
+        counts = S.store_counts(self.tree)
+        return {n.targets[0].id: n.value for n in S.walk(self.tree)
+                if isinstance(n, S.Assign) and len(n.targets) == 1
+                and isinstance(n.targets[0], S.Name) and counts[n.targets[0].id] == 1}
+
+    @functools.cached_property
+    def callee_parameters(self):
+        """{parameter: the lines of the calls it says the callee of} for the
+        parameters whose value says what a call calls: the root of a call's
+        function expression (``loss_fn(w)``, ``self.predict(x)``), or the key of an
+        item in it (``ACTS[name](x)``), and never assigned.  A derivative
+        specialises on what they hold (see :attr:`fixed`)."""
+        args = self.tree.args
+        params = {a.id for a in args.args + args.kwonlyargs} - self._stored
+        assigned = {n.targets[0].id: n.value for n in S.walk(self.tree)
+                    if isinstance(n, S.Assign) and len(n.targets) == 1
+                    and isinstance(n.targets[0], S.Name)}
+        lines = {}
+        for call in (n for n in S.walk(self.tree) if isinstance(n, S.Call)):
+            chains, found = [call.func], set()
+            while chains:
+                func = chains.pop()
+                while isinstance(func, (S.Attribute, S.Subscript)):
+                    if isinstance(func, S.Subscript):
+                        chains.append(func.slice)  # ACTIVATIONS[kind], ACTIVATIONS[self.kind]
+                    func = func.value
+                if isinstance(func, S.Name) and func.id not in found:
+                    found.add(func.id)
+                    if func.id in assigned:  # act = ACTIVATIONS[kind]; act(x)
+                        chains.append(assigned[func.id])
+            for param in found & params:
+                lines.setdefault(param, set()).add(call.lineno)
+        return lines
+
+    @functools.cached_property
+    def _stored(self):
+        return S.stored_names(self.tree)
+
+    def _key(self, node):
+        """The value of an item's key that is a constant, or a string or a number a
+        free name or a fixed parameter holds, or an attribute of one
+        (``ACTIVATIONS[self.activation]``): read again on each call, as another
+        key is another callee.  MISSING for any other key."""
+        if isinstance(node, S.Constant):
+            return node.value
+        origin = self.origin_of(node)
+        if origin is None:
+            return MISSING
+        value = self._value_of(node)
+        if type(value) not in (str, int, bool):
+            return MISSING
+        where, ident, path = origin
+        _record(where, ident, path + (EQUAL,), value)
+        return value
+
+    def _value_of(self, node):
+        """The value of a chain :meth:`origin_of` reads, as this transformation sees it."""
+        path = []
+        while isinstance(node, (S.Attribute, S.Subscript)):
+            path.append(node.attr if isinstance(node, S.Attribute) else Item(node.slice.value))
+            node = node.value
+        obj = self.fixed[node.id] if node.id in self.fixed else self.resolve(node.id)
+        for step in reversed(path):
+            obj = step.of(obj) if isinstance(step, Item) else getattr(obj, step, MISSING)
+        return obj
+
     def callee_key(self, call):
         """What a call calls, for rule lookup: the resolved object, or a
-        :class:`~derivo.rules.Method` for a method of a local value (``x.sum()``)."""
+        :class:`~derivo.rules.Method` for a method of a local value (``x.sum()``);
+        :data:`UNPACKED` for a call that unpacks arguments (``f(*args)``,
+        ``f(**kw)``) into anything but a function without derivative: a rule is
+        chosen by the arguments a call gives, which these do not say."""
         callee = self.resolve_callee(call)
         if callee is MISSING and isinstance(call.func, S.Attribute):
-            return Method(call.func.attr)
+            callee = Method(call.func.attr)
+        unpacks = any(isinstance(a, S.Starred) for a in call.args) or \
+            any(k.arg is None for k in call.keywords)
+        if unpacks and not is_nondifferentiable(callee):
+            return UNPACKED
         return callee
 
     @functools.cached_property
@@ -191,7 +400,8 @@ class Outlined:
         """A fresh :class:`Parsed` (later stages rewrite the tree they get)."""
         return Parsed(
             self, S.deepcopy(self.tree), self._parsed.filename, self._parsed.lines,
-            self._parsed.first_line, self._parsed.globals, self._parsed.closure)
+            self._parsed.first_line, self._parsed.globals, self._parsed.closure,
+            self._parsed.fixed, self._parsed.origins)
 
 
 def parameter_names(func):
@@ -208,6 +418,12 @@ def parse(func):
     :class:`Parsed`."""
     if isinstance(func, Outlined):
         return func.parse()
+    lifted = getattr(func, "derivo_lifted", None)
+    fixed, origins = getattr(func, "derivo_fixed", ({}, {}))  # (see callees)
+    if lifted is not None:  # a local function of a user's function (see lift)
+        return Parsed(func, S.deepcopy(lifted.tree), lifted.filename, lifted.lines,
+                      lifted.first_line, func.__globals__, _closure_of(func), dict(fixed),
+                      dict(origins))
     # A wrapper (functools.wraps) is differentiated as the code it runs, which calls
     # what it wraps through its closure: never as its __wrapped__
     name = getattr(func, "__qualname__", repr(func))
@@ -232,7 +448,7 @@ def parse(func):
         # A line at column 0 inside a string stopped dedent: parse the source
         # as the body of a block instead, keeping its columns.
         dedented, indent, shift = "if 1:\n" + text, 0, first_line - 2
-    tree = _function_tree(dedented, func, filename, first_line)
+    tree = _function_tree(dedented, func, filename, first_line, shift, indent)
     for node in S.walk(tree):
         if hasattr(node, "lineno"):
             node.lineno += shift
@@ -243,17 +459,22 @@ def parse(func):
     tree.decorator_list = []
     # Generated functions take positional-only parameters as ordinary ones.
     tree.args.args, tree.args.posonlyargs = tree.args.posonlyargs + tree.args.args, []
-    closure = {}
-    if func.__closure__:
-        for ident, cell in zip(code.co_freevars, func.__closure__):
-            try:
-                closure[ident] = cell.cell_contents
-            except ValueError:
-                pass
-    parsed = Parsed(func, tree, filename, lines, first_line, func.__globals__, closure)
+    parsed = Parsed(func, tree, filename, lines, first_line, func.__globals__, _closure_of(func),
+                    dict(fixed), dict(origins))
     _hold_defaults(parsed)
     _unfreeze_distributions(parsed)
-    return parsed
+    return lift_local_functions(lower_with_blocks(parsed))
+
+
+def _closure_of(func):
+    """{free name: the value its cell holds} (an empty cell left out)."""
+    closure = {}
+    for ident, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+        try:
+            closure[ident] = cell.cell_contents
+        except ValueError:
+            pass
+    return closure
 
 
 def _unfreeze_distributions(parsed):
@@ -338,28 +559,52 @@ def too_deep(func):
         "deep expression")
 
 
+def _runs(code, body, shift, indent):
+    """Whether the code object ``code`` was compiled from the expression ``body``
+    (a lambda's, at ``shift`` lines and ``indent`` columns from the file's)."""
+    start = (body.lineno + shift, body.col_offset + indent)
+    end = (body.end_lineno + shift, body.end_col_offset + indent)
+    return any(line is not None and column is not None and
+               start <= (line, column) and (end_line, end_column) <= end
+               for line, end_line, column, end_column in code.co_positions())
+
+
 def _indent_width(text):
     first = next((line for line in text.splitlines() if line.strip()), "")
     return len(first) - len(first.lstrip())
 
 
-def _function_tree(source, func, filename, first_line):
+#: What a lambda's lines may stand inside (an argument list, a dict display): the
+#: source of a lambda is the whole lines holding it, which may not parse alone
+_SURROUNDINGS = (("(\n", "\n)"), ("{\n", "\n}"), ("f(\n", "\n)"))
+
+
+def _parsed_module(source):
+    """The module of ``source``, or of it inside one of :data:`_SURROUNDINGS`
+    (positions those of ``source``); None if neither parses."""
     try:
-        module = S.gast.parse(source)
+        return S.gast.parse(source)
     except SyntaxError:
-        # A lambda's source is the whole line holding it, which may not parse
-        # alone (e.g. an argument list); parenthesised it usually does.
+        pass
+    for before, after in _SURROUNDINGS:
         try:
-            module = S.gast.parse("(\n" + source + "\n)")
-            for node in S.walk(module):
-                if hasattr(node, "lineno"):
-                    node.lineno -= 1
-                    if getattr(node, "end_lineno", None) is not None:
-                        node.end_lineno -= 1
-        except SyntaxError as exc:
-            raise SourceUnavailable(
-                "cannot parse the source of {!r}: {}".format(func.__qualname__, exc),
-                filename, first_line)
+            module = S.gast.parse(before + source + after)
+        except SyntaxError:
+            continue
+        for node in S.walk(module):
+            if hasattr(node, "lineno"):
+                node.lineno -= 1
+                if getattr(node, "end_lineno", None) is not None:
+                    node.end_lineno -= 1
+        return module
+    return None
+
+
+def _function_tree(source, func, filename, first_line, shift=0, indent=0):
+    module = _parsed_module(source)
+    if module is None:
+        raise SourceUnavailable("cannot parse the source of {!r}".format(func.__qualname__),
+                                filename, first_line)
     body = module.body[0].body if source.startswith("if 1:\n") else module.body
     defs = [n for n in body if isinstance(n, (S.FunctionDef, S.gast.AsyncFunctionDef))]
     if func.__name__ != "<lambda>" and defs:
@@ -367,6 +612,8 @@ def _function_tree(source, func, filename, first_line):
     lambdas = [n for n in S.walk(module) if isinstance(n, S.gast.Lambda)
                and [a.id for a in n.args.posonlyargs + n.args.args] == list(
                    func.__code__.co_varnames[:func.__code__.co_argcount])]
+    if len(lambdas) > 1:  # several on one line: the one whose body the code runs
+        lambdas = [lam for lam in lambdas if _runs(func.__code__, lam.body, shift, indent)]
     if len(lambdas) != 1:
         raise UnsupportedSyntax(
             "cannot tell which lambda on this line to differentiate; use a def",

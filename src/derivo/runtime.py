@@ -864,3 +864,13 @@ def stop_gradient(x: Any) -> Any:
         loss = np.sum(w * derivo.stop_gradient(target(w)))
     """
     return x
+
+
+def raised(body, exceptions):
+    """The exception of one of the classes ``exceptions`` that calling ``body()``
+    raises, or None when it returns (see :mod:`derivo.contexts`: a ``try``)."""
+    try:
+        body()
+    except exceptions as exception:
+        return exception
+    return None

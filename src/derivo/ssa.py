@@ -57,6 +57,7 @@ import numpy as np
 from . import form, rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
+from .callees import direct_call
 from .fence import check_supported
 from .memory import in_a_library, is_new_array
 from .names import Namer, names_in
@@ -677,6 +678,11 @@ class _Normalizer:
 
             def visit_Call(self, call):
                 self.generic_visit(call)
+                # f(*t) of a tuple split into names: f(t_0, t_1)
+                call.args = [item for arg in call.args for item in (
+                    [S.copy_location(S.name(e), arg) for e in tuples[arg.value.id]]
+                    if isinstance(arg, S.Starred) and isinstance(arg.value, S.Name)
+                    and arg.value.id in tuples else [arg])]
                 func = call.func
                 if isinstance(func, S.Name) and len(call.args) > 2 and not call.keywords \
                         and parsed.resolve(func.id) in (min, max):
@@ -713,6 +719,7 @@ class _Normalizer:
                 target = normalizer.parsed.callee_key(call)
                 # A derivo.Derivative is differentiated through the code it runs.
                 target = getattr(target, "derivo_function", target)
+                target = direct_call(call, target, normalizer.parsed) or target
                 if _is_user_function(target):
                     call.user_function = target
                     # Arguments become names, so the reverse sweep can pass the
@@ -1027,7 +1034,6 @@ def _is_user_function(obj):
     return (callable(obj) and hasattr(obj, "__code__") and not rules.is_primitive(obj)
             and not isinstance(obj, types.MethodType)
             and not getattr(obj, "derivo_opaque", False)  # derivo.hessian(g): not g
-            and getattr(obj, "__name__", "") != "<lambda>"
             and not S.is_derivo(obj) and not in_a_library(obj))
 
 

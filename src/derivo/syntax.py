@@ -219,6 +219,12 @@ def tuple_(elts, store_ctx=False):
     return gast.Tuple(elts=list(elts), ctx=gast.Store() if store_ctx else gast.Load())
 
 
+def compare_is_none(operand):
+    """``operand is None``; ``operand`` a name or a node."""
+    operand = name(operand) if isinstance(operand, str) else operand
+    return gast.Compare(left=operand, ops=[gast.Is()], comparators=[const(None)])
+
+
 def subscript(value, index):
     return gast.Subscript(value=value, slice=index, ctx=gast.Load())
 
@@ -310,3 +316,11 @@ class _SignedLiterals(ast.NodeTransformer):
 def expr_source(node):
     """One-line source of an expression (for messages and comments)."""
     return to_source(gast.Expr(value=node)).strip()
+
+
+def compile_tree(tree, filename):
+    """The code object of a module holding the gast statement ``tree``; its
+    positions are the tree's (those of the user's file)."""
+    module = ast.fix_missing_locations(gast.gast_to_ast(gast.Module(body=[tree],
+                                                                     type_ignores=[])))
+    return compile(module, filename, "exec")

@@ -21,7 +21,7 @@ from . import codegen, runtime
 from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
 from .forward import forward
-from .names import Namer
+from .names import Namer, identifier
 from .parse import GENERATED_PREFIX, MISSING, Outlined, parse, too_deep
 from .inline import inline_calls
 from .outline import outline_loops
@@ -106,19 +106,21 @@ class Build:
         self.in_progress = []         # functions being transformed (to catch recursion)
 
     def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None, has_aux=False,
-            pullback=False, loops=None):
+            pullback=False, loops=None, fixed=None):
         """Transform ``func`` and append its derivative; return the new function's name.
         ``call`` is (the parsed caller, the call) when a caller calls the derivative,
         for the location of an error.  ``has_aux``: ``func`` returns (loss, aux);
         ``pullback``: a VJP as a generator (see :func:`derivo.reverse.reverse`);
-        ``loops``: how its loops are reversed, if not as the build's."""
+        ``loops``: how its loops are reversed, if not as the build's; ``fixed``: the
+        values of the parameters that say what a call calls (see
+        :attr:`derivo.parse.Parsed.fixed`)."""
         label = "{} of {}".format(kind, getattr(func, "__qualname__", func))
         LOG.debug("transforming the %s", label)
         started = time.perf_counter()
         with _collection_paused():
             try:
                 name = self._add(func, wrt, kind, tuple_wrt, name, call, has_aux, pullback,
-                                 loops or self.loops)
+                                 loops or self.loops, fixed or {})
             except RecursionError:
                 raise too_deep(func) from None
         elapsed = time.perf_counter() - started
@@ -126,7 +128,7 @@ class Build:
                 "transformed the %s in %.1f s", label, elapsed)
         return name
 
-    def _add(self, func, wrt, kind, tuple_wrt, name, call, has_aux, pullback, loops):
+    def _add(self, func, wrt, kind, tuple_wrt, name, call, has_aux, pullback, loops, fixed):
         if kind != "jvp" and is_generated(func):
             if has_aux:
                 raise DerivoError("has_aux=True takes a function that returns (loss, aux), "
@@ -136,13 +138,15 @@ class Build:
                                   "derivo.hvp for its derivative")
             return self.add_over_tangents(func, wrt, kind, tuple_wrt, name, call)
         parsed = parse(func)
+        parsed.fixed.update(fixed)
         if kind != "jvp" and not isinstance(func, Outlined):
             whole = parsed
             parsed = outline_loops(parsed, self.loops, self.checkpoints, self.schedule,
                                    self.names)
+            parsed.fixed.update(fixed)
             if parsed is not whole:
                 self.refuse_memory_faults(whole, wrt)
-        if func in self.in_progress:
+        if func in self.in_progress and call is None:  # (a call's: see _helper)
             raise UnsupportedSyntax(
                 "cannot differentiate recursive function {!r}: derivo transforms each "
                 "function once and recursion would need a stack of frames; rewrite it as "
@@ -306,15 +310,10 @@ class Build:
 
     def _helper(self, callee, params, caller, call, kind, made):
         """Transform ``callee`` once per (kind, params) for the functions calling it."""
-        key = (callee.__code__, params)
-        if key in made:
+        key = (getattr(callee, "derivo_key", callee.__code__), params)  # (see callees)
+        if key in made:  # (a recursive call too: its derivative calls itself)
             return made[key]
-        if callee in self.in_progress:
-            raise UnsupportedSyntax(
-                "cannot differentiate recursive call to {!r}: rewrite the recursion as a "
-                "loop".format(callee.__name__), caller.filename, call.lineno,
-                call.col_offset, "recursion")
-        name = made[key] = self.names.fresh("{}_{}".format(callee.__name__, kind))
+        name = made[key] = self.names.fresh("{}_{}".format(identifier(callee.__name__), kind))
         self.add(callee, list(params), kind, tuple_wrt=kind == "vjp" and len(params) > 1,
                  name=name, call=(caller, call))
         return name
@@ -421,6 +420,11 @@ def _is_builtin(ident, obj):
 
 
 def _user_source(func):
+    lifted = getattr(func, "derivo_lifted", None)
+    if lifted is not None:  # a local function of a user's (see lift): as derivo made it
+        tree = S.deepcopy(lifted.tree)
+        tree.name = func.__name__
+        return S.to_source(tree)
     try:
         return textwrap.dedent(inspect.getsource(func))
     except (OSError, TypeError):

@@ -26,8 +26,8 @@ from ..runtime import (add_adjoints, add_at, addable, as_array, copy_of, copy_vj
                        copysign_one, dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
                        first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right,
                        is_real, kind_of, log, log_times, matmul_vjp_left, matmul_vjp_right,
-                       norm_vjp, one_like, owned, part, pop_adjoint, scalar_seed, shaped_like,
-                       size, sort_like, split_like, stop_gradient, sum_vjp, swap_last,
+                       norm_vjp, one_like, owned, part, pop_adjoint, raised, scalar_seed,
+                       shaped_like, size, sort_like, split_like, stop_gradient, sum_vjp, swap_last,
                        tangent_owned, transpose_vjp, transposed, unbroadcast, unshared, unsort,
                        unstack, vstack_vjp, zero_as, zero_gradient, zeroed, zeros_for)
 from . import CONSTANT, defjvp, defpartials, defvjp, nondifferentiable
@@ -37,8 +37,9 @@ from . import CONSTANT, defjvp, defpartials, defvjp, nondifferentiable
 # The seed 1.0 and zero gradients do not vary with their argument; the sign
 # abs() sees is a step function.
 nondifferentiable(scalar_seed, zero_gradient, zeros_for, copysign_one, one_like)
-# unshared only checks (and returns None); the others read an array's size and dtype.
-nondifferentiable(unshared, size, kind_of, is_real)
+# unshared only checks (and returns None); raised tells which way a try went; the
+# others read an array's size and dtype.
+nondifferentiable(unshared, raised, size, kind_of, is_real)
 
 # --- the scalar helpers of the builtins table ------------------------------------------
 

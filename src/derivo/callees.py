@@ -1,0 +1,189 @@
+"""What a call calls, made plain for the stages after ssa.
+
+- A user function reached through a value: ``functools.partial`` of it, a method
+  bound to an object (``model.predict``, ``self.predict``), an object's
+  ``__call__``.  The call becomes a call of the function itself, with what the
+  value holds given first (the object, read where the call reads it; the
+  partial's arguments, as names the generated module binds or as constants).
+- A function reached through a parameter, a local alias or an item
+  (``loss_fn(w)``, ``ACTIVATIONS[kind](x)``): the call becomes a call of a name
+  holding it.
+- A user function taking ``*args`` or ``**kwargs``: the call becomes a call of a
+  copy taking the arguments this call gives.
+
+From then on each is a call of a user function (inlined, or given a VJP) or of a
+primitive like any other.  The values the call went through are reads the
+derivative checks on each call (see :class:`derivo.cache.LiveReads`), so a call
+after they changed transforms again.
+"""
+
+import functools
+import inspect
+import types
+
+from . import rules
+from . import syntax as S
+from .lift import compile_trees
+from .parse import MISSING, parse
+from .memory import is_user_function, user_function
+from .names import identifier
+
+
+def direct_call(call, callee, parsed):
+    """The user function that runs when ``call`` calls ``callee``, with ``call``
+    made a call of it (in place); None, leaving ``call`` as it is, for a callee
+    that is not a user function reached through a value."""
+    if is_user_function(callee) or rules.is_primitive(callee):
+        _name_what_is_called(call, callee, parsed)
+        spread = _spread(callee, call, parsed) if is_user_function(callee) else None
+        if spread is not None:
+            call.func = S.copy_location(S.name(parsed.hold(spread.__name__, spread)), call.func)
+        return spread
+    if isinstance(callee, type):
+        return None  # (a class makes an object: what its __init__ does is not a value)
+    function, given = user_function(callee)
+    if function is None:
+        return None
+    bound, keywords = _bound_arguments(callee)
+    if len(bound) != given:
+        return None
+    receiver = _receiver(call, callee)
+    origin = parsed.origin_of(receiver) if receiver is not None else None
+    if origin is not None:  # what it calls through self is read where the caller read self
+        function = _specialised(function, bound[0], origin)
+    call.func = S.copy_location(S.name(parsed.hold(identifier(function.__name__), function)),
+                                call.func)
+    call.args = [receiver if receiver is not None else _argument(parsed, value, call)
+                 for value in bound[:1]] + [_argument(parsed, value, call)
+                                            for value in bound[1:]] + call.args
+    given_keywords = {k.arg for k in call.keywords}
+    call.keywords = [S.gast.keyword(arg=name, value=_argument(parsed, value, call))
+                     for name, value in keywords.items() if name not in given_keywords] + \
+        call.keywords
+    return function
+
+
+def _name_what_is_called(call, callee, parsed):
+    """Make a call through a parameter, a local alias or an item (``loss_fn(w)``,
+    ``act(x)`` of ``act = ACTIVATIONS[kind]``) a call of a name holding what it
+    calls: later stages, and the callers it is pasted into, see the function."""
+    root = S.root_name(call.func)
+    if isinstance(callee, rules.Method) or root is None or \
+            isinstance(call.func, S.Attribute) and root.id not in parsed.fixed or \
+            parsed.resolve_expression(call.func) is not MISSING:
+        return  # (x.sum(), np.tanh(x): what the call says is what it calls)
+    name = parsed.hold(identifier(getattr(callee, "__name__", "function")), callee)
+    call.func = S.copy_location(S.name(name), call.func)
+
+
+def _spread(function, call, parsed):
+    """For a call of a user function taking ``*args`` or ``**kwargs``, a copy whose
+    parameters are the arguments the call gives (``args_0``, ``args_1``, a
+    keyword-only ``kwargs_c``), which builds ``args`` and ``kwargs`` from them
+    first; the call's keywords renamed to match.  None for any other call."""
+    code = function.__code__
+    if not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or \
+            any(isinstance(a, S.Starred) for a in call.args) or \
+            any(k.arg is None for k in call.keywords):
+        return None
+    callee = parse(function)
+    tree, args = callee.tree, callee.tree.args
+    named = [a.id for a in args.args + args.kwonlyargs]
+    first = tree.body[0]
+    built = []
+    if args.vararg is not None:
+        extra = ["{}_{}".format(args.vararg.id, i)
+                 for i in range(max(len(call.args) - len(args.args), 0))]
+        args.args += [S.param(name) for name in extra]
+        built.append(S.assign(args.vararg.id, S.tuple_([S.name(n) for n in extra])))
+        args.vararg = None
+    if args.kwarg is not None:
+        given = {k.arg: "{}_{}".format(args.kwarg.id, k.arg) for k in call.keywords
+                 if k.arg not in named}
+        args.kwonlyargs += [S.param(name) for name in given.values()]
+        args.kw_defaults += [None] * len(given)
+        if _read_by_key(tree, args.kwarg.id, given):
+            built.append(S.assign(args.kwarg.id, S.gast.Dict(
+                keys=[S.const(k) for k in given], values=[S.name(n) for n in given.values()])))
+        for keyword in call.keywords:
+            keyword.arg = given.get(keyword.arg, keyword.arg)
+        args.kwarg = None
+    for stmt in built:
+        for node in S.walk(stmt):
+            S.copy_location(node, first)
+    tree.body = built + tree.body
+    tree.name = identifier(function.__name__)
+    spread = compile_trees(callee, [tree], {})[tree.name]
+    spread.derivo_key = (code, len(call.args), tuple(k.arg for k in call.keywords))
+    return spread
+
+
+def _read_by_key(tree, kwargs, given):
+    """Make each ``kwargs["c"]`` of ``tree`` the parameter ``given["c"]``; whether
+    ``kwargs`` is still read otherwise (then it is built as a dict)."""
+    class Keys(S.NodeTransformer):
+        def visit_Subscript(self, node):
+            self.generic_visit(node)
+            if isinstance(node.value, S.Name) and node.value.id == kwargs and \
+                    isinstance(node.slice, S.Constant) and node.slice.value in given and \
+                    isinstance(node.ctx, S.Load):
+                return S.copy_location(S.name(given[node.slice.value]), node)
+            return node
+
+    Keys().visit(tree)
+    return any(isinstance(n, S.Name) and n.id == kwargs for n in S.walk(tree.body))
+
+
+def _specialised(function, obj, origin):
+    """A copy of ``function`` whose first parameter is known to hold ``obj``, which
+    the derivative's entry reads at ``origin`` (see :attr:`derivo.parse.Parsed.fixed`)."""
+    code = function.__code__
+    copy = types.FunctionType(code, function.__globals__, function.__name__,
+                              function.__defaults__, function.__closure__)
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__qualname__, copy.__module__ = function.__qualname__, function.__module__
+    first = code.co_varnames[0]
+    copy.derivo_fixed = ({first: obj}, {first: origin})
+    copy.derivo_key = (code, id(obj), origin[1:])  # (transform.Build: a VJP per object)
+    return copy
+
+
+def _receiver(call, callee):
+    """The expression of the call that is the object a method is bound to
+    (``self`` of ``self.predict(x)``, ``model`` of ``model(x)``), read where the call
+    is; None when the call does not say it (a classmethod's class, a bound method
+    held in an attribute of another object)."""
+    if isinstance(callee, types.MethodType):
+        func, obj = call.func, callee.__self__
+        if not isinstance(func, S.Attribute) or isinstance(obj, type) or \
+                func.attr in getattr(obj, "__dict__", {}) or \
+                getattr(type(obj), func.attr, None) is not callee.__func__:
+            return None
+        return S.deepcopy(func.value)
+    if isinstance(callee, functools.partial):
+        return None
+    return S.deepcopy(call.func)
+
+
+def _bound_arguments(callee):
+    """(the positional arguments, the keywords) ``callee`` gives the function it
+    calls before the call's own."""
+    if isinstance(callee, types.MethodType):
+        return [callee.__self__], {}
+    if isinstance(callee, functools.partial):
+        inner, keywords = _bound_arguments(callee.func) if not is_user_function(
+            callee.func) else ([], {})
+        return inner + list(callee.args), {**keywords, **callee.keywords}
+    return [callee], {}  # an object: its __call__
+
+
+def _argument(parsed, value, call):
+    node = S.const(value) if type(value) in S.LITERAL_TYPES and not isinstance(
+        value, complex) else S.name(parsed.hold(_hint(value), value))
+    return S.copy_location(node, call)
+
+
+def _hint(value):
+    name = value.__name__ if isinstance(value, type) else \
+        getattr(type(value), "__name__", "value").lower()
+    return name if name.isidentifier() else "value"

@@ -1,0 +1,412 @@
+"""Functions as values: a def or lambda inside the differentiated function, a
+function reached through a parameter, a global, a closure variable, a dict or
+list item, a partial, a method of self, an object's __call__.  Each is
+differentiated as the function that runs, checked against finite differences in
+every mode, and a call that hands another function is transformed again."""
+
+import functools
+import math
+
+import numpy as np
+import pytest
+
+import derivo
+from derivo import DerivoError
+
+from checks import assert_close
+
+
+def fd(f, x, h=1e-6):
+    """The central difference of the scalar ``f`` at a float or an array ``x``."""
+    if np.ndim(x) == 0:
+        return (f(x + h) - f(x - h)) / (2 * h)
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = h
+        grad[i] = (f(x + step) - f(x - step)) / (2 * h)
+    return grad
+
+
+def assert_all_modes(f, x, *rest, loops=("stack",)):
+    """grad, value_and_grad, vjp, jvp and hessian of ``f`` w.r.t. its first argument
+    at the float ``x`` agree with finite differences."""
+    expected = fd(lambda v: f(v, *rest), x)
+    for strategy in loops:
+        assert_close(derivo.grad(f, loops=strategy)(x, *rest), expected, rtol=1e-6)
+    value, gradient = derivo.value_and_grad(f)(x, *rest)
+    assert_close(value, f(x, *rest))
+    assert_close(gradient, expected, rtol=1e-6)
+    out, vjp_fn = derivo.vjp(f, x, *rest)
+    assert_close(vjp_fn(2.0)[0], 2.0 * expected, rtol=1e-6)
+    out, tangent = derivo.jvp(f, (x, *rest), (1.0, *(0.0 for _ in rest)))
+    assert_close(tangent, expected, rtol=1e-6)
+    second = fd(lambda v: derivo.grad(f)(v, *rest), x, h=1e-5)
+    assert_close(derivo.hessian(f)(x, *rest), second, rtol=1e-5, atol=1e-7)
+
+
+# --- a def or a lambda inside the function -------------------------------------
+
+def with_a_nested_def(x, a):
+    def nonlinearity(z):
+        return math.tanh(z) * a + z * x
+    return nonlinearity(x * a) + nonlinearity(1.0)
+
+
+def with_a_lambda(x, a):
+    act = lambda z: math.sin(z) * a  # noqa: E731
+    return act(x) * act(x * x)
+
+
+def with_a_def_in_a_loop(x, a):
+    total = 0.0
+    for i in range(4):
+        def term(z):
+            return z * math.cos(i * a + z)
+        total = total + term(x)
+    return total
+
+
+def with_a_branchy_nested_def(x, a):
+    def soft(z):
+        if z > 0.0:
+            return z * a
+        return math.exp(z) - 1.0
+    return soft(x) * soft(x - 1.0)
+
+
+def with_nested_defs_calling_each_other(x, a):
+    def inner(z):
+        return z * a
+    def outer(z):
+        return math.exp(inner(z)) * x
+    return outer(x)
+
+
+@pytest.mark.parametrize("f", [with_a_nested_def, with_a_lambda, with_a_def_in_a_loop,
+                               with_a_branchy_nested_def, with_nested_defs_calling_each_other])
+@pytest.mark.parametrize("x", [0.4, 1.3])
+def test_local_functions_are_differentiated_in_every_mode(f, x):
+    assert_all_modes(f, x, 0.7)
+
+
+def test_a_nested_function_reads_the_closure_variables_as_they_are_at_the_call():
+    # a reads a, which changes after the def: the call sees the new value (as Python does)
+    def late(x):
+        a = 1.0
+        scale = lambda z: z * a  # noqa: E731
+        a = 3.0
+        return scale(x) * x
+    assert late(2.0) == 12.0
+    assert_close(derivo.grad(late)(2.0), 12.0)  # 3 x^2 -> 6 x
+
+
+def loop_with_an_activation(xs, w):
+    act = lambda z: np.tanh(z * w)  # noqa: E731
+    h = xs[0]
+    for i in range(1, len(xs)):
+        h = act(h) + xs[i]
+    return h * h
+
+
+@pytest.mark.parametrize("loops", ["stack", "checkpoint"])
+def test_a_nested_function_used_in_a_loop_in_each_loop_strategy(loops):
+    xs = [0.3, -0.2, 0.5, 0.1, 0.7]
+    gradient = derivo.grad(loop_with_an_activation, wrt=1, loops=loops)(xs, 0.8)
+    assert_close(gradient, fd(lambda w: loop_with_an_activation(xs, w), 0.8), rtol=1e-6)
+
+
+def sorted_by_a_key(x, items):
+    ordered = sorted(items, key=lambda pair: pair[1])
+    return x * ordered[0][0] + x * x * ordered[-1][0]
+
+
+def test_a_lambda_given_as_a_key_runs_on_the_data():
+    items = [(2.0, 3), (5.0, 1), (7.0, 2)]
+    assert_close(derivo.grad(sorted_by_a_key)(0.5, items), 5.0 + 2 * 0.5 * 2.0)
+
+
+def mapped_with_a_closure(x, c):
+    scale = lambda t: t * c  # noqa: E731
+    return sum(map(scale, [1.0, 2.0])) * x
+
+
+def test_a_local_function_used_as_a_value_holds_what_it_reads():
+    assert_close(derivo.grad(mapped_with_a_closure)(0.5, 2.0), 6.0)
+
+
+def the_local_function_renamed(x):
+    f = lambda z: z * z  # noqa: E731
+    f = lambda z: z * z * z  # noqa: E731
+    return f(x)
+
+
+def test_a_local_function_assigned_twice_is_refused_at_the_second():
+    with pytest.raises(DerivoError) as info:
+        derivo.grad(the_local_function_renamed)(0.5)
+    assert "assigned again" in str(info.value)
+    assert info.value.lineno == the_local_function_renamed.__code__.co_firstlineno + 2
+
+
+# --- functions reached through values -------------------------------------------
+
+def train(loss_fn, w):
+    return loss_fn(w) * 2.0
+
+
+def square(w):
+    return w * w
+
+
+def soft_abs(w):
+    if w > 0.0:
+        return w
+    return -w * math.exp(w)
+
+
+def test_a_function_given_as_an_argument_is_specialised_on_and_checked_each_call():
+    gradient = derivo.grad(train, wrt=1)
+    assert_close(gradient(square, 0.3), 1.2)
+    code = [line for line in gradient.source.splitlines() if not line.strip().startswith("#")]
+    assert not any("loss_fn(" in line for line in code)  # square is inlined
+    assert_close(gradient(math.sin, 0.3), 2 * math.cos(0.3))
+    assert_close(gradient(soft_abs, -0.4), fd(lambda w: train(soft_abs, w), -0.4))
+    assert_close(gradient(square, 0.5), 2.0)  # back to the first: its code again
+
+
+def test_a_function_argument_in_every_mode():
+    expected = fd(lambda w: train(soft_abs, w), -0.4)
+    value, gradient = derivo.value_and_grad(train, wrt=1)(soft_abs, -0.4)
+    assert_close((value, gradient), (train(soft_abs, -0.4), expected))
+    out, vjp_fn = derivo.vjp(train, square, 0.3)
+    assert vjp_fn(1.0) == (None, pytest.approx(1.2))
+    assert_close(derivo.tangent(train, wrt=1)(1.0, square, 0.3)[1], 1.2)
+    assert_close(derivo.hessian(train, wrt=1)(square, 0.3), 4.0)
+    assert_close(derivo.hessian(train, wrt=1)(math.sin, 0.3), -2 * math.sin(0.3))
+
+
+ACTIVATIONS = {"tanh": np.tanh, "square": lambda z: z * z, "soft": lambda z: np.log1p(np.exp(z))}
+LAYERS = [np.tanh, np.sin]
+CHOSEN = "tanh"
+
+
+def activated(x, kind="tanh"):
+    return np.sum(ACTIVATIONS[kind](x))
+
+
+def activated_by_an_alias(x, kind="tanh"):
+    act = ACTIVATIONS[kind]
+    return np.sum(act(x) * x)
+
+
+def activated_by_a_global_name(x):
+    return np.sum(ACTIVATIONS[CHOSEN](x))
+
+
+def through_a_list(x):
+    return np.sum(LAYERS[1](LAYERS[0](x)))
+
+
+@pytest.mark.parametrize("kind", ["tanh", "square", "soft"])
+@pytest.mark.parametrize("f", [activated, activated_by_an_alias])
+def test_an_item_of_a_dict_of_functions_chosen_by_a_string_argument(f, kind):
+    x = np.array([0.3, -0.5, 1.2])
+    assert np.allclose(derivo.grad(f)(x, kind), fd(lambda v: f(v, kind), x), rtol=1e-6)
+    assert np.allclose(derivo.grad(f)(x, kind=kind), fd(lambda v: f(v, kind), x), rtol=1e-6)
+
+
+def test_an_item_chosen_by_a_global_name_follows_the_name():
+    global CHOSEN
+    x = np.array([0.3, -0.5])
+    gradient = derivo.grad(activated_by_a_global_name)
+    try:
+        assert np.allclose(gradient(x), 1 - np.tanh(x) ** 2)
+        CHOSEN = "square"
+        assert np.allclose(gradient(x), 2 * x)
+    finally:
+        CHOSEN = "tanh"
+    assert np.allclose(gradient(x), 1 - np.tanh(x) ** 2)
+
+
+def test_a_changed_item_of_the_dict_transforms_again():
+    x = np.array([0.3, -0.5])
+    gradient = derivo.grad(activated)
+    assert np.allclose(gradient(x, "tanh"), 1 - np.tanh(x) ** 2)
+    ACTIVATIONS["tanh"], saved = np.sin, ACTIVATIONS["tanh"]
+    try:
+        assert np.allclose(gradient(x, "tanh"), np.cos(x))
+    finally:
+        ACTIVATIONS["tanh"] = saved
+
+
+def test_an_item_of_a_list_of_functions():
+    x = np.array([0.3, -0.5])
+    assert np.allclose(derivo.grad(through_a_list)(x), fd(through_a_list, x))
+
+
+CUBE = lambda z: z * z * z  # noqa: E731
+
+
+def through_a_global_lambda(x):
+    return CUBE(x) + x
+
+
+def through_a_closure(power):
+    act = lambda z: z ** power  # noqa: E731
+
+    def loss(x):
+        return act(x) * 2.0
+    return loss
+
+
+def test_a_global_lambda_and_a_closure_variable_holding_one():
+    assert_all_modes(through_a_global_lambda, 0.7)
+    assert_close(derivo.grad(through_a_closure(3))(0.5), 6 * 0.25)
+    assert_close(derivo.grad(through_a_closure(4))(0.5), 8 * 0.125)
+
+
+def scaled(z, c, offset=0.0):
+    return z * c + offset * z * z
+
+
+SCALED = functools.partial(scaled, c=3.0, offset=1.0)
+
+
+def through_a_partial(x):
+    return SCALED(x) * x
+
+
+def test_a_partial_of_a_user_function_as_a_callee():
+    assert_all_modes(through_a_partial, 0.7)
+
+
+def test_a_module_given_as_an_argument():
+    def norm_of(x, xp=np):
+        return xp.linalg.norm(x)
+    x = np.array([0.3, -0.5, 1.2])
+    assert np.allclose(derivo.grad(norm_of)(x), x / np.linalg.norm(x))
+
+
+# --- methods and objects -----------------------------------------------------------
+
+class Model:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def predict(self, x):
+        return np.tanh(x * self.scale)
+
+    def loss(self, w):
+        return np.sum(self.predict(w) ** 2) + self.penalty(w)
+
+    def penalty(self, w):
+        return self.weight(self.scale) * np.sum(w * w)
+
+    @classmethod
+    def weight(cls, scale):
+        return 0.1 * scale
+
+    @staticmethod
+    def cube(x):
+        return x * x * x
+
+    def __call__(self, x):
+        return self.predict(x) * self.scale
+
+
+class Linear(Model):
+    def predict(self, x):
+        return x * self.scale
+
+
+def test_a_method_calling_methods_of_self_given_bound():
+    w = np.array([0.2, -0.4])
+    model = Model(2.0)
+    assert np.allclose(derivo.grad(model.loss)(w), fd(model.loss, w), rtol=1e-6)
+    value, gradient = derivo.value_and_grad(model.loss)(w)
+    assert np.isclose(value, model.loss(w))
+
+
+def test_a_method_given_unbound_follows_the_class_of_self():
+    w = np.array([0.2, -0.4])
+    gradient = derivo.grad(Model.loss, wrt=1)
+    for model in (Model(2.0), Model(3.0), Linear(2.0), Model(0.5)):
+        assert np.allclose(gradient(model, w), fd(model.loss, w), rtol=1e-6)
+
+
+def static_and_class(x, model):
+    return model.cube(x) + model.weight(x) * x + Model.cube(x)
+
+
+def calls_an_object(x, model):
+    return np.sum(model(x))
+
+
+def test_static_and_class_methods_and_call_of_an_object():
+    model = Model(2.0)
+    assert_close(derivo.grad(static_and_class)(0.5, model), 6 * 0.25 + 0.2 * 0.5)
+    x = np.array([0.2, -0.4])
+    assert np.allclose(derivo.grad(calls_an_object)(x, model),
+                       fd(lambda v: calls_an_object(v, model), x))
+    assert np.allclose(derivo.grad(calls_an_object)(x, Linear(3.0)), 9.0)
+
+
+class Layer:
+    def __init__(self, act):
+        self.act = act  # a function held by the object, not its class
+
+    def __call__(self, x):
+        return self.act(x) * 2.0
+
+
+def through_a_layer(x, layer):
+    return np.sum(layer(x))
+
+
+def test_a_function_an_object_holds_is_read_from_that_object_each_call():
+    x = np.array([0.2, -0.4])
+    gradient = derivo.grad(through_a_layer)
+    assert np.allclose(gradient(x, Layer(np.tanh)), 2 * (1 - np.tanh(x) ** 2))
+    assert np.allclose(gradient(x, Layer(np.sin)), 2 * np.cos(x))
+    layer = Layer(np.tanh)
+    assert np.allclose(gradient(x, layer), 2 * (1 - np.tanh(x) ** 2))
+    layer.act = np.sin
+    assert np.allclose(gradient(x, layer), 2 * np.cos(x))
+
+
+def test_an_unknown_function_given_where_a_differentiated_value_flows_is_refused():
+    import operator
+    with pytest.raises(DerivoError) as info:
+        derivo.grad(train, wrt=1)(operator.neg, 0.3)
+    assert "'loss_fn'" in str(info.value)
+    assert info.value.lineno == train.__code__.co_firstlineno + 1
+
+
+def returns_a_closure(x):
+    def make(c):
+        def scaled_by(z):
+            return z * c
+        return scaled_by
+    scale = make(x)
+    return scale(x)
+
+
+def test_a_local_function_returned_with_a_differentiated_value_is_refused():
+    with pytest.raises(DerivoError) as info:
+        derivo.grad(returns_a_closure)(0.5)
+    assert info.value.lineno == returns_a_closure.__code__.co_firstlineno + 5  # make(x)
+    assert "where the function is called" in str(info.value)
+
+
+def through_a_container_argument(x, functions, name):
+    return functions[name](x) * functions["scale"](x)
+
+
+def test_a_dict_of_functions_given_as_an_argument():
+    gradient = derivo.grad(through_a_container_argument)
+    table = {"sin": math.sin, "square": square, "scale": soft_abs}
+    for name in ("sin", "square"):
+        expected = fd(lambda v: through_a_container_argument(v, table, name), 0.3)
+        assert_close(gradient(0.3, table, name), expected)
+    table["scale"] = math.exp  # an item changed: transformed again
+    assert_close(gradient(0.3, table, "sin"), math.exp(0.3) * (math.cos(0.3) + math.sin(0.3)))
