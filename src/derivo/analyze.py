@@ -122,8 +122,9 @@ class Plan:
 
 
 class Analysis:
-    def __init__(self, normalized, wrt, arrays=False, loops="stack"):
+    def __init__(self, normalized, wrt, arrays=False, loops="stack", reverse=True):
         self.normalized = normalized
+        self.reverse = reverse  # a reverse sweep runs the loops backwards
         self.arrays = arrays   # values may be arrays: reduce broadcast adjoints
         self.parsed = normalized.parsed
         self.wrt = list(wrt)
@@ -519,7 +520,8 @@ class Analysis:
 
         The last three are indexed whenever the loop's body is differentiated,
         even over values that are not: the reverse loop could not run their
-        iterators backwards.  A loop whose body rebinds or writes into ``X``
+        iterators backwards (forward mode, which runs them forwards, indexes
+        them when the body assigns a differentiated name).  A loop whose body rebinds or writes into ``X``
         keeps its form: over values it is refused later with the reason, over
         an iterator here."""
         changed = False
@@ -534,9 +536,12 @@ class Analysis:
                 if form is None:
                     continue
                 kind, sequences, targets, start, dropped = form
+                # a reverse sweep runs the body backwards when it changes a value that is
+                # differentiated, by assigning it or writing into it
+                changed = _changed_in(stmt.body) if self.reverse else S.stored_names(stmt.body)
                 if not (stmt.target.id in self.active
                         and self.differentiable_names(stmt.iter) & self.active
-                        or kind != "values" and S.stored_names(stmt.body) & self.active):
+                        or kind != "values" and changed & self.active):
                     continue
                 written_as = sequences  # as the user wrote them, for the message below
                 if kind in ("zip", "enumerate"):
@@ -969,7 +974,13 @@ class Analysis:
                            "one, {}({}, ...), or register a rule for it with derivo.defpartials "
                            "or derivo.defvjp".format(
                                site.label, site.key.__func__.__qualname__, owner))
-            elif S.is_derivo(site.key) and getattr(site.key, "__module__", "") == "derivo.api":
+            elif S.is_derivo(site.key) and getattr(site.key, "__module__", "") == "derivo.runtime":
+                message = ("cannot differentiate {} once more: it is a second derivative "
+                           "of array code, whose passes {!r} makes at run time; derivo "
+                           "differentiates array code up to second order (derivo.hessian, "
+                           "derivo.hvp)".format(self.parsed.tree.name, site.label))
+            elif S.is_derivo(site.key) and getattr(site.key, "__module__", "") == "derivo.api" \
+                    or _calls_derivo_api(node, self.parsed, self.normalized.tree):
                 message = ("cannot differentiate through {!r} called inside the differentiated "
                            "function: make the derivative once outside it "
                            "(dg = derivo.grad(g)) and call dg here, which derivo "
@@ -1332,6 +1343,18 @@ def _unpacking(loop, width):
     if reads[loop.target.id] != 2 or reads[whole] != width + 1:
         return None
     return unpack
+
+
+def _calls_derivo_api(node, parsed, tree):
+    """Whether ``node`` calls what a call of derivo's API returns (``derivo.grad(g)(x)``,
+    which ssa splits into ``t = derivo.grad(g)`` and ``t(x)``)."""
+    callee = getattr(node, "func", None)
+    if isinstance(callee, S.Name):
+        callee = S.values_assigned_once(tree).get(callee.id)
+    if not isinstance(callee, S.Call):
+        return False
+    made_by = parsed.resolve_callee(callee)
+    return S.is_derivo(made_by) and getattr(made_by, "__module__", "") == "derivo.api"
 
 
 def _changed_in(block):

@@ -613,6 +613,7 @@ def _parameters(func):
 def resolve_wrt(func, wrt):
     """Parameter names for ``wrt`` (a position, a name, or a tuple of them)."""
     func = _as_python(func)
+    _refuse_opaque(func)
     code = getattr(func, "__code__", None)
     if code is not None and code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         parsed = parse(func)  # a wrapper(*args) too: derivo differentiates what runs
@@ -766,12 +767,17 @@ def _current_code(derivative):
     return derivative.derivo_function
 
 
-def _new_derivative(func, wrt, kind, loops, has_aux, pullback):
+def _refuse_opaque(func):
+    """Refuse what derivo.hessian or derivo.jacobian returns: functools.wraps gave it
+    the function's source to find, and its own code is derivo's."""
     if getattr(func, "derivo_opaque", False):
-        # functools.wraps gave it func's source to find: derivo would differentiate func
         raise DerivoError("derivo cannot differentiate {} (what derivo.hessian or "
                           "derivo.jacobian returns) yet; differentiate a derivo.grad of it, "
                           "or use derivo.hvp".format(func.__qualname__))
+
+
+def _new_derivative(func, wrt, kind, loops, has_aux, pullback):
+    _refuse_opaque(func)
     bound = _bound_parts(func)
     if bound is not None:
         return _of_bound(func, bound, wrt, kind, loops, has_aux)

@@ -400,6 +400,10 @@ def _is_builtin(ident, obj):
 
 
 def _user_source(func):
+    """The source that defines ``func`` in a module of its own, or None: a function
+    made inside another one reads that one's names (``def g(x, w=w)``)."""
+    if "<locals>" in func.__qualname__:
+        return None
     try:
         return textwrap.dedent(inspect.getsource(func))
     except (OSError, TypeError):

@@ -26,9 +26,9 @@ from ..runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, copysig
                        dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
                        first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right,
                        log, log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp, owned, part,
-                       pop_adjoint, scalar_seed, shaped_like, sort_like, split_like, stop_gradient,
-                       sum_vjp, swap_last, tangent_owned, transpose_vjp, unbroadcast, unshared,
-                       unsort, unstack, vstack_vjp, zero_as, zero_gradient, zeroed, zeros_for)
+                       pop_adjoint, power_exponent_jvp, scalar_seed, shaped_like, sort_like,
+                       split_like, stop_gradient, sum_vjp, swap_last, tangent_owned,
+                       transpose_vjp, unbroadcast, unshared, unsort, unstack, vstack_vjp, zero_as, zero_gradient, zeroed, zeros_for)
 from . import defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
@@ -42,7 +42,10 @@ nondifferentiable(unshared)
 # --- the scalar helpers of the builtins table ------------------------------------------
 
 defpartials(log, lambda ans, x: 1 / x)
-defpartials(log_times, lambda result, power, x: log(x), lambda result, power, x: power / x)
+# NaN or inf where x <= 0 (np.divide: a float 0 / 0 raises), as log_times gives NaN
+defpartials(log_times, lambda result, power, x: log(x), lambda result, power, x: np.divide(power, x))
+defpartials(power_exponent_jvp, lambda result, t, power, x: log_times(power, x),
+            lambda result, t, power, x: t * log(x), lambda result, t, power, x: t * np.divide(power, x))
 
 # --- broadcasting and reductions -----------------------------------------------------
 
