@@ -1069,6 +1069,8 @@ class Analysis:
                 other = stmt.aliased_update
                 if other not in self._user_names:  # ssa's t1 for h(x * 2.0)
                     other = "a value the code reads after the update"
+                if name not in self._user_names:  # ssa's w1 for the user's w += e
+                    name = name.rstrip("0123456789")
                 raise self.parsed.error(
                     UnsupportedSyntax, stmt, "cannot differentiate {0!r} updated in place: "
                     "it may be another name for {1}, which NumPy would update too; write "
@@ -1200,11 +1202,14 @@ class Analysis:
         inverse = _inverse(stmt) if saved == assigned_names(stmt)[:1] else None
         if inverse is None:
             line = getattr(stmt, "lineno", None)
+            users = sorted(set(saved) & self.parsed.local_names)  # not ssa's t1 or y1
             raise self.parsed.error(
-                UnsupportedSyntax, stmt, "loops='reversible' cannot undo line {} ({!r}, "
-                "which overwrites {}): only x += e, x -= e, x *= e and x /= e with e not "
-                "reading x can be undone; use loops='stack' or loops='checkpoint'".format(
-                    line, self.parsed.source_line(line), ", ".join(saved)), "reversible loop")
+                UnsupportedSyntax, stmt, "loops='reversible' cannot undo line {} ({!r}{}): "
+                "only x += e, x -= e, x *= e and x /= e with e not reading x can be undone; "
+                "use loops='stack' or loops='checkpoint'".format(
+                    line, self.parsed.source_line(line),
+                    ", which overwrites " + ", ".join(users) if users else ""),
+                "reversible loop")
         # Floating point does not undo x + e by (x + e) - e in general: the forward
         # sweep checks, trip by trip, that it does, and saves x where not (runtime.Undo).
         self.checked.add(id(stmt))

@@ -1,0 +1,221 @@
+"""What a second long run of the program fuzzer (tests/test_fuzz_programs.py) and
+issue 20's list of known bugs found, each fixed where it is owned:
+
+- the exponent of ``x ** q`` adds nothing to the tangent where its own tangent is
+  zero (a branch made q a constant), not ``0 * log(x)``, which is NaN at x < 0;
+- the Hessian of ``x ** p`` at x <= 0 is finite in x and NaN where it needs
+  log(x) (as grad's d/dp is), never a math domain error;
+- a loop over ``reversed(X)``/``zip(X, Y)`` whose body writes into X is indexed,
+  or refused naming the loop, never run backwards as an iterator;
+- refusals name the user's function: what derivo.hessian and derivo.jacobian
+  return, a third derivative of array code, ``derivo.grad(g)(x)`` called inside;
+- ``save()`` refuses a helper made inside another function (``def g(x, w=w)``)
+  rather than write a module that fails on import.
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import derivo
+from checks import numeric_grad
+
+A = np.array([0.5, -1.2, 0.9, 0.3])
+
+
+def central(f, a, *rest, h=1e-6):
+    """Central differences of f in its array argument a."""
+    out = np.zeros(a.shape)
+    for i in range(a.size):
+        step = np.eye(a.size)[i] * h
+        out[i] = (f(a + step, *rest) - f(a - step, *rest)) / (2 * h)
+    return out
+
+
+# --- the exponent's tangent -----------------------------------------------------------
+
+
+def branch_power(x, p):
+    q = p if x > 0 else 2.0
+    return x ** q
+
+
+@pytest.mark.parametrize("x", [-1.5, 1.5])
+def test_jvp_at_a_branch_merge_adds_no_nan_of_the_exponent(x):
+    want = numeric_grad(branch_power, (x, 3.0), wrt=(0, 1))
+    value, tangent = derivo.jvp(branch_power, (x, 3.0), (1.0, 0.0))
+    assert value == branch_power(x, 3.0)
+    assert tangent == pytest.approx(want[0], rel=1e-6)
+    _, along_p = derivo.jvp(branch_power, (x, 3.0), (0.0, 1.0))
+    assert along_p == pytest.approx(want[1], rel=1e-6, abs=1e-9)
+    assert derivo.grad(branch_power, wrt=(0, 1))(x, 3.0) == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("x", [-1.5, 1.5])
+def test_hessian_at_a_branch_merge(x):
+    gradient = derivo.grad(branch_power, wrt=(0, 1))
+    rows = [numeric_grad(lambda u, v, i=i: gradient(u, v)[i], (x, 3.0), wrt=(0, 1), h=1e-5)
+            for i in range(2)]
+    got = derivo.hessian(branch_power, wrt=(0, 1))(x, 3.0)
+    assert np.allclose(np.array(got), np.array(rows), rtol=1e-5, atol=1e-6)
+
+
+def array_branch_power(a, p):
+    q = p if a[0] > 0 else 2.0
+    return np.sum(a ** q)
+
+
+def test_jvp_of_an_array_power_at_a_branch_merge():
+    a = np.array([-1.5, 0.5])
+    direction = np.array([0.3, -0.7])
+    _, tangent = derivo.jvp(array_branch_power, (a, 3.0), (direction, 0.0))
+    assert tangent == pytest.approx(float(np.sum(2 * a * direction)))
+
+
+def power(x, p):
+    return x ** p
+
+
+def test_hessian_of_a_power_at_a_negative_base():
+    assert derivo.hessian(power, wrt=0)(-1.5, 3.0) == pytest.approx(6 * -1.5)
+    (hxx, hxp), (hpx, hpp) = derivo.hessian(power, wrt=(0, 1))(-1.5, 3.0)
+    assert hxx == pytest.approx(-9.0)
+    assert np.isnan(derivo.grad(power, wrt=1)(-1.5, 3.0))  # d/dp needs log(x), as grad says
+    assert np.isnan(hxp) and np.isnan(hpx) and np.isnan(hpp)
+
+
+def test_hessian_of_a_power_at_zero_does_not_raise():
+    assert derivo.hessian(power, wrt=0)(0.0, 3.0) == 0.0
+    (hxx, hxp), _ = derivo.hessian(power, wrt=(0, 1))(0.0, 3.0)
+    assert hxx == 0.0 and hxp == 0.0
+
+
+# --- loops over iterators whose body writes into what they iterate ----------------------
+
+
+def reversed_mask_write(a, c):
+    y = a * c
+    for v in reversed(y):
+        y[y > -0.28] = -0.28
+    return np.sum(y * y)
+
+
+def zip_argmax_write(a, c):
+    y = a * c
+    for v, e in zip(y, a):
+        y[np.argmax(y)] = 0.0
+    return np.sum(y * y) + c
+
+
+@pytest.mark.parametrize("f", [reversed_mask_write, zip_argmax_write])
+def test_a_loop_over_an_iterator_of_a_written_array(f):
+    with pytest.raises(derivo.DerivoError, match="its body changes 'y'"):
+        derivo.grad(f)(A.copy(), 0.7)
+    direction = np.array([0.3, -0.5, 0.7, 0.2])
+    _, tangent = derivo.jvp(f, (A.copy(), 0.7), (direction, None))
+    want = central(f, A.copy(), 0.7)
+    assert tangent == pytest.approx(float(np.sum(want * direction)), rel=1e-5, abs=1e-8)
+
+
+def reversed_reads(a, c):
+    y = a * c
+    s = 0.0
+    for v in reversed(y):
+        s = s + np.tanh(v * s + c)
+    return s
+
+
+def test_a_loop_over_reversed_values_is_differentiated():
+    got = derivo.grad(reversed_reads, wrt=(0, 1))(A.copy(), 0.7)
+    assert np.allclose(got[0], central(reversed_reads, A.copy(), 0.7), rtol=1e-6)
+    assert got[1] == pytest.approx(numeric_grad(reversed_reads, (A.copy(), 0.7), wrt=1))
+
+
+# --- refusals name the user's code ------------------------------------------------------
+
+
+def cubic(a):
+    return np.sum(np.sin(a) * a[0])
+
+
+def scalar_of_arrays(x):
+    return np.sum(np.tanh(x * np.array([1.0, 2.0])) ** 2)
+
+
+def squared(x):
+    return x * x
+
+
+def calls_grad_inside(x):
+    return derivo.grad(squared)(x) * x
+
+
+@pytest.mark.parametrize("outer", [derivo.jacobian, derivo.grad])
+def test_differentiating_a_hessian_names_the_users_function(outer):
+    with pytest.raises(derivo.DerivoError) as error:
+        outer(derivo.hessian(cubic))(A[:3].copy())
+    assert "cubic" in str(error.value) and "api.py" not in str(error.value)
+    assert "*args" not in str(error.value)
+
+
+def test_a_jacobian_of_a_jacobian_names_the_users_function():
+    with pytest.raises(derivo.DerivoError) as error:
+        derivo.jacobian(derivo.jacobian(derivo.grad(cubic)))(A[:3].copy())
+    assert "cubic" in str(error.value) and "api.py" not in str(error.value)
+
+
+def test_a_third_derivative_of_array_code_names_the_function():
+    with pytest.raises(derivo.DerivoError) as error:
+        derivo.grad(derivo.grad(derivo.grad(scalar_of_arrays)))(0.7)
+    message = str(error.value)
+    assert "scalar_of_arrays" in message and "second order" in message
+
+
+def test_grad_called_inside_says_to_make_it_outside():
+    with pytest.raises(derivo.DerivoError) as error:
+        derivo.grad(calls_grad_inside)(1.5)
+    message = str(error.value)
+    assert "test_soundness_fuzz2.py" in message and "make the derivative once outside" in message
+    assert "defpartials" not in message
+
+
+# --- saving a helper made by a factory ---------------------------------------------------
+
+
+def make_scaler(w):
+    def scaled(x, w=w):
+        for _ in range(2):
+            x = x * w
+        return x
+    return scaled
+
+
+scaled = make_scaler(0.3)
+
+
+def uses_a_made_helper(x, n):
+    return scaled(x) * x + scaled(float(n))
+
+
+def test_save_refuses_a_helper_made_inside_a_function(tmp_path):
+    df = derivo.grad(uses_a_made_helper)
+    assert df(1.5, 2) == pytest.approx(numeric_grad(uses_a_made_helper, (1.5, 2)))
+    path = tmp_path / "made.py"
+    try:
+        df.save(path)
+    except derivo.DerivoError as error:
+        assert "scaled" in str(error)
+        return
+    run = subprocess.run([sys.executable, "-c", "import runpy; print(runpy.run_path({!r})"
+                          "['uses_a_made_helper_grad'](1.5, 2))".format(str(path))],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert float(run.stdout) == pytest.approx(df(1.5, 2))
+
+
+def test_save_checks_the_names_top_level_code_reads(tmp_path):
+    from derivo import save
+    with pytest.raises(derivo.DerivoError, match="'w'"):
+        save.write_module("def g(x, w=w):\n    return x * w\n", tmp_path / "m.py")
