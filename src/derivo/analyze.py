@@ -38,11 +38,12 @@ import functools
 import heapq
 import inspect
 import operator
+import re
 import types
 
 import numpy as np
 
-from . import checkpoints, rules
+from . import checkpoints, rules, runtime
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
@@ -974,11 +975,13 @@ class Analysis:
                            "one, {}({}, ...), or register a rule for it with derivo.defpartials "
                            "or derivo.defvjp".format(
                                site.label, site.key.__func__.__qualname__, owner))
-            elif S.is_derivo(site.key) and getattr(site.key, "__module__", "") == "derivo.runtime":
-                message = ("cannot differentiate {} once more: it is a second derivative "
-                           "of array code, whose passes {!r} makes at run time; derivo "
-                           "differentiates array code up to second order (derivo.hessian, "
-                           "derivo.hvp)".format(self.parsed.tree.name, site.label))
+            elif site.key is runtime.gradient_by_tangents:
+                user = re.sub(r"(_grad|_jvp|_vjp)+$", "", self.parsed.tree.name)
+                message = ("cannot differentiate {} a third time: {} is its second "
+                           "derivative of array code, whose passes {!r} makes at run time; "
+                           "derivo differentiates array code up to second order "
+                           "(derivo.hessian, derivo.hvp)".format(
+                               user, self.parsed.tree.name, site.label))
             elif S.is_derivo(site.key) and getattr(site.key, "__module__", "") == "derivo.api" \
                     or _calls_derivo_api(node, self.parsed, self.normalized.tree):
                 message = ("cannot differentiate through {!r} called inside the differentiated "
@@ -1060,17 +1063,17 @@ class Analysis:
                     *assigned_names(stmt), *getattr(stmt, "aliased_reads", [stmt.aliased_update])}
                     & self._influential) and stmt.value.left.id not in self.scalars:
                 name = stmt.value.left.id
+                shown = name if name in self._user_names else name.rstrip("0123456789")
                 if name == stmt.aliased_update:  # a helper's v += e, pasted here (see inline)
                     raise self.parsed.error(
                         UnsupportedSyntax, stmt, "cannot differentiate this call: the function "
                         "updates its argument {0!r} in place (+= and the like), which NumPy "
                         "does and derivo does not follow; give it a copy ({0}.copy())".format(
-                            name), "aliased update")
+                            shown), "aliased update")
                 other = stmt.aliased_update
                 if other not in self._user_names:  # ssa's t1 for h(x * 2.0)
                     other = "a value the code reads after the update"
-                if name not in self._user_names:  # ssa's w1 for the user's w += e
-                    name = name.rstrip("0123456789")
+                name = shown  # ssa's w1 for the user's w += e
                 raise self.parsed.error(
                     UnsupportedSyntax, stmt, "cannot differentiate {0!r} updated in place: "
                     "it may be another name for {1}, which NumPy would update too; write "
