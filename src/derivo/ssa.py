@@ -1179,7 +1179,6 @@ def _is_user_function(obj):
     return (callable(obj) and hasattr(obj, "__code__") and not rules.is_primitive(obj)
             and not isinstance(obj, types.MethodType)
             and not getattr(obj, "derivo_opaque", False)  # derivo.hessian(g): not g
-            and getattr(obj, "__name__", "") != "<lambda>"
             and not S.is_derivo(obj) and not in_a_library(obj))
 
 

@@ -304,7 +304,10 @@ class Build:
                 "cannot differentiate recursive call to {!r}: rewrite the recursion as a "
                 "loop".format(callee.__name__), caller.filename, call.lineno,
                 call.col_offset, "recursion")
-        name = made[key] = self.names.fresh("{}_{}".format(callee.__name__, kind))
+        # a lambda's derivative is named after the name it is called by
+        base = callee.__name__ if callee.__name__.isidentifier() else \
+            getattr(call.func, "id", "helper")
+        name = made[key] = self.names.fresh("{}_{}".format(base, kind))
         self.add(callee, list(params), kind, tuple_wrt=kind == "vjp" and len(params) > 1,
                  name=name, call=(caller, call))
         return name
