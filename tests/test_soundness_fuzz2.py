@@ -219,3 +219,29 @@ def test_save_checks_the_names_top_level_code_reads(tmp_path):
     from derivo import save
     with pytest.raises(derivo.DerivoError, match="'w'"):
         save.write_module("def g(x, w=w):\n    return x * w\n", tmp_path / "m.py")
+
+
+# --- lambdas as helpers ----------------------------------------------------------------------
+
+shifted = lambda r: r * 0.6 + 0.6  # noqa: E731 -- what is tested is a lambda helper
+
+
+def make_affine(k):
+    return lambda r: r * k + k
+
+
+affine = make_affine(np.array([0.3, 0.4]))
+
+
+def uses_lambdas(a, c):
+    return np.sum(affine(a)) * shifted(c) + shifted(c) ** 2
+
+
+def test_lambda_helpers_are_differentiated_in_every_mode():
+    a = np.array([0.5, -1.2])
+    want_a, want_c = central(uses_lambdas, a, 0.7), numeric_grad(uses_lambdas, (a, 0.7), wrt=1)
+    got_a, got_c = derivo.grad(uses_lambdas, wrt=(0, 1))(a, 0.7)
+    assert np.allclose(got_a, want_a, rtol=1e-6) and got_c == pytest.approx(want_c, rel=1e-6)
+    _, tangent = derivo.jvp(uses_lambdas, (a, 0.7), (np.array([1.0, -2.0]), 0.5))
+    assert tangent == pytest.approx(float(want_a @ [1.0, -2.0] + 0.5 * want_c), rel=1e-6)
+    assert "affine_vjp" in derivo.grad(uses_lambdas).source

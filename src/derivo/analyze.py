@@ -522,9 +522,9 @@ class Analysis:
         The last three are indexed whenever the loop's body is differentiated,
         even over values that are not: the reverse loop could not run their
         iterators backwards (forward mode, which runs them forwards, indexes
-        them when the body assigns a differentiated name).  A loop whose body rebinds or writes into ``X``
-        keeps its form: over values it is refused later with the reason, over
-        an iterator here."""
+        them when the body assigns a differentiated name).  A loop whose body
+        rebinds or writes into ``X`` keeps its form: over values it is refused
+        later with the reason, over an iterator here."""
         changed = False
         namer = self.normalized.namer
         for block in S.blocks(self.normalized.tree):
@@ -539,10 +539,10 @@ class Analysis:
                 kind, sequences, targets, start, dropped = form
                 # a reverse sweep runs the body backwards when it changes a value that is
                 # differentiated, by assigning it or writing into it
-                changed = _changed_in(stmt.body) if self.reverse else S.stored_names(stmt.body)
+                touched = _changed_in(stmt.body) if self.reverse else S.stored_names(stmt.body)
                 if not (stmt.target.id in self.active
                         and self.differentiable_names(stmt.iter) & self.active
-                        or kind != "values" and changed & self.active):
+                        or kind != "values" and touched & self.active):
                     continue
                 written_as = sequences  # as the user wrote them, for the message below
                 if kind in ("zip", "enumerate"):
