@@ -245,3 +245,27 @@ def test_lambda_helpers_are_differentiated_in_every_mode():
     _, tangent = derivo.jvp(uses_lambdas, (a, 0.7), (np.array([1.0, -2.0]), 0.5))
     assert tangent == pytest.approx(float(want_a @ [1.0, -2.0] + 0.5 * want_c), rel=1e-6)
     assert "affine_vjp" in derivo.grad(uses_lambdas).source
+
+
+# --- the caller's arrays ---------------------------------------------------------------------
+
+
+def writes_its_argument(a, c):
+    v = a.copy()
+    a[0] = 1.0
+    return np.sum(v * a) * c
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse", "auto"])
+def test_a_jacobian_leaves_the_callers_array_unchanged(mode):
+    a = A.copy()
+    jac_a, jac_c = derivo.jacobian(writes_its_argument, wrt=(0, 1), mode=mode)(a, 0.7)
+    assert np.array_equal(a, A)
+    assert np.allclose(jac_a, central(writes_its_argument, A.copy(), 0.7), rtol=1e-6)
+    assert jac_c == pytest.approx(writes_its_argument(A.copy(), 1.0))
+
+
+def test_jvp_without_tangents_leaves_the_callers_array_unchanged():
+    a = A.copy()
+    value, tangent = derivo.jvp(writes_its_argument, (a, 0.7), (None, None))
+    assert np.array_equal(a, A) and value == writes_its_argument(A.copy(), 0.7) and tangent == 0.0

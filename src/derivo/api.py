@@ -1158,7 +1158,7 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> Tupl
         else:
             seeds.append(tangent)
     if not differentiable:
-        out = func(*primals)
+        out = func(*map(_copied, primals))
         return out, _zero_tangent(out)
     derivative = _derivative(_code_for(func, primals), differentiable, "jvp")
     _refuse_joined_sequences(derivative, func, primals, differentiable)
@@ -1208,7 +1208,7 @@ def jacobian(func: Function, wrt: Wrt = 0, mode: str = "auto") -> Function:
         sizes = [np.size(v) for v in inputs]
         chosen = mode
         if chosen == "auto":
-            outputs = 1 if sum(sizes) == 1 else _output_size(func(*args, **kwargs))
+            outputs = 1 if sum(sizes) == 1 else _output_size(_primal(func, bound))
             chosen = "forward" if outputs >= sum(sizes) else "reverse"
         jacobian_fn.last_mode = chosen
         if chosen == "forward":
@@ -1314,6 +1314,13 @@ def hvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> tupl
                  for i, p in enumerate(primals))
 
 
+def _primal(func, bound):
+    """``func``'s value at the ``bound`` arguments, run on copies of the arrays: a
+    function that writes into its argument must not change the caller's array, as
+    its derivatives do not."""
+    return func(*map(_copied, bound.args), **{k: _copied(v) for k, v in bound.kwargs.items()})
+
+
 def _output_size(out):
     if isinstance(out, tuple):
         return len(out)
@@ -1351,7 +1358,7 @@ def _jacobian_forward(func, names, inputs, bound):
 
 def _jacobian_reverse(func, names, inputs, bound):
     derivative = _derivative(func, names, "vjp")
-    out = func(*bound.args, **bound.kwargs)
+    out = _primal(func, bound)
     flat, out_shape = _as_vector(out)
     rows = [[] for _ in inputs]
     for i in range(flat.size):
