@@ -269,3 +269,15 @@ def test_jvp_without_tangents_leaves_the_callers_array_unchanged():
     a = A.copy()
     value, tangent = derivo.jvp(writes_its_argument, (a, 0.7), (None, None))
     assert np.array_equal(a, A) and value == writes_its_argument(A.copy(), 0.7) and tangent == 0.0
+
+
+def product(a):
+    return np.prod(a) * 0.5
+
+
+def test_a_refused_second_derivative_names_the_users_function():
+    with pytest.raises(derivo.DerivoError) as error:
+        derivo.hessian(product)(A.copy())
+    assert error.value.filename.endswith("test_soundness_fuzz2.py")
+    assert error.value.lineno == product.__code__.co_firstlineno
+    assert "cannot differentiate product a second time" in str(error.value)

@@ -18,7 +18,7 @@ from . import __version__, cache, codegen, display, rules, save
 from . import syntax as S
 from .errors import DerivoError
 from .fence import check_supported
-from .parse import MISSING, parse, recording_reads, too_deep
+from .parse import GENERATED_PREFIX, MISSING, parse, recording_reads, too_deep
 from .analyze import parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
 from .transform import LOG, SLOW_SECONDS, Build, is_generated, uses_numpy
@@ -410,6 +410,7 @@ class Derivative(metaclass=_DerivativeType):
                     self.__wrapped__, self.kind, self.wrt, self._tuple_wrt, True, self._loops,
                     self._has_aux, self._pullback)
                 generated.live.refresh(generated.function.__globals__, generated.namespace)
+                generated.function.derivo_array_code = self._for_arrays
             return generated.function
 
     def __repr__(self):
@@ -746,6 +747,7 @@ def _derivative(func, wrt, kind, loops=("stack", None, "revolve"), has_aux=False
     """The derivative of ``func``: the one made before for the same function and
     options when there is one (each call checks it is still the function's)."""
     func = _as_python(func)
+    user = _differentiated_by(func)
     if isinstance(func, Derivative):
         if func.kind == "value_and_grad" and kind != "jvp":
             raise DerivoError(
@@ -755,8 +757,37 @@ def _derivative(func, wrt, kind, loops=("stack", None, "revolve"), has_aux=False
                     func.__name__, func.__wrapped__.__name__, func.__wrapped__.__name__))
         func = _current_code(func)  # derivo reads its generated code like any other function
     key = (kind, func, wrt, _types(wrt), loops, has_aux, pullback)
-    return cache.derivative(key) or cache.remember(
-        key, _new_derivative(func, wrt, kind, loops, has_aux, pullback))
+    made = cache.derivative(key)
+    if made is None:
+        try:
+            made = cache.remember(key, _new_derivative(func, wrt, kind, loops, has_aux, pullback))
+        except DerivoError as error:
+            if user is None or not str(error.filename).startswith(GENERATED_PREFIX):
+                raise
+            raise _refused_again(error, user) from None
+    return made
+
+
+def _differentiated_by(func):
+    """The user's function that ``func``, a Derivative or its generated code, is the
+    derivative of; None for anything else (and for a derivative of a derivative)."""
+    array_code = getattr(func, "derivo_array_code", None)
+    derivative = func if isinstance(func, Derivative) else getattr(array_code, "__self__", None)
+    user = getattr(derivative, "__wrapped__", None)
+    return None if user is None or isinstance(user, Derivative) or is_generated(user) else user
+
+
+def _refused_again(error, user):
+    """``error``, a refusal of the code derivo generated for the function ``user``,
+    located at ``user`` and said of it."""
+    code = getattr(user, "__code__", None)
+    label = getattr(user, "__qualname__", repr(user))
+    return type(error)(
+        "cannot differentiate {} a second time: derivo refuses line {} of the derivative it "
+        "generated for it ({}); differentiate a version of {} without this construct".format(
+            label, error.lineno, error.message, label),
+        code.co_filename if code else None, code.co_firstlineno if code else None, None,
+        error.construct)
 
 
 def _current_code(derivative):

@@ -328,8 +328,9 @@ def defjvp(primitive: Any, *jvps: Optional[Callable[..., Any]]) -> "Rule":
             t.varargs for t in templates if t is not None}
         rules = [rule for rule in rules if used <= set(rule.params)]
     if not rules:
-        raise DerivoError("defjvp({}): no vector-Jacobian rule of it takes {} positional "
-                          "argument(s) named as the tangent rules read them ({})".format(
+        raise DerivoError("defjvp({}): no rule of it (partials or vector-Jacobian) takes {} "
+                          "positional argument(s) named as the tangent rules read them "
+                          "({})".format(
                               label_of(primitive), len(templates), ", ".join(sorted(used))))
     for rule in rules:
         rule.jvps = templates
