@@ -281,3 +281,47 @@ def test_a_refused_second_derivative_names_the_users_function():
     assert error.value.filename.endswith("test_soundness_fuzz2.py")
     assert error.value.lineno == product.__code__.co_firstlineno
     assert "cannot differentiate product a second time" in str(error.value)
+
+
+# --- what a checkpointed loop's reverse reads --------------------------------------------
+
+
+def invariant_written_after_a_while(a, c):
+    y = a * 1.0
+    s = 0.0
+    i = 0
+    k = 0
+    while i < 2:
+        k = i % 4
+        i = i + 1
+        s = s + (y[k] - 2.0) ** 2 * c
+    y[y > -0.06] = -0.06
+    return s + np.sum(y * y) * 0.1 + y[k]
+
+
+def test_a_write_after_a_checkpointed_loop_into_what_it_read():
+    f = invariant_written_after_a_while
+    want = central(f, A.copy(), 0.7), numeric_grad(f, (A.copy(), 0.7), wrt=1)
+    for loops in ("stack", "checkpoint"):
+        options = {"checkpoints": 2} if loops == "checkpoint" else {}
+        got = derivo.grad(f, wrt=(0, 1), loops=loops, **options)(A.copy(), 0.7)
+        assert np.allclose(got[0], want[0], rtol=1e-6, atol=1e-9), loops
+        assert got[1] == pytest.approx(want[1], rel=1e-6), loops
+
+
+# --- calls derivo cannot read ------------------------------------------------------------
+
+exec("def unreadable(r):\n    r *= 0.5\n    return r\n")  # no source to read
+
+
+def hands_an_array_to_unreadable_code(a, c):
+    z = a * 0.5
+    unreadable(z)  # noqa: F821 -- defined by the exec above
+    return np.sum(z) * c
+
+
+def test_a_call_without_source_that_may_write_its_argument_is_refused():
+    with pytest.raises(derivo.DerivoError, match="may change 'z' in place"):
+        derivo.grad(hands_an_array_to_unreadable_code, wrt=(0, 1))(A.copy(), 0.7)
+    with pytest.raises(derivo.DerivoError, match="may change 'z' in place"):
+        derivo.jvp(hands_an_array_to_unreadable_code, (A.copy(), 0.7), (A.copy(), 1.0))

@@ -1024,7 +1024,10 @@ class Analysis:
             return _names(stmt.targets[0].slice) | _names(value)
         callee = getattr(value, "user_function", None)
         if isinstance(callee, Loop):
-            return set()  # the loop's tape keeps what its reverse reads
+            # the loop's tape keeps copies of its states, but its invariants as they
+            # are: the reverse reads those as the code after the loop leaves them
+            invariants = value.args[len(value.args) - len(callee.invariants):]
+            return set().union(*map(_names, invariants)) if callee.invariants else set()
         if callee is not None:
             return _names(value)
         return self.plans[id(stmt)].reads
@@ -1518,8 +1521,8 @@ def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
         return []
     try:
         written = parameter_writes(function, arrays, seen)
-    except DerivoError:  # no source: transforming the call reports it
-        return []
+    except DerivoError:  # no source: it may change any argument
+        return everything
     return [argument for name, argument in arguments(call, function, given)
             if name in written]
 
