@@ -592,8 +592,13 @@ def check(seed, directory, hessian=None, save=None):
 
 #: Every class issue 20 listed is fixed.  A class found later and not yet fixed is
 #: listed here until its fix lands: reason -> (modes it shows in, or None for any, a
-#: pattern of the problem's "mode: kind: detail").
+#: pattern of the problem's "mode: kind: detail" followed by the program's source).
 KNOWN = {
+    "L[1] += c on a list of arrays is taken for L[1] = L[1] + c: the array is changed "
+    "in place in Python, not in derivo's code":
+        (None, r"(?s)(finite differences|primal value|disagrees).*L\[1\] \+= c"),
+    "ssa names its version of the array written into (w1 for w) when it refuses the write":
+        (None, r"misleading refusal: .*cannot differentiate writing into '[a-z]\d+'"),
     "a checkpointed loop's results are taken to share memory with what it was given":
         ({"grad:checkpoint"}, r"misleading refusal: .*_step_loop\("),
     "a second derivative refuses a write in the gradient code derivo generated":
@@ -604,7 +609,8 @@ KNOWN = {
 def known(problem, features, source):
     """The reason a problem is a known class (see KNOWN), or None."""
     for reason, (modes, pattern) in KNOWN.items():
-        if (modes is None or problem.mode in modes) and re.search(pattern, str(problem)):
+        if (modes is None or problem.mode in modes) and \
+                re.search(pattern, str(problem) + "\n" + source):
             return reason
     return None
 
