@@ -13,6 +13,7 @@ issue 20's list of known bugs found, each fixed where it is owned:
   rather than write a module that fails on import.
 """
 
+import re
 import subprocess
 import sys
 
@@ -325,3 +326,32 @@ def test_a_call_without_source_that_may_write_its_argument_is_refused():
         derivo.grad(hands_an_array_to_unreadable_code, wrt=(0, 1))(A.copy(), 0.7)
     with pytest.raises(derivo.DerivoError, match="may change 'z' in place"):
         derivo.jvp(hands_an_array_to_unreadable_code, (A.copy(), 0.7), (A.copy(), 1.0))
+
+
+# --- refusals name the program's variables, not ssa's ---------------------------------------
+
+
+def mask_write_in_a_reversible_loop(a, c):
+    y = a * c
+    for i in range(3):
+        y[y > c] = c * 0.5
+    return np.sum(y * y)
+
+
+def aliased_update_twice(a, c):
+    y = a * 1.0
+    w = y[:]
+    w += c
+    w = y[:]
+    w += c * 0.1
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("f, options", [(mask_write_in_a_reversible_loop, {"loops": "reversible"}),
+                                        (aliased_update_twice, {})])
+def test_a_refusal_names_no_temporary(f, options):
+    with pytest.raises(derivo.DerivoError) as error:
+        derivo.grad(f, wrt=(0, 1), **options)(A.copy(), 0.7)
+    message = str(error.value)
+    assert "test_soundness_fuzz2.py" in message
+    assert not re.search(r"'(?:t|w|y|index|cond)\d+'|overwrites (?:t|y|index)\d+", message), message
