@@ -597,8 +597,6 @@ KNOWN = {
     "L[1] += c on a list of arrays is taken for L[1] = L[1] + c: the array is changed "
     "in place in Python, not in derivo's code":
         (None, r"(?s)(finite differences|primal value|disagrees).*L\[1\] \+= c"),
-    "ssa names its version of the array written into (w1 for w) when it refuses the write":
-        (None, r"misleading refusal: .*cannot differentiate writing into '[a-z]\d+'"),
     "a checkpointed loop's results are taken to share memory with what it was given":
         ({"grad:checkpoint"}, r"misleading refusal: .*_step_loop\("),
     "a second derivative refuses a write in the gradient code derivo generated":

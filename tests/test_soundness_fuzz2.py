@@ -355,3 +355,18 @@ def test_a_refusal_names_no_temporary(f, options):
     message = str(error.value)
     assert "test_soundness_fuzz2.py" in message
     assert not re.search(r"'(?:t|w|y|index|cond)\d+'|overwrites (?:t|y|index)\d+", message), message
+
+
+def writes_a_view_twice(a, c):
+    y = a * 1.0
+    w = y[1:3]
+    w[0] = c
+    w = y[1:3]
+    w[1] = c * 0.5
+    return np.sum(y * y)
+
+
+def test_a_refused_write_names_the_programs_array():
+    with pytest.raises(derivo.DerivoError, match="writing into 'w'") as error:
+        derivo.grad(writes_a_view_twice, wrt=(0, 1))(A.copy(), 0.7)
+    assert "w1" not in str(error.value)

@@ -903,13 +903,18 @@ def _mark_owned(tree, written, parsed, built=frozenset()):
             if may_share_memory(value, parsed):
                 # In Python both names would see the write; derivo, which must not
                 # write into memory it does not own, cannot honour that.
+                name = _user_name(stmt.targets[0].id, parsed)
                 raise parsed.error(UnsupportedSyntax, stmt, "cannot differentiate writing "
                                    "into {!r}: it may share memory with another array "
                                    "(assigned {!r}); write into a copy, e.g. "
                                    "{} = ... .copy()".format(
-                                       stmt.targets[0].id, parsed.words(value),
-                                       stmt.targets[0].id), "aliased write")
+                                       name, parsed.words(value), name), "aliased write")
             stmt.owns = not _makes_a_new_array(value, parsed)
+
+
+def _user_name(name, parsed):
+    """The program's name of ``name``, a version ssa made of it (w1 for w)."""
+    return name if name in parsed.local_names else name.rstrip("0123456789")
 
 
 def _shared_parameter_message(parsed, tree, name, other):
