@@ -613,7 +613,7 @@ def known(problem, features, source):
     return None
 
 
-CI_SEEDS = list(range(12))
+CI_SEEDS = list(range(8))
 COUNT = int(os.environ.get("DERIVO_FUZZ_PROGRAMS", "0"))
 SEEDS = list(range(COUNT)) if COUNT else CI_SEEDS
 

@@ -28,7 +28,8 @@ from ..runtime import (add_adjoints, add_at, addable, copy_of, copy_vjp, copysig
                        log, log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp, owned, part,
                        pop_adjoint, power_exponent_jvp, scalar_seed, shaped_like, sort_like,
                        split_like, stop_gradient, sum_vjp, swap_last, tangent_owned,
-                       transpose_vjp, unbroadcast, unshared, unsort, unstack, vstack_vjp, zero_as, zero_gradient, zeroed, zeros_for)
+                       transpose_vjp, unbroadcast, unshared, unsort, unstack, vstack_vjp,
+                       zero_as, zero_gradient, zeroed, zeros_for)
 from . import defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """Forward-mode rules of the primitives whose rules are written as VJPs.
 
 Rules written as partials need nothing here: forward mode multiplies each
-partial by its argument's tangent (but for the exponent of ``**``, below).  Each ``defvjp`` entry of the other tables
-gets its Jacobian-vector products: ``defjvp(f, jvp for arg0, jvp for arg1,
-...)``, each a lambda of ``(t, ans, *args, **options)`` where ``t`` is that
-argument's tangent.  Most primitives here are linear in the argument, so the
+partial by its argument's tangent (but for the exponent of ``**``, below).
+Each ``defvjp`` entry of the other tables gets its Jacobian-vector products:
+``defjvp(f, jvp for arg0, jvp for arg1, ...)``, each a lambda of ``(t, ans,
+*args, **options)`` where ``t`` is that argument's tangent.  Most primitives here are linear in the argument, so the
 JVP is the primitive applied to the tangent.
 """
 
