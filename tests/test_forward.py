@@ -419,9 +419,13 @@ def test_unsupported_constructs_are_refused(tmp_path):
         del rules.RULES[module.mystery]
 
 
-def test_defjvp_needs_a_vector_jacobian_rule():
-    with pytest.raises(derivo.DerivoError, match="no vector-Jacobian rule"):
-        rules.defjvp(math.sin, lambda t, ans, x: math.cos(x) * t)
+def _no_rule(x):
+    return x
+
+
+def test_defjvp_needs_a_rule_of_the_primitive():
+    with pytest.raises(derivo.DerivoError, match="no rule of it"):
+        rules.defjvp(_no_rule, lambda t, ans, x: t)
 
 
 # --- Jacobians --------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ so values stay bounded and finite differences stay meaningful.
 reproduction; they are left out unless ``DERIVO_FUZZ_KNOWN_BUGS=1``.  Remove an
 entry when its bug is fixed.
 
-The default run is fast and reproducible (60 examples, derandomized).  A long
+The default run is fast and reproducible (20 examples, derandomized).  A long
 run draws random programs (it stops at the first failure and shrinks it; add
 ``--hypothesis-seed=N`` to replay a run)::
 
@@ -75,7 +75,7 @@ from checks import numeric_grad
 # ---------------------------------------------------------------------------
 
 _LONG_RUN = "DERIVO_FUZZ_EXAMPLES" in os.environ
-EXAMPLES = int(os.environ.get("DERIVO_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("DERIVO_FUZZ_EXAMPLES", "20"))
 
 #: Every construct the generator can produce; a program uses a random subset.
 FEATURES = frozenset({

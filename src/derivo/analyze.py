@@ -40,11 +40,12 @@ import heapq
 import inspect
 import math
 import operator
+import re
 import types
 
 import numpy as np
 
-from . import checkpoints, dataflow, form, rules, trees
+from . import checkpoints, dataflow, form, rules, runtime, trees
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
@@ -129,8 +130,9 @@ class Plan:
 
 
 class Analysis:
-    def __init__(self, normalized, wrt, arrays=False, loops="stack"):
+    def __init__(self, normalized, wrt, arrays=False, loops="stack", reverse=True):
         self.normalized = normalized
+        self.reverse = reverse  # a reverse sweep runs the loops backwards
         self.arrays = arrays   # values may be arrays: reduce broadcast adjoints
         self.parsed = normalized.parsed
         self.wrt = list(wrt)
@@ -520,9 +522,10 @@ class Analysis:
 
         The last three are indexed whenever the loop's body is differentiated,
         even over values that are not: the reverse loop could not run their
-        iterators backwards.  A loop whose body rebinds or writes into ``X``
-        keeps its form: over values it is refused later with the reason, over
-        an iterator here."""
+        iterators backwards (forward mode, which runs them forwards, indexes
+        them when the body assigns a differentiated name).  A loop whose body
+        rebinds or writes into ``X`` keeps its form: over values it is refused
+        later with the reason, over an iterator here."""
         changed = False
         namer = self.normalized.namer
         for block in S.blocks(self.normalized.tree):
@@ -535,9 +538,12 @@ class Analysis:
                 if form is None:
                     continue
                 kind, sequences, targets, start, dropped = form
+                # a reverse sweep runs the body backwards when it changes a value that is
+                # differentiated, by assigning it or writing into it
+                touched = _changed_in(stmt.body) if self.reverse else S.stored_names(stmt.body)
                 if not (stmt.target.id in self.active
                         and self.differentiable_names(stmt.iter) & self.active
-                        or kind != "values" and S.stored_names(stmt.body) & self.active):
+                        or kind != "values" and touched & self.active):
                     continue
                 written_as = sequences  # as the user wrote them, for the message below
                 if kind in ("zip", "enumerate"):
@@ -986,7 +992,15 @@ class Analysis:
                            "one, {}({}, ...), or register a rule for it with derivo.defpartials "
                            "or derivo.defvjp".format(
                                site.label, site.key.__func__.__qualname__, owner))
-            elif S.is_derivo(site.key) and getattr(site.key, "__module__", "") == "derivo.api":
+            elif site.key is runtime.gradient_by_tangents:
+                user = re.sub(r"(_grad|_jvp|_vjp)+$", "", self.parsed.tree.name)
+                message = ("cannot differentiate {} a third time: {} is its second "
+                           "derivative of array code, whose passes {!r} makes at run time; "
+                           "derivo differentiates array code up to second order "
+                           "(derivo.hessian, derivo.hvp)".format(
+                               user, self.parsed.tree.name, site.label))
+            elif S.is_derivo(site.key) and getattr(site.key, "__module__", "") == "derivo.api" \
+                    or _calls_derivo_api(node, self.parsed, self.normalized.tree):
                 message = ("cannot differentiate through {!r} called inside the differentiated "
                            "function: make the derivative once outside it "
                            "(dg = derivo.grad(g)) and call dg here, which derivo "
@@ -1040,7 +1054,10 @@ class Analysis:
             return _names(stmt.targets[0].slice) | _names(value)
         callee = form.annotation(value, "user_function")
         if isinstance(callee, Loop):
-            return set()  # the loop's tape keeps what its reverse reads
+            # the loop's tape keeps copies of its states, but its invariants as they
+            # are: the reverse reads those as the code after the loop leaves them
+            invariants = value.args[len(value.args) - len(callee.invariants):]
+            return set().union(*map(_names, invariants)) if callee.invariants else set()
         if callee is not None:
             return _names(value)
         return self.plans[id(stmt)].reads
@@ -1199,11 +1216,14 @@ class Analysis:
         inverse = _inverse(stmt) if saved == assigned_names(stmt)[:1] else None
         if inverse is None:
             line = getattr(stmt, "lineno", None)
+            users = sorted(set(saved) & self.parsed.local_names)  # not ssa's t1 or y1
             raise self.parsed.error(
-                UnsupportedSyntax, stmt, "loops='reversible' cannot undo line {} ({!r}, "
-                "which overwrites {}): only x += e, x -= e, x *= e and x /= e with e not "
-                "reading x can be undone; use loops='stack' or loops='checkpoint'".format(
-                    line, self.parsed.source_line(line), ", ".join(saved)), "reversible loop")
+                UnsupportedSyntax, stmt, "loops='reversible' cannot undo line {} ({!r}{}): "
+                "only x += e, x -= e, x *= e and x /= e with e not reading x can be undone; "
+                "use loops='stack' or loops='checkpoint'".format(
+                    line, self.parsed.source_line(line),
+                    ", which overwrites " + ", ".join(users) if users else ""),
+                "reversible loop")
         # Floating point does not undo x + e by (x + e) - e in general: the forward
         # sweep checks, trip by trip, that it does, and saves x where not (runtime.Undo).
         self.checked.add(id(stmt))
@@ -1347,6 +1367,18 @@ def _unpacking(loop, width):
     if reads[loop.target.id] != 2 or reads[whole] != width + 1:
         return None
     return unpack
+
+
+def _calls_derivo_api(node, parsed, tree):
+    """Whether ``node`` calls what a call of derivo's API returns (``derivo.grad(g)(x)``,
+    which ssa splits into ``t = derivo.grad(g)`` and ``t(x)``)."""
+    callee = getattr(node, "func", None)
+    if isinstance(callee, S.Name):
+        callee = S.values_assigned_once(tree).get(callee.id)
+    if not isinstance(callee, S.Call):
+        return False
+    made_by = parsed.resolve_callee(callee)
+    return S.is_derivo(made_by) and getattr(made_by, "__module__", "") == "derivo.api"
 
 
 def _changed_in(block):
@@ -1503,8 +1535,8 @@ def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
         return []
     try:
         written = parameter_writes(function, arrays, seen)
-    except DerivoError:  # no source: transforming the call reports it
-        return []
+    except DerivoError:  # no source: it may change any argument
+        return everything
     return [argument for name, argument in arguments(call, function, given)
             if name in written]
 

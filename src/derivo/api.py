@@ -18,7 +18,7 @@ from . import __version__, cache, codegen, display, numba_backend, rules, save, 
 from . import syntax as S
 from .errors import DerivoError
 from .fence import check_supported
-from .parse import MISSING, parse, recording_reads, too_deep
+from .parse import GENERATED_PREFIX, MISSING, parse, recording_reads, too_deep
 from .analyze import parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
 from .transform import LOG, SLOW_SECONDS, Build, is_generated, uses_numpy
@@ -514,6 +514,7 @@ class Derivative(metaclass=_DerivativeType):
                     self.__wrapped__, self.kind, self.wrt, self._tuple_wrt, True, self._loops,
                     self._has_aux, self._pullback, self._fixed)
                 generated.live.refresh(generated.function.__globals__, generated.namespace)
+                generated.function.derivo_array_code = self._for_arrays
             return generated.function
 
     def __repr__(self):
@@ -764,6 +765,7 @@ def _parameters(func):
 def resolve_wrt(func, wrt):
     """Parameter names for ``wrt`` (a position, a name, or a tuple of them)."""
     func = _as_python(func)
+    _refuse_opaque(func)
     code = getattr(func, "__code__", None)
     if code is not None and code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         parsed = parse(func)  # a wrapper(*args) too: derivo differentiates what runs
@@ -908,6 +910,7 @@ def _derivative(func, wrt, kind, loops=DEFAULT_LOOPS, has_aux=False,
     """The derivative of ``func``: the one made before for the same function and
     options when there is one (each call checks it is still the function's)."""
     func = _as_python(func)
+    user = _differentiated_by(func)
     if isinstance(func, Derivative):
         if func.kind == "value_and_grad" and kind != "jvp":
             raise DerivoError(
@@ -917,8 +920,37 @@ def _derivative(func, wrt, kind, loops=DEFAULT_LOOPS, has_aux=False,
                     func.__name__, func.__wrapped__.__name__, func.__wrapped__.__name__))
         func = _current_code(func)  # derivo reads its generated code like any other function
     key = (kind, func, wrt, _types(wrt), loops, has_aux, pullback)
-    return cache.derivative(key) or cache.remember(
-        key, _new_derivative(func, wrt, kind, loops, has_aux, pullback))
+    made = cache.derivative(key)
+    if made is None:
+        try:
+            made = cache.remember(key, _new_derivative(func, wrt, kind, loops, has_aux, pullback))
+        except DerivoError as error:
+            if user is None or not str(error.filename).startswith(GENERATED_PREFIX):
+                raise
+            raise _refused_again(error, user) from None
+    return made
+
+
+def _differentiated_by(func):
+    """The user's function that ``func``, a Derivative or its generated code, is the
+    derivative of; None for anything else (and for a derivative of a derivative)."""
+    array_code = getattr(func, "derivo_array_code", None)
+    derivative = func if isinstance(func, Derivative) else getattr(array_code, "__self__", None)
+    user = getattr(derivative, "__wrapped__", None)
+    return None if user is None or isinstance(user, Derivative) or is_generated(user) else user
+
+
+def _refused_again(error, user):
+    """``error``, a refusal of the code derivo generated for the function ``user``,
+    located at ``user`` and said of it."""
+    code = getattr(user, "__code__", None)
+    label = getattr(user, "__qualname__", repr(user))
+    return type(error)(
+        "cannot differentiate {} a second time: derivo refuses line {} of the derivative it "
+        "generated for it ({}); differentiate a version of {} without this construct".format(
+            label, error.lineno, error.message, label),
+        code.co_filename if code else None, code.co_firstlineno if code else None, None,
+        error.construct)
 
 
 def _current_code(derivative):
@@ -929,12 +961,17 @@ def _current_code(derivative):
     return derivative.derivo_function
 
 
-def _new_derivative(func, wrt, kind, loops, has_aux, pullback):
+def _refuse_opaque(func):
+    """Refuse what derivo.hessian or derivo.jacobian returns: functools.wraps gave it
+    the function's source to find, and its own code is derivo's."""
     if getattr(func, "derivo_opaque", False):
-        # functools.wraps gave it func's source to find: derivo would differentiate func
         raise DerivoError("derivo cannot differentiate {} (what derivo.hessian or "
                           "derivo.jacobian returns) yet; differentiate a derivo.grad of it, "
                           "or use derivo.hvp".format(func.__qualname__))
+
+
+def _new_derivative(func, wrt, kind, loops, has_aux, pullback):
+    _refuse_opaque(func)
     bound = _bound_parts(func)
     if bound is not None:
         return _of_bound(func, bound, wrt, kind, loops, has_aux)
@@ -1353,7 +1390,7 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any],
         else:
             seeds.append(tangent)
     if not differentiable:
-        out = func(*primals)
+        out = func(*map(_copied, primals))
         return out, _zero_tangent(out)
     derivative = _derivative(_code_for(func, primals), differentiable, "jvp", loops)
     _refuse_joined_sequences(derivative, func, primals, differentiable)
@@ -1405,7 +1442,7 @@ def jacobian(func: Function, wrt: Wrt = 0, mode: str = "auto") -> Function:
         sizes = [np.size(v) for v in inputs]
         chosen = mode
         if chosen == "auto":
-            outputs = 1 if sum(sizes) == 1 else _output_size(func(*args, **kwargs))
+            outputs = 1 if sum(sizes) == 1 else _output_size(_primal(func, bound))
             chosen = "forward" if outputs >= sum(sizes) else "reverse"
         jacobian_fn.last_mode = chosen
         if chosen == "forward":
@@ -1529,6 +1566,13 @@ def _refuse_trees(what, func, names, values):
                     type(value).__name__))
 
 
+def _primal(func, bound):
+    """``func``'s value at the ``bound`` arguments, run on copies of the arrays: a
+    function that writes into its argument must not change the caller's array, as
+    its derivatives do not."""
+    return func(*map(_copied, bound.args), **{k: _copied(v) for k, v in bound.kwargs.items()})
+
+
 def _output_size(out):
     if _is_tree(out):
         _as_vector(out)  # refuses it
@@ -1574,7 +1618,7 @@ def _jacobian_forward(func, names, inputs, bound):
 
 def _jacobian_reverse(func, names, inputs, bound):
     derivative = _derivative(func, names, "vjp")
-    out = func(*bound.args, **bound.kwargs)
+    out = _primal(func, bound)
     flat, out_shape = _as_vector(out)
     rows = [[] for _ in inputs]
     for i in range(flat.size):

@@ -562,7 +562,10 @@ class ExpressionTangent:
             tangent = self.tangent(operand)
             if tangent is None:
                 continue
-            if rule.style == "partial":
+            # a keyword argument's tangent rule is its parameter's, not its place's
+            position = rule.params.index(param) if param in rule.params else index
+            jvp = rule.jvps[position] if position < len(rule.jvps) else None
+            if rule.style == "partial" and jvp is None:
                 partial = self.instantiate(template, node, entry, {})
                 if index == 1 and rule.primitive is S.Mult:
                     term = S.binop(partial, S.Mult(), tangent)  # x * dy, as one writes it
@@ -571,9 +574,6 @@ class ExpressionTangent:
                 broadcast = broadcast and (index in entry.reduce and not _names(partial)) \
                     and not same_operands(entry.operands)
             else:
-                # a keyword argument's tangent rule is its parameter's, not its place's
-                position = rule.params.index(param) if param in rule.params else index
-                jvp = rule.jvps[position] if position < len(rule.jvps) else None
                 if jvp is None:
                     raise self.sweep.parsed.error(
                         NoDerivativeRule, node, "cannot differentiate {!r} in forward mode: its "
@@ -781,7 +781,7 @@ def _refuse_checked_undos(normalized):
 def analyze_forward(normalized, wrt, arrays=False):
     """Activity and expression plans: what forward mode needs of ``analyze``
     (no saving analysis: nothing is saved)."""
-    analysis = Analysis(normalized, wrt, arrays)
+    analysis = Analysis(normalized, wrt, arrays, reverse=False)
     analysis.compute_activity()
     analysis.compute_lists()
     analysis.refuse_shared_writes(writes=False)

@@ -293,8 +293,12 @@ def copysign_one(x):
 
 
 def log(x):
-    """The natural logarithm of a float or an array."""
-    return math.log(x) if type(x) is float else np.log(x)
+    """The natural logarithm of a float or an array: NaN below 0 and -inf at 0, as
+    NumPy gives, where math.log raises."""
+    if type(x) is float:
+        return math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(x)
 
 
 def log_times(ans, x):
@@ -307,6 +311,17 @@ def log_times(ans, x):
         return ans * math.log(x) if x > 0 else math.nan
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(np.equal(ans, 0), 0.0, ans * np.log(x))
+
+
+def power_exponent_jvp(t, ans, x):
+    """``t * ans * log(x)``, the share of ``ans = x ** y``'s tangent that y's tangent
+    ``t`` makes, with 0 where t is 0: a y constant there (a branch made it one)
+    adds nothing, also where log(x) is NaN (x < 0)."""
+    if np.ndim(t) == 0 and t == 0:
+        return 0.0 if np.ndim(ans) == 0 else np.zeros(np.shape(ans))
+    with np.errstate(invalid="ignore"):
+        share = t * log_times(ans, x)
+    return np.where(np.equal(t, 0), 0.0, share) if np.ndim(t) else share
 
 
 def shaped_like(adjoint, like):

@@ -125,8 +125,10 @@ def _check_module(text, path):
 
 
 def _global_reads(table):
-    names = {s.get_name() for s in table.get_symbols()
-             if s.is_global() and s.is_referenced() and table.get_type() != "module"}
+    """The global names the code reads: in functions, and at the top level (a
+    default, a decorator)."""
+    names = {s.get_name() for s in table.get_symbols() if s.is_referenced() and (
+        s.is_global() if table.get_type() != "module" else not s.is_assigned())}
     for child in table.get_children():
         names |= _global_reads(child)
     return names

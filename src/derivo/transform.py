@@ -420,11 +420,16 @@ def _is_builtin(ident, obj):
 
 
 def _user_source(func):
+    """The source that defines ``func`` in a module of its own, or None: a function
+    made inside another one reads that one's names (``def g(x, w=w)``), but for a
+    local function derivo lifted (see lift), whose source is as derivo made it."""
     lifted = getattr(func, "derivo_lifted", None)
-    if lifted is not None:  # a local function of a user's (see lift): as derivo made it
+    if lifted is not None:
         tree = S.deepcopy(lifted.tree)
         tree.name = func.__name__
         return S.to_source(tree)
+    if "<locals>" in func.__qualname__:
+        return None
     try:
         return textwrap.dedent(inspect.getsource(func))
     except (OSError, TypeError):

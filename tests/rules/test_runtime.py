@@ -54,12 +54,13 @@ PRELUDE = """\
 import numpy as np
 
 from derivo.runtime import (add_adjoints, add_at, addable, as_array, copy_of, copy_vjp,
-                            dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp, first_equal_vjp,
-                            getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, log,
-                            log_times, matmul_vjp_left, matmul_vjp_right, norm_vjp, owned, part,
-                            pop_adjoint, scalar_seed, shaped_like, sort_like, split_like, sum_vjp,
-                            swap_last, tangent_owned, transpose_vjp, transposed, unbroadcast,
-                            unsort, unstack, vstack_vjp, zero_as, zero_gradient, zeroed)
+                            dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
+                            first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
+                            inner_vjp_right, log, log_times, matmul_vjp_left, matmul_vjp_right,
+                            norm_vjp, owned, part, pop_adjoint, power_exponent_jvp, scalar_seed,
+                            shaped_like, sort_like, split_like, sum_vjp, swap_last, tangent_owned,
+                            transpose_vjp, transposed, unbroadcast, unsort, unstack, vstack_vjp,
+                            zero_as, zero_gradient, zeroed)
 
 L4 = np.zeros(4)
 L5 = np.zeros(5)
@@ -99,6 +100,9 @@ probe(runtime.log, "log(x0)", positive(3, 4))
 probe(runtime.log, "log(x0)", positive())
 probe(runtime.log_times, "log_times(x0, x1)", normal(3, 4), positive(3, 4))
 probe(runtime.log_times, "log_times(x0, x1)", normal(), positive())
+probe(runtime.power_exponent_jvp, "power_exponent_jvp(x0, x1, x2)", normal(3, 4), normal(3, 4),
+      positive(3, 4))
+probe(runtime.power_exponent_jvp, "power_exponent_jvp(x0, x1, x2)", normal(), normal(), positive())
 
 # Broadcasting: unbroadcast sums down to like's shape, shaped_like broadcasts up.
 for _like, _shape in (("L4", (3, 4)), ("L31", (3, 4)), ("L34", (3, 4)), ("1.0", (3, 4)),

@@ -336,18 +336,22 @@ def defjvp(primitive: Any, *jvps: Optional[Callable[..., Any]]) -> "Rule":
     with as many positional arguments gets them (``np.einsum`` has two)::
 
         derivo.defjvp(rowsum, lambda t, ans, x: t.sum(axis=1))
+
+    A ``"partial"`` rule may get them too, for the arguments whose share is not
+    the tangent times the partial (None keeps that product).
     """
     templates = [None if j is None or j is CONSTANT else Template(j) for j in jvps]
     rules = [rule for rule in RULES.get(primitive, {}).values()
-             if rule.style == "vjp" and len(rule.templates) == len(templates)]
+             if len(rule.templates) == len(templates)]
     used = set()
     if len(rules) > 1:  # only then read the templates (see Template)
         used = set().union(*[t.uses for t in templates if t is not None]) - {"t", "ans"} - {
             t.varargs for t in templates if t is not None}
         rules = [rule for rule in rules if used <= set(rule.params)]
     if not rules:
-        raise DerivoError("defjvp({}): no vector-Jacobian rule of it takes {} positional "
-                          "argument(s) named as the tangent rules read them ({})".format(
+        raise DerivoError("defjvp({}): no rule of it (partials or vector-Jacobian) takes {} "
+                          "positional argument(s) named as the tangent rules read them "
+                          "({})".format(
                               label_of(primitive), len(templates), ", ".join(sorted(used))))
     for rule in rules:
         rule.jvps = templates

@@ -22,14 +22,15 @@ depending on zeros) and the helpers of ``loops="checkpoint"``.
 
 import numpy as np
 
-from ..runtime import (add_adjoints, add_at, addable, as_array, copy_of, copy_vjp,
-                       copysign_one, dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
+from ..runtime import (add_adjoints, add_at, addable, as_array, copy_of, copy_vjp, copysign_one,
+                       dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
                        first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right,
                        is_real, kind_of, log, log_times, matmul_vjp_left, matmul_vjp_right,
-                       norm_vjp, one_like, owned, part, pop_adjoint, raised, scalar_seed,
-                       shaped_like, size, sort_like, split_like, stop_gradient, sum_vjp, swap_last,
-                       tangent_owned, transpose_vjp, transposed, unbroadcast, unshared, unsort,
-                       unstack, vstack_vjp, zero_as, zero_gradient, zeroed, zeros_for)
+                       norm_vjp, one_like, owned, part, pop_adjoint, power_exponent_jvp, raised,
+                       scalar_seed, shaped_like, size, sort_like, split_like, stop_gradient,
+                       sum_vjp, swap_last, tangent_owned, transpose_vjp, transposed, unbroadcast,
+                       unshared, unsort, unstack, vstack_vjp, zero_as, zero_gradient, zeroed,
+                       zeros_for)
 from . import CONSTANT, defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
@@ -44,7 +45,10 @@ nondifferentiable(unshared, raised, size, kind_of, is_real)
 # --- the scalar helpers of the builtins table ------------------------------------------
 
 defpartials(log, lambda ans, x: 1 / x)
-defpartials(log_times, lambda result, power, x: log(x), lambda result, power, x: power / x)
+# NaN or inf where x <= 0 (np.divide: a float 0 / 0 raises), as log_times gives NaN
+defpartials(log_times, lambda result, power, x: log(x), lambda result, power, x: np.divide(power, x))
+defpartials(power_exponent_jvp, lambda result, t, power, x: log_times(power, x),
+            lambda result, t, power, x: t * log(x), lambda result, t, power, x: t * np.divide(power, x))
 
 # --- broadcasting and reductions -----------------------------------------------------
 

@@ -1,10 +1,10 @@
 """Forward-mode rules of the primitives whose rules are written as VJPs.
 
 Rules written as partials need nothing here: forward mode multiplies each
-partial by its argument's tangent.  Each ``defvjp`` entry of the other tables
-gets its Jacobian-vector products: ``defjvp(f, jvp for arg0, jvp for arg1,
-...)``, each a lambda of ``(t, ans, *args, **options)`` where ``t`` is that
-argument's tangent.  Most primitives here are linear in the argument, so the
+partial by its argument's tangent (but for the exponent of ``**``, below).
+Each ``defvjp`` entry of the other tables gets its Jacobian-vector products:
+``defjvp(f, jvp for arg0, jvp for arg1, ...)``, each a lambda of ``(t, ans,
+*args, **options)`` where ``t`` is that argument's tangent.  Most primitives here are linear in the argument, so the
 JVP is the primitive applied to the tangent.
 """
 
@@ -14,11 +14,17 @@ import operator
 import numpy as np
 
 from .. import syntax as S
-from ..runtime import as_array, expand, is_real, kind_of, prod_vjp, size, sort_like
+from ..runtime import (as_array, expand, is_real, kind_of, power_exponent_jvp, prod_vjp, size,
+                       sort_like)
 from . import CONSTANT, FIELD, GETITEM, Method, defjvp
 from .builtins import others_product
 
 # --- builtins --------------------------------------------------------------------
+
+# x ** y: the exponent adds nothing where its tangent is 0 (a branch made y a
+# constant), not 0 times log(x), which is NaN at x < 0.
+for _power in (S.Pow, pow, math.pow, np.power):
+    defjvp(_power, None, lambda t, ans, x, y: power_exponent_jvp(t, ans, x))
 
 defjvp(max, lambda t, ans, iterable: t[list(iterable).index(ans)])
 defjvp(min, lambda t, ans, iterable: t[list(iterable).index(ans)])

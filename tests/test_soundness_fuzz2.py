@@ -1,0 +1,372 @@
+"""What a second long run of the program fuzzer (tests/test_fuzz_programs.py) and
+issue 20's list of known bugs found, each fixed where it is owned:
+
+- the exponent of ``x ** q`` adds nothing to the tangent where its own tangent is
+  zero (a branch made q a constant), not ``0 * log(x)``, which is NaN at x < 0;
+- the Hessian of ``x ** p`` at x <= 0 is finite in x and NaN where it needs
+  log(x) (as grad's d/dp is), never a math domain error;
+- a loop over ``reversed(X)``/``zip(X, Y)`` whose body writes into X is indexed,
+  or refused naming the loop, never run backwards as an iterator;
+- refusals name the user's function: what derivo.hessian and derivo.jacobian
+  return, a third derivative of array code, ``derivo.grad(g)(x)`` called inside;
+- ``save()`` refuses a helper made inside another function (``def g(x, w=w)``)
+  rather than write a module that fails on import.
+"""
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import derivo
+from checks import numeric_grad
+
+A = np.array([0.5, -1.2, 0.9, 0.3])
+
+
+def central(f, a, *rest, h=1e-6):
+    """Central differences of f in its array argument a."""
+    out = np.zeros(a.shape)
+    for i in range(a.size):
+        step = np.eye(a.size)[i] * h
+        out[i] = (f(a + step, *rest) - f(a - step, *rest)) / (2 * h)
+    return out
+
+
+# --- the exponent's tangent -----------------------------------------------------------
+
+
+def branch_power(x, p):
+    q = p if x > 0 else 2.0
+    return x ** q
+
+
+@pytest.mark.parametrize("x", [-1.5, 1.5])
+def test_jvp_at_a_branch_merge_adds_no_nan_of_the_exponent(x):
+    want = numeric_grad(branch_power, (x, 3.0), wrt=(0, 1))
+    value, tangent = derivo.jvp(branch_power, (x, 3.0), (1.0, 0.0))
+    assert value == branch_power(x, 3.0)
+    assert tangent == pytest.approx(want[0], rel=1e-6)
+    _, along_p = derivo.jvp(branch_power, (x, 3.0), (0.0, 1.0))
+    assert along_p == pytest.approx(want[1], rel=1e-6, abs=1e-9)
+    assert derivo.grad(branch_power, wrt=(0, 1))(x, 3.0) == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("x", [-1.5, 1.5])
+def test_hessian_at_a_branch_merge(x):
+    gradient = derivo.grad(branch_power, wrt=(0, 1))
+    rows = [numeric_grad(lambda u, v, i=i: gradient(u, v)[i], (x, 3.0), wrt=(0, 1), h=1e-5)
+            for i in range(2)]
+    got = derivo.hessian(branch_power, wrt=(0, 1))(x, 3.0)
+    assert np.allclose(np.array(got), np.array(rows), rtol=1e-5, atol=1e-6)
+
+
+def array_branch_power(a, p):
+    q = p if a[0] > 0 else 2.0
+    return np.sum(a ** q)
+
+
+def test_jvp_of_an_array_power_at_a_branch_merge():
+    a = np.array([-1.5, 0.5])
+    direction = np.array([0.3, -0.7])
+    _, tangent = derivo.jvp(array_branch_power, (a, 3.0), (direction, 0.0))
+    assert tangent == pytest.approx(float(np.sum(2 * a * direction)))
+
+
+def power(x, p):
+    return x ** p
+
+
+def test_hessian_of_a_power_at_a_negative_base():
+    assert derivo.hessian(power, wrt=0)(-1.5, 3.0) == pytest.approx(6 * -1.5)
+    (hxx, hxp), (hpx, hpp) = derivo.hessian(power, wrt=(0, 1))(-1.5, 3.0)
+    assert hxx == pytest.approx(-9.0)
+    assert np.isnan(derivo.grad(power, wrt=1)(-1.5, 3.0))  # d/dp needs log(x), as grad says
+    assert np.isnan(hxp) and np.isnan(hpx) and np.isnan(hpp)
+
+
+def test_hessian_of_a_power_at_zero_does_not_raise():
+    assert derivo.hessian(power, wrt=0)(0.0, 3.0) == 0.0
+    (hxx, hxp), _ = derivo.hessian(power, wrt=(0, 1))(0.0, 3.0)
+    assert hxx == 0.0 and hxp == 0.0
+
+
+# --- loops over iterators whose body writes into what they iterate ----------------------
+
+
+def reversed_mask_write(a, c):
+    y = a * c
+    for v in reversed(y):
+        y[y > -0.28] = -0.28
+    return np.sum(y * y)
+
+
+def zip_argmax_write(a, c):
+    y = a * c
+    for v, e in zip(y, a):
+        y[np.argmax(y)] = 0.0
+    return np.sum(y * y) + c
+
+
+@pytest.mark.parametrize("f", [reversed_mask_write, zip_argmax_write])
+def test_a_loop_over_an_iterator_of_a_written_array(f):
+    with pytest.raises(derivo.DerivoError, match="its body changes 'y'"):
+        derivo.grad(f)(A.copy(), 0.7)
+    direction = np.array([0.3, -0.5, 0.7, 0.2])
+    _, tangent = derivo.jvp(f, (A.copy(), 0.7), (direction, None))
+    want = central(f, A.copy(), 0.7)
+    assert tangent == pytest.approx(float(np.sum(want * direction)), rel=1e-5, abs=1e-8)
+
+
+def reversed_reads(a, c):
+    y = a * c
+    s = 0.0
+    for v in reversed(y):
+        s = s + np.tanh(v * s + c)
+    return s
+
+
+def test_a_loop_over_reversed_values_is_differentiated():
+    got = derivo.grad(reversed_reads, wrt=(0, 1))(A.copy(), 0.7)
+    assert np.allclose(got[0], central(reversed_reads, A.copy(), 0.7), rtol=1e-6)
+    assert got[1] == pytest.approx(numeric_grad(reversed_reads, (A.copy(), 0.7), wrt=1))
+
+
+# --- refusals name the user's code ------------------------------------------------------
+
+
+def cubic(a):
+    return np.sum(np.sin(a) * a[0])
+
+
+def scalar_of_arrays(x):
+    return np.sum(np.tanh(x * np.array([1.0, 2.0])) ** 2)
+
+
+def squared(x):
+    return x * x
+
+
+def calls_grad_inside(x):
+    return derivo.grad(squared)(x) * x
+
+
+@pytest.mark.parametrize("outer", [derivo.jacobian, derivo.grad])
+def test_differentiating_a_hessian_names_the_users_function(outer):
+    with pytest.raises(derivo.DerivoError) as error:
+        outer(derivo.hessian(cubic))(A[:3].copy())
+    assert "cubic" in str(error.value) and "api.py" not in str(error.value)
+    assert "*args" not in str(error.value)
+
+
+def test_a_jacobian_of_a_jacobian_names_the_users_function():
+    with pytest.raises(derivo.DerivoError) as error:
+        derivo.jacobian(derivo.jacobian(derivo.grad(cubic)))(A[:3].copy())
+    assert "cubic" in str(error.value) and "api.py" not in str(error.value)
+
+
+def test_a_third_derivative_of_array_code_names_the_function():
+    with pytest.raises(derivo.DerivoError) as error:
+        derivo.grad(derivo.grad(derivo.grad(scalar_of_arrays)))(0.7)
+    message = str(error.value)
+    assert "scalar_of_arrays" in message and "second order" in message
+
+
+def test_grad_called_inside_says_to_make_it_outside():
+    with pytest.raises(derivo.DerivoError) as error:
+        derivo.grad(calls_grad_inside)(1.5)
+    message = str(error.value)
+    assert "test_soundness_fuzz2.py" in message and "make the derivative once outside" in message
+    assert "defpartials" not in message
+
+
+# --- saving a helper made by a factory ---------------------------------------------------
+
+
+def make_scaler(w):
+    def scaled(x, w=w):
+        for _ in range(2):
+            x = x * w
+        return x
+    return scaled
+
+
+scaled = make_scaler(0.3)
+
+
+def uses_a_made_helper(x, n):
+    return scaled(x) * x + scaled(float(n))
+
+
+def test_save_refuses_a_helper_made_inside_a_function(tmp_path):
+    df = derivo.grad(uses_a_made_helper)
+    assert df(1.5, 2) == pytest.approx(numeric_grad(uses_a_made_helper, (1.5, 2)))
+    path = tmp_path / "made.py"
+    try:
+        df.save(path)
+    except derivo.DerivoError as error:
+        assert "scaled" in str(error)
+        return
+    run = subprocess.run([sys.executable, "-c", "import runpy; print(runpy.run_path({!r})"
+                          "['uses_a_made_helper_grad'](1.5, 2))".format(str(path))],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert float(run.stdout) == pytest.approx(df(1.5, 2))
+
+
+def test_save_checks_the_names_top_level_code_reads(tmp_path):
+    from derivo import save
+    with pytest.raises(derivo.DerivoError, match="'w'"):
+        save.write_module("def g(x, w=w):\n    return x * w\n", tmp_path / "m.py")
+
+
+# --- lambdas as helpers ----------------------------------------------------------------------
+
+shifted = lambda r: r * 0.6 + 0.6  # noqa: E731 -- what is tested is a lambda helper
+
+
+def make_affine(k):
+    return lambda r: r * k + k
+
+
+affine = make_affine(np.array([0.3, 0.4]))
+
+
+def uses_lambdas(a, c):
+    return np.sum(affine(a)) * shifted(c) + shifted(c) ** 2
+
+
+def test_lambda_helpers_are_differentiated_in_every_mode():
+    a = np.array([0.5, -1.2])
+    want_a, want_c = central(uses_lambdas, a, 0.7), numeric_grad(uses_lambdas, (a, 0.7), wrt=1)
+    got_a, got_c = derivo.grad(uses_lambdas, wrt=(0, 1))(a, 0.7)
+    assert np.allclose(got_a, want_a, rtol=1e-6) and got_c == pytest.approx(want_c, rel=1e-6)
+    _, tangent = derivo.jvp(uses_lambdas, (a, 0.7), (np.array([1.0, -2.0]), 0.5))
+    assert tangent == pytest.approx(float(want_a @ [1.0, -2.0] + 0.5 * want_c), rel=1e-6)
+    assert "affine_vjp" in derivo.grad(uses_lambdas).source
+
+
+# --- the caller's arrays ---------------------------------------------------------------------
+
+
+def writes_its_argument(a, c):
+    v = a.copy()
+    a[0] = 1.0
+    return np.sum(v * a) * c
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse", "auto"])
+def test_a_jacobian_leaves_the_callers_array_unchanged(mode):
+    a = A.copy()
+    jac_a, jac_c = derivo.jacobian(writes_its_argument, wrt=(0, 1), mode=mode)(a, 0.7)
+    assert np.array_equal(a, A)
+    assert np.allclose(jac_a, central(writes_its_argument, A.copy(), 0.7), rtol=1e-6)
+    assert jac_c == pytest.approx(writes_its_argument(A.copy(), 1.0))
+
+
+def test_jvp_without_tangents_leaves_the_callers_array_unchanged():
+    a = A.copy()
+    value, tangent = derivo.jvp(writes_its_argument, (a, 0.7), (None, None))
+    assert np.array_equal(a, A) and value == writes_its_argument(A.copy(), 0.7) and tangent == 0.0
+
+
+def product(a):
+    return np.prod(a) * 0.5
+
+
+def test_a_refused_second_derivative_names_the_users_function():
+    with pytest.raises(derivo.DerivoError) as error:
+        derivo.hessian(product)(A.copy())
+    assert error.value.filename.endswith("test_soundness_fuzz2.py")
+    assert error.value.lineno == product.__code__.co_firstlineno
+    assert "cannot differentiate product a second time" in str(error.value)
+
+
+# --- what a checkpointed loop's reverse reads --------------------------------------------
+
+
+def invariant_written_after_a_while(a, c):
+    y = a * 1.0
+    s = 0.0
+    i = 0
+    k = 0
+    while i < 2:
+        k = i % 4
+        i = i + 1
+        s = s + (y[k] - 2.0) ** 2 * c
+    y[y > -0.06] = -0.06
+    return s + np.sum(y * y) * 0.1 + y[k]
+
+
+def test_a_write_after_a_checkpointed_loop_into_what_it_read():
+    f = invariant_written_after_a_while
+    want = central(f, A.copy(), 0.7), numeric_grad(f, (A.copy(), 0.7), wrt=1)
+    for loops in ("stack", "checkpoint"):
+        options = {"checkpoints": 2} if loops == "checkpoint" else {}
+        got = derivo.grad(f, wrt=(0, 1), loops=loops, **options)(A.copy(), 0.7)
+        assert np.allclose(got[0], want[0], rtol=1e-6, atol=1e-9), loops
+        assert got[1] == pytest.approx(want[1], rel=1e-6), loops
+
+
+# --- calls derivo cannot read ------------------------------------------------------------
+
+exec("def unreadable(r):\n    r *= 0.5\n    return r\n")  # no source to read
+
+
+def hands_an_array_to_unreadable_code(a, c):
+    z = a * 0.5
+    unreadable(z)  # noqa: F821 -- defined by the exec above
+    return np.sum(z) * c
+
+
+def test_a_call_without_source_that_may_write_its_argument_is_refused():
+    with pytest.raises(derivo.DerivoError, match="may change 'z' in place"):
+        derivo.grad(hands_an_array_to_unreadable_code, wrt=(0, 1))(A.copy(), 0.7)
+    with pytest.raises(derivo.DerivoError, match="may change 'z' in place"):
+        derivo.jvp(hands_an_array_to_unreadable_code, (A.copy(), 0.7), (A.copy(), 1.0))
+
+
+# --- refusals name the program's variables, not ssa's ---------------------------------------
+
+
+def mask_write_in_a_reversible_loop(a, c):
+    y = a * c
+    for i in range(3):
+        y[y > c] = c * 0.5
+    return np.sum(y * y)
+
+
+def aliased_update_twice(a, c):
+    y = a * 1.0
+    w = y[:]
+    w += c
+    w = y[:]
+    w += c * 0.1
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("f, options", [(mask_write_in_a_reversible_loop, {"loops": "reversible"}),
+                                        (aliased_update_twice, {})])
+def test_a_refusal_names_no_temporary(f, options):
+    with pytest.raises(derivo.DerivoError) as error:
+        derivo.grad(f, wrt=(0, 1), **options)(A.copy(), 0.7)
+    message = str(error.value)
+    assert "test_soundness_fuzz2.py" in message
+    assert not re.search(r"'(?:t|w|y|index|cond)\d+'|overwrites (?:t|y|index)\d+", message), message
+
+
+def writes_a_view_twice(a, c):
+    y = a * 1.0
+    w = y[1:3]
+    w[0] = c
+    w = y[1:3]
+    w[1] = c * 0.5
+    return np.sum(y * y)
+
+
+def test_a_refused_write_names_the_programs_array():
+    with pytest.raises(derivo.DerivoError, match="writing into 'w'") as error:
+        derivo.grad(writes_a_view_twice, wrt=(0, 1))(A.copy(), 0.7)
+    assert "w1" not in str(error.value)
