@@ -216,7 +216,7 @@ class LiveReads:
 
 def _of_a_library_module(where, ident, path, value):
     """Whether the read ``where[ident].path`` is an attribute of a library's module."""
-    if not path:
+    if not path or where is PARAMETERS:
         return False
     try:
         root = where.cell_contents if isinstance(where, types.CellType) else where[ident]
