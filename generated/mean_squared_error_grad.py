@@ -13,7 +13,7 @@ def mean_squared_error_grad(W, v, X, y, activation='tanh'):
     result = np.mean(t3)
     # reverse sweep
     # line 47: return np.mean(r * r)
-    bt3 = expand(1.0, r, None, False) * (np.size(result) / max(np.size(t3), 1))
+    bt3 = expand(1.0, r, None, False) * (size(result) / max(size(t3), 1))
     br = bt3 * r * 2
     # line 46: r = act(X @ W) @ v - y
     bt2 = unbroadcast(br, t2)
@@ -25,20 +25,29 @@ def mean_squared_error_grad(W, v, X, y, activation='tanh'):
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
+_CONCRETE = (np.ndarray, np.generic, float, int)
+
+
 def unbroadcast(adjoint, like):
-    """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
+    """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting;
+    of a real ``like`` met with a complex value, the real part (the adjoint of a
+    real value is real, as in JAX)."""
     # Attributes, not np.shape: on small arrays a function call costs as much as
     # the arithmetic, and this runs once per broadcasting operation.
     try:
         shape = like.shape
+        if adjoint.dtype.kind == "c" and like.dtype.kind != "c":
+            adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
         extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
+        if not is_real(adjoint) and is_real(like):
+            adjoint = np.real(adjoint)
         if np.shape(adjoint) == shape:
             return adjoint
-        adjoint = np.asarray(adjoint)
+        adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
         extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
@@ -48,7 +57,9 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    return adjoint if shape else float(adjoint)
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
 
 
 def _shape(value):
@@ -70,7 +81,7 @@ def _ndim(value):
 def expand(adjoint, like, axis, keepdims):
     """Spread the adjoint of a reduction over ``axis`` back to ``like``'s shape."""
     shape = _shape(like)
-    if axis is None and not keepdims:
+    if axis is None and not keepdims and isinstance(adjoint, _CONCRETE):
         # empty + fill: on small arrays a third of np.full, a fifth of broadcast_to
         spread = np.empty(shape)
         spread.fill(adjoint)
@@ -88,8 +99,34 @@ def _arrays(a, b):
     them as arrays, and their adjoints read ``.T`` and multiply by them.  Its
     callers test for two arrays first, so that the common case makes no call:
     an RNN's gradient calls them a few times per step."""
-    return (np.asarray(a) if type(a) in (list, tuple) else a,
-            np.asarray(b) if type(b) in (list, tuple) else b)
+    return as_array(a), as_array(b)
+
+
+def as_array(value):
+    """``value``, a list or a tuple made an array; any array as it is (a Dask
+    array stays lazy: ``np.asarray`` would compute it)."""
+    return np.asarray(value) if type(value) in (list, tuple) else value
+
+
+def size(value):
+    """``np.size(value)``, read from the attribute of an array of any library (a
+    Dask array's is known without computing it)."""
+    try:
+        return value.size
+    except AttributeError:
+        return np.size(value)
+
+
+def is_real(value):
+    """``np.isrealobj(value)``, from the dtype of an array of any library."""
+    return kind_of(value) != "c"
+
+
+def kind_of(value):
+    """The kind of ``value``'s dtype ("f", "c", "i"...), read from the attribute of an
+    array of any library."""
+    dtype = getattr(value, "dtype", None)
+    return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
 def matmul_vjp_left(adjoint, a, b):

@@ -313,7 +313,10 @@ class Build:
         key = (getattr(callee, "derivo_key", callee.__code__), params)  # (see callees)
         if key in made:  # (a recursive call too: its derivative calls itself)
             return made[key]
-        name = made[key] = self.names.fresh("{}_{}".format(identifier(callee.__name__), kind))
+        # a lambda's derivative is named after the name it is called by
+        base = callee.__name__ if callee.__name__.isidentifier() else \
+            getattr(call.func, "id", identifier(callee.__name__))
+        name = made[key] = self.names.fresh("{}_{}".format(base, kind))
         self.add(callee, list(params), kind, tuple_wrt=kind == "vjp" and len(params) > 1,
                  name=name, call=(caller, call))
         return name
