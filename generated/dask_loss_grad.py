@@ -28,16 +28,22 @@ _CONCRETE = (np.ndarray, np.generic, float, int)
 
 
 def unbroadcast(adjoint, like):
-    """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting."""
+    """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting;
+    of a real ``like`` met with a complex value, the real part (the adjoint of a
+    real value is real, as in JAX)."""
     # Attributes, not np.shape: on small arrays a function call costs as much as
     # the arithmetic, and this runs once per broadcasting operation.
     try:
         shape = like.shape
+        if adjoint.dtype.kind == "c" and like.dtype.kind != "c":
+            adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
         extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
+        if not is_real(adjoint) and is_real(like):
+            adjoint = np.real(adjoint)
         if np.shape(adjoint) == shape:
             return adjoint
         adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
@@ -50,7 +56,9 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    return float(adjoint) if not shape and isinstance(adjoint, _CONCRETE) else adjoint
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
 
 
 def _shape(value):
@@ -106,6 +114,18 @@ def size(value):
         return value.size
     except AttributeError:
         return np.size(value)
+
+
+def is_real(value):
+    """``np.isrealobj(value)``, from the dtype of an array of any library."""
+    return kind_of(value) != "c"
+
+
+def kind_of(value):
+    """The kind of ``value``'s dtype ("f", "c", "i"...), read from the attribute of an
+    array of any library."""
+    dtype = getattr(value, "dtype", None)
+    return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
 def matmul_vjp_right(adjoint, a, b):
