@@ -9,7 +9,7 @@ import inspect
 import math
 
 __all__ = ["numeric_grad", "assert_grad_matches", "assert_close", "resolve_wrt",
-           "EXAMPLE_NEEDS", "example_runs_here"]
+           "dask_computations", "EXAMPLE_NEEDS", "example_runs_here"]
 
 
 def resolve_wrt(f, wrt):
@@ -120,3 +120,19 @@ def example_runs_here(stem):
     import importlib.util
     needed = EXAMPLE_NEEDS.get(stem)
     return needed is None or importlib.util.find_spec(needed) is not None
+
+
+def dask_computations():
+    """A Dask callback whose ``count`` is the number of computations run while it
+    is active (``with dask_computations() as computed: ...``); needs dask."""
+    from dask.callbacks import Callback
+
+    class Computations(Callback):
+        def __init__(self):
+            super().__init__()
+            self.count = 0
+
+        def _start(self, graph):
+            self.count += 1
+
+    return Computations()

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import derivo
+from checks import dask_computations
 from probing import random_like
 
 da = pytest.importorskip("dask.array")
-from dask.callbacks import Callback  # noqa: E402
 
 import test_numpy  # noqa: E402  (its PROBES and PRELUDE)
 
@@ -28,17 +28,6 @@ W = np.array([1.3])
 COMPUTES = {
     "np.repeat(x0, 2, axis=1)": "repeat_vjp adds the copies' adjoints with np.add.at",
 }
-
-
-class Computes(Callback):
-    """Counts the Dask computations run while it is active."""
-
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def _start(self, graph):
-        self.count += 1
 
 
 def chunked(value):
@@ -83,14 +72,14 @@ def test_a_rule_keeps_dask_data_lazy(probe, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            with Computes() as forward:
+            with dask_computations() as forward:
                 module.loss(W, *data)
         except Exception as exc:  # noqa: BLE001 (Dask's own limits)
             pytest.skip("Dask cannot evaluate the probe itself: {}".format(exc))
         if forward.count:
             pytest.skip("Dask computes the probe itself")
         expected = derivo.grad(module.loss)(W, *arguments)
-        with Computes() as made:
+        with dask_computations() as made:
             gradient = derivo.grad(module.loss)(W, *data)
     assert made.count == 0
     # a gradient no data reaches (copysign's sign argument) is a NumPy zero

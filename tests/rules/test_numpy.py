@@ -29,14 +29,14 @@ bug in the reason, so the mark has to go when the bug is fixed.
 
 import math
 import warnings
-import zlib
 
 import numpy as np
 import pytest
 
 import derivo
-from probing import (H, Probe, assert_gradient_matches_differences, coverage_gaps, load,
-                     normal, positive, random_like, rule_cases, rule_of, shaped, table_rules)
+from probing import (Probe, assert_dot_product, assert_forward_matches_differences,
+                     assert_gradient_matches_differences, coverage_gaps, load, normal, positive,
+                     rule_cases, rule_of, seed, shaped, table_rules)
 from derivo import rules
 from derivo import syntax as S
 from derivo.rules import GETITEM, Method
@@ -394,22 +394,7 @@ def check_probe(p, tmp_path):
 
 def check_dot_product(p, tmp_path):
     arguments = p.arguments()
-    module = load(tmp_path, PRELUDE, p, arguments, "numpy")
-    rng = np.random.default_rng(zlib.crc32(p.expr.encode()))
-    out, vjp_fn = derivo.vjp(module.probe, *arguments)
-    u = random_like(rng, out)
-    v = [random_like(rng, x) for x in arguments]
-    cotangents = vjp_fn(u)
-    assert len(cotangents) == len(arguments)
-    for ct, x in zip(cotangents, arguments):
-        assert np.shape(ct) == np.shape(x)
-    # JVP(v): a central finite-difference directional derivative of probe along v.
-    up = [x + H * d for x, d in zip(arguments, v)]
-    down = [x - H * d for x, d in zip(arguments, v)]
-    jvp = (np.asarray(module.probe(*up)) - np.asarray(module.probe(*down))) / (2 * H)
-    left = float(np.sum(jvp * u))
-    right = float(sum(np.sum(d * ct) for d, ct in zip(v, cotangents)))
-    assert left == pytest.approx(right, rel=RTOL, abs=1e-8)
+    assert_dot_product(load(tmp_path, PRELUDE, p, arguments, "numpy"), arguments, seed(p), RTOL)
 
 
 # --- the tests -----------------------------------------------------------------------
@@ -499,15 +484,8 @@ def check_forward(p, tmp_path):
     """derivo.jvp along a random direction matches the central finite-difference
     directional derivative of the probe."""
     arguments = p.arguments()
-    module = load(tmp_path, PRELUDE, p, arguments, "numpy")
-    rng = np.random.default_rng(zlib.crc32(p.expr.encode()) + 1)
-    v = [random_like(rng, x) for x in arguments]
-    _, tangent = derivo.jvp(module.probe, tuple(arguments), tuple(v))
-    up = [x + H * d for x, d in zip(arguments, v)]
-    down = [x - H * d for x, d in zip(arguments, v)]
-    expected = (np.asarray(module.probe(*up)) - np.asarray(module.probe(*down))) / (2 * H)
-    assert np.shape(tangent) == np.shape(expected)
-    np.testing.assert_allclose(tangent, expected, rtol=RTOL, atol=1e-8)
+    assert_forward_matches_differences(load(tmp_path, PRELUDE, p, arguments, "numpy"),
+                                       arguments, seed(p, 1), RTOL)
 
 
 @pytest.mark.parametrize("key,p", list(rule_cases(TABLE, PROBES)))
