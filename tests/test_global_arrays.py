@@ -36,3 +36,18 @@ def test_a_float_parameters_cotangent_is_a_float(func, mu):
     assert float(cotangent) == pytest.approx(expected, rel=1e-7)
     _, tangent = derivo.jvp(func, (mu,), (1.0,))
     np.testing.assert_allclose(tangent, (func(mu + h) - func(mu - h)) / (2 * h), rtol=1e-7)
+
+
+PARAMS = {"scale": X, "shift": {"by": np.array([0.5, -0.5, 1.0, 0.0])}}
+
+
+def dict_scaled(mu):
+    return PARAMS["scale"] * mu + PARAMS["shift"]["by"] * mu * mu
+
+
+def test_a_global_dict_of_arrays_makes_array_code():
+    mu, h = 0.8, 1e-6
+    cotangent, = derivo.vjp(dict_scaled, mu)[1](np.ones(4))
+    assert np.ndim(cotangent) == 0
+    expected = np.sum((dict_scaled(mu + h) - dict_scaled(mu - h)) / (2 * h))
+    assert float(cotangent) == pytest.approx(expected, rel=1e-7)

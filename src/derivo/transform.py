@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from . import codegen, runtime
+from . import codegen, runtime, trees
 from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
 from .forward import forward
@@ -404,10 +404,15 @@ def uses_numpy(func, seen=None):
 
 
 def _holds_arrays(value):
-    """Whether ``value``, a global or a closure variable, is an array or a list or
-    tuple holding one: code reading it is array code (``X * w`` broadcasts)."""
-    return isinstance(value, np.ndarray) or isinstance(value, (list, tuple)) and any(
-        isinstance(item, np.ndarray) for item in value)
+    """Whether ``value``, a global or a closure variable, is an array or a container
+    (see :mod:`derivo.trees`) holding one: code reading it is array code (``X * w``
+    broadcasts)."""
+    if isinstance(value, np.ndarray):
+        return True
+    if not trees.is_container(value):
+        return False
+    found = trees.parts(value)
+    return any(map(_holds_arrays, found.values() if isinstance(found, dict) else found))
 
 
 def _filled(cell):
