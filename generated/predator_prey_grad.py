@@ -78,9 +78,10 @@ def owned(array):
 
 
 def add_adjoints(first, second):
-    """The sum of two adjoints of one value: lists of adjoints (for a list)
-    add element by element, lists in them too (the adjoint of a list of lists or
-    tuples), and a zero (``0.0``) adds nothing."""
+    """The sum of two adjoints of one value, a new one (derivo.accumulate counts
+    on that): lists of adjoints (for a list) add element by element, lists in
+    them too (the adjoint of a list of lists or tuples), and a zero (``0.0``)
+    adds nothing."""
     if type(first) is dict or type(second) is dict:
         return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
@@ -90,7 +91,8 @@ def add_adjoints(first, second):
         return list(second) if np.ndim(first) == 0 and first == 0 else \
             [first + b for b in second]
     if not isinstance(second, list):
-        return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
+        return list(first) if np.ndim(second) == 0 and second == 0 else \
+            [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
 
@@ -101,7 +103,7 @@ def _add_keyed(first, second):
     if type(first) is not dict:
         return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
     if type(second) is not dict:
-        return first if _unreached(second) else {k: v + second for k, v in first.items()}
+        return dict(first) if _unreached(second) else {k: v + second for k, v in first.items()}
     return {key: add_adjoints(value, second[key]) for key, value in first.items()}
 
 

@@ -17,7 +17,7 @@ LAYERS = [
     ("normal form", ["contexts", "lift", "parse", "fence", "form", "dataflow", "memory", "callees",
                      "ssa", "outline", "inline"]),
     ("analysis", ["analyze"]),
-    ("modes", ["optimize", "forward", "reverse"]),
+    ("modes", ["optimize", "accumulate", "forward", "reverse"]),
     ("emit", ["codegen", "numba_backend", "save", "display"]),
     ("API", ["cache", "specialise", "transform", "graph", "api", "elementwise", "integrate",
              "check", "cli", "__init__", "__main__"]),

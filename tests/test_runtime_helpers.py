@@ -1,83 +1,87 @@
 """derivo.runtime's helpers themselves, beyond their derivative rules (tests/rules/test_runtime.py).
 
-add_at accumulates the adjoint of a container read item by item.  It writes into the
-accumulator only when nothing else can see the write, and gives the same numbers as
-add_adjoints(total, getitem_vjp(...)) either way.
+add_at accumulates the adjoint of a container read item by item into a new adjoint;
+add_into, which generated code calls only for an accumulator it owns (see
+derivo.accumulate), adds into the accumulator itself, and gives the same numbers.
 """
+
+import dataclasses
 
 import numpy as np
 import pytest
 
 import derivo
-from derivo.runtime import add_adjoints, add_at, getitem_vjp, part, zeroed
+from derivo.runtime import (add_adjoints, add_at, add_field, add_field_into, add_into,
+                            getitem_vjp, part, zero_at, zeroed)
 
 X = np.arange(12.0).reshape(3, 4)
 INDICES = [1, -1, (2, 3), slice(0, 2), (slice(None), 1), np.int64(2), np.array([0, 2, 0]),
            X > 5.0, (np.array([0, 0]), np.array([1, 1]))]
 
 
-def accumulate(index):
-    """add_at's result for ``index``, added into an accumulator only this frame holds."""
-    total = np.ones(X.shape)
-    before = id(total)
-    adjoint = np.full(np.shape(X[index]), 0.5)
-    total = add_at(total, adjoint, X, index)
-    return total, id(total) == before
-
-
 @pytest.mark.parametrize("index", INDICES, ids=repr)
-def test_add_at_adds_like_a_scatter_into_zeros(index):
-    total, in_place = accumulate(index)
+def test_add_into_adds_like_a_scatter_into_zeros(index):
     adjoint = np.full(np.shape(X[index]), 0.5)
     expected = add_adjoints(np.ones(X.shape), getitem_vjp(adjoint, X, index))
+    total = np.ones(X.shape)
+    assert add_into(total, adjoint, X, index) is total
     np.testing.assert_array_equal(total, expected)
-    assert in_place
+    kept = np.ones(X.shape)
+    np.testing.assert_array_equal(add_at(kept, adjoint, X, index), expected)
+    np.testing.assert_array_equal(kept, np.ones(X.shape))
 
 
-def test_add_at_copies_an_accumulator_another_name_holds():
-    total = np.ones(3)
-    other = total
-    result = add_at(total, 2.0, np.zeros(3), 1)
-    np.testing.assert_array_equal(result, [1.0, 3.0, 1.0])
-    np.testing.assert_array_equal(other, [1.0, 1.0, 1.0])  # untouched
-
-
-def test_add_at_copies_an_accumulator_a_view_or_a_list_holds():
+def test_add_at_leaves_its_total_and_what_holds_it_as_they_are():
     base = np.ones(6)
-    view = base[:3]
-    add_at(view, 2.0, np.zeros(3), 0)
+    result = add_at(base[:3], 2.0, np.zeros(3), 0)
+    np.testing.assert_array_equal(result, [3.0, 1.0, 1.0])
     np.testing.assert_array_equal(base, np.ones(6))
-    holder = [np.ones(3)]
-    total = holder[0]  # as generated code passes an adjoint: by a variable's name
-    add_at(total, 2.0, np.zeros(3), 0)
-    np.testing.assert_array_equal(holder[0], np.ones(3))
+    shared = [0.0, 0.0]
+    assert add_at(shared, 1.0, [2.0, 3.0], 0) == [1.0, 0.0] and shared == [0.0, 0.0]
+    record = {"w": 1.0, "b": 0.0}
+    assert add_at(record, 2.0, {"w": 1.0, "b": 2.0}, "w") == {"w": 3.0, "b": 0.0}
+    assert record == {"w": 1.0, "b": 0.0}
 
 
-def test_add_at_does_not_write_into_other_dtypes_or_read_only_arrays():
+def test_add_into_does_not_write_into_other_dtypes_or_read_only_arrays():
     total = np.ones(3, dtype=np.float32)
-    result = add_at(total * 1, 0.25, np.zeros(3), 2)
-    assert result.dtype == np.float64
+    result = add_into(total, 0.25, np.zeros(3), 2)
+    assert result.dtype == np.float64 and total[2] == 1.0
     frozen = np.ones(3)
     frozen.flags.writeable = False
-    np.testing.assert_array_equal(add_at(frozen, 1.0, np.zeros(3), 0), [2.0, 1.0, 1.0])
+    np.testing.assert_array_equal(add_into(frozen, 1.0, np.zeros(3), 0), [2.0, 1.0, 1.0])
+    np.testing.assert_array_equal(frozen, np.ones(3))
 
 
 def test_add_at_starts_from_a_zero():
-    np.testing.assert_array_equal(add_at(0.0, 2.0, np.zeros(3), 1), [0.0, 2.0, 0.0])
-    assert add_at(0.0, 2.0, [1.0, 2.0, 3.0], -1) == [0.0, 0.0, 2.0]
+    for add in (add_at, add_into):
+        np.testing.assert_array_equal(add(0.0, 2.0, np.zeros(3), 1), [0.0, 2.0, 0.0])
+        assert add(0.0, 2.0, [1.0, 2.0, 3.0], -1) == [0.0, 0.0, 2.0]
 
 
-def test_add_at_into_lists():
+def test_add_into_lists_and_dicts():
     total = [0.0, 1.0, np.ones(2)]
-    total = add_at(total, 2.0, [5.0, 6.0, np.zeros(2)], 1)
-    total = add_at(total, np.full(2, 3.0), [5.0, 6.0, np.zeros(2)], np.int64(2))
-    total = add_at(total, [1.0, 1.0], [5.0, 6.0, np.zeros(2)], slice(0, 2))
-    assert total[:2] == [1.0, 4.0]
+    before = total
+    total = add_into(total, 2.0, [5.0, 6.0, np.zeros(2)], 1)
+    total = add_into(total, np.full(2, 3.0), [5.0, 6.0, np.zeros(2)], np.int64(2))
+    total = add_into(total, [1.0, 1.0], [5.0, 6.0, np.zeros(2)], slice(0, 2))
+    assert total is before and total[:2] == [1.0, 4.0]
     np.testing.assert_array_equal(total[2], [4.0, 4.0])
-    shared = [0.0, 0.0]
-    alias = shared
-    assert add_at(shared, 1.0, [2.0, 3.0], 0) == [1.0, 0.0]
-    assert alias == [0.0, 0.0]
+    record = {"w": 1.0, "b": 0.0}
+    assert add_into(record, 2.0, {"w": 1.0, "b": 2.0}, "w") is record and record["w"] == 3.0
+
+
+@dataclasses.dataclass
+class Layer:
+    w: float
+    b: float
+
+
+def test_add_field_into_adds_into_the_dict_add_field_copies():
+    record = {"w": 1.0, "b": 0.0}
+    assert add_field(record, 2.0, Layer(1.0, 2.0), "b") == {"w": 1.0, "b": 2.0}
+    assert record == {"w": 1.0, "b": 0.0}
+    assert add_field_into(record, 2.0, Layer(1.0, 2.0), "b") is record and record["b"] == 2.0
 
 
 def rows(X, w):
@@ -104,7 +108,7 @@ def shuffled(X, order, w):
 def test_a_loop_reading_items_adds_into_one_accumulator():
     """The reverse sweep adds each item's adjoint into one array or list (linear in
     the trip count), where add_adjoints(b, getitem_vjp(...)) made a new one on every
-    trip: with ``bX[i] += g`` when i surely counts a range, else with add_at."""
+    trip: with ``bX[i] += g`` when i surely counts a range, else with add_into."""
     df = derivo.grad(rows, wrt=(0, 1))
     assert "bX[i] += " in df.source and "add_at" not in df.source
     rng = np.random.default_rng(5)
@@ -116,7 +120,7 @@ def test_a_loop_reading_items_adds_into_one_accumulator():
 
     order = [2, 0, 2, 5]  # X[2] twice
     df = derivo.grad(shuffled, wrt=(0, 2))
-    assert "bX = add_at(bX, " in df.source
+    assert "bX = add_into(bX, " in df.source
     bX, bw = df(X, order, w)
     rows_read = X[order]
     sech2 = 1.0 / np.cosh(rows_read @ w) ** 2
@@ -133,19 +137,20 @@ def test_a_loop_reading_items_adds_into_one_accumulator():
     np.testing.assert_allclose(gradient, expected, rtol=1e-12)
 
 
-def test_zeroed_sets_in_place_only_what_nothing_else_holds():
+def test_zero_at_sets_in_place_what_zeroed_copies():
     total = np.ones(4)
-    before = id(total)
-    total = zeroed(total, 1)
-    assert id(total) == before
+    assert zero_at(total, 1) is total
     np.testing.assert_array_equal(total, [1.0, 0.0, 1.0, 1.0])
-    alias = total
     result = zeroed(total, 2)
     np.testing.assert_array_equal(result, [1.0, 0.0, 0.0, 1.0])
-    np.testing.assert_array_equal(alias, [1.0, 0.0, 1.0, 1.0])
+    np.testing.assert_array_equal(total, [1.0, 0.0, 1.0, 1.0])
+    ints = np.ones(2, dtype=int)
+    np.testing.assert_array_equal(zero_at(ints, 0), [0.0, 1.0])
+    assert ints[0] == 1
     rows = [np.ones(2), np.full(2, 2.0)]  # a list of adjoints becomes their array
-    np.testing.assert_array_equal(zeroed(rows, 0), [[0.0, 0.0], [2.0, 2.0]])
-    assert zeroed(0.0, 3) == 0.0
+    for zero in (zeroed, zero_at):
+        np.testing.assert_array_equal(zero(rows, 0), [[0.0, 0.0], [2.0, 2.0]])
+        assert zero(0.0, 3) == 0.0
     pairs = [(1.0, 2.0), 0.0, (3.0, 4.0)]  # a pair's adjoint and a zero: no array holds them
     assert zeroed(pairs, 0) == [0.0, 0.0, (3.0, 4.0)] and pairs[0] == (1.0, 2.0)
     assert zeroed(pairs, slice(1, None)) == [(1.0, 2.0), 0.0, 0.0]

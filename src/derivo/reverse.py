@@ -14,7 +14,7 @@ a zero is materialised only where two control paths meet.
 import builtins
 import functools
 
-from . import checkpoints, optimize, rules, runtime
+from . import accumulate, checkpoints, optimize, rules, runtime
 from . import syntax as S
 from .analyze import Node, Plan, analyze, index_value, is_item_write, same_operands
 from .errors import UnsupportedSyntax
@@ -167,7 +167,9 @@ class Sweep:
                      if obj is runtime.expand and self.kind != "vjp"}
         in_place = {adjoint for name, adjoint in self.adjoints.items()
                     if name not in self.analysis.scalars} if self.arrays else ()
-        return optimize.optimize(function, shape_readers, spreaders, in_place)
+        function = optimize.optimize(function, shape_readers, spreaders, in_place)
+        accumulate.add_in_place(function, namespace, self.runtime)
+        return function
 
     def add_items_in_place(self, function):
         """``bX[i] += g`` for ``bX = add_at(bX, g, X, i)`` where add_at's checks

@@ -6,7 +6,6 @@ NumPy spelling.
 
 import math
 import operator
-import sys
 from typing import Any
 
 import numpy as np
@@ -408,15 +407,24 @@ def field_vjp(adjoint, like, name):
 
 
 def add_field(total, adjoint, like, name):
-    """``add_adjoints(total, field_vjp(adjoint, like, name))``, added in place
-    (see add_at)."""
+    """``add_adjoints(total, field_vjp(adjoint, like, name))``: a new adjoint,
+    ``total`` left as it is (see add_at)."""
     key = key_of(like, name)
     if type(key) is int:
         return add_at(total, adjoint, like, key)
-    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
+    return add_adjoints(total, field_vjp(adjoint, like, name))
+
+
+def add_field_into(total, adjoint, like, name):
+    """add_field, added into ``total`` itself where it is a dict: for an
+    accumulator the generated code owns (see add_into)."""
+    key = key_of(like, name)
+    if type(key) is int:
+        return add_into(total, adjoint, like, key)
+    if type(total) is dict:
         total[key] = add_adjoints(total[key], adjoint)
         return total
-    return add_adjoints(total, field_vjp(adjoint, like, name))
+    return add_field(total, adjoint, like, name)
 
 
 def first_equal_vjp(adjoint, result, items):
@@ -675,15 +683,11 @@ def _refuse_repeats(adjoint, index):
 
 def zeroed(adjoint, index):
     """``adjoint`` with ``adjoint[index]`` set to zero: the part of an array an
-    in-place write replaced no longer affects the result.  Set in place in a
-    float array the generated code's variable is all that holds (see add_at),
-    else in a new array (a list of adjoints becomes one: once, in a loop)."""
+    in-place write replaced no longer affects the result.  In a new array (a
+    list of adjoints becomes one: once, in a loop), ``adjoint`` left as it is
+    (derivo.accumulate counts on that); a number as it is."""
     if type(adjoint) is not list and not np.ndim(adjoint):
-        return adjoint
-    if sys.getrefcount(adjoint) <= _ALONE and type(adjoint) is np.ndarray and \
-            adjoint.base is None and adjoint.dtype == _FLOAT and adjoint.flags.writeable:
-        adjoint[index] = 0.0
-        return adjoint
+        return adjoint.copy() if type(adjoint) is np.ndarray else adjoint
     if type(adjoint) is list and len(set(map(np.shape, adjoint))) > 1:
         adjoint = list(adjoint)  # items of different shapes (0.0 and a pair): no array
         positions = range(len(adjoint))[index]
@@ -693,6 +697,16 @@ def zeroed(adjoint, index):
     adjoint = np.array(adjoint, dtype=float)  # a list too: the array its items make up
     adjoint[index] = 0.0
     return adjoint
+
+
+def zero_at(adjoint, index):
+    """zeroed, set in ``adjoint`` itself where it is a writable float array: for
+    an adjoint the generated code owns (see add_into)."""
+    if type(adjoint) is np.ndarray and adjoint.dtype == _FLOAT and adjoint.flags.writeable \
+            and adjoint.ndim:
+        adjoint[index] = 0.0
+        return adjoint
+    return zeroed(adjoint, index)
 
 
 def pop_adjoint(adjoints):
@@ -708,37 +722,43 @@ def pop_adjoint(adjoints):
 
 def add_at(total, adjoint, like, index):
     """``add_adjoints(total, getitem_vjp(adjoint, like, index))``: the adjoint of
-    ``like[index]`` added to ``total``, the adjoint of ``like`` so far.
+    ``like[index]`` added to ``total``, the adjoint of ``like`` so far, in a new
+    adjoint; ``total`` is left as it is."""
+    return add_adjoints(total, getitem_vjp(adjoint, like, index))
 
-    Generated code passes ``total`` by a variable's name.  When that variable is
-    all that refers to it (as to the adjoint a loop reading ``x[i]``
-    accumulates), a list or a float array of like's size is added into in
-    place: a new copy on every trip would make that loop's reverse sweep
-    quadratic in ``len(x)``.
+
+def add_into(total, adjoint, like, index):
+    """add_at, added into ``total`` itself where it is a dict, a list of like's
+    length or a writable float array of like's shape; else add_at's new adjoint.
+
+    Generated code calls it only for an accumulator it owns (derivo.accumulate
+    decides which, when it writes the code): no other name, container or view
+    holds it.  A loop reading ``x[i]`` then adds into one adjoint, where a new
+    copy on every trip would make its reverse sweep quadratic in ``len(x)``.
     """
-    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
+    kind = type(total)
+    if kind is dict:
         total[index] = add_adjoints(total[index], adjoint)
         return total
-    if sys.getrefcount(total) <= _ALONE:
-        # (a list can also stand for an array's rows, after np.stack: not here)
-        if type(total) is list and type(like) in (list, tuple) and len(total) == len(like):
-            positions = index if type(index) is int else range(len(like))[index]
-            if type(positions) is int:
-                element = total[positions]
-                total[positions] = element + adjoint if type(element) is float and \
-                    type(adjoint) is float else add_adjoints(element, adjoint)
-            elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
-                for position, value in zip(positions, adjoint):
-                    total[position] = add_adjoints(total[position], value)
-            return total
-        if type(total) is np.ndarray and type(like) is np.ndarray and total.base is None \
-                and total.dtype == _FLOAT and total.flags.writeable and total.shape == like.shape:
-            if _is_basic(index):  # no position twice: += adds each once
-                total[index] += adjoint
-            else:
-                np.add.at(total, index, adjoint)
-            return total
-    return add_adjoints(total, getitem_vjp(adjoint, like, index))
+    # (a list can also stand for an array's rows, after np.stack: not here)
+    if kind is list and type(like) in (list, tuple) and len(total) == len(like):
+        positions = index if type(index) is int else range(len(like))[index]
+        if type(positions) is int:
+            element = total[positions]
+            total[positions] = element + adjoint if type(element) is float and \
+                type(adjoint) is float else add_adjoints(element, adjoint)
+        elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
+            for position, value in zip(positions, adjoint):
+                total[position] = add_adjoints(total[position], value)
+        return total
+    if kind is np.ndarray and type(like) is np.ndarray and total.dtype == _FLOAT and \
+            total.flags.writeable and total.shape == like.shape:
+        if _is_basic(index):  # no position twice: += adds each once
+            total[index] += adjoint
+        else:
+            np.add.at(total, index, adjoint)
+        return total
+    return add_at(total, adjoint, like, index)
 
 
 def _is_basic(index):
@@ -749,18 +769,6 @@ def _is_basic(index):
         isinstance(index, np.integer)
 
 
-def _references(value):
-    return sys.getrefcount(value)
-
-
-def _references_from_one_variable():
-    """What ``sys.getrefcount`` says in a helper of an argument that one local
-    variable of the caller holds, as generated code holds an adjoint."""
-    value = []
-    return _references(value)
-
-
-_ALONE = _references_from_one_variable()
 _FLOAT = np.dtype(float)
 
 
@@ -777,9 +785,10 @@ def addable(tangents):
 
 
 def add_adjoints(first, second):
-    """The sum of two adjoints of one value: lists of adjoints (for a list)
-    add element by element, lists in them too (the adjoint of a list of lists or
-    tuples), and a zero (``0.0``) adds nothing."""
+    """The sum of two adjoints of one value, a new one (derivo.accumulate counts
+    on that): lists of adjoints (for a list) add element by element, lists in
+    them too (the adjoint of a list of lists or tuples), and a zero (``0.0``)
+    adds nothing."""
     if type(first) is dict or type(second) is dict:
         return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
@@ -789,7 +798,8 @@ def add_adjoints(first, second):
         return list(second) if np.ndim(first) == 0 and first == 0 else \
             [first + b for b in second]
     if not isinstance(second, list):
-        return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
+        return list(first) if np.ndim(second) == 0 and second == 0 else \
+            [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
 
@@ -829,7 +839,7 @@ def _add_keyed(first, second):
     if type(first) is not dict:
         return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
     if type(second) is not dict:
-        return first if _unreached(second) else {k: v + second for k, v in first.items()}
+        return dict(first) if _unreached(second) else {k: v + second for k, v in first.items()}
     return {key: add_adjoints(value, second[key]) for key, value in first.items()}
 
 

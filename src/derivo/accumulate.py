@@ -1,0 +1,200 @@
+"""Which adjoint accumulators the generated code adds into in place.
+
+The rule.  A statement ``bx = add_at(bx, g, x, i)`` (likewise ``add_field``
+and ``zeroed``) becomes its in-place form (``add_into``, ``add_field_into``,
+``zero_at``) only where the name ``bx`` *owns* its value: on every path that
+reaches the statement,
+
+- ``bx`` was last bound to a value the generated code made itself: a number
+  (immutable), the result of arithmetic, or of a helper that returns a new
+  array or container (``getitem_vjp``, ``zeros_for``, ``add_at``,
+  ``add_adjoints``, ``zeroed``...), or to what an in-place form returned
+  for ``bx`` itself (the value it was given, or a new one);
+- and since then no other name, container, view or callee may have come to
+  hold that value: ``bx`` was not assigned to another name, put in a list,
+  passed to a function other than derivo's runtime helpers and NumPy's (which
+  keep nothing), yielded or returned.  A helper's result may hold or view its
+  arguments (``part(bx, i)`` is a view of bx): it counts as holding them,
+  unless arithmetic consumes it at once (``bv + part(bx, i)``).
+
+Everything else (a parameter, the caller's seed, a primal value, another
+adjoint, what a call returns) is added to functionally, into a new value.
+That new value is owned, so an accumulator shared once is copied once, not on
+every trip of a loop.
+
+The decision is a forward sweep of :mod:`derivo.dataflow` over the finished
+gradient function, whose state is the set of names that own their values;
+where paths meet, a name owns its value only if it does on each of them.
+"""
+
+import builtins
+import types
+
+from . import dataflow, runtime
+from . import syntax as S
+
+#: (functional helper, the name of its in-place form)
+FORMS = ((runtime.add_at, "add_into"), (runtime.add_field, "add_field_into"),
+         (runtime.zeroed, "zero_at"))
+#: the in-place forms: their result is their first argument or a new value
+_IN_PLACE = (runtime.add_into, runtime.add_field_into, runtime.zero_at)
+#: helpers whose result is always a new value
+_NEW = (runtime.add_at, runtime.add_field, runtime.add_adjoints, runtime.zeroed,
+        runtime.getitem_vjp, runtime.field_vjp, runtime.zeros_for)
+#: builtins that keep no reference to their arguments beyond their result
+_BUILTINS = {getattr(builtins, name) for name in (
+    "len", "range", "reversed", "enumerate", "zip", "isinstance", "type", "list", "tuple",
+    "float", "int", "bool", "abs", "min", "max", "sum", "any", "all")}
+#: libraries whose functions keep no reference to their arguments beyond their result
+_LIBRARIES = ("numpy", "math", "cmath", "scipy")
+
+
+def add_in_place(function, namespace, bind):
+    """Rewrite, in the generated ``function``, each ``bx = add_at(bx, ...)``,
+    ``add_field`` or ``zeroed`` whose ``bx`` owns its value into the helper's
+    in-place form, and each in-place form whose ``bx`` does not (differentiated
+    again, a gradient's own updates may be pushed and read back) into the
+    functional one; ``namespace`` is the generated module's and ``bind(name)``
+    gives the name the code calls a :mod:`derivo.runtime` helper by."""
+    params = {a.id for a in function.args.args + function.args.kwonlyargs}
+    sweep = _Owners(namespace, S.stored_names(function.body) | params)
+    sweep.run(function.body, frozenset())
+    for stmt, owned in sweep.before.values():
+        functional, in_place = _forms(sweep.helper(stmt.value))
+        owns = sweep.keeps_owning(stmt.value, S.single_target(stmt), owned)
+        stmt.value.func = S.name(bind(in_place) if owns else bind(functional.__name__))
+
+
+class _Owners(dataflow.Forward):
+    """The names that own their values (a frozenset), before each statement."""
+
+    def __init__(self, namespace, local):
+        self.namespace, self.local = namespace, local
+        self.before = {}  # id(update) -> (the update, the names owning their values before it)
+
+    def join(self, one, other):
+        return one & other
+
+    def at(self, stmt, state):
+        target = S.single_target(stmt) if isinstance(stmt, S.Assign) else None
+        if target and _forms(self.helper(stmt.value)):
+            self.before[id(stmt)] = (stmt, state)  # a loop's last pass has its fixpoint
+
+    def enter(self, stmt, state):
+        if isinstance(stmt, S.For):  # the target may view the iterable (rows of an array)
+            return state - self.kept(stmt.iter)
+        return state - self.escaped(stmt.test)
+
+    def enter_body(self, loop, state):
+        return state - S.stored_names(loop.target) if isinstance(loop, S.For) else state
+
+    def simple(self, stmt, state):
+        if isinstance(stmt, S.Assign):
+            target = S.single_target(stmt)
+            owns = target is not None and (
+                self.new(stmt.value) or self.keeps_owning(stmt.value, target, state))
+            state = state - self.kept(stmt.value) - S.stored_names(stmt)
+            for node in stmt.targets:  # bx[i] = v changes the value bx owns
+                state -= self.escaped(node)
+            return state | {target} if owns else state
+        if isinstance(stmt, S.AugAssign):  # x += e, x[i] += e: e is consumed
+            return state - self.escaped(stmt.value) - self.escaped(stmt.target)
+        if isinstance(stmt, S.Expr):  # the result is dropped
+            return state - self.escaped(stmt.value)
+        # a return, a nested function, anything else: all it reads may be kept
+        return state - _loaded(stmt) - S.stored_names(stmt)
+
+    # --- expressions ---------------------------------------------------------------
+
+    def helper(self, node):
+        """The object a call ``node`` calls, when its function is a name the
+        module binds (not a local variable); else None."""
+        if isinstance(node, S.Call) and isinstance(node.func, S.Name) and \
+                node.func.id not in self.local:
+            return self.namespace.get(node.func.id, getattr(builtins, node.func.id, None))
+        return None
+
+    def new(self, node):
+        """Whether ``node``'s value is new (nothing else holds it) or a number."""
+        if isinstance(node, (S.Constant, S.BinOp, S.UnaryOp, S.Compare)):
+            return True
+        return any(self.helper(node) is h for h in _NEW)
+
+    def keeps_owning(self, node, target, owned):
+        """Whether ``target = node`` leaves ``target`` owning its value: a helper
+        that returns its first argument, ``target`` owning it, or a new value;
+        no other argument may hold or keep ``target``."""
+        helper = self.helper(node)
+        if not any(helper is h for h in _IN_PLACE + tuple(f for f, _ in FORMS)) or \
+                not node.args or target is None:
+            return False
+        first, rest = node.args[0], node.args[1:] + [k.value for k in node.keywords]
+        return isinstance(first, S.Name) and first.id == target and target in owned and \
+            not any(target in self.kept(arg) for arg in rest)
+
+    def kept(self, node):
+        """The names whose values ``node``'s value, or something else afterwards,
+        may hold or view."""
+        held, escaped = self.references(node)
+        return held | escaped
+
+    def escaped(self, node):
+        """The names whose values something other than ``node``'s value may keep."""
+        return self.references(node)[1]
+
+    def references(self, node):
+        """(held, escaped): the names whose values ``node``'s value may hold or view,
+        and those a callee or a closure may keep elsewhere."""
+        if node is None or isinstance(node, S.Constant):
+            return set(), set()
+        if isinstance(node, S.Name):
+            return ({node.id} if isinstance(node.ctx, S.Load) else set()), set()
+        if isinstance(node, (S.BinOp, S.UnaryOp, S.Compare)):  # a new value: operands consumed
+            return set(), set().union(*map(self.escaped, _operands(node)))
+        if isinstance(node, S.Call) and not self.keeps_nothing(node.func):
+            loaded = _loaded(node)
+            return loaded, loaded
+        if isinstance(node, (S.Call, S.Subscript, S.Attribute, S.Starred, S.gast.IfExp,
+                             S.gast.BoolOp, S.Tuple, S.gast.List, S.gast.Set, S.gast.Dict,
+                             S.gast.Slice)):
+            parts = [self.references(n) for n in _operands(node)]
+            return set().union(*(h for h, _ in parts)), set().union(*(e for _, e in parts))
+        loaded = _loaded(node)  # a lambda, a comprehension, a yield: may keep all it reads
+        return loaded, loaded
+
+    def keeps_nothing(self, func):
+        """Whether calling ``func`` keeps no reference to the arguments beyond its
+        result: derivo's runtime helpers, the builtins above, functions of NumPy,
+        math and SciPy."""
+        if isinstance(func, S.Name):
+            if func.id in self.local:
+                return False
+            obj = self.namespace.get(func.id, getattr(builtins, func.id, None))
+            return isinstance(obj, types.FunctionType) and obj.__module__ in (
+                "derivo.runtime", "derivo.trees") or any(obj is b for b in _BUILTINS)
+        root = func
+        while isinstance(root, S.Attribute):
+            root = root.value
+        module = self.namespace.get(root.id) if isinstance(root, S.Name) and \
+            root.id not in self.local else None
+        return isinstance(module, types.ModuleType) and \
+            module.__name__.partition(".")[0] in _LIBRARIES
+
+
+def _forms(helper):
+    """(the functional helper, the name of its in-place form) when ``helper`` is
+    one of the two; else None."""
+    return next(((functional, name) for functional, name in FORMS
+                 if helper is functional or helper is getattr(runtime, name)), None)
+
+
+def _operands(node):
+    """The expressions directly inside ``node`` (a call's keyword arguments too)."""
+    children = [child for child in S.gast.iter_child_nodes(node) if isinstance(child, S.gast.expr)]
+    if isinstance(node, S.Call):
+        children += [keyword.value for keyword in node.keywords]
+    return children
+
+
+def _loaded(node):
+    return {n.id for n in S.walk(node) if isinstance(n, S.Name) and isinstance(n.ctx, S.Load)}
