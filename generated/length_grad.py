@@ -45,10 +45,10 @@ def path_length_grad(points):
         bprevious = unbroadcast(-bstep, previous)
         step = pop()
         # line 24: for point in points[1:]:
-        bseq1 = add_into(bseq1, bpoint, seq1, i)
+        bseq1 = add_at_in_place(bseq1, bpoint, seq1, i)
     bpoints = getitem_vjp(bseq1, points, slice(1, None, None))
     # line 23: previous = points[0]
-    bpoints = add_into(bpoints, bprevious, points, 0)
+    bpoints = add_at_in_place(bpoints, bprevious, points, 0)
     return bpoints
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
@@ -202,7 +202,7 @@ def add_at(total, adjoint, like, index):
     return add_adjoints(total, getitem_vjp(adjoint, like, index))
 
 
-def add_into(total, adjoint, like, index):
+def add_at_in_place(total, adjoint, like, index):
     """add_at, added into ``total`` itself where it is a dict, a list of like's
     length or a writable float array of like's shape; else add_at's new adjoint.
 

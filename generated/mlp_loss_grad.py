@@ -24,13 +24,13 @@ def mlp_loss_grad(params, X, Y):
     bt5 = matmul_vjp_right(bt6, hidden, t5)
     bparams = getitem_vjp(bt5, params, 'W2')
     bt7 = unbroadcast(bt1, t7)
-    bparams = add_into(bparams, bt7, params, 'b2')
+    bparams = add_at_in_place(bparams, bt7, params, 'b2')
     bt11 = bhidden * (1 - hidden * hidden)
     bt3 = unbroadcast(bt11, t3)
     bt2 = matmul_vjp_right(bt3, X, t2)
-    bparams = add_into(bparams, bt2, params, 'W1')
+    bparams = add_at_in_place(bparams, bt2, params, 'W1')
     bt4 = unbroadcast(bt11, t4)
-    bparams = add_into(bparams, bt4, params, 'b1')
+    bparams = add_at_in_place(bparams, bt4, params, 'b1')
     return bparams
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
@@ -184,7 +184,7 @@ def add_at(total, adjoint, like, index):
     return add_adjoints(total, getitem_vjp(adjoint, like, index))
 
 
-def add_into(total, adjoint, like, index):
+def add_at_in_place(total, adjoint, like, index):
     """add_at, added into ``total`` itself where it is a dict, a list of like's
     length or a writable float array of like's shape; else add_at's new adjoint.
 

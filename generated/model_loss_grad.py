@@ -31,9 +31,9 @@ def model_loss_grad(model, X, onehot):
     bt14 = unbroadcast(bresult * t15, t14)
     bt13 = expand(bt14, t13, None, False)
     bt12 = unbroadcast(bt13 * t11, t12)
-    bmodel = add_field_into(bmodel, bt12, model, 'weights')
+    bmodel = add_field_in_place(bmodel, bt12, model, 'weights')
     bt11 = unbroadcast(bt13 * t12, t11)
-    bmodel = add_field_into(bmodel, bt11, model, 'weights')
+    bmodel = add_field_in_place(bmodel, bt11, model, 'weights')
     # line 38: fit = -np.sum(onehot * log_softmax(scores)) / X.shape[0]
     bt16 = -(bfit / t10)
     bt1 = unbroadcast(expand(bt16, t9, None, False) * onehot, t1)
@@ -46,9 +46,9 @@ def model_loss_grad(model, X, onehot):
     # line 37: scores = X @ model.weights + model.bias
     bt3 = unbroadcast(bscores, t3)
     bt2 = matmul_vjp_right(bt3, X, t2)
-    bmodel = add_field_into(bmodel, bt2, model, 'weights')
+    bmodel = add_field_in_place(bmodel, bt2, model, 'weights')
     bt4 = unbroadcast(bscores, t4)
-    bmodel = add_field_into(bmodel, bt4, model, 'bias')
+    bmodel = add_field_in_place(bmodel, bt4, model, 'bias')
     return bmodel
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
@@ -322,12 +322,12 @@ def add_field(total, adjoint, like, name):
     return add_adjoints(total, field_vjp(adjoint, like, name))
 
 
-def add_field_into(total, adjoint, like, name):
+def add_field_in_place(total, adjoint, like, name):
     """add_field, added into ``total`` itself where it is a dict: for an
-    accumulator the generated code owns (see add_into)."""
+    accumulator the generated code owns (see add_at_in_place)."""
     key = key_of(like, name)
     if type(key) is int:
-        return add_into(total, adjoint, like, key)
+        return add_at_in_place(total, adjoint, like, key)
     if type(total) is dict:
         total[key] = add_adjoints(total[key], adjoint)
         return total
@@ -341,7 +341,7 @@ def add_at(total, adjoint, like, index):
     return add_adjoints(total, getitem_vjp(adjoint, like, index))
 
 
-def add_into(total, adjoint, like, index):
+def add_at_in_place(total, adjoint, like, index):
     """add_at, added into ``total`` itself where it is a dict, a list of like's
     length or a writable float array of like's shape; else add_at's new adjoint.
 

@@ -29,9 +29,9 @@ def segment_lengths_grad(points):
         t2 = pop()
         t1 = pop()
         # line 36: for start, end in zip(points, points[1:]):
-        bitems = add_into(bitems, bend, items, i)
-        bpoints = add_into(bpoints, bstart, points, i)
-    bpoints = add_into(bpoints, bitems, points, slice(1, None, None))
+        bitems = add_at_in_place(bitems, bend, items, i)
+        bpoints = add_at_in_place(bpoints, bstart, points, i)
+    bpoints = add_at_in_place(bpoints, bitems, points, slice(1, None, None))
     return shaped_like(bpoints, points)
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
@@ -185,7 +185,7 @@ def add_at(total, adjoint, like, index):
     return add_adjoints(total, getitem_vjp(adjoint, like, index))
 
 
-def add_into(total, adjoint, like, index):
+def add_at_in_place(total, adjoint, like, index):
     """add_at, added into ``total`` itself where it is a dict, a list of like's
     length or a writable float array of like's shape; else add_at's new adjoint.
 

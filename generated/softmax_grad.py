@@ -27,7 +27,7 @@ def softmax_cross_entropy_value_and_grad(W, b, X, labels):
     bm = add_adjoints(bm, unbroadcast(-bt8, m))
     bZ = add_adjoints(bZ, extremum_vjp(bm, m, Z, 1, True))
     # line 33: picked = Z[np.arange(X.shape[0]), labels]
-    bZ = add_into(bZ, bpicked, Z, (np.arange(X.shape[0]), labels))
+    bZ = add_at_in_place(bZ, bpicked, Z, (np.arange(X.shape[0]), labels))
     # line 32: Z = X @ W + b
     bt2 = unbroadcast(bZ, t2)
     bW = matmul_vjp_right(bt2, X, W)
@@ -210,7 +210,7 @@ def add_at(total, adjoint, like, index):
     return add_adjoints(total, getitem_vjp(adjoint, like, index))
 
 
-def add_into(total, adjoint, like, index):
+def add_at_in_place(total, adjoint, like, index):
     """add_at, added into ``total`` itself where it is a dict, a list of like's
     length or a writable float array of like's shape; else add_at's new adjoint.
 

@@ -31,7 +31,7 @@ def trimmed_loss_grad(params, xs, ys):
     for i in reversed(range(min(len(xs), len(ys)))):
         x1 = xs[i]
         y1 = ys[i]
-        bitems, bt5 = pop_adjoint(bitems)
+        bitems, bt5 = pop_adjoint_in_place(bitems)
         bt6 = bt5 * (2 * (slope * x1 + intercept - y1))
         bslope += bt6 * x1
         bintercept += bt6
@@ -120,13 +120,20 @@ def sum_vjp(adjoint, items):
 
 def pop_adjoint(adjoints):
     """``(rest, last)``: the adjoint of the item an ``append`` added is the last
-    of the list's adjoints.  A zero adjoint (``0.0``) stays zero."""
-    if isinstance(adjoints, np.ndarray):
-        adjoints = list(adjoints)
+    of the list's adjoints, ``rest`` a new list of the others.  A zero adjoint
+    (``0.0``) stays zero."""
+    if isinstance(adjoints, (list, np.ndarray)):
+        return pop_adjoint_in_place(list(adjoints))
+    return adjoints, adjoints
+
+
+def pop_adjoint_in_place(adjoints):
+    """pop_adjoint, popped from ``adjoints`` itself where it is a list: for an
+    adjoint the generated code owns (see add_at_in_place)."""
     if isinstance(adjoints, list):
         last = adjoints.pop()
         return adjoints, last
-    return adjoints, adjoints
+    return pop_adjoint(adjoints)
 
 
 def add_adjoints(first, second):

@@ -26,7 +26,7 @@ def read_then_shared(X, Y):
 def test_an_adjoint_another_adjoint_holds_is_added_to_in_a_new_array():
     X, Y = RNG.normal(size=3), RNG.normal(size=3)
     df = derivo.grad(read_then_shared, wrt=(0, 1))
-    assert "bX = add_at(bX, " in df.source and "add_into" not in df.source
+    assert "bX = add_at(bX, " in df.source and "add_at_in_place" not in df.source
     bX, bY = df(X, Y)
     for got, index in ((bX, 0), (bY, 1)):
         np.testing.assert_allclose(got, numeric_gradient(read_then_shared, [X, Y], index),
@@ -45,7 +45,7 @@ def both_items(xs):
 def test_an_accumulator_a_loop_reads_twice_per_trip_is_added_into(make):
     xs = RNG.normal(size=5)
     df = derivo.grad(both_items)
-    assert "bxs = add_into(bxs, " in df.source and "add_at" not in df.source
+    assert "bxs = add_at_in_place(bxs, " in df.source and "add_at(" not in df.source
     expected = numeric_gradient(lambda v: both_items(make(v)), [xs], 0)
     np.testing.assert_allclose(np.asarray(df(make(xs)), dtype=float), expected, rtol=1e-6)
 
@@ -128,7 +128,7 @@ def written(x, v):
 def test_zeroing_an_adjoint_another_adjoint_holds():
     x = RNG.normal(size=3)
     df = derivo.grad(written, wrt=(0, 1))
-    assert "zeroed(" in df.source and "zero_at" not in df.source
+    assert "zeroed(" in df.source and "zeroed_in_place" not in df.source
     bx, bv = df(x, 0.7)
     np.testing.assert_allclose(bx, numeric_gradient(written, [x, 0.7], 0), rtol=1e-6)
     assert bv == pytest.approx(numeric_gradient(written, [x, 0.7], 1), rel=1e-6)
@@ -149,7 +149,7 @@ def layer_loss(layer, x):
 def test_a_records_adjoint_is_a_dict_added_into_once_owned():
     layer, x = Layer(RNG.normal(size=3), 0.4), RNG.normal(size=3)
     df = derivo.grad(layer_loss)
-    assert "add_field_into(" in df.source or "add_into(" in df.source
+    assert "add_field_in_place(" in df.source or "add_at_in_place(" in df.source
     got = df(layer, x)
     gradient = got if isinstance(got, dict) else {"w": got.w, "b": got.b}
 
@@ -188,3 +188,35 @@ def test_the_second_derivative_of_an_in_place_accumulation():
     expected = np.array([numeric_gradient(lambda v: gradient(v)[i], [xs], 0)
                          for i in range(4)])
     np.testing.assert_allclose(hessian, expected, rtol=1e-5, atol=1e-8)
+
+
+def appended(x):
+    out = []
+    out.append(x * 2.0)
+    out.append(x * 3.0)
+    return out
+
+
+def test_the_callers_list_of_cotangents_is_never_popped():
+    _, pullback = derivo.vjp(appended, 0.5)
+    cotangent = [1.0, 10.0]
+    assert pullback(cotangent) == (32.0,) and cotangent == [1.0, 10.0]
+    assert pullback(cotangent) == (32.0,)
+
+
+def grown(x, n):
+    ys = []
+    for i in range(n):
+        ys.append(np.sin(x * i))
+    s = 0.0
+    for y in ys:
+        s = s + np.sum(y * y)
+    return s
+
+
+def test_a_list_the_reverse_sweep_owns_is_popped_in_place():
+    df = derivo.grad(grown)
+    assert "pop_adjoint_in_place(" in df.source
+    x = RNG.normal(size=2)
+    np.testing.assert_allclose(df(x, 5), numeric_gradient(lambda v: grown(v, 5), [x], 0),
+                               rtol=1e-6)

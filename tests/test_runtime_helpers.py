@@ -1,7 +1,7 @@
 """derivo.runtime's helpers themselves, beyond their derivative rules (tests/rules/test_runtime.py).
 
 add_at accumulates the adjoint of a container read item by item into a new adjoint;
-add_into, which generated code calls only for an accumulator it owns (see
+add_at_in_place, which generated code calls only for an accumulator it owns (see
 derivo.accumulate), adds into the accumulator itself, and gives the same numbers.
 """
 
@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import derivo
-from derivo.runtime import (add_adjoints, add_at, add_field, add_field_into, add_into,
-                            getitem_vjp, part, zero_at, zeroed)
+from derivo.runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_field_in_place,
+                            getitem_vjp, part, pop_adjoint, pop_adjoint_in_place, zeroed,
+                            zeroed_in_place)
 
 X = np.arange(12.0).reshape(3, 4)
 INDICES = [1, -1, (2, 3), slice(0, 2), (slice(None), 1), np.int64(2), np.array([0, 2, 0]),
@@ -24,7 +25,7 @@ def test_add_into_adds_like_a_scatter_into_zeros(index):
     adjoint = np.full(np.shape(X[index]), 0.5)
     expected = add_adjoints(np.ones(X.shape), getitem_vjp(adjoint, X, index))
     total = np.ones(X.shape)
-    assert add_into(total, adjoint, X, index) is total
+    assert add_at_in_place(total, adjoint, X, index) is total
     np.testing.assert_array_equal(total, expected)
     kept = np.ones(X.shape)
     np.testing.assert_array_equal(add_at(kept, adjoint, X, index), expected)
@@ -45,16 +46,16 @@ def test_add_at_leaves_its_total_and_what_holds_it_as_they_are():
 
 def test_add_into_does_not_write_into_other_dtypes_or_read_only_arrays():
     total = np.ones(3, dtype=np.float32)
-    result = add_into(total, 0.25, np.zeros(3), 2)
+    result = add_at_in_place(total, 0.25, np.zeros(3), 2)
     assert result.dtype == np.float64 and total[2] == 1.0
     frozen = np.ones(3)
     frozen.flags.writeable = False
-    np.testing.assert_array_equal(add_into(frozen, 1.0, np.zeros(3), 0), [2.0, 1.0, 1.0])
+    np.testing.assert_array_equal(add_at_in_place(frozen, 1.0, np.zeros(3), 0), [2.0, 1.0, 1.0])
     np.testing.assert_array_equal(frozen, np.ones(3))
 
 
 def test_add_at_starts_from_a_zero():
-    for add in (add_at, add_into):
+    for add in (add_at, add_at_in_place):
         np.testing.assert_array_equal(add(0.0, 2.0, np.zeros(3), 1), [0.0, 2.0, 0.0])
         assert add(0.0, 2.0, [1.0, 2.0, 3.0], -1) == [0.0, 0.0, 2.0]
 
@@ -62,13 +63,13 @@ def test_add_at_starts_from_a_zero():
 def test_add_into_lists_and_dicts():
     total = [0.0, 1.0, np.ones(2)]
     before = total
-    total = add_into(total, 2.0, [5.0, 6.0, np.zeros(2)], 1)
-    total = add_into(total, np.full(2, 3.0), [5.0, 6.0, np.zeros(2)], np.int64(2))
-    total = add_into(total, [1.0, 1.0], [5.0, 6.0, np.zeros(2)], slice(0, 2))
+    total = add_at_in_place(total, 2.0, [5.0, 6.0, np.zeros(2)], 1)
+    total = add_at_in_place(total, np.full(2, 3.0), [5.0, 6.0, np.zeros(2)], np.int64(2))
+    total = add_at_in_place(total, [1.0, 1.0], [5.0, 6.0, np.zeros(2)], slice(0, 2))
     assert total is before and total[:2] == [1.0, 4.0]
     np.testing.assert_array_equal(total[2], [4.0, 4.0])
     record = {"w": 1.0, "b": 0.0}
-    assert add_into(record, 2.0, {"w": 1.0, "b": 2.0}, "w") is record and record["w"] == 3.0
+    assert add_at_in_place(record, 2.0, {"w": 1.0, "b": 2.0}, "w") is record and record["w"] == 3.0
 
 
 @dataclasses.dataclass
@@ -81,7 +82,7 @@ def test_add_field_into_adds_into_the_dict_add_field_copies():
     record = {"w": 1.0, "b": 0.0}
     assert add_field(record, 2.0, Layer(1.0, 2.0), "b") == {"w": 1.0, "b": 2.0}
     assert record == {"w": 1.0, "b": 0.0}
-    assert add_field_into(record, 2.0, Layer(1.0, 2.0), "b") is record and record["b"] == 2.0
+    assert add_field_in_place(record, 2.0, Layer(1.0, 2.0), "b") is record and record["b"] == 2.0
 
 
 def rows(X, w):
@@ -108,7 +109,7 @@ def shuffled(X, order, w):
 def test_a_loop_reading_items_adds_into_one_accumulator():
     """The reverse sweep adds each item's adjoint into one array or list (linear in
     the trip count), where add_adjoints(b, getitem_vjp(...)) made a new one on every
-    trip: with ``bX[i] += g`` when i surely counts a range, else with add_into."""
+    trip: with ``bX[i] += g`` when i surely counts a range, else with add_at_in_place."""
     df = derivo.grad(rows, wrt=(0, 1))
     assert "bX[i] += " in df.source and "add_at" not in df.source
     rng = np.random.default_rng(5)
@@ -120,7 +121,7 @@ def test_a_loop_reading_items_adds_into_one_accumulator():
 
     order = [2, 0, 2, 5]  # X[2] twice
     df = derivo.grad(shuffled, wrt=(0, 2))
-    assert "bX = add_into(bX, " in df.source
+    assert "bX = add_at_in_place(bX, " in df.source
     bX, bw = df(X, order, w)
     rows_read = X[order]
     sech2 = 1.0 / np.cosh(rows_read @ w) ** 2
@@ -139,16 +140,16 @@ def test_a_loop_reading_items_adds_into_one_accumulator():
 
 def test_zero_at_sets_in_place_what_zeroed_copies():
     total = np.ones(4)
-    assert zero_at(total, 1) is total
+    assert zeroed_in_place(total, 1) is total
     np.testing.assert_array_equal(total, [1.0, 0.0, 1.0, 1.0])
     result = zeroed(total, 2)
     np.testing.assert_array_equal(result, [1.0, 0.0, 0.0, 1.0])
     np.testing.assert_array_equal(total, [1.0, 0.0, 1.0, 1.0])
     ints = np.ones(2, dtype=int)
-    np.testing.assert_array_equal(zero_at(ints, 0), [0.0, 1.0])
+    np.testing.assert_array_equal(zeroed_in_place(ints, 0), [0.0, 1.0])
     assert ints[0] == 1
     rows = [np.ones(2), np.full(2, 2.0)]  # a list of adjoints becomes their array
-    for zero in (zeroed, zero_at):
+    for zero in (zeroed, zeroed_in_place):
         np.testing.assert_array_equal(zero(rows, 0), [[0.0, 0.0], [2.0, 2.0]])
         assert zero(0.0, 3) == 0.0
     pairs = [(1.0, 2.0), 0.0, (3.0, 4.0)]  # a pair's adjoint and a zero: no array holds them
@@ -198,3 +199,13 @@ def test_an_array_whose_adjoint_is_a_list_of_rows():
     np.testing.assert_allclose(bX, [[0.0, 0.0], 2 * (0.7 ** 2 + 1) * T[1] * (1 - T[1] ** 2)],
                                rtol=1e-12)
     np.testing.assert_allclose(bv, np.sum(2 * 0.7 * T[1] ** 2), rtol=1e-12)
+
+
+def test_pop_adjoint_in_place_pops_the_list_pop_adjoint_copies():
+    adjoints = [1.0, 2.0, 3.0]
+    assert pop_adjoint(adjoints) == ([1.0, 2.0], 3.0) and adjoints == [1.0, 2.0, 3.0]
+    rest, last = pop_adjoint_in_place(adjoints)
+    assert rest is adjoints and adjoints == [1.0, 2.0] and last == 3.0
+    rows, row = pop_adjoint_in_place(np.eye(2))  # an array's rows become a list
+    assert type(rows) is list and len(rows) == 1 and list(row) == [0.0, 1.0]
+    assert pop_adjoint(0.0) == pop_adjoint_in_place(0.0) == (0.0, 0.0)

@@ -1,9 +1,9 @@
 """Which adjoint accumulators the generated code adds into in place.
 
-The rule.  A statement ``bx = add_at(bx, g, x, i)`` (likewise ``add_field``
-and ``zeroed``) becomes its in-place form (``add_into``, ``add_field_into``,
-``zero_at``) only where the name ``bx`` *owns* its value: on every path that
-reaches the statement,
+The rule.  A statement ``bx = add_at(bx, g, x, i)`` (likewise ``add_field``,
+``zeroed`` and ``bxs, last = pop_adjoint(bxs)``) calls the helper's in-place
+form, ``add_at_in_place``, which changes the value bx holds, only where the
+name ``bx`` *owns* that value: on every path that reaches the statement,
 
 - ``bx`` was last bound to a value the generated code made itself: a number
   (immutable), the result of arithmetic, or of a helper that returns a new
@@ -33,14 +33,21 @@ import types
 from . import dataflow, runtime
 from . import syntax as S
 
-#: (functional helper, the name of its in-place form)
-FORMS = ((runtime.add_at, "add_into"), (runtime.add_field, "add_field_into"),
-         (runtime.zeroed, "zero_at"))
-#: the in-place forms: their result is their first argument or a new value
-_IN_PLACE = (runtime.add_into, runtime.add_field_into, runtime.zero_at)
-#: helpers whose result is always a new value
-_NEW = (runtime.add_at, runtime.add_field, runtime.add_adjoints, runtime.zeroed,
-        runtime.getitem_vjp, runtime.field_vjp, runtime.zeros_for)
+#: the helpers with an in-place form, runtime.<name>_in_place: the functional one
+#: returns a new value; the in-place one, its first argument (changed) or a new value
+FUNCTIONAL = (runtime.add_at, runtime.add_field, runtime.zeroed, runtime.pop_adjoint)
+FORMS = tuple((helper, getattr(runtime, helper.__name__ + "_in_place")) for helper in FUNCTIONAL)
+#: the helpers that return a pair, the new (or first) value and an item of it
+_PAIRS = (runtime.pop_adjoint, runtime.pop_adjoint_in_place)
+#: the other helpers whose result is a new value (or a number)
+_NEW = FUNCTIONAL + (
+    runtime.add_adjoints, runtime.getitem_vjp, runtime.field_vjp, runtime.zeros_for,
+    runtime.first_equal_vjp, runtime.sort_like, runtime.unsort, runtime.copy_vjp,
+    runtime.sum_vjp, runtime.split_like, runtime.unstack, runtime.hstack_vjp, runtime.vstack_vjp)
+#: helpers whose result is a new value, or their first argument or a view of it:
+#: new when that argument is (the in-place forms check that a view is writable)
+_THROUGH = (runtime.unbroadcast, runtime.zero_as, runtime.shaped_like, runtime.part,
+            runtime.expand)
 #: builtins that keep no reference to their arguments beyond their result
 _BUILTINS = {getattr(builtins, name) for name in (
     "len", "range", "reversed", "enumerate", "zip", "isinstance", "type", "list", "tuple",
@@ -50,8 +57,8 @@ _LIBRARIES = ("numpy", "math", "cmath", "scipy")
 
 
 def add_in_place(function, namespace, bind):
-    """Rewrite, in the generated ``function``, each ``bx = add_at(bx, ...)``,
-    ``add_field`` or ``zeroed`` whose ``bx`` owns its value into the helper's
+    """Rewrite, in the generated ``function``, each ``bx = add_at(bx, ...)`` (or
+    another of FUNCTIONAL) whose ``bx`` owns its value into the helper's
     in-place form, and each in-place form whose ``bx`` does not (differentiated
     again, a gradient's own updates may be pushed and read back) into the
     functional one; ``namespace`` is the generated module's and ``bind(name)``
@@ -61,8 +68,8 @@ def add_in_place(function, namespace, bind):
     sweep.run(function.body, frozenset())
     for stmt, owned in sweep.before.values():
         functional, in_place = _forms(sweep.helper(stmt.value))
-        owns = sweep.keeps_owning(stmt.value, S.single_target(stmt), owned)
-        stmt.value.func = S.name(bind(in_place) if owns else bind(functional.__name__))
+        owns = sweep.keeps_owning(stmt.value, sweep.receiver(stmt), owned)
+        stmt.value.func = S.name(bind((in_place if owns else functional).__name__))
 
 
 class _Owners(dataflow.Forward):
@@ -76,8 +83,7 @@ class _Owners(dataflow.Forward):
         return one & other
 
     def at(self, stmt, state):
-        target = S.single_target(stmt) if isinstance(stmt, S.Assign) else None
-        if target and _forms(self.helper(stmt.value)):
+        if self.receiver(stmt) and _forms(self.helper(stmt.value)):
             self.before[id(stmt)] = (stmt, state)  # a loop's last pass has its fixpoint
 
     def enter(self, stmt, state):
@@ -90,7 +96,7 @@ class _Owners(dataflow.Forward):
 
     def simple(self, stmt, state):
         if isinstance(stmt, S.Assign):
-            target = S.single_target(stmt)
+            target = self.receiver(stmt)
             owns = target is not None and (
                 self.new(stmt.value) or self.keeps_owning(stmt.value, target, state))
             state = state - self.kept(stmt.value) - S.stored_names(stmt)
@@ -106,6 +112,19 @@ class _Owners(dataflow.Forward):
 
     # --- expressions ---------------------------------------------------------------
 
+    def receiver(self, stmt):
+        """The name an assignment binds its value to: ``bx`` in ``bx = e``, and in
+        ``bxs, last = pop_adjoint(bxs)`` (of the pair, only the first is new);
+        else None."""
+        if not isinstance(stmt, S.Assign):
+            return None
+        target = stmt.targets[0]
+        if len(stmt.targets) == 1 and isinstance(target, S.Tuple) and target.elts and \
+                isinstance(target.elts[0], S.Name) and \
+                any(self.helper(stmt.value) is pair for pair in _PAIRS):
+            return target.elts[0].id
+        return S.single_target(stmt)
+
     def helper(self, node):
         """The object a call ``node`` calls, when its function is a name the
         module binds (not a local variable); else None."""
@@ -118,15 +137,15 @@ class _Owners(dataflow.Forward):
         """Whether ``node``'s value is new (nothing else holds it) or a number."""
         if isinstance(node, (S.Constant, S.BinOp, S.UnaryOp, S.Compare)):
             return True
-        return any(self.helper(node) is h for h in _NEW)
+        helper = self.helper(node)
+        return any(helper is h for h in _NEW) or any(helper is h for h in _THROUGH) and \
+            bool(node.args) and self.new(node.args[0])
 
     def keeps_owning(self, node, target, owned):
         """Whether ``target = node`` leaves ``target`` owning its value: a helper
         that returns its first argument, ``target`` owning it, or a new value;
         no other argument may hold or keep ``target``."""
-        helper = self.helper(node)
-        if not any(helper is h for h in _IN_PLACE + tuple(f for f, _ in FORMS)) or \
-                not node.args or target is None:
+        if not _forms(self.helper(node)) or not node.args or target is None:
             return False
         first, rest = node.args[0], node.args[1:] + [k.value for k in node.keywords]
         return isinstance(first, S.Name) and first.id == target and target in owned and \
@@ -182,10 +201,9 @@ class _Owners(dataflow.Forward):
 
 
 def _forms(helper):
-    """(the functional helper, the name of its in-place form) when ``helper`` is
-    one of the two; else None."""
-    return next(((functional, name) for functional, name in FORMS
-                 if helper is functional or helper is getattr(runtime, name)), None)
+    """(the functional helper, its in-place form) when ``helper`` is one of the
+    two; else None."""
+    return next((pair for pair in FORMS if any(helper is form for form in pair)), None)
 
 
 def _operands(node):

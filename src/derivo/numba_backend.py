@@ -357,7 +357,7 @@ def _refuse_python_only(function, namespace, generated):
 
 
 #: what a runtime helper the backend refuses is there for
-_WHY = {"add_at": " (a list's adjoint)", "add_into": " (a list's adjoint)",
+_WHY = {"add_at": " (a list's adjoint)", "add_at_in_place": " (a list's adjoint)",
         "getitem_vjp": " (an item's adjoint)"}
 
 

@@ -415,12 +415,12 @@ def add_field(total, adjoint, like, name):
     return add_adjoints(total, field_vjp(adjoint, like, name))
 
 
-def add_field_into(total, adjoint, like, name):
+def add_field_in_place(total, adjoint, like, name):
     """add_field, added into ``total`` itself where it is a dict: for an
-    accumulator the generated code owns (see add_into)."""
+    accumulator the generated code owns (see add_at_in_place)."""
     key = key_of(like, name)
     if type(key) is int:
-        return add_into(total, adjoint, like, key)
+        return add_at_in_place(total, adjoint, like, key)
     if type(total) is dict:
         total[key] = add_adjoints(total[key], adjoint)
         return total
@@ -699,9 +699,9 @@ def zeroed(adjoint, index):
     return adjoint
 
 
-def zero_at(adjoint, index):
+def zeroed_in_place(adjoint, index):
     """zeroed, set in ``adjoint`` itself where it is a writable float array: for
-    an adjoint the generated code owns (see add_into)."""
+    an adjoint the generated code owns (see add_at_in_place)."""
     if type(adjoint) is np.ndarray and adjoint.dtype == _FLOAT and adjoint.flags.writeable \
             and adjoint.ndim:
         adjoint[index] = 0.0
@@ -711,13 +711,20 @@ def zero_at(adjoint, index):
 
 def pop_adjoint(adjoints):
     """``(rest, last)``: the adjoint of the item an ``append`` added is the last
-    of the list's adjoints.  A zero adjoint (``0.0``) stays zero."""
-    if isinstance(adjoints, np.ndarray):
-        adjoints = list(adjoints)
+    of the list's adjoints, ``rest`` a new list of the others.  A zero adjoint
+    (``0.0``) stays zero."""
+    if isinstance(adjoints, (list, np.ndarray)):
+        return pop_adjoint_in_place(list(adjoints))
+    return adjoints, adjoints
+
+
+def pop_adjoint_in_place(adjoints):
+    """pop_adjoint, popped from ``adjoints`` itself where it is a list: for an
+    adjoint the generated code owns (see add_at_in_place)."""
     if isinstance(adjoints, list):
         last = adjoints.pop()
         return adjoints, last
-    return adjoints, adjoints
+    return pop_adjoint(adjoints)
 
 
 def add_at(total, adjoint, like, index):
@@ -727,7 +734,7 @@ def add_at(total, adjoint, like, index):
     return add_adjoints(total, getitem_vjp(adjoint, like, index))
 
 
-def add_into(total, adjoint, like, index):
+def add_at_in_place(total, adjoint, like, index):
     """add_at, added into ``total`` itself where it is a dict, a list of like's
     length or a writable float array of like's shape; else add_at's new adjoint.
 

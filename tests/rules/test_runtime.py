@@ -53,14 +53,15 @@ RTOL = 1e-6
 PRELUDE = """\
 import numpy as np
 
-from derivo.runtime import (add_adjoints, add_at, add_into, addable, as_array, copy_of,
-                            copy_vjp, dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
-                            first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
-                            inner_vjp_right, log, log_times, matmul_vjp_left, matmul_vjp_right,
-                            norm_vjp, owned, part, pop_adjoint, power_exponent_jvp, scalar_seed,
-                            shaped_like, sort_like, split_like, sum_vjp, swap_last, tangent_owned,
+from derivo.runtime import (add_adjoints, add_at, add_at_in_place, addable, as_array, copy_of,
+                            copy_vjp, dot_vjp_left, dot_vjp_right, einsum_vjp, expand,
+                            extremum_vjp, first_equal_vjp, getitem_vjp, hstack_vjp,
+                            inner_vjp_left, inner_vjp_right, log, log_times, matmul_vjp_left,
+                            matmul_vjp_right, norm_vjp, owned, part, pop_adjoint,
+                            pop_adjoint_in_place, power_exponent_jvp, scalar_seed, shaped_like,
+                            sort_like, split_like, sum_vjp, swap_last, tangent_owned,
                             transpose_vjp, transposed, unbroadcast, unsort, unstack, vstack_vjp,
-                            zero_as, zero_at, zero_gradient, zeroed)
+                            zero_as, zero_gradient, zeroed, zeroed_in_place)
 
 L4 = np.zeros(4)
 L5 = np.zeros(5)
@@ -237,8 +238,9 @@ for _expr, _shape in (("zeroed(x0, 1)", (3, 4)), ("zeroed(x0, (slice(None), 2))"
                       ("zeroed(x0, IDX)", (3, 4)), ("zeroed(x0, MASK)", (3, 4)),
                       ("zeroed(x0, 0)", ())):
     probe(runtime.zeroed, _expr, normal(*_shape))
-    # zero_at sets in place: into an array only the expression holds (x0 * 1.0)
-    probe(runtime.zero_at, _expr.replace("zeroed(x0", "zero_at(x0 * 1.0"), normal(*_shape))
+    # zeroed_in_place sets in place: into an array only the expression holds (x0 * 1.0)
+    probe(runtime.zeroed_in_place, _expr.replace("zeroed(x0", "zeroed_in_place(x0 * 1.0"),
+          normal(*_shape))
 
 # Copies and sums of adjoints.
 probe(runtime.owned, "owned(x0)", normal(3, 4))
@@ -256,7 +258,7 @@ probe(runtime.add_adjoints, "np.array(add_adjoints(0.0, [x0, x1]))", normal(), n
 probe(runtime.add_adjoints, "np.stack(add_adjoints([x0, 0.0], [x1, x1 * x0]))", normal(3),
       normal(3))
 probe(runtime.add_adjoints, "add_adjoints([x0, 0.0], [x1, x0])[1] * x1[0]", normal(3), normal(3))
-# add_at adds into a new adjoint; add_into adds in place, into an array or list only
+# add_at adds into a new adjoint; add_at_in_place adds in place, into an array or list only
 # the expression holds (x0 * 1.0, a list display).
 for _expr, _shapes in (("add_at(x0, x1, L34, 1)", ((3, 4), (4,))),
                        ("add_at(x0 * 1.0, x1, L34, 1)", ((3, 4), (4,))),
@@ -270,13 +272,17 @@ for _expr, _shapes in (("add_at(x0, x1, L34, 1)", ((3, 4), (4,))),
                         ((), (2,)))):
     probe(runtime.add_at, _expr, *(normal(*shape) for shape in _shapes))
     if not _expr.startswith("add_at(x0,"):
-        probe(runtime.add_into, _expr.replace("add_at", "add_into"),
+        probe(runtime.add_at_in_place, _expr.replace("add_at", "add_at_in_place"),
               *(normal(*shape) for shape in _shapes))
 probe(runtime.addable, "addable([x0, x1 * x0])", normal(), normal())
 probe(runtime.addable, "addable(x0)", normal(3))
 # pop_adjoint returns a pair (a list and an array): an item of it is read back.
 probe(runtime.pop_adjoint, "pop_adjoint([x0, x1, x0 * x1])[1]", normal(3), normal(3))
 probe(runtime.pop_adjoint, "np.stack(pop_adjoint([x0, x1, x0 * x1])[0])", normal(3), normal(3))
+probe(runtime.pop_adjoint_in_place, "pop_adjoint_in_place([x0, x1, x0 * x1])[1]", normal(3),
+      normal(3))
+probe(runtime.pop_adjoint_in_place, "np.stack(pop_adjoint_in_place([x0, x1, x0 * x1])[0])",
+      normal(3), normal(3))
 
 
 def directions(p, arguments, out):
@@ -356,7 +362,7 @@ WITHOUT_RULES = {
     # them is refused by name, as derivo.hessian and derivo.hvp of such containers are
     "field_vjp": "a dataclass's field: second derivatives of containers read by name, refused",
     "add_field": "a dataclass's field: second derivatives of containers read by name, refused",
-    "add_field_into": "add_field in place: likewise refused",
+    "add_field_in_place": "add_field in place: likewise refused",
     "unpacked_vjp": "{**d}: second derivatives through dict displays, refused",
     "values_vjp": "d.values(): second derivatives of containers read by name, refused",
     "items_vjp": "d.items(): second derivatives of containers read by name, refused",

@@ -22,15 +22,16 @@ depending on zeros) and the helpers of ``loops="checkpoint"``.
 
 import numpy as np
 
-from ..runtime import (add_adjoints, add_at, add_into, addable, as_array, copy_of, copy_vjp,
-                       copysign_one, dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
-                       first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right,
-                       is_real, kind_of, log, log_times, matmul_vjp_left, matmul_vjp_right,
-                       norm_vjp, one_like, owned, part, pop_adjoint, power_exponent_jvp, raised,
-                       scalar_seed, shaped_like, size, sort_like, split_like, stop_gradient,
-                       sum_vjp, swap_last, tangent_owned, transpose_vjp, transposed, unbroadcast,
-                       unshared, unsort, unstack, vstack_vjp, zero_as, zero_at, zero_gradient,
-                       zeroed, zeros_for)
+from ..runtime import (add_adjoints, add_at, add_at_in_place, addable, as_array, copy_of,
+                       copy_vjp, copysign_one, dot_vjp_left, dot_vjp_right, einsum_vjp, expand,
+                       extremum_vjp, first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
+                       inner_vjp_right, is_real, kind_of, log, log_times, matmul_vjp_left,
+                       matmul_vjp_right, norm_vjp, one_like, owned, part, pop_adjoint,
+                       pop_adjoint_in_place, power_exponent_jvp, raised, scalar_seed, shaped_like,
+                       size, sort_like, split_like, stop_gradient, sum_vjp, swap_last,
+                       tangent_owned, transpose_vjp, transposed, unbroadcast, unshared, unsort,
+                       unstack, vstack_vjp, zero_as, zero_gradient, zeroed, zeroed_in_place,
+                       zeros_for)
 from . import CONSTANT, defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
@@ -162,9 +163,9 @@ defjvp(zero_as, lambda t, ans, adjoint, like: zero_as(t, like), CONSTANT)
 
 defvjp(part, lambda g, ans, adjoint, index: getitem_vjp(g, adjoint, index) if np.ndim(adjoint) else unbroadcast(g, adjoint), CONSTANT)
 defjvp(part, lambda t, ans, adjoint, index: part(t, index), CONSTANT)
-# zeroed is a projection (it zeroes adjoint[index]): its own transpose.  zero_at
+# zeroed is a projection (it zeroes adjoint[index]): its own transpose.  zeroed_in_place
 # is zeroed in place (see derivo.accumulate): the same numbers, the same rules.
-for _zeroed in (zeroed, zero_at):
+for _zeroed in (zeroed, zeroed_in_place):
     defvjp(_zeroed, lambda g, ans, adjoint, index: zeroed(g, index), CONSTANT)
     defjvp(_zeroed, lambda t, ans, adjoint, index: zeroed(t, index), CONSTANT)
 
@@ -188,15 +189,17 @@ defjvp(add_adjoints, lambda t, ans, first, second: addable(t),
 defvjp(addable, lambda g, ans, tangents: list(g) if isinstance(tangents, list) else g)
 defjvp(addable, lambda t, ans, tangents: addable(t))
 # add_at(total, adjoint, like, index) is add_adjoints(total, getitem_vjp(adjoint, like, index));
-# add_into is add_at added in place (see derivo.accumulate): the same rules.
-for _add in (add_at, add_into):
+# add_at_in_place is add_at added in place (see derivo.accumulate): the same rules.
+for _add in (add_at, add_at_in_place):
     defvjp(_add, lambda g, ans, total, adjoint, like, index: g if isinstance(total, list) else unbroadcast(g, total),
            lambda g, ans, total, adjoint, like, index: g[index], CONSTANT, CONSTANT)
     defjvp(_add, lambda t, ans, total, adjoint, like, index: addable(t),
            lambda t, ans, total, adjoint, like, index: addable(getitem_vjp(t, like, index)), CONSTANT, CONSTANT)
-# pop_adjoint(adjoints) is (adjoints[:-1], adjoints[-1]) (popping in place): the
-# transpose puts the pair back together (``ans[0]``: the argument is popped by then).
-defvjp(pop_adjoint, lambda g, ans, adjoints: [*(g[0] if isinstance(g[0], list) else [g[0]] * len(ans[0])), g[1]])
-defjvp(pop_adjoint, lambda t, ans, adjoints: pop_adjoint(t))
+# pop_adjoint(adjoints) is (adjoints[:-1], adjoints[-1]) (pop_adjoint_in_place pops the
+# list itself): the transpose puts the pair back together (``ans[0]``: the list without
+# its last item).
+for _pop in (pop_adjoint, pop_adjoint_in_place):
+    defvjp(_pop, lambda g, ans, adjoints: [*(g[0] if isinstance(g[0], list) else [g[0]] * len(ans[0])), g[1]])
+    defjvp(_pop, lambda t, ans, adjoints: pop_adjoint(t))
 
 nondifferentiable(stop_gradient)  # its result is a constant to derivatives
