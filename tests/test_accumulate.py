@@ -220,3 +220,23 @@ def test_a_list_the_reverse_sweep_owns_is_popped_in_place():
     x = RNG.normal(size=2)
     np.testing.assert_allclose(df(x, 5), numeric_gradient(lambda v: grown(v, 5), [x], 0),
                                rtol=1e-6)
+
+
+def entered_shared(X, Y, w):
+    s = 0.0
+    for i in range(X.shape[0]):
+        s = s + np.tanh(X[i] @ w)
+    Z = X + Y  # reversed first: X's adjoint enters the loop as Y's too
+    return s + np.sum(Z * Z)
+
+
+def test_an_accumulator_shared_before_a_loop_is_copied_once_before_it():
+    df = derivo.grad(entered_shared, wrt=(0, 1, 2))
+    assert "bX = owned(bX)\n    for " in df.source
+    assert "bX = add_at_in_place(bX, " in df.source
+    X, Y, w = RNG.normal(size=(4, 3)), RNG.normal(size=(4, 3)), RNG.normal(size=3)
+    gradient = df(X, Y, w)
+    for index, got in enumerate(gradient):
+        np.testing.assert_allclose(got, numeric_gradient(entered_shared, [X, Y, w], index),
+                                   rtol=1e-6)
+    np.testing.assert_allclose(gradient[1], 2 * (X + Y), rtol=1e-12)

@@ -18,9 +18,10 @@ name ``bx`` *owns* that value: on every path that reaches the statement,
   unless arithmetic consumes it at once (``bv + part(bx, i)``).
 
 Everything else (a parameter, the caller's seed, a primal value, another
-adjoint, what a call returns) is added to functionally, into a new value.
-That new value is owned, so an accumulator shared once is copied once, not on
-every trip of a loop.
+adjoint, what a call returns) is added to functionally, into a new value,
+which the name then owns.  An accumulator that enters a loop shared and would
+be owned on every trip if it entered owned is copied once before the loop
+(``bx = owned(bx)``), not on every trip.
 
 The decision is a forward sweep of :mod:`derivo.dataflow` over the finished
 gradient function, whose state is the set of names that own their values;
@@ -41,7 +42,7 @@ FORMS = tuple((helper, getattr(runtime, helper.__name__ + "_in_place")) for help
 _PAIRS = (runtime.pop_adjoint, runtime.pop_adjoint_in_place)
 #: the other helpers whose result is a new value (or a number)
 _NEW = FUNCTIONAL + (
-    runtime.add_adjoints, runtime.getitem_vjp, runtime.field_vjp, runtime.zeros_for,
+    runtime.owned, runtime.add_adjoints, runtime.getitem_vjp, runtime.field_vjp, runtime.zeros_for,
     runtime.first_equal_vjp, runtime.sort_like, runtime.unsort, runtime.copy_vjp,
     runtime.sum_vjp, runtime.split_like, runtime.unstack, runtime.hstack_vjp, runtime.vstack_vjp)
 #: helpers whose result is a new value, or their first argument or a view of it:
@@ -66,10 +67,30 @@ def add_in_place(function, namespace, bind):
     params = {a.id for a in function.args.args + function.args.kwonlyargs}
     sweep = _Owners(namespace, S.stored_names(function.body) | params)
     sweep.run(function.body, frozenset())
-    for stmt, owned in sweep.before.values():
+    for stmt in [stmt for stmt, _ in sweep.before.values()]:
+        if not sweep.owns(stmt):
+            _own_before_a_loop(function, stmt, sweep, bind)
+    for stmt, _ in sweep.before.values():
         functional, in_place = _forms(sweep.helper(stmt.value))
-        owns = sweep.keeps_owning(stmt.value, sweep.receiver(stmt), owned)
-        stmt.value.func = S.name(bind((in_place if owns else functional).__name__))
+        stmt.value.func = S.name(bind((in_place if sweep.owns(stmt) else functional).__name__))
+
+
+def _own_before_a_loop(function, stmt, sweep, bind):
+    """``bx = owned(bx)`` (a copy) before the outermost loop around ``stmt`` where
+    that makes ``stmt`` own bx on every trip: a loop whose accumulator enters it
+    shared then copies it once, not on every trip."""
+    target = sweep.receiver(stmt)
+    for block, index in dataflow.enclosing(function.body, stmt)[:-1]:
+        if not isinstance(block[index], dataflow.LOOPS):
+            continue
+        copy = S.copy_location(S.assign(target, S.call(bind("owned"), S.name(target))),
+                               block[index])
+        block.insert(index, copy)
+        sweep.rerun(function.body)
+        if sweep.owns(stmt):
+            return
+        del block[index]
+        sweep.rerun(function.body)
 
 
 class _Owners(dataflow.Forward):
@@ -78,6 +99,14 @@ class _Owners(dataflow.Forward):
     def __init__(self, namespace, local):
         self.namespace, self.local = namespace, local
         self.before = {}  # id(update) -> (the update, the names owning their values before it)
+
+    def rerun(self, body):
+        self.before = {}
+        self.run(body, frozenset())
+
+    def owns(self, update):
+        """Whether the update ``update`` (one of FORMS) owns the value it changes."""
+        return self.keeps_owning(update.value, self.receiver(update), self.before[id(update)][1])
 
     def join(self, one, other):
         return one & other

@@ -558,9 +558,13 @@ def _einsum_parts(subscripts, count):
 
 
 def owned(array):
-    """A copy of an array the generated code is about to write into."""
-    return array.copy() if isinstance(array, np.ndarray) else (
-        list(array) if isinstance(array, list) else array)
+    """A copy of an array, a list or a dict the generated code is about to write
+    into; anything else (a number) as it is."""
+    if isinstance(array, np.ndarray):
+        return array.copy()
+    if isinstance(array, list):
+        return list(array)
+    return dict(array) if type(array) is dict else array
 
 
 class Undo:
