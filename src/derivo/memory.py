@@ -450,6 +450,10 @@ class Ref:
                    frozenset([source]) if source else frozenset())
 
     def renamed(self, old, new):
+        marks = (old, ("item", old))
+        if self.views.isdisjoint(marks) and self.holds.isdisjoint(marks):
+            return self  # (a Ref is never changed: sharing it is safe)
+
         def swap(objects):
             return frozenset(new if o == old else ("item", new) if o == ("item", old) else o
                              for o in objects)

@@ -710,36 +710,47 @@ class _DeadCode(dataflow.Backward):
         self.remove = False
 
     def run(self, stmts, live):
-        """Live names before ``stmts`` given ``live`` after; prunes when removing."""
-        kept = []
+        """Live names before ``stmts`` given ``live`` after; prunes when removing.
+        The block works on a set of its own, which each simple statement changes
+        in place (copying it per statement would cost the square of the length)."""
+        kept, live = [], set(live)
         for stmt in reversed(stmts):
             before = self.statement(stmt, live)
             if before is None:
                 continue  # dead
-            live = before
+            live = before if before is live else set(before)
             kept.append(stmt)
         if self.remove:
             stmts[:] = kept[::-1]
         return live
 
+    def ended(self):
+        return set()
+
     def simple(self, stmt, live):
-        """Live names before ``stmt``, or None when it is dead."""
+        """Live names before ``stmt`` (``live``, changed), or None when it is dead."""
         if isinstance(stmt, S.Assign):
             target = stmt.targets[0]
             if isinstance(target, S.Name):
                 if target.id not in live and not getattr(stmt, "effects", False):
                     return None
-                return (live - {target.id}) | _reads(stmt.value)
-            stored = {n.id for n in S.walk(target) if isinstance(n, S.Name)
-                      and isinstance(n.ctx, S.Store)}
-            return (live - stored) | _reads(stmt.value) | _reads(target)
+                live.discard(target.id)
+                live |= _reads(stmt.value)
+                return live
+            live -= {n.id for n in S.walk(target) if isinstance(n, S.Name)
+                     and isinstance(n.ctx, S.Store)}
+            live |= _reads(stmt.value) | _reads(target)
+            return live
         if isinstance(stmt, S.AugAssign):
             if not isinstance(stmt.target, S.Name):  # x[i] += e: kept, as x is
-                return live | _reads(stmt.value) | _reads(stmt.target)
+                live |= _reads(stmt.value) | _reads(stmt.target)
+                return live
             if stmt.target.id not in live:
                 return None
-            return live | _reads(stmt.value)
-        return live | _reads(stmt)
+            live |= _reads(stmt.value)
+            return live
+        live |= _reads(stmt)
+        return live
 
     def header(self, stmt, after):
         return after | _reads(stmt.iter if isinstance(stmt, S.For) else stmt.test)
