@@ -36,12 +36,15 @@ def recording_reads():
     attributes read from it, ``("linalg", "norm")`` for ``np.linalg.norm``).  Names
     that resolved to a builtin, or to nothing, are left out."""
     stack = _RECORDING.__dict__.setdefault("stack", [])
+    parsed = _RECORDING.__dict__.setdefault("parsed", [])
     reads = {}
     stack.append(reads)
+    parsed.append({})  # {id(function): (function, its Parsed)}: see parse
     try:
         yield reads
     finally:
         stack.pop()
+        parsed.pop()
 
 
 def _record(where, ident, path, value):
@@ -122,6 +125,12 @@ class Parsed:
     #: parameter's value (a callee's ``self``: what its caller called the method on);
     #: the parameter of the entry itself by default
     origins: dict = field(default_factory=dict, repr=False)
+
+    def copy(self):
+        """A Parsed of its own: the tree copied, and the dicts later stages add to."""
+        return Parsed(self.func, S.deepcopy(self.tree), self.filename, self.lines,
+                      self.first_line, self.globals, dict(self.closure), dict(self.fixed),
+                      dict(self.origins))
 
     def hold(self, ident, value):
         """A name, ``ident`` when free, under which the generated module holds
@@ -415,9 +424,22 @@ def parameter_names(func):
 
 def parse(func):
     """Parse ``func`` (a plain Python function, or an :class:`Outlined` one) into a
-    :class:`Parsed`."""
+    :class:`Parsed`, a fresh one each time (later stages rewrite what they get).
+    While reads are recorded (see :func:`recording_reads`), a function is parsed
+    once: the reads its parsing made are recorded already, and every later parse
+    in the block is a copy of the first."""
     if isinstance(func, Outlined):
         return func.parse()
+    memos = getattr(_RECORDING, "parsed", None)
+    if not memos:
+        return _parse(func)
+    found = memos[-1].get(id(func))
+    if found is None or found[0] is not func:
+        found = memos[-1][id(func)] = (func, _parse(func))
+    return found[1].copy()
+
+
+def _parse(func):
     lifted = getattr(func, "derivo_lifted", None)
     fixed, origins = getattr(func, "derivo_fixed", ({}, {}))  # (see callees)
     if lifted is not None:  # a local function of a user's function (see lift)
