@@ -171,12 +171,15 @@ def deepcopy(node):
         return [deepcopy(n) for n in node]
     if not isinstance(node, gast.AST):
         return node
-    new = type(node)(**{f: deepcopy(getattr(node, f)) for f in node._fields})
+    new = node.__class__.__new__(node.__class__)
     # Positions, and the annotations derivo's stages attach (``user_function``,
-    # ``trips``, ...), travel with the copy.
-    for attr, value in vars(node).items():
-        if attr not in node._fields:
-            setattr(new, attr, value)
+    # ``trips``, ...), travel with the copy; the fields are copied.
+    attributes = new.__dict__
+    attributes.update(node.__dict__)
+    for field in node._fields:
+        value = attributes.get(field)
+        if value.__class__ is list or isinstance(value, gast.AST):
+            attributes[field] = deepcopy(value)
     return new
 
 
