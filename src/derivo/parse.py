@@ -36,15 +36,25 @@ def recording_reads():
     attributes read from it, ``("linalg", "norm")`` for ``np.linalg.norm``).  Names
     that resolved to a builtin, or to nothing, are left out."""
     stack = _RECORDING.__dict__.setdefault("stack", [])
-    parsed = _RECORDING.__dict__.setdefault("parsed", [])
     reads = {}
     stack.append(reads)
-    parsed.append({})  # {id(function): (function, its Parsed)}: see parse
     try:
         yield reads
     finally:
         stack.pop()
-        parsed.pop()
+
+
+@contextlib.contextmanager
+def parsing_once():
+    """Parse each function once inside the block (one request for a derivative):
+    :func:`parse` gives a copy of the first :class:`Parsed`, and records again
+    the reads that parsing made, for whichever recording is open then."""
+    memos = _RECORDING.__dict__.setdefault("parsed", [])
+    memos.append({})  # {id(function): (function, its Parsed, the reads parsing made)}
+    try:
+        yield
+    finally:
+        memos.pop()
 
 
 def _record(where, ident, path, value):
@@ -424,10 +434,8 @@ def parameter_names(func):
 
 def parse(func):
     """Parse ``func`` (a plain Python function, or an :class:`Outlined` one) into a
-    :class:`Parsed`, a fresh one each time (later stages rewrite what they get).
-    While reads are recorded (see :func:`recording_reads`), a function is parsed
-    once: the reads its parsing made are recorded already, and every later parse
-    in the block is a copy of the first."""
+    :class:`Parsed`, a fresh one each time (later stages rewrite what they get;
+    see :func:`parsing_once`)."""
     if isinstance(func, Outlined):
         return func.parse()
     memos = getattr(_RECORDING, "parsed", None)
@@ -435,7 +443,11 @@ def parse(func):
         return _parse(func)
     found = memos[-1].get(id(func))
     if found is None or found[0] is not func:
-        found = memos[-1][id(func)] = (func, _parse(func))
+        with recording_reads() as reads:
+            parsed = _parse(func)
+        found = memos[-1][id(func)] = (func, parsed, list(reads.values()))
+    for read in found[2]:
+        _record(*read)
     return found[1].copy()
 
 
