@@ -1491,14 +1491,16 @@ def _hashable(key):
 def _reached(start, edges):
     """``start`` and every name reached from it along ``edges``, pairs (from a
     name in the first set, to the names of the second)."""
-    reached = set(start)
-    grew = True
-    while grew:
-        grew = False
-        for sources, targets in edges:
-            if sources & reached and not targets <= reached:
-                reached |= targets
-                grew = True
+    following = collections.defaultdict(list)  # name -> the targets of its edges
+    for sources, targets in edges:
+        for name in sources:
+            following[name].append(targets)
+    reached, todo = set(start), list(start)
+    while todo:  # each name once: linear in the edges, whatever their order
+        for targets in following.get(todo.pop(), ()):
+            fresh = targets - reached
+            reached |= fresh
+            todo += fresh
     return reached
 
 

@@ -22,7 +22,7 @@ from .parse import (GENERATED_PREFIX, MISSING, parse, parsing_once, recording_re
                     too_deep)
 from .analyze import parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
-from .transform import LOG, SLOW_SECONDS, Build, is_generated, uses_numpy
+from .transform import LOG, SLOW_SECONDS, Build, collection_paused, is_generated, uses_numpy
 
 
 #: A parameter given by position or name, or a tuple of them.
@@ -828,7 +828,9 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
 
     def transformed():
         generation = rules.generation
-        with recording_reads() as reads:
+        # (the collector paused for printing and reading the source too, not only
+        # for Build.add: each collection walks every tree node alive)
+        with recording_reads() as reads, collection_paused():
             module = Build(arrays, *loops[:3])
             name = module.add(func, list(names), kind, tuple_wrt, has_aux=has_aux,
                               pullback=pullback, fixed=fixed)
