@@ -88,7 +88,7 @@ class Site:
 
     def __init__(self, key, positional, keywords, label=None):
         self.key = key
-        self.label = label or rules.label_of(key)
+        self._label = label  # how messages name it, or a function that says (see label)
         self.npositional = len(positional)
         self.keywords = [k.arg for k in keywords]
         self.rule = rules.lookup(key, len(positional), self.keywords) \
@@ -110,6 +110,13 @@ class Site:
             index = self.rule.params.index(k.arg)
             self.args.append((k.arg, k.value, templates[index]
                               if index < len(templates) else None))
+
+    @property
+    def label(self):
+        """The callee as messages name it (how the user wrote it, found only when
+        a message needs it)."""
+        label = self._label() if callable(self._label) else self._label
+        return label or rules.label_of(self.key)
 
 
 class Plan:
@@ -293,7 +300,8 @@ class Analysis:
                     "loop: derivatives would flow through the tape it pushes; take this "
                     "derivative of a version with loops='stack' and no derivo.checkpointed",
                     "checkpointed loop")
-            return Site(key, args, node.keywords, label=self.parsed.words(node.func))
+            return Site(key, args, node.keywords,
+                        label=functools.partial(self.parsed.words, node.func))
         if isinstance(node, S.Attribute):
             key = rules.Method(node.attr)
             if rules.is_nondifferentiable(key) or isinstance(node.value, S.Name) and \
@@ -1483,14 +1491,16 @@ def _hashable(key):
 def _reached(start, edges):
     """``start`` and every name reached from it along ``edges``, pairs (from a
     name in the first set, to the names of the second)."""
-    reached = set(start)
-    grew = True
-    while grew:
-        grew = False
-        for sources, targets in edges:
-            if sources & reached and not targets <= reached:
-                reached |= targets
-                grew = True
+    following = collections.defaultdict(list)  # name -> the targets of its edges
+    for sources, targets in edges:
+        for name in sources:
+            following[name].append(targets)
+    reached, todo = set(start), list(start)
+    while todo:  # each name once: linear in the edges, whatever their order
+        for targets in following.get(todo.pop(), ()):
+            fresh = targets - reached
+            reached |= fresh
+            todo += fresh
     return reached
 
 

@@ -18,10 +18,11 @@ from . import __version__, cache, codegen, display, numba_backend, rules, save, 
 from . import syntax as S
 from .errors import DerivoError
 from .fence import check_supported
-from .parse import GENERATED_PREFIX, MISSING, parse, recording_reads, too_deep
+from .parse import (GENERATED_PREFIX, MISSING, parse, parsing_once, recording_reads,
+                    too_deep)
 from .analyze import parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
-from .transform import LOG, SLOW_SECONDS, Build, is_generated, uses_numpy
+from .transform import LOG, SLOW_SECONDS, Build, collection_paused, is_generated, uses_numpy
 
 
 #: A parameter given by position or name, or a tuple of them.
@@ -244,20 +245,21 @@ class Derivative(metaclass=_DerivativeType):
             KIND_LABELS[kind], func.__qualname__, ", ".join(wrt))
         self._has_aux = has_aux
         self._pullback = pullback
-        # the parameters that may say what the function calls (see specialise)
-        self._callee_parameters = specialise.callee_parameters(func, wrt)
-        # (``bound``: the arguments a bound method or a partial gives first)
-        self._fixed = specialise.fixed_values(func, self._callee_parameters, 0, *bound)
-        try:
-            self._install()
-        except DerivoError as error:
-            if not specialise.waits_for_arguments(error, self._callee_parameters):
-                raise
-            # what a parameter calls is known at the first call: transformed then
-            self.call = types.MethodType(specialise.pending_entry(), self)
-            self.source = "# derivo transforms {} at its first call, for what {} hold\n".format(
-                func.__qualname__, ", ".join(self._callee_parameters))
-            self.call.__func__.__dict__.update(source=self.source)
+        with parsing_once():
+            # the parameters that may say what the function calls (see specialise)
+            self._callee_parameters = specialise.callee_parameters(func, wrt)
+            # (``bound``: the arguments a bound method or a partial gives first)
+            self._fixed = specialise.fixed_values(func, self._callee_parameters, 0, *bound)
+            try:
+                self._install()
+            except DerivoError as error:
+                if not specialise.waits_for_arguments(error, self._callee_parameters):
+                    raise
+                # what a parameter calls is known at the first call: transformed then
+                self.call = types.MethodType(specialise.pending_entry(), self)
+                self.source = "# derivo transforms {} at its first call, for what {} " \
+                    "hold\n".format(func.__qualname__, ", ".join(self._callee_parameters))
+                self.call.__func__.__dict__.update(source=self.source)
         entry = self.call.__func__
         entry.__module__ = func.__module__
         entry.__doc__ = self.__doc__
@@ -826,7 +828,9 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
 
     def transformed():
         generation = rules.generation
-        with recording_reads() as reads:
+        # (the collector paused for printing and reading the source too, not only
+        # for Build.add: each collection walks every tree node alive)
+        with recording_reads() as reads, collection_paused():
             module = Build(arrays, *loops[:3])
             name = module.add(func, list(names), kind, tuple_wrt, has_aux=has_aux,
                               pullback=pullback, fixed=fixed)

@@ -105,24 +105,34 @@ def _math_by_name(definition, namespace):
     """Rewrite ``math.cos`` in ``definition`` as ``cos`` where the code uses no
     name ``cos`` and ``math`` is the global (not a parameter or local of that
     name); return the globals that makes ({"cos": math.cos})."""
-    taken = {node.id for node in ast.walk(definition) if isinstance(node, ast.Name)} | {
-        node.arg for node in ast.walk(definition) if isinstance(node, ast.arg)}
-    local = {node.id for node in ast.walk(definition)
-             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)} | {
-        node.arg for node in ast.walk(definition) if isinstance(node, ast.arg)}
+    taken, local = set(), set()
+    for node in ast.walk(definition):
+        if isinstance(node, ast.Name):
+            taken.add(node.id)
+            if not isinstance(node.ctx, ast.Load):
+                local.add(node.id)
+        elif isinstance(node, ast.arg):
+            taken.add(node.arg)
+            local.add(node.arg)
     bindings = {}
 
-    class ByName(ast.NodeTransformer):
-        def visit_Attribute(self, node):
-            function = getattr(math, node.attr, None)
-            if isinstance(node.value, ast.Name) and node.value.id not in local and \
-                    namespace.get(node.value.id) is math and isinstance(node.ctx, ast.Load) \
-                    and callable(function) and node.attr not in taken:
-                bindings[node.attr] = function
-                return ast.copy_location(ast.Name(node.attr, ast.Load()), node)
-            return self.generic_visit(node)
+    def by_name(node):
+        function = getattr(math, node.attr, None) if isinstance(node, ast.Attribute) else None
+        if function is not None and isinstance(node.value, ast.Name) and \
+                node.value.id not in local and namespace.get(node.value.id) is math and \
+                isinstance(node.ctx, ast.Load) and callable(function) and \
+                node.attr not in taken:
+            bindings[node.attr] = function
+            return ast.copy_location(ast.Name(node.attr, ast.Load()), node)
+        return None
 
-    ByName().visit(definition)
+    for node in ast.walk(definition):
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                for index, item in enumerate(value):
+                    value[index] = by_name(item) or item
+            else:
+                setattr(node, field, by_name(value) or value)
     return bindings
 
 

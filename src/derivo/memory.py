@@ -450,6 +450,10 @@ class Ref:
                    frozenset([source]) if source else frozenset())
 
     def renamed(self, old, new):
+        marks = (old, ("item", old))
+        if self.views.isdisjoint(marks) and self.holds.isdisjoint(marks):
+            return self  # (a Ref is never changed: sharing it is safe)
+
         def swap(objects):
             return frozenset(new if o == old else ("item", new) if o == ("item", old) else o
                              for o in objects)
@@ -523,6 +527,7 @@ class _Refs(dataflow.Forward):
         self.scalars, self.arrays, self.lists = scalars, arrays, lists
         self.before = {}  # id(statement) -> the state control reaches it with
         self.site = None  # the statement being read: what it allocates is its object
+        self.allocated = set()  # ids of the statements _fresh has seen
 
     def join(self, one, other):
         joined = dict(one)
@@ -590,7 +595,11 @@ class _Refs(dataflow.Forward):
             stmt.value.left.id not in self.scalars
 
     def _fresh(self, state, stmt):
-        """The state as ``stmt`` allocates anew: what it made before is older."""
+        """The state as ``stmt`` allocates anew: what it made before is older
+        (nothing, the first time control reaches it)."""
+        if id(stmt) not in self.allocated:
+            self.allocated.add(id(stmt))
+            return dict(state)
         new, old = ("new", id(stmt)), ("old", id(stmt))
         return {name: ref.renamed(new, old) for name, ref in state.items()}
 

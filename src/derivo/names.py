@@ -13,23 +13,36 @@ class Namer:
     def __init__(self, taken=()):
         self.taken = set(taken)
 
+    @property
+    def taken(self):
+        """The names in use: added to, or replaced whole (to hand out again the
+        names an attempt handed out)."""
+        return self._taken
+
+    @taken.setter
+    def taken(self, names):
+        self._taken = names
+        # {(base, numbered): the counter last handed out}: while names are only
+        # added, every counter below it is still taken, and the search starts there
+        self._counters = {}
+
     def fresh(self, base):
         """``base`` if free, else ``base1``, ``base2``, ..."""
-        candidate, counter = base, 0
-        while candidate in self.taken:
-            counter += 1
-            candidate = "{}{}".format(base, counter)
-        self.taken.add(candidate)
-        return candidate
+        return self._first_free(base, False)
 
     def numbered(self, base):
         """``base1``, ``base2``, ...: for temporaries that only make sense numbered."""
-        counter = 1
-        while "{}{}".format(base, counter) in self.taken:
+        return self._first_free(base, True)
+
+    def _first_free(self, base, numbered):
+        counter = self._counters.get((base, numbered), 1 if numbered else 0)
+        candidate = "{}{}".format(base, counter) if counter else base
+        while candidate in self.taken:
             counter += 1
-        name = "{}{}".format(base, counter)
-        self.taken.add(name)
-        return name
+            candidate = "{}{}".format(base, counter)
+        self._counters[base, numbered] = counter
+        self.taken.add(candidate)
+        return candidate
 
 
 def identifier(name):

@@ -188,7 +188,7 @@ def optimize(function, shape_readers=(), spreaders=(), in_place=()):
     _drop_recomputations(function)
     _shapes_from_sources(function, shape_readers)
     _multiply_by_the_sum_adjoint(function, spreaders)
-    for node in S.walk(function):
+    for node in S.statements(function):
         # bx += -e reads better as bx -= e
         if isinstance(node, S.AugAssign) and isinstance(node.op, S.Add) and \
                 isinstance(node.value, S.UnaryOp) and isinstance(node.value.op, S.USub):
@@ -211,7 +211,7 @@ def _fold_seeds(function):
     ``bx = 1.0 / x``, ``bx += -bout * math.cos(x)`` becomes ``bx += -math.cos(x)``.
     An assignment that folding leaves a number (``bt = bout``) is folded next."""
     stores = S.store_counts(function)
-    seeds = {s.targets[0].id: s.value for s in S.walk(function)
+    seeds = {s.targets[0].id: s.value for s in S.statements(function)
              if getattr(s, "seed", False) and stores.get(s.targets[0].id) == 1}
 
     class Fold(S.NodeTransformer):
@@ -245,6 +245,9 @@ def _drop_copies(function):
     parameter: b is renamed a and the copy goes (``by1 = bresult1`` after
     ``bresult, bresult1 = bresults`` becomes ``bresult, by1 = bresults``).
     With one assignment each, a and b hold the same value wherever either is read."""
+    if not any(isinstance(getattr(stmt, "value", None), S.Name) and S.single_target(stmt)
+               for stmt in function.body):
+        return
     stores = S.store_counts(function)
     for arg in function.args.args + function.args.kwonlyargs:
         stores[arg.id] = 2  # a parameter is assigned by every call: never renamed
@@ -269,10 +272,9 @@ def _read_through_copies_in_blocks(function):
     reverse loop of ``sum(f(x) for x in xs)`` had ``bt4 = bt3; bt2 = bt4``).  b is
     not assigned further down the block, so it holds the copied value wherever a
     was read.  (Copies at the top level are :func:`_drop_copies`'.)"""
-    stores = S.store_counts(function)
-    for statements in S.blocks(function):
-        if statements is function.body:
-            continue
+    nested = [block for block in S.blocks(function) if block is not function.body]
+    stores = S.store_counts(function) if nested else None
+    for statements in nested:
         index = 0
         while index < len(statements):
             copy, a = statements[index], S.single_target(statements[index])
@@ -333,15 +335,15 @@ def _shapes_from_sources(function, shape_readers):
     method, so its shape is the same wherever it is read.  Forms that change a
     list's length (``r + r``, ``r * 2``) do not count.
     """
+    candidates = [(target, _shape_source(stmt.value)) for stmt in S.statements(function)
+                  for target in [S.single_target(stmt)] if target and _shape_source(stmt.value)]
+    if not candidates or not shape_readers:
+        return
     stores = S.store_counts(function)
     exposed = _exposed_to_changes(function, harmless=shape_readers)
-    same_shape = {}
-    for stmt in S.walk(function):
-        target = S.single_target(stmt)
-        source = _shape_source(stmt.value) if target else None
-        if source and stores[target] == 1 and stores[source] == 1 and source not in exposed:
-            same_shape[target] = source
-    for node in S.walk(function):
+    same_shape = {target: source for target, source in candidates
+                  if stores[target] == 1 and stores[source] == 1 and source not in exposed}
+    for node in S.walk(function) if same_shape else ():
         if isinstance(node, S.Call) and isinstance(node.func, S.Name) and \
                 node.func.id in shape_readers and len(node.args) > 1 and \
                 isinstance(node.args[1], S.Name) and node.args[1].id in same_shape:
@@ -376,19 +378,23 @@ def _multiply_by_the_sum_adjoint(function, spreaders):
 
     bt7, r and g (a name or a number) are each assigned once, so they are the
     same wherever they are read."""
-    stores, loads = S.store_counts(function), S.load_counts(function)
+    spreading = [stmt for stmt in S.statements(function) if S.single_target(stmt) and
+                 isinstance(stmt.value, S.Call) and isinstance(stmt.value.func, S.Name) and
+                 stmt.value.func.id in spreaders]
+    if not spreading:
+        return
+    stores, loads = S.name_counts(function)
     spreads = {}
-    for stmt in S.walk(function):
+    for stmt in spreading:
         name = S.single_target(stmt)
-        value = stmt.value if name else None
-        if isinstance(value, S.Call) and isinstance(value.func, S.Name) and \
-                value.func.id in spreaders and len(value.args) == 4 and not value.keywords and \
+        value = stmt.value
+        if len(value.args) == 4 and not value.keywords and \
                 _is_constant(value.args[2], None) and _is_constant(value.args[3], False) and \
                 isinstance(value.args[1], S.Name) and stores[value.args[1].id] == 1 and \
                 (is_number(value.args[0]) or isinstance(value.args[0], S.Name) and
                  stores[value.args[0].id] == 1) and stores[name] == loads[name] == 1:
             spreads[name] = stmt
-    for product in S.walk(function):
+    for product in S.walk(function) if spreads else ():
         if not (spreads and isinstance(product, S.BinOp) and isinstance(product.op, S.Mult)):
             continue
         for side, other in (("left", product.right), ("right", product.left)):
@@ -407,7 +413,7 @@ def _is_constant(node, value):
 
 
 def _rename(function, renames):
-    for node in S.walk(function):
+    for node in S.walk(function) if renames else ():
         if isinstance(node, S.Name) and node.id in renames:
             node.id = renames[node.id]
 
@@ -465,8 +471,7 @@ def _fold_single_uses(function):
     Only arithmetic moves, and only into the first operand of the next
     statement: nothing else is evaluated between its old place and its new one.
     """
-    stores = S.store_counts(function)
-    loads = S.load_counts(function)
+    stores, loads = S.name_counts(function)
     for statements in S.blocks(function):
         index = 0
         while index + 1 < len(statements):
@@ -494,13 +499,14 @@ def _store_where_computed(function):
     store reads or bc, and neither they nor e read bX, which no other name holds:
     moving the store up changes nothing they see.
     """
-    stores = S.store_counts(function)
-    loads = S.load_counts(function)
-    held = _held_elsewhere(function)
     # Only a name that an item store reads is a candidate: the scan below then
     # runs once per item store, not once per statement.
     item_stored = {stmt.value.id for statements in S.blocks(function) for stmt in statements
                    if _item_store_of(stmt, _name_of(getattr(stmt, "value", None)))}
+    if not item_stored:
+        return
+    stores, loads = S.name_counts(function)
+    held = _held_elsewhere(function)
     for statements in S.blocks(function):
         for index, computed in enumerate(statements):
             name = S.single_target(computed)
@@ -588,8 +594,7 @@ def _return_short_results(function):
     if not isinstance(final, S.Return) or final.value is None:
         return
     results = final.value.elts if isinstance(final.value, S.Tuple) else [final.value]
-    stores = S.store_counts(function)
-    loads = S.load_counts(function)
+    stores, loads = S.name_counts(function)
     assigned = [stmt for stmt in body[:-1] if not S.is_comment(stmt)][-len(results):]
     if len(assigned) != len(results) or any(
             not isinstance(result, S.Name) or S.single_target(stmt) != result.id or
@@ -642,9 +647,13 @@ def _held_elsewhere(function):
     or in the final return."""
     returned = {id(n) for n in S.walk(function.body[-1])} \
         if isinstance(function.body[-1], S.Return) else set()
-    bases = {id(n.value) for n in S.walk(function) if isinstance(n, S.Subscript)}
-    return {n.id for n in S.walk(function) if isinstance(n, S.Name) and
-            isinstance(n.ctx, S.Load) and id(n) not in bases | returned}
+    bases, loads = set(), []
+    for node in S.walk(function):
+        if isinstance(node, S.Subscript):
+            bases.add(id(node.value))
+        elif isinstance(node, S.Name) and isinstance(node.ctx, S.Load):
+            loads.append(node)
+    return {n.id for n in loads if id(n) not in bases and id(n) not in returned}
 
 
 def _remove(statements, index):
@@ -710,36 +719,47 @@ class _DeadCode(dataflow.Backward):
         self.remove = False
 
     def run(self, stmts, live):
-        """Live names before ``stmts`` given ``live`` after; prunes when removing."""
-        kept = []
+        """Live names before ``stmts`` given ``live`` after; prunes when removing.
+        The block works on a set of its own, which each simple statement changes
+        in place (copying it per statement would cost the square of the length)."""
+        kept, live = [], set(live)
         for stmt in reversed(stmts):
             before = self.statement(stmt, live)
             if before is None:
                 continue  # dead
-            live = before
+            live = before if before is live else set(before)
             kept.append(stmt)
         if self.remove:
             stmts[:] = kept[::-1]
         return live
 
+    def ended(self):
+        return set()
+
     def simple(self, stmt, live):
-        """Live names before ``stmt``, or None when it is dead."""
+        """Live names before ``stmt`` (``live``, changed), or None when it is dead."""
         if isinstance(stmt, S.Assign):
             target = stmt.targets[0]
             if isinstance(target, S.Name):
                 if target.id not in live and not getattr(stmt, "effects", False):
                     return None
-                return (live - {target.id}) | _reads(stmt.value)
-            stored = {n.id for n in S.walk(target) if isinstance(n, S.Name)
-                      and isinstance(n.ctx, S.Store)}
-            return (live - stored) | _reads(stmt.value) | _reads(target)
+                live.discard(target.id)
+                live |= _reads(stmt.value)
+                return live
+            live -= {n.id for n in S.walk(target) if isinstance(n, S.Name)
+                     and isinstance(n.ctx, S.Store)}
+            live |= _reads(stmt.value) | _reads(target)
+            return live
         if isinstance(stmt, S.AugAssign):
             if not isinstance(stmt.target, S.Name):  # x[i] += e: kept, as x is
-                return live | _reads(stmt.value) | _reads(stmt.target)
+                live |= _reads(stmt.value) | _reads(stmt.target)
+                return live
             if stmt.target.id not in live:
                 return None
-            return live | _reads(stmt.value)
-        return live | _reads(stmt)
+            live |= _reads(stmt.value)
+            return live
+        live |= _reads(stmt)
+        return live
 
     def header(self, stmt, after):
         return after | _reads(stmt.iter if isinstance(stmt, S.For) else stmt.test)

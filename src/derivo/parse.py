@@ -44,6 +44,19 @@ def recording_reads():
         stack.pop()
 
 
+@contextlib.contextmanager
+def parsing_once():
+    """Parse each function once inside the block (one request for a derivative):
+    :func:`parse` gives a copy of the first :class:`Parsed`, and records again
+    the reads that parsing made, for whichever recording is open then."""
+    memos = _RECORDING.__dict__.setdefault("parsed", [])
+    memos.append({})  # {id(function): (function, its Parsed, the reads parsing made)}
+    try:
+        yield
+    finally:
+        memos.pop()
+
+
 def _record(where, ident, path, value):
     stack = getattr(_RECORDING, "stack", None)
     if stack:
@@ -122,6 +135,12 @@ class Parsed:
     #: parameter's value (a callee's ``self``: what its caller called the method on);
     #: the parameter of the entry itself by default
     origins: dict = field(default_factory=dict, repr=False)
+
+    def copy(self):
+        """A Parsed of its own: the tree copied, and the dicts later stages add to."""
+        return Parsed(self.func, S.deepcopy(self.tree), self.filename, self.lines,
+                      self.first_line, self.globals, dict(self.closure), dict(self.fixed),
+                      dict(self.origins))
 
     def hold(self, ident, value):
         """A name, ``ident`` when free, under which the generated module holds
@@ -415,9 +434,24 @@ def parameter_names(func):
 
 def parse(func):
     """Parse ``func`` (a plain Python function, or an :class:`Outlined` one) into a
-    :class:`Parsed`."""
+    :class:`Parsed`, a fresh one each time (later stages rewrite what they get;
+    see :func:`parsing_once`)."""
     if isinstance(func, Outlined):
         return func.parse()
+    memos = getattr(_RECORDING, "parsed", None)
+    if not memos:
+        return _parse(func)
+    found = memos[-1].get(id(func))
+    if found is None or found[0] is not func:
+        with recording_reads() as reads:
+            parsed = _parse(func)
+        found = memos[-1][id(func)] = (func, parsed, list(reads.values()))
+    for read in found[2]:
+        _record(*read)
+    return found[1].copy()
+
+
+def _parse(func):
     lifted = getattr(func, "derivo_lifted", None)
     fixed, origins = getattr(func, "derivo_fixed", ({}, {}))  # (see callees)
     if lifted is not None:  # a local function of a user's function (see lift)

@@ -179,7 +179,10 @@ class Sweep:
         ``zeros_for(X)``, and no other name ever holds it or an item of it.  In
         scalar code, where the items are numbers, an add into a position surely
         still zero becomes a store (see :func:`_assign_first_add`)."""
-        assignments = [n for n in S.walk(function) if isinstance(n, (S.Assign, S.AugAssign))]
+        if not self.analysis.read_item_by_item:
+            return
+        assignments = [n for n in S.statements(function)
+                       if isinstance(n, (S.Assign, S.AugAssign))]
         for ident in self.analysis.read_item_by_item:
             name = self.adjoint(ident)
             writes = [s for s in assignments if name in S.stored_names(
@@ -229,10 +232,12 @@ class Sweep:
                 if obj is runtime.pop_adjoint}
         repeats = {name for name, obj in self.module.namespace.items()
                    if obj is runtime.sum_vjp}
+        if not repeats:
+            return
         stores = S.store_counts(function)
         places = _places(function)
         constant = {arg.id for arg in function.args.args + function.args.kwonlyargs} | {
-            name for stmt in S.walk(function) if isinstance(stmt, S.Assign) and
+            name for stmt in S.statements(function) if isinstance(stmt, S.Assign) and
             not places[id(stmt)][1] for name in S.stored_names(stmt.targets)}
         for stmt in function.body:
             name = S.single_target(stmt)

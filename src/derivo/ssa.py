@@ -864,9 +864,11 @@ def _share_repeated_terms(tree, namer, written):
         first = min(position for position, _, _ in found[source])
         temp = namer.numbered("t")
 
+        places = {id(node) for _, _, node in found[source]}  # every occurrence
+
         class Share(S.NodeTransformer):
             def visit(self, node):
-                if isinstance(node, S.BinOp) and S.expr_source(node) == source:
+                if id(node) in places:
                     return S.copy_location(S.name(temp), node)
                 return self.generic_visit(node)
 

@@ -27,9 +27,10 @@ NodeTransformer = gast.NodeTransformer
 copy_location = gast.copy_location
 
 
-def walk(tree):
+def walk(tree, into=AST):
     """Every node of a tree, or of each tree in a list of trees, in ``ast.walk``'s
-    order (breadth first, one tree after the other)."""
+    order (breadth first, one tree after the other); ``into``: the classes of
+    the nodes below the roots it goes into (all by default)."""
     for root in tree if isinstance(tree, list) else [tree]:
         # ast.walk's loop without its two generators per node: walking is most of
         # the time derivo takes to transform a function
@@ -38,11 +39,15 @@ def walk(tree):
             node = todo.popleft()
             for field in node._fields:
                 value = getattr(node, field, None)
-                if isinstance(value, AST):
+                if isinstance(value, into):
                     todo.append(value)
                 elif value.__class__ is list:
-                    todo.extend([item for item in value if isinstance(item, AST)])
+                    todo.extend([item for item in value if isinstance(item, into)])
             yield node
+
+
+#: The nodes that may hold a block of statements: no expression holds one
+_BLOCK_HOLDERS = (gast.stmt, gast.excepthandler, gast.match_case)
 
 
 def root_name(node):
@@ -65,14 +70,22 @@ def stored_names(tree):
 
 def load_counts(tree):
     """{name: how many times ``tree`` reads it}."""
-    return collections.Counter(n.id for n in walk(tree)
-                               if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load))
+    return name_counts(tree)[1]
 
 
 def store_counts(tree):
     """{name: how many times ``tree`` assigns it} (parameters count once)."""
-    return collections.Counter(n.id for n in walk(tree)
-                               if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load))
+    return name_counts(tree)[0]
+
+
+def name_counts(tree):
+    """(:func:`store_counts`, :func:`load_counts`) of ``tree``, from one walk."""
+    stores, loads = collections.Counter(), collections.Counter()
+    for node in walk(tree):
+        if isinstance(node, gast.Name):
+            counts = loads if isinstance(node.ctx, gast.Load) else stores
+            counts[node.id] += 1
+    return stores, loads
 
 
 def single_target(stmt):
@@ -90,9 +103,15 @@ def values_assigned_once(tree):
             if single_target(stmt) and counts[stmt.targets[0].id] == 1}
 
 
+def statements(tree):
+    """Every statement of a tree (or list of trees), in :func:`walk`'s order;
+    the expressions, which hold no statement, are not walked."""
+    return (node for node in walk(tree, _BLOCK_HOLDERS) if isinstance(node, gast.stmt))
+
+
 def blocks(tree):
     """Every statement list in a tree (bodies and else-branches), nested ones included."""
-    for node in walk(tree):
+    for node in walk(tree, _BLOCK_HOLDERS):
         for field in ("body", "orelse"):
             block = getattr(node, field, None)
             if isinstance(block, list):
@@ -152,12 +171,15 @@ def deepcopy(node):
         return [deepcopy(n) for n in node]
     if not isinstance(node, gast.AST):
         return node
-    new = type(node)(**{f: deepcopy(getattr(node, f)) for f in node._fields})
+    new = node.__class__.__new__(node.__class__)
     # Positions, and the annotations derivo's stages attach (``user_function``,
-    # ``trips``, ...), travel with the copy.
-    for attr, value in vars(node).items():
-        if attr not in node._fields:
-            setattr(new, attr, value)
+    # ``trips``, ...), travel with the copy; the fields are copied.
+    attributes = new.__dict__
+    attributes.update(node.__dict__)
+    for field in node._fields:
+        value = attributes.get(field)
+        if value.__class__ is list or isinstance(value, gast.AST):
+            attributes[field] = deepcopy(value)
     return new
 
 

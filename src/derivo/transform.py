@@ -75,7 +75,7 @@ def _read_as_containers(tree, params):
 
 
 @contextlib.contextmanager
-def _collection_paused():
+def collection_paused():
     """Pause Python's cyclic garbage collector: a build makes many tree nodes and
     no cycles that matter, and collecting as it goes costs a fifth of its time."""
     enabled = gc.isenabled()
@@ -117,7 +117,7 @@ class Build:
         label = "{} of {}".format(kind, getattr(func, "__qualname__", func))
         LOG.debug("transforming the %s", label)
         started = time.perf_counter()
-        with _collection_paused():
+        with collection_paused():
             try:
                 name = self._add(func, wrt, kind, tuple_wrt, name, call, has_aux, pullback,
                                  loops or self.loops, fixed or {})
