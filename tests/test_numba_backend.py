@@ -105,7 +105,39 @@ def over_values(x, y):
     return s
 
 
+def saved_where_bounded(x, y, n):
+    s = x * 1.5 + math.sin(y)
+    s = s * s  # saved outside a loop
+    u = 0.0
+    for i in range(1, n, 2):
+        u = u + math.cos(s * i)
+        s = s * 0.9 + math.sin(u) * y  # saved in the loop
+        if u > 1.0:
+            s = s - 0.1 * u  # saved in the loop, on some trips
+    return s * u
+
+
+def two_loops(x, n):
+    s = x
+    for _ in range(n):
+        s = s * 0.9 + math.sin(s)
+    for _ in range(3):
+        s = s * 1.1 - math.cos(s)
+    return s
+
+
+def bound_reassigned(x, n):
+    n = n + 1
+    s = x
+    for _ in range(n):
+        s = s * 0.99 + math.sin(s)
+    return s
+
+
 PROGRAMS = [
+    (saved_where_bounded, (0.4, 0.7, 13), (0, 1)),
+    (bound_reassigned, (0.3, 20), (0,)),
+    (two_loops, (0.3, 10), (0,)),
     (nested, (0.7, 1.3, 5), (0, 1)),
     (halving, (3.0, 1e-3), (0,)),
     (early_exit, (0.4, 1.1, 12), (0, 1)),
@@ -146,11 +178,23 @@ def test_loop_programs_equal_the_python_backend(numba, f, args, wrt):
 
 def test_generated_code_has_typed_stacks_and_counted_loops(numba):
     source = derivo.grad(pendulum.simulate, wrt=(0, 1), backend="numba").source
-    assert "theta_stack.append(theta)" in source and "theta = theta_stack.pop()" in source
+    # a float saved in a counted loop: an array of the loop's trips, and a count
+    assert "theta_stack = derivo_new_stack(len(range(steps)))" in source
+    assert "theta_stack[theta_top] = theta\n        theta_top += 1\n" in source
+    assert "theta_top -= 1\n        theta = theta_stack[theta_top]\n" in source
+    # a while loop's trips are not known before it: a list, which grows
+    grows = derivo.grad(bessel.besselj, wrt="z", backend="numba").source
+    assert "s_stack.append(s)" in grows and "s = s_stack.pop()" in grows
     assert "for _ in range(steps - 1, -1, -1):" in source
     assert "reversed" not in source and "push" not in source
     stepped = derivo.grad(nested, wrt=(0, 1), backend="numba").source
     assert "reversed" not in stepped and "None" not in stepped
+    bounded = derivo.grad(saved_where_bounded, wrt=(0, 1), backend="numba").source
+    assert "s1_stack = derivo_new_stack(len(range(1, n, 2)))" in bounded
+    twice = derivo.grad(two_loops, wrt=0, backend="numba").source
+    assert "s_stack = derivo_new_stack(len(range(n)) + len(range(3)))" in twice
+    reassigned = derivo.grad(bound_reassigned, wrt=0, backend="numba").source
+    assert "s_stack.append(s)" in reassigned  # n is not the loop's trips at the top
     placeholder = derivo.grad(early_exit, wrt=(0, 1), backend="numba").source
     assert "    t = 0\n" in placeholder
 
@@ -270,6 +314,9 @@ def test_a_called_function_reading_a_global_number_is_refused(numba):
 def test_a_derivative_of_a_compiled_derivative(numba):
     second = derivo.grad(derivo.grad(powers, backend="numba"), wrt=1)
     assert math.isclose(second(1.7, 0.6), derivo.grad(derivo.grad(powers), wrt=1)(1.7, 0.6))
+    stacked = derivo.grad(derivo.grad(two_loops, wrt=0, backend="numba"), wrt=0)
+    assert math.isclose(stacked(0.3, 10), derivo.grad(derivo.grad(two_loops, wrt=0), wrt=0)(
+        0.3, 10), rel_tol=1e-12)
 
 
 def test_array_code_keeps_numpy_and_logs_it(numba, caplog):
@@ -327,6 +374,17 @@ def test_saved_module_compiles_with_a_cache(numba, tmp_path):
                              check=True).stdout
         assert float(out) == bessel.besselj_grad(2, 1.0)
     assert list((tmp_path / "__pycache__").glob("besselj_grad_numba.*.nbi"))
+
+
+def test_saved_module_with_array_stacks(numba, tmp_path):
+    path = tmp_path / "simulate_grad_numba.py"
+    derivo.grad(pendulum.simulate, wrt=(0, 1), backend="numba").save(path)
+    assert "def derivo_new_stack(capacity):" in path.read_text()
+    spec = importlib.util.spec_from_file_location("simulate_grad_numba", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    args = (0.3, 1.0, 300)
+    assert same(module.simulate_grad(*args), derivo.grad(pendulum.simulate, wrt=(0, 1))(*args))
 
 
 def test_saved_module_refuses_arrays(numba, tmp_path):
