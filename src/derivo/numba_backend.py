@@ -72,8 +72,6 @@ def require():
                           "{}".format(INSTALL)) from None
     if not _implemented:
         _register_implementations(numba)
-        _STACK_HELPERS.update({role: numba.njit(cache=True, inline="always")(function)
-                               for role, function in _STACK_FUNCTIONS.items()})
         _implemented.append(True)
     return numba
 
@@ -163,8 +161,8 @@ def _typed_stacks(function, namespace):
             start.append(S.assign(stacks[ident], S.gast.List(elts=[], ctx=S.Load())))
             continue
         tops[ident] = _fresh(taken, ident + "_top")
-        start += [S.assign(stacks[ident], S.call(_helper_name(namespace, taken, "new_stack"),
-                                                 capacity)),
+        start += [S.assign(stacks[ident], S.call(S.attribute(
+                      _numpy_name(namespace, taken), "empty"), capacity)),
                   S.assign(tops[ident], S.const(0))]
 
     def rewrite(stmt):
@@ -289,22 +287,12 @@ def _gives_float(node, floats, namespace):
     return False
 
 
-def _new_stack(capacity):
-    return numpy.empty(capacity)
-
-
-#: an array stack's functions, and numba's compilations of them (by :func:`require`)
-_STACK_FUNCTIONS = {"new_stack": _new_stack}
-_STACK_HELPERS = {}
-
-
-def _helper_name(namespace, taken, role):
-    """The name the generated code calls the array stack's ``role`` by, the
-    compiled function under it in ``namespace``."""
-    helper, ident = _STACK_HELPERS[role], "derivo_" + role
-    while namespace.get(ident) is not helper and (ident in taken or ident in namespace):
+def _numpy_name(namespace, taken):
+    """The name the generated code reads NumPy by, NumPy under it in ``namespace``."""
+    ident = "numpy"
+    while namespace.get(ident) is not numpy and (ident in taken or ident in namespace):
         ident += "_"
-    namespace[ident] = helper
+    namespace[ident] = numpy
     taken.add(ident)
     return ident
 
@@ -491,8 +479,7 @@ def _refuse_python_only(function, namespace, generated):
             continue
         value = namespace.get(node.id)
         module = getattr(value, "__module__", None) or ""
-        if module.startswith("derivo") and not _implemented_helper(value) and \
-                not any(value is helper for helper in _STACK_HELPERS.values()):
+        if module.startswith("derivo") and not _implemented_helper(value):
             raise _refusal(function, "derivo's runtime helper {}{}".format(
                 node.id, _WHY.get(getattr(value, "__name__", None), "")))
 
@@ -681,14 +668,9 @@ def saved_module(source, namespace, name, guard):
     namespace = dict(namespace, numba=numba, math=math)
     used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     helpers = []
-    stack_helpers = {id(helper): role for role, helper in _STACK_HELPERS.items()}
     for ident in sorted(used):
         if _implemented_helper(namespace.get(ident)):
             helpers.append(_renamed(_IMPLEMENTED[namespace.pop(ident).__name__], ident))
-        elif id(namespace.get(ident)) in stack_helpers:
-            role = stack_helpers[id(namespace.pop(ident))]
-            helpers.append(_renamed(_STACK_FUNCTIONS[role], ident))
-            namespace["numpy"] = numpy
     if any(isinstance(node, ast.Attribute) and node.attr == "factorial" and
            namespace.get(getattr(node.value, "id", None)) is math for node in ast.walk(tree)):
         helpers += [_renamed(_factorial, "numba_factorial", ""), _FACTORIAL_OF_INTS.strip()]
