@@ -10,15 +10,18 @@ skip, but the refusal naming the extra runs.
 import importlib.util
 import logging
 import math
+import os
+import pathlib
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import derivo
-from derivo import numba_backend
+from derivo import numba_backend, numba_cache
 
 import test_fuzz
 from examples import bessel, pendulum
@@ -424,3 +427,61 @@ def test_fuzzed_programs_equal_the_python_backend(data):
         assert "backend='numba'" in str(refusal) and "backend='python'" in str(refusal)
         return
     assert same(compiled, python, rtol=1e-9), (compiled, python, source)
+
+
+# --- numba's cache of compiled derivatives -------------------------------------------
+
+CACHED_RUN = """
+import sys
+sys.path[:0] = [{root!r}, {tests!r}]
+import derivo, test_numba_backend as t
+t.RATE = {rate!r}
+print(repr(derivo.grad(t.calls_rescaled, wrt=0, backend="numba")(0.7, 5)))
+"""
+
+
+def cached_run(cache, rate):
+    """d calls_rescaled / dx at (0.7, 5) in a new process, RATE holding ``rate``,
+    with numba's cache under ``cache``."""
+    root = str(pathlib.Path(__file__).resolve().parents[1])
+    env = dict(os.environ, DERIVO_CACHE_DIR=str(cache),
+               PYTHONPATH=os.pathsep.join([os.path.join(root, "src"),
+                                           os.environ.get("PYTHONPATH", "")]))
+    script = CACHED_RUN.format(root=root, tests=os.path.join(root, "tests"), rate=rate)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, check=True)
+    return float(out.stdout)
+
+
+def test_a_new_process_loads_the_compiled_derivative(numba, tmp_path):
+    first = cached_run(tmp_path, 2.0)
+    files = sorted(p.name for p in tmp_path.glob("__pycache__/*.nbi"))
+    assert files and cached_run(tmp_path, 2.0) == first
+    assert sorted(p.name for p in tmp_path.glob("__pycache__/*.nbi")) == files
+    assert math.isclose(first, derivo.grad(calls_rescaled, wrt=0)(0.7, 5), rel_tol=1e-12)
+
+
+def test_the_cache_is_keyed_by_the_numbers_and_functions_read(numba, tmp_path):
+    # numba compiles RATE in as a constant: another value is another file
+    two, three = cached_run(tmp_path, 2.0), cached_run(tmp_path, 3.0)
+    assert len(list(tmp_path.glob("*.py"))) == 2
+    global RATE
+    try:
+        RATE = 3.0
+        assert math.isclose(three, derivo.grad(calls_rescaled, wrt=0)(0.7, 5), rel_tol=1e-12)
+    finally:
+        RATE = 2.0
+    assert not math.isclose(two, three)
+    code = rescaled.__code__
+    functions = [types.SimpleNamespace(__name__="g", __code__=code)]
+    before = numba_cache.source_file(functions, {"h": rescaled, "k": 2.0}, "0")
+    assert before == numba_cache.source_file(functions, {"h": rescaled, "k": 2.0}, "0")
+    assert before != numba_cache.source_file(functions, {"h": step, "k": 2.0}, "0")
+    assert before != numba_cache.source_file(functions, {"h": rescaled, "k": 2.5}, "0")
+    assert numba_cache.source_file(functions, {"h": rescaled, "k": np.ones(2)}, "0") is None
+
+
+def test_an_empty_cache_directory_turns_the_cache_off(numba, monkeypatch):
+    monkeypatch.setenv("DERIVO_CACHE_DIR", "")
+    assert numba_cache.directory() is None
+    assert numba_cache.source_file([step], {}, "0") is None

@@ -35,8 +35,11 @@ kernels: the API runs it with the Python backend and logs that it did (see
 :func:`compiled` compiles the generated functions, and the user functions they
 call, once per argument signature (numba's dispatchers), kept with the
 derivative; numba compiles the numbers they read as constants, so a changed one
-compiles them again.  A module written by ``save`` compiles with
-``cache=True`` (numba caches beside the file: :func:`saved_module`).
+compiles them again.  The generated functions compile with ``cache=True`` from a
+file named by a digest of what their code depends on (:mod:`derivo.numba_cache`),
+so the same derivative in a new process loads them from disk.  A module written
+by ``save`` compiles with ``cache=True`` too (numba caches beside the file:
+:func:`saved_module`).
 """
 
 import ast
@@ -51,7 +54,7 @@ import types
 
 import numpy
 
-from . import codegen, runtime
+from . import codegen, numba_cache, runtime
 from . import syntax as S
 from .errors import DerivoError
 
@@ -523,7 +526,9 @@ def compiled(namespace, names, name):
     caller.__defaults__, caller.__kwdefaults__ = function.__defaults__, function.__kwdefaults__
     caller.derivo_python = function
     caller.derivo_recompile = functools.partial(
-        _compile, numba, dict(namespace), names, scope, name, dispatcher)
+        # (a module numba's cache imports to rebuild a loaded function's environment)
+        _compile, numba, dict(namespace, __name__=numba_cache.__name__), names, scope, name,
+        dispatcher)
     caller.derivo_recompile(namespace)
     return caller, source
 
@@ -545,11 +550,14 @@ def _compile(numba, compiled, names, caller_scope, name, dispatcher, namespace, 
             compiled[ident] = numba.njit(value)  # a user function the code calls
         elif ident not in names:
             compiled[ident] = value
-    for ident in names:  # (the Python function, or the one compiled before)
-        function = getattr(compiled[ident], "py_func", compiled[ident])
-        compiled[ident] = numba.njit(types.FunctionType(
-            function.__code__, compiled, function.__name__, function.__defaults__,
-            function.__closure__))
+    # (the Python functions, or the ones compiled before)
+    functions = [getattr(compiled[ident], "py_func", compiled[ident]) for ident in names]
+    path = numba_cache.source_file(functions, namespace, numba.__version__)
+    for ident, function in zip(names, functions):
+        code = function.__code__ if path is None else numba_cache.located(function.__code__,
+                                                                          path)
+        compiled[ident] = numba.njit(cache=path is not None)(types.FunctionType(
+            code, compiled, function.__name__, function.__defaults__, function.__closure__))
     for scope in (caller_scope, *scopes):
         scope[dispatcher] = compiled[name]
 
