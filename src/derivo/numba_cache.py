@@ -59,6 +59,8 @@ def source_file(functions, namespace, numba_version):
     digest.update(_backend_source())
     generated = {f.__name__ for f in functions}
     for function in sorted(functions, key=lambda f: f.__name__):
+        if getattr(function, "__closure__", None):
+            return None  # what a cell holds is not in the digest
         digest.update(marshal.dumps(_anonymous(function.__code__)))
     for ident in sorted(namespace):
         if ident not in generated and not ident.startswith("__") and not _digest_value(digest, ident, namespace[ident], set()):
