@@ -405,17 +405,22 @@ class Tape:
         """Reverse units start .. start + length - 1 from ``state``, the state at
         ``start``, keeping at most ``slots`` states (``state`` included); ``r``:
         repetitions the optimal schedule can do with (revolve: those of a
-        problem containing this one)."""
-        if length == 1 and not self.segmented:
-            self.trip(start, state)
-        elif length == 1 or self.revolve and length * self.unit <= slots + self.unit - 1:
-            # Room for every state: the optimum keeps them all (C*(k, s) = k - 1).
-            self.segment(start, length, state)
-        elif slots <= 1:
-            for offset in range(length - 1, 0, -1):
-                self.segment(start + offset, 1, self.recompute(state, start, offset))
-            self.segment(start, 1, state)
-        else:
+        problem containing this one).  The units before a split are reversed by
+        the loop, not a call: the calls nest at most ``slots`` deep, whatever
+        the trip count."""
+        while True:
+            if length == 1 and not self.segmented:
+                self.trip(start, state)
+                return
+            if length == 1 or self.revolve and length * self.unit <= slots + self.unit - 1:
+                # Room for every state: the optimum keeps them all (C*(k, s) = k - 1).
+                self.segment(start, length, state)
+                return
+            if slots <= 1:
+                for offset in range(length - 1, 0, -1):
+                    self.segment(start + offset, 1, self.recompute(state, start, offset))
+                self.segment(start, 1, state)
+                return
             if self.revolve:
                 r = fewer_repetitions(length, slots, r)
             split = self.split(length, slots, r)
@@ -425,7 +430,7 @@ class Tape:
             self.reverse_range(start + split, length - split, slots - 1,
                                self.recompute(state, start, split), r)
             self.held -= 1
-            self.reverse_range(start, split, slots, state, r)
+            length = split  # then the units before the split, from ``state``
 
     def recompute(self, state, start, count):
         """The state ``count`` units after the kept ``state`` (the state at unit

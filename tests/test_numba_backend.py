@@ -10,15 +10,18 @@ skip, but the refusal naming the extra runs.
 import importlib.util
 import logging
 import math
+import os
+import pathlib
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import derivo
-from derivo import numba_backend
+from derivo import numba_backend, numba_cache
 
 import test_fuzz
 from examples import bessel, pendulum
@@ -105,7 +108,39 @@ def over_values(x, y):
     return s
 
 
+def saved_where_bounded(x, y, n):
+    s = x * 1.5 + math.sin(y)
+    s = s * s  # saved outside a loop
+    u = 0.0
+    for i in range(1, n, 2):
+        u = u + math.cos(s * i)
+        s = s * 0.9 + math.sin(u) * y  # saved in the loop
+        if u > 1.0:
+            s = s - 0.1 * u  # saved in the loop, on some trips
+    return s * u
+
+
+def two_loops(x, n):
+    s = x
+    for _ in range(n):
+        s = s * 0.9 + math.sin(s)
+    for _ in range(3):
+        s = s * 1.1 - math.cos(s)
+    return s
+
+
+def bound_reassigned(x, n):
+    n = n + 1
+    s = x
+    for _ in range(n):
+        s = s * 0.99 + math.sin(s)
+    return s
+
+
 PROGRAMS = [
+    (saved_where_bounded, (0.4, 0.7, 13), (0, 1)),
+    (bound_reassigned, (0.3, 20), (0,)),
+    (two_loops, (0.3, 10), (0,)),
     (nested, (0.7, 1.3, 5), (0, 1)),
     (halving, (3.0, 1e-3), (0,)),
     (early_exit, (0.4, 1.1, 12), (0, 1)),
@@ -146,11 +181,23 @@ def test_loop_programs_equal_the_python_backend(numba, f, args, wrt):
 
 def test_generated_code_has_typed_stacks_and_counted_loops(numba):
     source = derivo.grad(pendulum.simulate, wrt=(0, 1), backend="numba").source
-    assert "theta_stack.append(theta)" in source and "theta = theta_stack.pop()" in source
+    # a float saved in a counted loop: an array of the loop's trips, and a count
+    assert "theta_stack = numpy.empty(len(range(steps)))" in source
+    assert "theta_stack[theta_top] = theta\n        theta_top += 1\n" in source
+    assert "theta_top -= 1\n        theta = theta_stack[theta_top]\n" in source
+    # a while loop's trips are not known before it: a list, which grows
+    grows = derivo.grad(bessel.besselj, wrt="z", backend="numba").source
+    assert "s_stack.append(s)" in grows and "s = s_stack.pop()" in grows
     assert "for _ in range(steps - 1, -1, -1):" in source
     assert "reversed" not in source and "push" not in source
     stepped = derivo.grad(nested, wrt=(0, 1), backend="numba").source
     assert "reversed" not in stepped and "None" not in stepped
+    bounded = derivo.grad(saved_where_bounded, wrt=(0, 1), backend="numba").source
+    assert "s1_stack = numpy.empty(len(range(1, n, 2)))" in bounded
+    twice = derivo.grad(two_loops, wrt=0, backend="numba").source
+    assert "s_stack = numpy.empty(len(range(n)) + len(range(3)))" in twice
+    reassigned = derivo.grad(bound_reassigned, wrt=0, backend="numba").source
+    assert "s_stack.append(s)" in reassigned  # n is not the loop's trips at the top
     placeholder = derivo.grad(early_exit, wrt=(0, 1), backend="numba").source
     assert "    t = 0\n" in placeholder
 
@@ -270,6 +317,9 @@ def test_a_called_function_reading_a_global_number_is_refused(numba):
 def test_a_derivative_of_a_compiled_derivative(numba):
     second = derivo.grad(derivo.grad(powers, backend="numba"), wrt=1)
     assert math.isclose(second(1.7, 0.6), derivo.grad(derivo.grad(powers), wrt=1)(1.7, 0.6))
+    stacked = derivo.grad(derivo.grad(two_loops, wrt=0, backend="numba"), wrt=0)
+    assert math.isclose(stacked(0.3, 10), derivo.grad(derivo.grad(two_loops, wrt=0), wrt=0)(
+        0.3, 10), rel_tol=1e-12)
 
 
 def test_array_code_keeps_numpy_and_logs_it(numba, caplog):
@@ -329,6 +379,17 @@ def test_saved_module_compiles_with_a_cache(numba, tmp_path):
     assert list((tmp_path / "__pycache__").glob("besselj_grad_numba.*.nbi"))
 
 
+def test_saved_module_with_array_stacks(numba, tmp_path):
+    path = tmp_path / "simulate_grad_numba.py"
+    derivo.grad(pendulum.simulate, wrt=(0, 1), backend="numba").save(path)
+    assert "import numpy\n" in path.read_text()
+    spec = importlib.util.spec_from_file_location("simulate_grad_numba", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    args = (0.3, 1.0, 300)
+    assert same(module.simulate_grad(*args), derivo.grad(pendulum.simulate, wrt=(0, 1))(*args))
+
+
 def test_saved_module_refuses_arrays(numba, tmp_path):
     path = tmp_path / "powers_grad.py"
     derivo.grad(powers, wrt=(0, 1), backend="numba").save(path)
@@ -366,3 +427,61 @@ def test_fuzzed_programs_equal_the_python_backend(data):
         assert "backend='numba'" in str(refusal) and "backend='python'" in str(refusal)
         return
     assert same(compiled, python, rtol=1e-9), (compiled, python, source)
+
+
+# --- numba's cache of compiled derivatives -------------------------------------------
+
+CACHED_RUN = """
+import sys
+sys.path[:0] = [{root!r}, {tests!r}]
+import derivo, test_numba_backend as t
+t.RATE = {rate!r}
+print(repr(derivo.grad(t.calls_rescaled, wrt=0, backend="numba")(0.7, 5)))
+"""
+
+
+def cached_run(cache, rate):
+    """d calls_rescaled / dx at (0.7, 5) in a new process, RATE holding ``rate``,
+    with numba's cache under ``cache``."""
+    root = str(pathlib.Path(__file__).resolve().parents[1])
+    env = dict(os.environ, DERIVO_CACHE_DIR=str(cache),
+               PYTHONPATH=os.pathsep.join([os.path.join(root, "src"),
+                                           os.environ.get("PYTHONPATH", "")]))
+    script = CACHED_RUN.format(root=root, tests=os.path.join(root, "tests"), rate=rate)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, check=True)
+    return float(out.stdout)
+
+
+def test_a_new_process_loads_the_compiled_derivative(numba, tmp_path):
+    first = cached_run(tmp_path, 2.0)
+    files = sorted(p.name for p in tmp_path.glob("__pycache__/*.nbi"))
+    assert files and cached_run(tmp_path, 2.0) == first
+    assert sorted(p.name for p in tmp_path.glob("__pycache__/*.nbi")) == files
+    assert math.isclose(first, derivo.grad(calls_rescaled, wrt=0)(0.7, 5), rel_tol=1e-12)
+
+
+def test_the_cache_is_keyed_by_the_numbers_and_functions_read(numba, tmp_path):
+    # numba compiles RATE in as a constant: another value is another file
+    two, three = cached_run(tmp_path, 2.0), cached_run(tmp_path, 3.0)
+    assert len(list(tmp_path.glob("*.py"))) == 2
+    global RATE
+    try:
+        RATE = 3.0
+        assert math.isclose(three, derivo.grad(calls_rescaled, wrt=0)(0.7, 5), rel_tol=1e-12)
+    finally:
+        RATE = 2.0
+    assert not math.isclose(two, three)
+    code = rescaled.__code__
+    functions = [types.SimpleNamespace(__name__="g", __code__=code)]
+    before = numba_cache.source_file(functions, {"h": rescaled, "k": 2.0}, "0")
+    assert before == numba_cache.source_file(functions, {"h": rescaled, "k": 2.0}, "0")
+    assert before != numba_cache.source_file(functions, {"h": step, "k": 2.0}, "0")
+    assert before != numba_cache.source_file(functions, {"h": rescaled, "k": 2.5}, "0")
+    assert numba_cache.source_file(functions, {"h": rescaled, "k": np.ones(2)}, "0") is None
+
+
+def test_an_empty_cache_directory_turns_the_cache_off(numba, monkeypatch):
+    monkeypatch.setenv("DERIVO_CACHE_DIR", "")
+    assert numba_cache.directory() is None
+    assert numba_cache.source_file([step], {}, "0") is None

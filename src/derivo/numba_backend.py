@@ -5,10 +5,14 @@ derivo's reverse and forward modes write plain Python.  :func:`nopython` rewrite
 the generated functions of a module, before they are rendered, into the subset
 numba types by construction:
 
-- the one stack of mixed values becomes a typed stack per saved variable
-  (``s_stack.append(s)`` ... ``s = s_stack.pop()``): the generated code pops each
-  name exactly where it pushed it, in reverse order, so one LIFO per name pops
-  the same values as the shared one;
+- the one stack of mixed values becomes a typed stack per saved variable: the
+  generated code pops each name exactly where it pushed it, in reverse order, so
+  one LIFO per name pops the same values as the shared one.  A name one of whose
+  assignments gives a float, whose pushes are bounded before the first (each in
+  a top-level statement, or in a top-level ``for _ in range(...)`` of bounds not
+  reassigned, outside any loop within it), saves into a float array of that
+  bound and a count (``s_stack[s_top] = s; s_top += 1``); another name into a
+  list that grows (``s_stack.append(s)`` ... ``s = s_stack.pop()``);
 - ``for _ in reversed(range(n))`` becomes the counted ``range(n - 1, -1, -1)``;
 - a name saved before its first assignment on some path starts as ``0``, not
   ``None`` (the placeholder is restored, never read: 0 unifies with an int, a
@@ -31,8 +35,11 @@ kernels: the API runs it with the Python backend and logs that it did (see
 :func:`compiled` compiles the generated functions, and the user functions they
 call, once per argument signature (numba's dispatchers), kept with the
 derivative; numba compiles the numbers they read as constants, so a changed one
-compiles them again.  A module written by ``save`` compiles with
-``cache=True`` (numba caches beside the file: :func:`saved_module`).
+compiles them again.  The generated functions compile with ``cache=True`` from a
+file named by a digest of what their code depends on (:mod:`derivo.numba_cache`),
+so the same derivative in a new process loads them from disk.  A module written
+by ``save`` compiles with ``cache=True`` too (numba caches beside the file:
+:func:`saved_module`).
 """
 
 import ast
@@ -45,7 +52,9 @@ import math
 import textwrap
 import types
 
-from . import codegen, runtime
+import numpy
+
+from . import codegen, numba_cache, runtime
 from . import syntax as S
 from .errors import DerivoError
 
@@ -108,7 +117,7 @@ def nopython(functions, namespace):
                 ident))
     for function in functions:
         _placeholders(function)
-        _typed_stacks(function)
+        _typed_stacks(function, namespace)
         _counted_reverse_loops(function, namespace)
         _inline_undos(function, namespace)
         _refuse_python_only(function, namespace, {f.name for f in functions})
@@ -136,37 +145,159 @@ def _stack_names(function):
     return None
 
 
-def _typed_stacks(function):
-    """The shared stack as one list per saved name (see the module docstring)."""
+def _typed_stacks(function, namespace):
+    """The shared stack as one stack per saved name (see the module docstring):
+    a float array and a count of the values on it for a name that holds a float
+    and has a bound on its pushes (:func:`_capacity`), a list for the others."""
     names = _stack_names(function)
     if names is None:
         return
     stack, push, pop = names
     taken = {n.id for n in S.walk(function) if isinstance(n, S.Name)}
-    stacks = {}
+    pushes = _pushes_by_name(function, push)
+    floats = _float_names(function, namespace)
+    stacks, tops, start = {}, {}, []
+    for ident in sorted(pushes):
+        stacks[ident] = _fresh(taken, ident + "_stack")
+        capacity = _capacity(function, pushes[ident]) if ident in floats else None
+        if capacity is None:
+            start.append(S.assign(stacks[ident], S.gast.List(elts=[], ctx=S.Load())))
+            continue
+        tops[ident] = _fresh(taken, ident + "_top")
+        start += [S.assign(stacks[ident], S.call(S.attribute(
+                      _numpy_name(namespace, taken), "empty"), capacity)),
+                  S.assign(tops[ident], S.const(0))]
 
-    def stack_of(ident):
-        if ident not in stacks:
-            stacks[ident] = _fresh(taken, ident + "_stack")
-        return stacks[ident]
-
-    for node in S.walk(function):
-        if isinstance(node, S.Expr) and _calls(node.value, push):
-            saved = node.value.args[0]
-            if not isinstance(saved, S.Name):
-                raise _refusal(function, "a stack push of {}".format(S.expr_source(saved)))
-            node.value = S.call(S.attribute(stack_of(saved.id), "append"), saved)
-        elif isinstance(node, S.Assign) and _calls(node.value, pop):
-            target = node.targets[0]
-            if not isinstance(target, S.Name):
+    def rewrite(stmt):
+        if isinstance(stmt, S.Expr) and _calls(stmt.value, push):
+            ident = stmt.value.args[0].id
+            if ident not in tops:
+                return [S.Expr(value=S.call(S.attribute(stacks[ident], "append"),
+                                            S.name(ident)))]
+            top = S.subscript(S.name(stacks[ident]), S.name(tops[ident]))
+            top.ctx = S.gast.Store()
+            return [S.assign(top, S.name(ident)), S.aug_add(tops[ident], S.const(1))]
+        if isinstance(stmt, S.Assign) and _calls(stmt.value, pop):
+            target = stmt.targets[0]
+            if not isinstance(target, S.Name) or target.id not in stacks:
                 raise _refusal(function, "a stack pop into {}".format(S.expr_source(target)))
-            node.value = S.call(S.attribute(stack_of(target.id), "pop"))
+            ident = target.id
+            if ident not in tops:
+                return [S.assign(ident, S.call(S.attribute(stacks[ident], "pop")))]
+            return [S.gast.AugAssign(target=S.store(tops[ident]), op=S.gast.Sub(),
+                                     value=S.const(1)),
+                    S.assign(ident, S.subscript(S.name(stacks[ident]), S.name(tops[ident])))]
+        return None
+
+    _in_blocks(function, rewrite)
     leftover = [n for n in S.walk(function) if isinstance(n, S.Name) and
                 n.id in (stack, push, pop)]
     if leftover:
         raise _refusal(function, "the stack used as a value ({})".format(leftover[0].id))
-    function.body[:0] = [S.assign(name, S.gast.List(elts=[], ctx=S.Load()))
-                         for name in sorted(stacks.values())]
+    function.body[:0] = start
+
+
+def _pushes_by_name(function, push):
+    """{saved name: [(the push, the top-level statement it is in, whether a loop
+    inside that statement runs it), ...]}."""
+    found = {}
+
+    def visit(block, top, looped):
+        for stmt in block:
+            if isinstance(stmt, S.Expr) and _calls(stmt.value, push):
+                saved = stmt.value.args[0]
+                if not isinstance(saved, S.Name):
+                    raise _refusal(function, "a stack push of {}".format(
+                        S.expr_source(saved)))
+                found.setdefault(saved.id, []).append((stmt, top or stmt, looped))
+            inner = looped or (top is not None and isinstance(stmt, (S.For, S.gast.While)))
+            for field in ("body", "orelse", "handlers", "finalbody"):
+                if isinstance(getattr(stmt, field, None), list):
+                    visit(getattr(stmt, field), top or stmt, inner)
+
+    visit(function.body, None, False)
+    return found
+
+
+def _capacity(function, places):
+    """The most values a name's pushes ``places`` push in one call, or None
+    without a bound: one for a push in a top-level statement but a loop, and
+    the trips of a top-level ``for _ in range(...)`` (its bounds constants or
+    parameters never assigned) for a push inside it but not in a loop within."""
+    params = {a.id for a in function.args.args}
+    counts = S.store_counts(function)
+    total = []
+    for _, top, looped in places:
+        if not isinstance(top, (S.For, S.gast.While)):
+            total.append(S.const(1))
+            continue
+        if looped or not (isinstance(top, S.For) and _calls(top.iter, "range") and
+                          not top.iter.keywords and all(
+                              isinstance(a, S.Constant) and type(a.value) is int or
+                              isinstance(a, S.Name) and a.id in params and counts[a.id] == 1
+                              for a in top.iter.args)):
+            return None
+        total.append(S.call("len", S.call("range", *map(S.deepcopy, top.iter.args))))
+    capacity = total[0]
+    for term in total[1:]:
+        capacity = S.binop(capacity, S.gast.Add(), term)
+    return capacity
+
+
+#: math's functions of numbers that return a float
+_FLOAT_MATH = frozenset(
+    "acos acosh asin asinh atan atan2 atanh cos cosh copysign degrees erf erfc exp expm1 "
+    "fabs fmod gamma hypot lgamma log log10 log1p log2 pow radians sin sinh sqrt tan "
+    "tanh".split())
+
+
+def _float_names(function, namespace):
+    """The names of ``function`` one of whose assignments gives a float (numba
+    then types the name a float wherever the paths of its values meet; an
+    assignment of another number is converted, as a list of them would be)."""
+    assignments = [(n.targets[0].id, n.value) for n in S.walk(function)
+                   if isinstance(n, S.Assign) and isinstance(n.targets[0], S.Name)]
+    assignments += [(n.target.id, n) for n in S.walk(function)
+                    if isinstance(n, S.gast.AugAssign) and isinstance(n.target, S.Name)]
+    floats, grown = set(), True
+    while grown:
+        before = len(floats)
+        floats |= {ident for ident, value in assignments if _gives_float(value, floats,
+                                                                          namespace)}
+        grown = len(floats) > before
+    return floats
+
+
+def _gives_float(node, floats, namespace):
+    """Whether ``node`` (an expression, or an augmented assignment) gives a float
+    (or a complex number, which an array stack of floats refuses) for any numbers
+    its names hold, ``floats`` holding floats."""
+    if isinstance(node, S.Constant):
+        return type(node.value) is float
+    if isinstance(node, S.Name):
+        return node.id in floats
+    if isinstance(node, (S.BinOp, S.gast.AugAssign)):
+        left = node.left if isinstance(node, S.BinOp) else node.target
+        right = node.right if isinstance(node, S.BinOp) else node.value
+        return isinstance(node.op, S.gast.Div) or isinstance(
+            node.op, (S.gast.Add, S.gast.Sub, S.gast.Mult, S.gast.Pow, S.gast.Mod)) and (
+            _gives_float(left, floats, namespace) or _gives_float(right, floats, namespace))
+    if isinstance(node, S.gast.UnaryOp) and isinstance(node.op, (S.gast.USub, S.gast.UAdd)):
+        return _gives_float(node.operand, floats, namespace)
+    if isinstance(node, S.Call) and isinstance(node.func, S.Attribute) and \
+            isinstance(node.func.value, S.Name):
+        return namespace.get(node.func.value.id) is math and node.func.attr in _FLOAT_MATH
+    return False
+
+
+def _numpy_name(namespace, taken):
+    """The name the generated code reads NumPy by, NumPy under it in ``namespace``."""
+    ident = "numpy"
+    while namespace.get(ident) is not numpy and (ident in taken or ident in namespace):
+        ident += "_"
+    namespace[ident] = numpy
+    taken.add(ident)
+    return ident
 
 
 def _calls(node, ident):
@@ -396,7 +527,9 @@ def compiled(namespace, names, name):
     caller.__defaults__, caller.__kwdefaults__ = function.__defaults__, function.__kwdefaults__
     caller.derivo_python = function
     caller.derivo_recompile = functools.partial(
-        _compile, numba, dict(namespace), names, scope, name, dispatcher)
+        # (a module numba's cache imports to rebuild a loaded function's environment)
+        _compile, numba, dict(namespace, __name__=numba_cache.__name__), names, scope, name,
+        dispatcher)
     caller.derivo_recompile(namespace)
     return caller, source
 
@@ -418,11 +551,14 @@ def _compile(numba, compiled, names, caller_scope, name, dispatcher, namespace, 
             compiled[ident] = numba.njit(value)  # a user function the code calls
         elif ident not in names:
             compiled[ident] = value
-    for ident in names:  # (the Python function, or the one compiled before)
-        function = getattr(compiled[ident], "py_func", compiled[ident])
-        compiled[ident] = numba.njit(types.FunctionType(
-            function.__code__, compiled, function.__name__, function.__defaults__,
-            function.__closure__))
+    # (the Python functions, or the ones compiled before)
+    functions = [getattr(compiled[ident], "py_func", compiled[ident]) for ident in names]
+    path = numba_cache.source_file(functions, namespace, numba.__version__)
+    for ident, function in zip(names, functions):
+        code = function.__code__ if path is None else numba_cache.located(function.__code__,
+                                                                          path)
+        compiled[ident] = numba.njit(cache=path is not None)(types.FunctionType(
+            code, compiled, function.__name__, function.__defaults__, function.__closure__))
     for scope in (caller_scope, *scopes):
         scope[dispatcher] = compiled[name]
 
