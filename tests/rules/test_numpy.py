@@ -313,6 +313,9 @@ probe(np.diff, "np.diff(x0)", normal(5))
 probe(np.diff, "np.diff(x0)", normal(3, 4))
 probe(np.diff, "np.diff(x0, axis=0)", normal(3, 4))
 probe(np.diff, "np.diff(x0, 2)", normal(6))
+for _mode in ("full", "same", "valid"):
+    probe(np.convolve, "np.convolve(x0, x1, {!r})".format(_mode), normal(6), normal(3))
+    probe(np.convolve, "np.convolve(x0, x1, mode={!r})".format(_mode), normal(2), normal(5))
 probe(np.diff, "np.diff(x0, n=3, axis=1)", normal(2, 5))
 probe(np.diff, "np.diff(x0, 2, 0)", normal(4, 3))
 

@@ -114,6 +114,8 @@ defjvp(np.diag, lambda t, ans, v, k=0: np.diag(t, k))
 defjvp(np.swapaxes, lambda t, ans, a, axis1, axis2: np.swapaxes(t, axis1, axis2))
 defjvp(np.moveaxis, lambda t, ans, a, source, destination: np.moveaxis(t, source, destination))
 defjvp(np.diff, lambda t, ans, a, n=1, axis=-1: np.diff(t, n, axis))
+defjvp(np.convolve, lambda t, ans, a, v, mode="full": np.convolve(t, v, mode),
+       lambda t, ans, a, v, mode="full": np.convolve(a, t, mode), CONSTANT)
 defjvp(np.repeat, lambda t, ans, a, repeats, axis=None: np.repeat(t, repeats, axis), CONSTANT)
 defjvp(np.tile, lambda t, ans, A, reps: np.tile(t, reps), CONSTANT)
 
