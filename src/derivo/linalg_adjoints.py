@@ -58,10 +58,24 @@ def real_like(value, like):
     return value
 
 
+#: what to write instead of a complex matrix A + iB, where a real one does the same
+_REAL_EMBEDDING = {
+    "np.linalg.eigh": "the real symmetric [[A, -B], [B, A]] of a Hermitian A + iB has its "
+                      "eigenvalues, each twice",
+    "np.linalg.eigvalsh": "the real symmetric [[A, -B], [B, A]] of a Hermitian A + iB has its "
+                          "eigenvalues, each twice",
+    "np.linalg.svd": "the real [[A, -B], [B, A]] has the singular values of A + iB, each twice",
+}
+
+
 def _real_only(label, *arrays):
+    """Refuse complex arguments of a rule written for real matrices only, saying
+    what to write instead."""
     if any(np.iscomplexobj(a) for a in arrays):
-        raise DerivoError("derivo differentiates {} of real matrices only; split a complex "
-                          "matrix into real and imaginary parts".format(label))
+        instead = _REAL_EMBEDDING.get(label, "split a complex matrix into its real and "
+                                             "imaginary parts")
+        raise DerivoError("derivo differentiates {} of real matrices only; {}".format(
+            label, instead))
 
 
 def _identity_like(matrix):

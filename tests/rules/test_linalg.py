@@ -297,3 +297,24 @@ def test_cho_solve_reuses_the_factor():
             if not line.lstrip().startswith("#")]
     assert sum("scipy.linalg.cho_factor(" in line for line in code) == 1
     assert not any("inv(" in line for line in code)
+
+
+def hermitian_eigenvalues(x):
+    return np.sum(np.linalg.eigh(x + 1j * (x - x.T))[0] ** 2)
+
+
+def complex_singular_values(x):
+    return np.sum(np.linalg.svd(x * (1 + 2j), compute_uv=False))
+
+
+def complex_r(x):
+    return np.sum(np.abs(np.linalg.qr(x * (1 + 2j))[1]))
+
+
+@pytest.mark.parametrize("f,instead", [(hermitian_eigenvalues, r"\[\[A, -B\], \[B, A\]\]"),
+                                       (complex_singular_values, r"\[\[A, -B\], \[B, A\]\]"),
+                                       (complex_r, "real and imaginary parts")])
+def test_a_complex_factorisation_is_refused_with_what_to_write(f, instead):
+    x = np.array([[2.0, 0.3, 0.1], [0.2, 1.5, -0.4], [0.0, 0.6, 1.1]])
+    with pytest.raises(derivo.DerivoError, match="real matrices only; .*" + instead):
+        derivo.grad(f)(x)
