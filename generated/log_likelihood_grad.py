@@ -86,8 +86,11 @@ def expand(adjoint, like, axis, keepdims):
     if axis is None:
         return np.broadcast_to(adjoint, shape)
     if not keepdims:
-        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-        adjoint = np.expand_dims(adjoint, tuple(a % len(shape) for a in axes))
+        # the reduced axes back as length 1: a reshape, a fraction of np.expand_dims
+        kept = list(shape)
+        for a in (axis,) if type(axis) is int else axis:
+            kept[a] = 1
+        adjoint = np.reshape(adjoint, kept)
     return np.broadcast_to(adjoint, shape)
 
 
@@ -124,13 +127,18 @@ def _kept(reduced, a, axis, keepdims):
     to broadcast against ``a``: cheaper than spreading it to a's shape."""
     if keepdims or axis is None:
         return reduced
-    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-    return np.expand_dims(reduced, tuple(i % np.ndim(a) for i in axes))
+    # attributes and a reshape, not np.shape and np.expand_dims: this runs twice
+    # per logsumexp's adjoint, where a call costs as much as small arithmetic
+    shape = list(a.shape if isinstance(a, np.ndarray) else np.shape(a))
+    for i in (axis,) if type(axis) is int else axis:
+        shape[i] = 1
+    return reduced.reshape(shape) if isinstance(reduced, np.ndarray) else \
+        np.reshape(reduced, shape)
 
 
 def _weighted_shares(a, ans, axis, b, keepdims):
     """exp(a - logsumexp) (times the weights ``b``): each element's share of
-    ``scipy.special.logsumexp``, never overflowing."""
+    ``scipy.special.logsumexp``, never overflowing; a new array."""
     shares = np.exp(a - _kept(ans, a, axis, keepdims))
     return shares if b is None else shares * b
 
@@ -138,7 +146,12 @@ def _weighted_shares(a, ans, axis, b, keepdims):
 def logsumexp_vjp(adjoint, ans, a, axis, b, keepdims, return_sign):
     """The adjoint of ``scipy.special.logsumexp(a, axis, b, keepdims)`` in a."""
     _refuse_sign(return_sign)
-    return _kept(adjoint, a, axis, keepdims) * _weighted_shares(a, ans, axis, b, keepdims)
+    shares, spread = _weighted_shares(a, ans, axis, b, keepdims), _kept(adjoint, a, axis, keepdims)
+    if type(shares) is not np.ndarray or type(spread) is not np.ndarray or \
+            spread.dtype.kind == "c":
+        return shares * spread
+    shares *= spread    # the adjoint made in the shares' array
+    return shares
 
 
 def _refuse_sign(return_sign):

@@ -202,8 +202,11 @@ def expand(adjoint, like, axis, keepdims):
     if axis is None:
         return np.broadcast_to(adjoint, shape)
     if not keepdims:
-        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-        adjoint = np.expand_dims(adjoint, tuple(a % len(shape) for a in axes))
+        # the reduced axes back as length 1: a reshape, a fraction of np.expand_dims
+        kept = list(shape)
+        for a in (axis,) if type(axis) is int else axis:
+            kept[a] = 1
+        adjoint = np.reshape(adjoint, kept)
     return np.broadcast_to(adjoint, shape)
 
 

@@ -187,3 +187,43 @@ def assert_forward_matches_differences(module, arguments, seed, rtol):
     expected = directional_difference(module.probe, arguments, v)
     assert np.shape(tangent) == np.shape(expected)
     np.testing.assert_allclose(tangent, expected, rtol=rtol, atol=1e-8)
+
+
+def table_tests(table, probes, prelude, rtol, label):
+    """The tests every rule table gets, for its test module to take under these
+    names: ``test_rule_matches_finite_differences`` (the gradient),
+    ``test_rule_dot_product`` (<JVP(v), u> == <v, VJP(u)>),
+    ``test_rule_forward_matches_finite_differences`` (forward mode), each run on
+    every probe of every rule in ``table`` (a rule with no probe fails by name),
+    and ``test_every_rule_has_a_probe`` (no rule without a probe, no probe of a
+    rule outside the table).  ``probes`` maps (primitive, arity) to Probes."""
+    cases = list(rule_cases(table, probes))
+
+    def probe_module(key, p, tmp_path):
+        assert p is not None, "no probe for {} in the tests of {}".format(rule_of(key).label,
+                                                                        table)
+        arguments = p.arguments()
+        return load(tmp_path, prelude, p, arguments, label), arguments
+
+    @pytest.mark.parametrize("key,p", cases)
+    def test_rule_matches_finite_differences(key, p, tmp_path):
+        module, arguments = probe_module(key, p, tmp_path)
+        assert_gradient_matches_differences(module, arguments, rtol)
+
+    @pytest.mark.parametrize("key,p", cases)
+    def test_rule_dot_product(key, p, tmp_path):
+        module, arguments = probe_module(key, p, tmp_path)
+        assert_dot_product(module, arguments, seed(p), rtol)
+
+    @pytest.mark.parametrize("key,p", cases)
+    def test_rule_forward_matches_finite_differences(key, p, tmp_path):
+        module, arguments = probe_module(key, p, tmp_path)
+        assert_forward_matches_differences(module, arguments, seed(p, 1), rtol)
+
+    def test_every_rule_has_a_probe():
+        missing, stale = coverage_gaps(probes, table_rules(table), table)
+        assert not missing, "rules with no probe: " + ", ".join(missing)
+        assert not stale, "probes for rules not in {}: {}".format(table, ", ".join(stale))
+
+    return (test_rule_matches_finite_differences, test_rule_dot_product,
+            test_rule_forward_matches_finite_differences, test_every_rule_has_a_probe)

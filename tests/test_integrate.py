@@ -1,12 +1,13 @@
 """scipy.integrate.odeint, differentiated by the adjoint method (derivo.integrate): the
 gradient in y0 and in the parameters given through args= matches central differences, with
-the user's dynamics differentiated by derivo; the output times and forward mode are refused."""
+the user's dynamics differentiated by derivo; the output times are refused.  solve_ivp the same
+way, with t_eval or the solver's own steps, and events= refused."""
 
 import numpy as np
 import pytest
 
 pytest.importorskip("scipy")
-from scipy.integrate import odeint  # noqa: E402
+from scipy.integrate import odeint, solve_ivp  # noqa: E402
 
 import derivo  # noqa: E402
 
@@ -113,3 +114,49 @@ def test_the_rows_of_the_jacobian_of_the_final_state_match_central_differences()
     u[:] = [0.0, 1.0]  # changed in place: a new adjoint, not the last one again
     np.testing.assert_allclose(vjp_fn(u)[0], expected[1], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(first, expected[0], rtol=1e-5, atol=1e-7)
+
+
+# --- solve_ivp -----------------------------------------------------------------------
+
+def ivp_decay_loss(y0, k):
+    """Output times from t_span's start, args as a tuple."""
+    sol = solve_ivp(lambda t, y, k: -k * y + np.sin(t), (0.0, 1.5), y0, args=(k,),
+                    t_eval=np.linspace(0.0, 1.5, 4), rtol=1e-10, atol=1e-10)
+    return np.sum(sol.y ** 2) + np.sum(sol.y[:, -1])
+
+
+def ivp_oscillator_loss(y0, k, c):
+    """The first output after t_span's start, another method."""
+    sol = solve_ivp(lambda t, y, k, c: np.array([y[1], -k * y[0] - c * y[1]]), (0.0, 2.0), y0,
+                    method="DOP853", t_eval=[0.5, 1.0, 2.0], args=(k, c), rtol=1e-11, atol=1e-11)
+    return np.sum(sol.y[0] * np.array([1.0, -2.0, 0.5])) + np.sum(sol.y[1] ** 2)
+
+
+def ivp_adaptive_loss(y0, w):
+    """No t_eval: the solver's own steps; only the last state matters."""
+    sol = solve_ivp(lambda t, y, w: -y * w, (0.0, 1.0), y0, args=(w,), rtol=1e-10,
+                    atol=1e-10)
+    return np.sum(np.tanh(sol.y[:, -1]))
+
+
+@pytest.mark.parametrize("f,args", [
+    (ivp_decay_loss, (np.array([1.0, -0.5]), 0.7)),
+    (ivp_oscillator_loss, (np.array([1.0, 0.0]), 2.0, 0.3)),
+    (ivp_adaptive_loss, (np.array([0.5, -0.2, 0.1]), np.array([0.7, 1.3, 0.4]))),
+], ids=["t_eval from the start", "t_eval later, DOP853", "adaptive steps"])
+def test_solve_ivp_gradient_matches_central_differences(f, args):
+    wrt = tuple(range(len(args)))
+    gradient = derivo.grad(f, wrt=wrt)(*args)
+    for index in wrt:
+        np.testing.assert_allclose(gradient[index], differences(f, args, index), rtol=1e-5,
+                                   atol=1e-7)
+
+
+def ivp_with_events(y0):
+    sol = solve_ivp(lambda t, y: -y, (0.0, 1.0), y0, events=lambda t, y: y[0] - 0.5)
+    return np.sum(sol.y)
+
+
+def test_solve_ivp_with_events_is_refused():
+    with pytest.raises(derivo.DerivoError, match="without events"):
+        derivo.grad(ivp_with_events)(np.array([1.0, 2.0]))

@@ -94,13 +94,18 @@ def _kept(reduced, a, axis, keepdims):
     to broadcast against ``a``: cheaper than spreading it to a's shape."""
     if keepdims or axis is None:
         return reduced
-    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-    return np.expand_dims(reduced, tuple(i % np.ndim(a) for i in axes))
+    # attributes and a reshape, not np.shape and np.expand_dims: this runs twice
+    # per logsumexp's adjoint, where a call costs as much as small arithmetic
+    shape = list(a.shape if isinstance(a, np.ndarray) else np.shape(a))
+    for i in (axis,) if type(axis) is int else axis:
+        shape[i] = 1
+    return reduced.reshape(shape) if isinstance(reduced, np.ndarray) else \
+        np.reshape(reduced, shape)
 
 
 def _weighted_shares(a, ans, axis, b, keepdims):
     """exp(a - logsumexp) (times the weights ``b``): each element's share of
-    ``scipy.special.logsumexp``, never overflowing."""
+    ``scipy.special.logsumexp``, never overflowing; a new array."""
     shares = np.exp(a - _kept(ans, a, axis, keepdims))
     return shares if b is None else shares * b
 
@@ -108,7 +113,12 @@ def _weighted_shares(a, ans, axis, b, keepdims):
 def logsumexp_vjp(adjoint, ans, a, axis, b, keepdims, return_sign):
     """The adjoint of ``scipy.special.logsumexp(a, axis, b, keepdims)`` in a."""
     _refuse_sign(return_sign)
-    return _kept(adjoint, a, axis, keepdims) * _weighted_shares(a, ans, axis, b, keepdims)
+    shares, spread = _weighted_shares(a, ans, axis, b, keepdims), _kept(adjoint, a, axis, keepdims)
+    if type(shares) is not np.ndarray or type(spread) is not np.ndarray or \
+            spread.dtype.kind == "c":
+        return shares * spread
+    shares *= spread    # the adjoint made in the shares' array
+    return shares
 
 
 def logsumexp_vjp_b(adjoint, ans, a, axis, b, keepdims, return_sign):
@@ -224,3 +234,29 @@ def mvn_logpdf_jvp_cov(tangent, ans, x, mean, cov):
     result = 0.5 * np.sum((solved @ change) * solved, axis=1) - 0.5 * np.trace(
         np.linalg.solve(matrix, change))
     return np.reshape(result, np.shape(ans))
+
+
+def convolve_vjp(adjoint, in1, in2, which, correlate):
+    """The adjoint in in1 (``which`` 0) or in2 (1) of ``convolve(in1, in2, mode)``
+    (scipy.signal's, or np.convolve's with ``correlate`` np.correlate): the
+    adjoint placed where its mode cut it from the full convolution (centred,
+    as both libraries cut), correlated with the other argument's plain
+    transpose (no conjugate: JAX's convention; a real argument's adjoint is
+    real).  The mode is read off the adjoint's shape."""
+    full = [m + n - 1 for m, n in zip(np.shape(in1), np.shape(in2))]
+    adjoint = np.asarray(adjoint)
+    if list(adjoint.shape) != full:
+        spread = np.zeros(full, dtype=np.result_type(adjoint, float))
+        spread[tuple(slice((f - o) // 2, (f - o) // 2 + o)
+                     for f, o in zip(full, adjoint.shape))] = adjoint
+        adjoint = spread
+    like, other = (in1, in2) if which == 0 else (in2, in1)
+    result = correlate(adjoint, np.conj(other) if np.iscomplexobj(other) else other, "valid")
+    return np.real(result) if np.iscomplexobj(result) and not np.iscomplexobj(like) else result
+
+
+def reversed_conj(x):
+    """x reversed in every axis and conjugated: correlate(a, v) is convolve(a,
+    reversed_conj(v)), and reversed_conj is its own adjoint (JAX's convention)."""
+    flipped = np.flip(x)
+    return np.conj(flipped) if np.iscomplexobj(flipped) else flipped

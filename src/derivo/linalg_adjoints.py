@@ -58,10 +58,24 @@ def real_like(value, like):
     return value
 
 
+#: what to write instead of a complex matrix A + iB, where a real one does the same
+_REAL_EMBEDDING = {
+    "np.linalg.eigh": "the real symmetric [[A, -B], [B, A]] of a Hermitian A + iB has its "
+                      "eigenvalues, each twice",
+    "np.linalg.eigvalsh": "the real symmetric [[A, -B], [B, A]] of a Hermitian A + iB has its "
+                          "eigenvalues, each twice",
+    "np.linalg.svd": "the real [[A, -B], [B, A]] has the singular values of A + iB, each twice",
+}
+
+
 def _real_only(label, *arrays):
+    """Refuse complex arguments of a rule written for real matrices only, saying
+    what to write instead."""
     if any(np.iscomplexobj(a) for a in arrays):
-        raise DerivoError("derivo differentiates {} of real matrices only; split a complex "
-                          "matrix into real and imaginary parts".format(label))
+        instead = _REAL_EMBEDDING.get(label, "split a complex matrix into its real and "
+                                             "imaginary parts")
+        raise DerivoError("derivo differentiates {} of real matrices only; {}".format(
+            label, instead))
 
 
 def _identity_like(matrix):
@@ -586,16 +600,18 @@ class FactorAdjoint(np.ndarray):
     """The adjoint of cho_factor's ``c``: an ordinary array, which also knows
     the part of it that came from an adjoint G_A of the matrix A = L L^T the
     factor stands for (cho_solve's adjoint is tril((G_A + G_A^T) L)) and the
-    rest, added to it from elsewhere.  cho_factor's adjoint gives that part
-    back as sym(G_A), with no solve (it is the identity there), and solves for
-    the rest only.  Sums keep the parts; any other operation, or a change in
-    place (a copy of the value checks), makes it an ordinary array again."""
+    rest, added to it from elsewhere.  G_A is kept as its factors, G_A = P Q^T
+    (``pairs``: (P, Q) with as many columns as the solves' right-hand sides).
+    cho_factor's adjoint gives that part back as sym(G_A), with no solve (it is
+    the identity there), and solves for the rest only.  Sums keep the parts;
+    any other operation, or a change in place (a copy of the value checks),
+    makes it an ordinary array again."""
 
     @classmethod
-    def of(cls, value, from_matrix, rest):
+    def of(cls, value, pairs, rest):
         """``value`` (a new array, not copied) with its parts."""
         adjoint = value.view(cls)
-        adjoint.from_matrix, adjoint.rest, adjoint.value = from_matrix, rest, value.copy()
+        adjoint.pairs, adjoint.rest, adjoint.value = pairs, rest, value.copy()
         return adjoint
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -610,32 +626,47 @@ class FactorAdjoint(np.ndarray):
         known = [x for x in inputs if isinstance(x, FactorAdjoint) and x.unchanged()]
         if len(known) < sum(isinstance(x, FactorAdjoint) for x in inputs):
             return result
-        return FactorAdjoint.of(result, sum(x.from_matrix for x in known),
+        return FactorAdjoint.of(result, [pair for x in known for pair in x.pairs],
                                 sum(x.rest if isinstance(x, FactorAdjoint) else x for x in inputs))
 
     def unchanged(self):
         return getattr(self, "value", None) is not None and \
             np.array_equal(self.view(np.ndarray), self.value)
 
+    def twice_symmetric(self):
+        """G_A + G_A^T = [P Q] [Q P]^T, one product."""
+        p, q = (np.concatenate(parts, axis=1) for parts in zip(*self.pairs))
+        return np.concatenate([p, q], axis=1) @ np.concatenate([q, p], axis=1).T
+
 
 def cho_factor_vjp(adjoint, ans, a, lower):
     """The adjoint of ``c, lower = cho_factor(A, lower)``: the factor's adjoint
     through the Cholesky adjoint onto the triangle potrf reads, and the other
-    triangle of c, which is A's own, as it came."""
+    triangle of c, which is A's own, as it came.  A symmetric gradient S goes
+    onto one triangle as 2 S there with S's own diagonal."""
     c = ans[0]
     g = part(adjoint, 0, c)
-    symmetric = 0.0
+    twice = 0.0     # 2 S of the part that came from cho_solve: 2 sym(G_A)
     if isinstance(g, FactorAdjoint) and g.unchanged():
-        symmetric, g = 0.5 * (g.from_matrix + g.from_matrix.T), g.rest
+        twice, g = g.twice_symmetric(), g.rest
     if np.ndim(g) == 0:
-        return _onto_triangle(symmetric, "L" if lower else "U")
+        return _triangle_of_twice(twice, lower)
     diagonal = np.diagonal(g)
-    if not np.any(g - np.diag(diagonal)):   # a log determinant's adjoint
-        symmetric = symmetric + _diagonal_cholesky_adjoint(diagonal, c, lower)
-        return _onto_triangle(symmetric, "L" if lower else "U")
+    if np.count_nonzero(g) == np.count_nonzero(diagonal):   # a log determinant's adjoint
+        twice_diagonal_part = _diagonal_cholesky_adjoint(2.0 * diagonal, c, lower)  # a new array
+        twice_diagonal_part += twice
+        return _triangle_of_twice(twice_diagonal_part, lower)
     g_factor = np.tril(g) if lower else swap_last(np.triu(g))
-    symmetric = symmetric + _cholesky_adjoint(g_factor, _factor(c, lower))
+    symmetric = 0.5 * twice + _cholesky_adjoint(g_factor, _factor(c, lower))
     return _onto_triangle(symmetric, "L" if lower else "U") + _other_triangle(g, lower)
+
+
+def _triangle_of_twice(twice, lower):
+    """2 S in the triangle potrf reads, S's diagonal on the diagonal: of twice
+    = 2 S, whose other triangle need not hold anything (a new array)."""
+    result = np.tril(twice) if lower else np.triu(twice)
+    result[np.diag_indices_from(result)] *= 0.5
+    return result
 
 
 def _diagonal_cholesky_adjoint(g_diagonal, c, lower):
@@ -643,24 +674,27 @@ def _diagonal_cholesky_adjoint(g_diagonal, c, lower):
     factor held in c's triangle: phi(L^T D) is diag(d), d = L_ii D_ii / 2, so it
     is L^-T diag(d) L^-1 = M^T M - N^T N with M = sqrt(d+) L^-1, N = sqrt(d-)
     L^-1: one inversion of the factor, and LAPACK's lauum for each sign present
-    (both read one triangle, so c goes in as it is, see _fortran_factor)."""
+    (both read one triangle, so c goes in as it is, see _fortran_factor).  The
+    symmetric result is held in c's triangle only (the lower one if ``lower``)."""
     from scipy.linalg.lapack import dlauum, dtrtri
     held, holds_lower = _fortran_factor(c, lower)
     inverse, info = dtrtri(held, lower=holds_lower)   # L^-1, or U^-1 = L^-T
     if info:
         raise DerivoError("the Cholesky factor is singular (LAPACK's dtrtri: {})".format(info))
     d = 0.5 * np.diagonal(held) * g_diagonal
+    signs = [sign for sign in (1.0, -1.0) if np.any(sign * d > 0)]
     result = 0.0
-    for sign in (1.0, -1.0):
+    for sign in signs:
         weights = np.sqrt(np.maximum(sign * d, 0.0))
-        if np.any(weights):
-            # lauum: M^T M of a lower M, P P^T of an upper P (P = M^T)
-            scaled = weights[:, None] * inverse if holds_lower else inverse * weights
-            product, info = dlauum(scaled, lower=holds_lower)
-            result = result + sign * (np.tril(product) if holds_lower else np.triu(product))
-    both = result + result.T        # the symmetric matrix from its triangle
-    both[np.diag_indices_from(both)] *= 0.5
-    return both
+        # the inverse is scaled in place for the last sign, and lauum works in place
+        out = inverse if sign == signs[-1] else None
+        scaled = np.multiply(inverse, weights[:, None] if holds_lower else weights, out=out)
+        # lauum: M^T M of a lower M, P P^T of an upper P (P = M^T)
+        product, info = dlauum(scaled, lower=holds_lower, overwrite_c=1)
+        held_product = product if holds_lower == lower else product.T
+        signed = held_product if sign > 0 else -held_product
+        result = signed if np.ndim(result) == 0 else result + signed
+    return np.zeros(np.shape(c)) if np.ndim(result) == 0 else result
 
 
 def _fortran_factor(c, lower):
@@ -704,20 +738,23 @@ def cho_solve_vjp_c(adjoint, ans, c_and_lower, b):
     """The adjoint in (c, lower) of ``x = cho_solve((c, lower), b)``, A = L L^T:
     with G_A = -A^-1 g x^T (one solve with the factor), the factor's adjoint is
     tril((G_A + G_A^T) L) (for an upper factor U = L^T, its transpose), kept
-    with G_A (see FactorAdjoint).  G_A = left right^T has as many columns as b:
-    the product is taken factor by factor, with L read from c's triangle."""
-    from scipy.linalg import cho_solve
+    with G_A's factors (see FactorAdjoint).  G_A = P Q^T has as many columns
+    as b, so (G_A + G_A^T) L = [P Q] [L^T Q, L^T P]^T: one product with L read
+    from c's triangle, and one of the thin matrices."""
     from scipy.linalg.blas import dtrmm
+    from scipy.linalg.lapack import dpotrs
     c, lower = c_and_lower
     n = len(c)
-    left = -np.reshape(cho_solve(c_and_lower, adjoint), (n, -1))
     right = np.reshape(ans, (n, -1))
     held, holds_lower = _fortran_factor(c, lower)
-
-    def times_factor(v):  # (v^T L)^T = L^T v
-        return dtrmm(1.0, held, v, lower=holds_lower, trans_a=holds_lower)
-    g_factor = np.tril(left @ times_factor(right).T + right @ times_factor(left).T)
-    return [FactorAdjoint.of(g_factor if lower else g_factor.T, left @ right.T, 0.0), 0.0]
+    # potrs, not cho_solve: the forward pass checked the factor is finite
+    solved, info = dpotrs(held, np.reshape(adjoint, (n, -1)), lower=holds_lower)
+    left = -solved
+    # (v^T L)^T = L^T v
+    times_factor = dtrmm(1.0, held, np.concatenate([right, left], axis=1), lower=holds_lower,
+                         trans_a=holds_lower)
+    g_factor = np.tril(np.concatenate([left, right], axis=1) @ times_factor.T)
+    return [FactorAdjoint.of(g_factor if lower else g_factor.T, [(left, right)], 0.0), 0.0]
 
 
 def cho_solve_jvp_c(tangent, ans, c_and_lower, b):

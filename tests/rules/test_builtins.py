@@ -207,3 +207,23 @@ def test_max_and_min_of_a_list_give_a_tie_to_the_first_item_as_python_does():
     assert derivo.grad(whole_min)([1.0, -3.0, -3.0], [2.0]) == [0.0, 2.0, 0.0]
     # sorted is stable: of two equal items, the first keeps the first place
     assert derivo.grad(whole_sorted)([2.0, 1.0, 2.0], [1.0, 10.0, 100.0]) == [10.0, 1.0, 100.0]
+
+
+def product_of_items(x):
+    return math.prod([x[0], x[1], x[2], x[3]], start=1.5) + math.prod([x[0], x[0], x[2]])
+
+
+def test_a_hessian_through_math_prod_matches_differences_of_the_gradient():
+    """The gradient of math.prod calls others_product, whose own rules make the
+    second derivative: each column against central differences of the gradient."""
+    import numpy as np
+    x = np.array([0.7, -1.3, 2.1, 0.4])
+    gradient = derivo.grad(product_of_items)
+    hessian = derivo.hessian(product_of_items)(x)
+    h = 1e-6
+    for column, step in enumerate(np.eye(4) * h):
+        expected = (gradient(x + step) - gradient(x - step)) / (2 * h)
+        np.testing.assert_allclose(hessian[:, column], expected, rtol=1e-6, atol=1e-8)
+    # d^2/dx0^2 of x0^2 x2 is 2 x2; d^2/dx0 dx1 of 1.5 x0 x1 x2 x3 is 1.5 x2 x3
+    assert hessian[0, 0] == pytest.approx(2 * x[2])
+    assert hessian[0, 1] == pytest.approx(1.5 * x[2] * x[3])

@@ -11,13 +11,10 @@ derivative of the real loss.  Multiplying a spectrum by a complex constant
 
 
 import numpy as np
-import pytest
 
 import derivo
 from derivo import rules
-from probing import (Probe, assert_dot_product, assert_forward_matches_differences,
-                     assert_gradient_matches_differences, coverage_gaps, load, normal,
-                     rule_cases, rule_of, seed, table_rules)
+from probing import Probe, normal, table_tests
 
 TABLE = "derivo.rules.fft"
 RTOL = 1e-6
@@ -88,36 +85,9 @@ for _name in ("fftshift", "ifftshift"):
     probe(_f, "np.abs(np.fft.{}(np.fft.fft(x0)))".format(_name), normal(6))
 
 
-CASES = list(rule_cases(TABLE, PROBES))
-
-
-@pytest.mark.parametrize("key,p", CASES)
-def test_rule_matches_finite_differences(key, p, tmp_path):
-    assert p is not None, "no probe in tests/rules/test_fft.py for " + rule_of(key).label
-    arguments = p.arguments()
-    assert_gradient_matches_differences(load(tmp_path, PRELUDE, p, arguments, "fft"),
-                                        arguments, RTOL)
-
-
-@pytest.mark.parametrize("key,p", CASES)
-def test_rule_dot_product(key, p, tmp_path):
-    assert p is not None
-    arguments = p.arguments()
-    assert_dot_product(load(tmp_path, PRELUDE, p, arguments, "fft"), arguments, seed(p), RTOL)
-
-
-@pytest.mark.parametrize("key,p", CASES)
-def test_rule_forward_matches_finite_differences(key, p, tmp_path):
-    assert p is not None
-    arguments = p.arguments()
-    assert_forward_matches_differences(load(tmp_path, PRELUDE, p, arguments, "fft"),
-                                       arguments, seed(p, 1), RTOL)
-
-
-def test_every_fft_rule_has_a_probe():
-    missing, stale = coverage_gaps(PROBES, table_rules(TABLE), TABLE)
-    assert not missing, "rules with no probe: " + ", ".join(missing)
-    assert not stale, "probes for rules not in the FFT table: " + ", ".join(stale)
+(test_rule_matches_finite_differences, test_rule_dot_product,
+ test_rule_forward_matches_finite_differences,
+ test_every_fft_rule_has_a_probe) = table_tests(TABLE, PROBES, PRELUDE, RTOL, "fft")
 
 
 def power(x):

@@ -16,9 +16,7 @@ import pytest
 
 import derivo
 from derivo import rules
-from probing import (Probe, assert_dot_product, assert_forward_matches_differences,
-                     assert_gradient_matches_differences, coverage_gaps, load, normal,
-                     rule_cases, rule_of, seed, table_rules)
+from probing import Probe, normal, table_tests
 
 try:
     import scipy.linalg
@@ -223,37 +221,9 @@ if scipy is not None:
           normal(3), arity=4)
 
 
-CASES = list(rule_cases(TABLE, PROBES))
-
-
-@pytest.mark.parametrize("key,p", CASES)
-def test_rule_matches_finite_differences(key, p, tmp_path):
-    assert p is not None, "no probe in tests/rules/test_linalg.py for " + rule_of(key).label
-    arguments = p.arguments()
-    assert_gradient_matches_differences(load(tmp_path, PRELUDE, p, arguments, "linalg"),
-                                        arguments, RTOL)
-
-
-@pytest.mark.parametrize("key,p", CASES)
-def test_rule_dot_product(key, p, tmp_path):
-    assert p is not None
-    arguments = p.arguments()
-    assert_dot_product(load(tmp_path, PRELUDE, p, arguments, "linalg"), arguments, seed(p),
-                       RTOL)
-
-
-@pytest.mark.parametrize("key,p", CASES)
-def test_rule_forward_matches_finite_differences(key, p, tmp_path):
-    assert p is not None
-    arguments = p.arguments()
-    assert_forward_matches_differences(load(tmp_path, PRELUDE, p, arguments, "linalg"),
-                                       arguments, seed(p, 1), RTOL)
-
-
-def test_every_linalg_rule_has_a_probe():
-    missing, stale = coverage_gaps(PROBES, table_rules(TABLE), TABLE)
-    assert not missing, "rules with no probe: " + ", ".join(missing)
-    assert not stale, "probes for rules not in the linear-algebra table: " + ", ".join(stale)
+(test_rule_matches_finite_differences, test_rule_dot_product,
+ test_rule_forward_matches_finite_differences,
+ test_every_linalg_rule_has_a_probe) = table_tests(TABLE, PROBES, PRELUDE, RTOL, "linalg")
 
 
 def test_table_covers_the_issue_list():
@@ -327,3 +297,24 @@ def test_cho_solve_reuses_the_factor():
             if not line.lstrip().startswith("#")]
     assert sum("scipy.linalg.cho_factor(" in line for line in code) == 1
     assert not any("inv(" in line for line in code)
+
+
+def hermitian_eigenvalues(x):
+    return np.sum(np.linalg.eigh(x + 1j * (x - x.T))[0] ** 2)
+
+
+def complex_singular_values(x):
+    return np.sum(np.linalg.svd(x * (1 + 2j), compute_uv=False))
+
+
+def complex_r(x):
+    return np.sum(np.abs(np.linalg.qr(x * (1 + 2j))[1]))
+
+
+@pytest.mark.parametrize("f,instead", [(hermitian_eigenvalues, r"\[\[A, -B\], \[B, A\]\]"),
+                                       (complex_singular_values, r"\[\[A, -B\], \[B, A\]\]"),
+                                       (complex_r, "real and imaginary parts")])
+def test_a_complex_factorisation_is_refused_with_what_to_write(f, instead):
+    x = np.array([[2.0, 0.3, 0.1], [0.2, 1.5, -0.4], [0.0, 0.6, 1.1]])
+    with pytest.raises(derivo.DerivoError, match="real matrices only; .*" + instead):
+        derivo.grad(f)(x)

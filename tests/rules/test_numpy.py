@@ -34,9 +34,8 @@ import numpy as np
 import pytest
 
 import derivo
-from probing import (Probe, assert_dot_product, assert_forward_matches_differences,
-                     assert_gradient_matches_differences, coverage_gaps, load, normal, positive,
-                     rule_cases, rule_of, seed, shaped, table_rules)
+from probing import (Probe, assert_dot_product, assert_gradient_matches_differences, load, normal,
+                     positive, seed, shaped, table_tests)
 from derivo import rules
 from derivo import syntax as S
 from derivo.rules import GETITEM, Method
@@ -314,6 +313,9 @@ probe(np.diff, "np.diff(x0)", normal(5))
 probe(np.diff, "np.diff(x0)", normal(3, 4))
 probe(np.diff, "np.diff(x0, axis=0)", normal(3, 4))
 probe(np.diff, "np.diff(x0, 2)", normal(6))
+for _mode in ("full", "same", "valid"):
+    probe(np.convolve, "np.convolve(x0, x1, {!r})".format(_mode), normal(6), normal(3))
+    probe(np.convolve, "np.convolve(x0, x1, mode={!r})".format(_mode), normal(2), normal(5))
 probe(np.diff, "np.diff(x0, n=3, axis=1)", normal(2, 5))
 probe(np.diff, "np.diff(x0, 2, 0)", normal(4, 3))
 
@@ -399,16 +401,9 @@ def check_dot_product(p, tmp_path):
 
 # --- the tests -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("key,p", list(rule_cases(TABLE, PROBES)))
-def test_rule_matches_finite_differences(key, p, tmp_path):
-    assert p is not None, "no probe in tests/rules/test_numpy.py for " + rule_of(key).label
-    check_probe(p, tmp_path)
-
-
-@pytest.mark.parametrize("key,p", list(rule_cases(TABLE, PROBES)))
-def test_rule_dot_product(key, p, tmp_path):
-    assert p is not None, "no probe in tests/rules/test_numpy.py for " + rule_of(key).label
-    check_dot_product(p, tmp_path)
+(test_rule_matches_finite_differences, test_rule_dot_product,
+ test_rule_forward_matches_finite_differences,
+ test_every_numpy_rule_has_a_probe) = table_tests(TABLE, PROBES, PRELUDE, RTOL, "numpy")
 
 
 @pytest.mark.parametrize("p", list(operator_cases()))
@@ -419,12 +414,6 @@ def test_operator_on_arrays_matches_finite_differences(p, tmp_path):
 @pytest.mark.parametrize("p", list(operator_cases()))
 def test_operator_on_arrays_dot_product(p, tmp_path):
     check_dot_product(p, tmp_path)
-
-
-def test_every_numpy_rule_has_a_probe():
-    missing, stale = coverage_gaps(PROBES, table_rules(TABLE), TABLE)
-    assert not missing, "rules with no probe: " + ", ".join(missing)
-    assert not stale, "probes for rules not in the NumPy table: " + ", ".join(stale)
 
 
 def test_table_covers_the_issue_list():
@@ -478,17 +467,3 @@ def test_probe_points_are_deterministic():
     p = PROBES[(np.exp, 1)][0]
     np.testing.assert_array_equal(p.arguments()[0], p.arguments()[0])
     assert math.isfinite(float(np.sum(p.arguments()[0])))
-
-
-def check_forward(p, tmp_path):
-    """derivo.jvp along a random direction matches the central finite-difference
-    directional derivative of the probe."""
-    arguments = p.arguments()
-    assert_forward_matches_differences(load(tmp_path, PRELUDE, p, arguments, "numpy"),
-                                       arguments, seed(p, 1), RTOL)
-
-
-@pytest.mark.parametrize("key,p", list(rule_cases(TABLE, PROBES)))
-def test_rule_forward_matches_finite_differences(key, p, tmp_path):
-    assert p is not None, "no probe in tests/rules/test_numpy.py for " + rule_of(key).label
-    check_forward(p, tmp_path)

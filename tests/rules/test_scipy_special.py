@@ -12,9 +12,7 @@ import scipy.special  # noqa: E402
 
 import derivo  # noqa: E402
 from derivo import rules  # noqa: E402
-from probing import (Probe, assert_dot_product, assert_forward_matches_differences,  # noqa: E402
-                     assert_gradient_matches_differences, coverage_gaps, load, normal, positive,
-                     rule_cases, rule_of, seed, table_rules, unit_interval)
+from probing import Probe, normal, positive, table_tests, unit_interval  # noqa: E402
 
 rules.load_tables()
 TABLE = "derivo.rules.scipy_special"
@@ -83,36 +81,9 @@ for _f in (sc.softmax, sc.log_softmax):
     for _keywords in ("", ", axis=0", ", axis=-1"):
         probe(_f, "scipy.special.{}(x0{})".format(_f.__name__, _keywords), normal(3, 4))
 
-CASES = list(rule_cases(TABLE, PROBES))
-
-
-@pytest.mark.parametrize("key,p", CASES)
-def test_rule_matches_finite_differences(key, p, tmp_path):
-    assert p is not None, "no probe in tests/rules/test_scipy_special.py for " + rule_of(key).label
-    arguments = p.arguments()
-    assert_gradient_matches_differences(load(tmp_path, PRELUDE, p, arguments, "special"),
-                                        arguments, RTOL)
-
-
-@pytest.mark.parametrize("key,p", CASES)
-def test_rule_dot_product(key, p, tmp_path):
-    assert p is not None
-    arguments = p.arguments()
-    assert_dot_product(load(tmp_path, PRELUDE, p, arguments, "special"), arguments, seed(p), RTOL)
-
-
-@pytest.mark.parametrize("key,p", CASES)
-def test_rule_forward_matches_finite_differences(key, p, tmp_path):
-    assert p is not None
-    arguments = p.arguments()
-    assert_forward_matches_differences(load(tmp_path, PRELUDE, p, arguments, "special"),
-                                       arguments, seed(p, 1), RTOL)
-
-
-def test_every_rule_has_a_probe():
-    missing, stale = coverage_gaps(PROBES, table_rules(TABLE), TABLE)
-    assert not missing, "rules with no probe: " + ", ".join(missing)
-    assert not stale, "probes for rules not in the scipy.special table: " + ", ".join(stale)
+(test_rule_matches_finite_differences, test_rule_dot_product,
+ test_rule_forward_matches_finite_differences,
+ test_every_rule_has_a_probe) = table_tests(TABLE, PROBES, PRELUDE, RTOL, "special")
 
 
 def bessel_in_its_order(v, x):

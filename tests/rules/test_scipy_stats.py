@@ -12,9 +12,7 @@ import scipy.stats  # noqa: E402
 
 import derivo  # noqa: E402
 from derivo import rules  # noqa: E402
-from probing import (Probe, assert_dot_product, assert_forward_matches_differences,  # noqa: E402
-                     assert_gradient_matches_differences, coverage_gaps, load, normal, positive,
-                     rule_cases, rule_of, seed, table_rules, unit_interval)
+from probing import Probe, normal, positive, table_tests, unit_interval  # noqa: E402
 
 rules.load_tables()
 TABLE = "derivo.rules.scipy_stats"
@@ -125,36 +123,9 @@ for _method in DENSITIES:
     probe(_f, "multivariate_normal(x1, x2 @ x2.T + np.eye(3)).{}(x0)".format(_method),
           normal(4, 3), normal(3), normal(3, 3))
 
-CASES = list(rule_cases(TABLE, PROBES))
-
-
-@pytest.mark.parametrize("key,p", CASES)
-def test_rule_matches_finite_differences(key, p, tmp_path):
-    assert p is not None, "no probe in tests/rules/test_scipy_stats.py for " + rule_of(key).label
-    arguments = p.arguments()
-    assert_gradient_matches_differences(load(tmp_path, PRELUDE, p, arguments, "stats"),
-                                        arguments, RTOL)
-
-
-@pytest.mark.parametrize("key,p", CASES)
-def test_rule_dot_product(key, p, tmp_path):
-    assert p is not None
-    arguments = p.arguments()
-    assert_dot_product(load(tmp_path, PRELUDE, p, arguments, "stats"), arguments, seed(p), RTOL)
-
-
-@pytest.mark.parametrize("key,p", CASES)
-def test_rule_forward_matches_finite_differences(key, p, tmp_path):
-    assert p is not None
-    arguments = p.arguments()
-    assert_forward_matches_differences(load(tmp_path, PRELUDE, p, arguments, "stats"),
-                                       arguments, seed(p, 1), RTOL)
-
-
-def test_every_rule_has_a_probe():
-    missing, stale = coverage_gaps(PROBES, table_rules(TABLE), TABLE)
-    assert not missing, "rules with no probe: " + ", ".join(missing)
-    assert not stale, "probes for rules not in the scipy.stats table: " + ", ".join(stale)
+(test_rule_matches_finite_differences, test_rule_dot_product,
+ test_rule_forward_matches_finite_differences,
+ test_every_rule_has_a_probe) = table_tests(TABLE, PROBES, PRELUDE, RTOL, "stats")
 
 
 # --- refusals -----------------------------------------------------------------------

@@ -5,7 +5,7 @@ import importlib
 
 from . import table
 
-for _module in ("scipy.special", "scipy.linalg", "scipy.stats", "scipy.integrate"):
+for _module in ("scipy.special", "scipy.linalg", "scipy.stats", "scipy.signal", "scipy.integrate"):
     try:
         importlib.import_module(_module)
     except ImportError:

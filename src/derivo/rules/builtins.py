@@ -7,6 +7,7 @@ lambda of ``(ans, *args)`` where ``ans = f(*args)``; a function of a whole list
 """
 
 import math
+import operator
 
 from .. import syntax as S
 from ..runtime import (copy_vjp, copysign_one, field_vjp, first_equal_vjp, items_vjp, log_times,
@@ -110,6 +111,17 @@ def others_product(adjoint, items):
     return [adjoint * math.prod(items[:i] + items[i + 1:]) for i in range(len(items))]
 
 
+def others_product_in_items(weights, adjoint, items):
+    """others_product's derivative in ``items``, one map both ways (it is
+    symmetric): item i's entry is adjoint * sum over k != i of weights_k times
+    the product of the items but i and k.  A Hessian through math.prod uses it."""
+    items = list(items)
+    n = len(items)
+    return [adjoint * sum((weights[k] * math.prod(items[j] for j in range(n) if j not in (i, k))
+                           for k in range(n) if k != i), 0.0)
+            for i in range(n)]
+
+
 def towards(scale, p, q):
     """``scale * (p - q)``, coordinate by coordinate, as a list."""
     return [scale * (a - b) for a, b in zip(p, q)]
@@ -145,4 +157,8 @@ def trigamma(x):
 
 
 defpartials(digamma, lambda ans, x: trigamma(x))
-without_rule(trigamma, others_product, towards, returns=NEW)
+# others_product(adjoint, items) = [adjoint * P_i]: linear in adjoint, and its
+# derivative in items is the same symmetric map for tangents and for adjoints
+defvjp(others_product, lambda g, ans, adjoint, items: sum(map(operator.mul, g, others_product(1.0, items)), 0.0),
+       lambda g, ans, adjoint, items: others_product_in_items(g, adjoint, items), returns=NEW)
+without_rule(trigamma, others_product_in_items, towards, returns=NEW)

@@ -14,7 +14,7 @@ from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum
                        getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, is_real,
                        kind_of, log_times, matmul_vjp_left, matmul_vjp_right, prod_vjp, size,
                        split_like, transpose_vjp, transposed, unbroadcast, unstack, vstack_vjp)
-from ..adjoints import (diag_vjp, diff_vjp, repeat_vjp, reverse_cumsum,
+from ..adjoints import (convolve_vjp, diag_vjp, diff_vjp, repeat_vjp, reverse_cumsum,
                         tile_vjp)
 from . import CONSTANT, GETITEM, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
 
@@ -165,6 +165,8 @@ defvjp(np.diag, lambda g, ans, v, k=0: diag_vjp(g, v, k), returns=NEW)
 defvjp(np.swapaxes, lambda g, ans, a, axis1, axis2: np.swapaxes(g, axis1, axis2), returns=0)
 defvjp(np.moveaxis, lambda g, ans, a, source, destination: np.moveaxis(g, destination, source), returns=0)
 defvjp(np.diff, lambda g, ans, a, n=1, axis=-1: diff_vjp(g, n, axis), returns=NEW)
+defvjp(np.convolve, lambda g, ans, a, v, mode="full": convolve_vjp(g, a, v, 0, np.correlate),
+       lambda g, ans, a, v, mode="full": convolve_vjp(g, a, v, 1, np.correlate), CONSTANT, returns=NEW)
 defvjp(np.repeat, lambda g, ans, a, repeats, axis=None: repeat_vjp(g, a, repeats, axis), CONSTANT, returns=NEW)
 defvjp(np.tile, lambda g, ans, A, reps: tile_vjp(g, A, reps), CONSTANT, returns=NEW)
 

@@ -17,7 +17,7 @@ from .. import syntax as S
 from ..runtime import (as_array, expand, is_real, kind_of, power_exponent_jvp, prod_vjp, size,
                        sort_like)
 from . import CONSTANT, FIELD, GETITEM, Method, defjvp
-from .builtins import others_product
+from .builtins import others_product, others_product_in_items
 
 # --- builtins --------------------------------------------------------------------
 
@@ -35,6 +35,8 @@ defjvp(sum, lambda t, ans, iterable, start=0: sum(t), lambda t, ans, iterable, s
 defjvp(math.fsum, lambda t, ans, iterable: math.fsum(t))
 defjvp(math.prod, lambda t, ans, iterable, start=1: math.fsum(map(operator.mul, others_product(start, iterable), t)),
        lambda t, ans, iterable, start=1: t * math.prod(iterable))
+defjvp(others_product, lambda t, ans, adjoint, items: others_product(t, items),
+       lambda t, ans, adjoint, items: others_product_in_items(t, adjoint, items))
 defjvp(math.dist, lambda t, ans, p, q: math.fsum(map(operator.mul, map(operator.sub, p, q), t)) / ans,
        lambda t, ans, p, q: math.fsum(map(operator.mul, map(operator.sub, q, p), t)) / ans)
 
@@ -114,6 +116,8 @@ defjvp(np.diag, lambda t, ans, v, k=0: np.diag(t, k))
 defjvp(np.swapaxes, lambda t, ans, a, axis1, axis2: np.swapaxes(t, axis1, axis2))
 defjvp(np.moveaxis, lambda t, ans, a, source, destination: np.moveaxis(t, source, destination))
 defjvp(np.diff, lambda t, ans, a, n=1, axis=-1: np.diff(t, n, axis))
+defjvp(np.convolve, lambda t, ans, a, v, mode="full": np.convolve(t, v, mode),
+       lambda t, ans, a, v, mode="full": np.convolve(a, t, mode), CONSTANT)
 defjvp(np.repeat, lambda t, ans, a, repeats, axis=None: np.repeat(t, repeats, axis), CONSTANT)
 defjvp(np.tile, lambda t, ans, A, reps: np.tile(t, reps), CONSTANT)
 
