@@ -173,15 +173,17 @@ class Analysis:
         for fault in faults:
             if fault.kind == "unowned":
                 raise fault.error(self.parsed, self._user_names.__contains__)
-            if is_item_write(fault.stmt) or is_append(fault.stmt):
+            update = fault.kind == "item update" or not (
+                is_item_write(fault.stmt) or is_append(fault.stmt))
+            if not update:
                 if not writes or not {fault.name, fault.other} & self.active or \
                         isinstance(fault.site, S.For):
                     continue  # (a loop over what its body writes: plan_statements refuses it)
-            elif not {fault.stmt.targets[0].id, fault.other} & self._influential:
+            elif not (set(assigned_names(fault.stmt)) | {fault.other}) & self._influential:
                 continue
             error = fault.error(self.parsed, self._user_names.__contains__)
             site = fault.site
-            if fault.kind == "item" and not writes:
+            if fault.kind == "item" and not writes and not update:
                 continue  # (tangents share memory as the values do)
             if fault.kind == "item" and isinstance(site, S.Assign) and \
                     isinstance(site.value, S.Subscript) and isinstance(site.value.value, S.Name):

@@ -246,6 +246,11 @@ class Tangents:
                 self.defined |= _stored(stmt.targets[0])
             if getattr(stmt, "owns", False):
                 code.append(self.owned(stmt.targets[0].id))
+            if id(stmt) in self.analysis.shared_checks:  # z = y[i]: refused if a view
+                ident = stmt.targets[0].id
+                source, message = self.analysis.shared_checks[id(stmt)]
+                code.append(S.Expr(value=S.call(self.runtime("unshared"), S.name(ident),
+                                                S.name(source), S.const(message))))
             return code
         if is_append(stmt):
             return self.append(stmt)

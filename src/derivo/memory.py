@@ -473,6 +473,24 @@ class Fault:
     def error(self, parsed, readable):
         """The refusal: ``readable(name)`` tells whether a name is the user's."""
         where = getattr(self.stmt, "lineno", "?")
+        if self.kind == "unowned" and _is_item_update(self.stmt):
+            return parsed.error(
+                UnsupportedSyntax, self.stmt, "cannot differentiate updating {0} in place "
+                "(line {1}): it may be {2}, an array derivo does not own, which NumPy "
+                "changes in place; write {0} = {0} + ... for a new array".format(
+                    parsed.words(self.stmt.targets[0]), where, self.other), "aliased update")
+        if self.kind == "item update":
+            line = getattr(self.site, "lineno", None)
+            other = "{!r} holds at another index".format(self.name) \
+                if self.other == self.name else "{!r}{} refers to".format(
+                    self.other, "" if line is None else " (line {})".format(line))
+            return parsed.error(
+                UnsupportedSyntax, self.stmt, "cannot differentiate updating {0} in place "
+                "(line {1}): it may be an array that {2} too; NumPy changes that array in "
+                "place, derivo does not follow the change; write {0} = {0} + ... for a new "
+                "array (or put copies in {3!r})".format(
+                    parsed.words(self.stmt.targets[0]), where, other, self.name),
+                "aliased update")
         if self.kind == "unowned":
             site = self.site if isinstance(self.site, S.Assign) else self.stmt
             words = parsed.words(site.value) if S.single_target(site) else self.name
@@ -724,6 +742,39 @@ def _change(refs, stmt):
     return None
 
 
+def _is_item_update(stmt):
+    """Whether ``stmt`` is ``L[i] = L[i] + e`` that ssa made of ``L[i] += e``."""
+    return isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Subscript) and \
+        form.annotation(stmt, "augmented")
+
+
+def _held_arrays(refs, stmt, state, statements):
+    """The :class:`Ref` of what ``stmt``, ``L[i] = L[i] + e`` that ssa made of
+    ``L[i] += e``, changes in place when L is a container: the objects L may
+    hold that may be arrays (not a parameter or a name that holds numbers);
+    None when L is an array (the write is ``L[i] = v``) or holds only numbers."""
+    if not (refs.arrays and _is_item_update(stmt)):
+        return None
+    name = S.root_name(stmt.targets[0]).id
+    ref = refs.of(S.name(name), state)
+    displays = (S.List, S.Tuple, S.gast.Dict, S.gast.ListComp, S.gast.DictComp)
+    if name not in refs.lists and not any(
+            isinstance(getattr(statements.get(o[1]), "value", None), displays)
+            for o in ref.views if o[0] in ("new", "old")):
+        return None  # an array: L[i] += e writes into it, as L[i] = L[i] + e does
+
+    def number(obj):
+        kind, what = obj
+        if kind == "param":
+            return what in refs.scalars
+        made = statements.get(what) if kind in ("new", "old") else None
+        return isinstance(made, S.Assign) and isinstance(made.targets[0], S.Name) and \
+            made.targets[0].id in refs.scalars
+
+    held = frozenset(o for o in ref.holds if not number(o))
+    return Ref(held) if held else None
+
+
 def _telling(obj):
     """Which unowned object a message names first: a parameter, then a call's
     result, then a global (a module holding the function called)."""
@@ -744,7 +795,10 @@ def _conflict(kind, changed, seen, other):
     the value ``seen`` of the name ``other``, or None."""
     if kind == "update" and changed.sources and seen.sources and \
             other not in changed.sources:
-        return None  # two items of one value: numbers, or rows told apart by the run
+        # two items of one value: numbers, or rows (views) that may overlap,
+        # which only the run tells
+        items = {o for o in changed.views if o[0] == "item"}
+        return "item" if items & seen.views else None
     whole = {o for o in changed.views if o[0] != "item"}
     if whole & seen.everything():
         return kind
@@ -755,7 +809,7 @@ def _conflict(kind, changed, seen, other):
     # (x += e) of a number does not, which only the run tells: for an update only
     # the name the item was taken from counts
     if (items | {o[1] for o in items}) & seen.everything() and \
-            (kind == "write" or other in changed.sources):
+            (kind != "update" or other in changed.sources):
         return kind
     return None
 
@@ -781,7 +835,16 @@ def sharing_faults(tree, parsed, local, scalars=frozenset(), arrays=True, lists=
             continue
         kind, name, spared = change
         changed = refs.of(S.name(name), state)
+        held = _held_arrays(refs, stmt, state, statements)
+        if held is not None:
+            # L[i] += e on a container: NumPy changes the array L[i] in place
+            # (and rebinds L[i] to it), so every other reference to it changes
+            kind, changed, spared = "item update", held, set()
         foreign = sorted((o for o in changed.views if not refs.owns(o)), key=_telling)
+        if kind == "item update" and foreign:
+            faults.append(Fault("unowned", stmt, name, " or ".join(
+                sorted({_described(o) for o in foreign})), None))
+            continue
         if kind == "write" and name in local and foreign:
             # (a write into a global by its own name: analyze refuses it as such)
             sites = sorted(changed.sites & position.keys(), key=position.get)
