@@ -299,3 +299,17 @@ def state_before(sweep, body, target, state):
     for each in seen:
         found = sweep.meet(found, each)
     return found
+
+
+def reached(start, edges):
+    """``start`` and every name reached from it along ``edges``, pairs (from a
+    name in the first set, to the names of the second)."""
+    reached = set(start)
+    grew = True
+    while grew:
+        grew = False
+        for sources, targets in edges:
+            if sources & reached and not targets <= reached:
+                reached |= targets
+                grew = True
+    return reached
