@@ -21,14 +21,10 @@ import numpy as np
 from . import dataflow, form, rules
 from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
-from .memory import (Flow, Memory, all_params, arguments, is_numpy, sharing_faults,
-                     summarized, user_function)
+from .memory import (Flow, Memory, all_params, arguments, is_numpy, names_read,
+                     sharing_faults, summarized, user_function)
 from .parse import GENERATED_PREFIX, MISSING, parse
 from .ssa import is_append
-
-
-def _names(node):
-    return {n.id for n in S.walk(node) if isinstance(n, S.Name)}
 
 
 def refuse_shared_writes(analysis, writes=True):
@@ -131,7 +127,7 @@ def refuse_hidden_writes(analysis):
     local = analysis.local_names
     for loop in S.walk(analysis.normalized.tree):
         if isinstance(loop, S.For) and isinstance(loop.target, S.Name) and \
-                (_names(loop.iter) | S.stored_names(loop.body)) & analysis.varied:
+                (names_read(loop.iter) | S.stored_names(loop.body)) & analysis.varied:
             items = {loop.target.id}
             for stmt in loop.body:  # and what ssa unpacked it into: item1[0], item1[1]
                 if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and (
@@ -171,7 +167,7 @@ def refuse_hidden_writes(analysis):
             if analysis.is_scalar(expression):
                 continue  # a number is never changed in place: callback(loss)
             names = flow.reached(expression, deep) & local  # w = xs; w.reverse()
-            if names & analysis.useful and (names | _names(node)) & analysis.varied:
+            if names & analysis.useful and (names | names_read(node)) & analysis.varied:
                 raise _change_in_place(analysis, node, expression, names & analysis.useful)
 
 
@@ -209,14 +205,14 @@ def _influential(analysis):
     edges = []
     for node in S.walk(tree):
         if isinstance(node, (S.If, S.While)):
-            influential |= _names(node.test)
+            influential |= names_read(node.test)
         elif isinstance(node, S.For):  # its trip count: what it iterates over
-            influential |= _names(node.iter)
+            influential |= names_read(node.iter)
         elif isinstance(node, S.Assign):
-            edges.append((set(assigned_names(node)), _names(node.value) | (
-                _names(node.targets[0]) if is_item_write(node) else set())))
+            edges.append((set(assigned_names(node)), names_read(node.value) | (
+                names_read(node.targets[0]) if is_item_write(node) else set())))
         elif is_append(node):
-            edges.append(({node.value.func.value.id}, _names(node.value)))
+            edges.append(({node.value.func.value.id}, names_read(node.value)))
     return dataflow.reached(influential, edges)
 
 def _user_names(analysis):
