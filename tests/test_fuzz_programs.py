@@ -594,9 +594,6 @@ def check(seed, directory, hessian=None, save=None):
 #: listed here until its fix lands: reason -> (modes it shows in, or None for any, a
 #: pattern of the problem's "mode: kind: detail" followed by the program's source).
 KNOWN = {
-    "L[1] += c on a list of arrays is taken for L[1] = L[1] + c: the array is changed "
-    "in place in Python, not in derivo's code":
-        (None, r"(?s)(finite differences|primal value|disagrees).*L\[1\] \+= c"),
     "a checkpointed loop's results are taken to share memory with what it was given":
         ({"grad:checkpoint"}, r"misleading refusal: .*_step_loop\("),
     "a second derivative refuses a write in the gradient code derivo generated":

@@ -1,6 +1,6 @@
 """Stage 3: what the reverse sweep must compute, read and save.
 
-Four analyses over a function in statement form (see ``ssa``):
+Three analyses over a function in statement form (see ``ssa``):
 
 activity
     A name is *active* when it depends on a differentiated argument (varied) and
@@ -26,20 +26,13 @@ saving
     needs (trip counts, branch tests) the same way; a ``while`` loop counted by an
     integer step is reversed by undoing the step instead of keeping a trip count.
     The item of a loop over values (``row = X[i]``) is read again, not saved.
-sharing
-    Another name for an array (``z = y``, ``y.T``, a view ``y[1:3]``) read after
-    a write into the memory the two share is refused: the write would change z
-    in Python, but z's adjoint would never hear of it.
+(In-place changes derivo cannot follow are refused by :mod:`derivo.writes`.)
 """
 
-import bisect
 import collections
 import dataclasses
 import functools
-import heapq
-import inspect
 import math
-import operator
 import re
 import types
 
@@ -48,10 +41,11 @@ import numpy as np
 from . import checkpoints, dataflow, form, rules, runtime, trees
 from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
-from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
-                     is_user_function, sharing_faults, user_function)
+from .memory import arguments, in_a_library, is_user_function
+from .writes import (assigned_names, hashable, is_item_write, refuse_hidden_writes,
+                     refuse_shared_writes, refuse_writes_into_globals, refuse_writes_into_items)
 from .outline import Loop
-from .parse import GENERATED_PREFIX, MISSING, UNPACKED, is_distribution, parameter_names, parse
+from .parse import UNPACKED, is_distribution, parameter_names, parse
 from .ssa import CONSUMERS, is_append, normalize
 
 DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
@@ -92,7 +86,7 @@ class Site:
         self.npositional = len(positional)
         self.keywords = [k.arg for k in keywords]
         self.rule = rules.lookup(key, len(positional), self.keywords) \
-            if _hashable(key) and None not in self.keywords else None
+            if hashable(key) and None not in self.keywords else None
         if self.rule is None:
             self.args = [(None, a, None) for a in positional] + \
                 [(k.arg, k.value, None) for k in keywords]
@@ -163,41 +157,6 @@ class Analysis:
 
     # --- sharing -----------------------------------------------------------
 
-    def refuse_shared_writes(self, writes=True):
-        """Refuse an in-place change of memory another name refers to and reads
-        afterwards (see :func:`~derivo.memory.sharing_faults`): Python's other
-        name sees the change; the statement form gives each name a value and an
-        adjoint of its own, so the derivative would be silently wrong.  An
-        update (``y += e``) counts where either name may change a result (the
-        statement form computes y + e anew); a write (``y[i] = v``,
-        ``ys.append(v)``) where either is differentiated (the primal writes as
-        Python does, the adjoints do not follow), reverse mode only
-        (``writes``: tangents share memory as the values do).  A name that may
-        be a row of the written array, or a number (``z = y[i]``), is checked as
-        the primal runs (``shared_checks``)."""
-        faults = sharing_faults(self.normalized.tree, self.parsed, self.local_names,
-                                self.scalars, self.arrays, self.lists)
-        for fault in faults:
-            if fault.kind == "unowned":
-                raise fault.error(self.parsed, self._user_names.__contains__)
-            if is_item_write(fault.stmt) or is_append(fault.stmt):
-                if not writes or not {fault.name, fault.other} & self.active or \
-                        isinstance(fault.site, S.For):
-                    continue  # (a loop over what its body writes: plan_statements refuses it)
-            elif not {fault.stmt.targets[0].id, fault.other} & self._influential:
-                continue
-            error = fault.error(self.parsed, self._user_names.__contains__)
-            site = fault.site
-            if fault.kind == "item" and not writes:
-                continue  # (tangents share memory as the values do)
-            if fault.kind == "item" and isinstance(site, S.Assign) and \
-                    isinstance(site.value, S.Subscript) and isinstance(site.value.value, S.Name):
-                # y[i]: a number, a copy (y[mask]) or a row (a view) of y; only
-                # the run tells, so the primal checks (see reverse.Sweep.primal)
-                self.shared_checks[id(site)] = (site.value.value.id, str(error))
-            else:
-                raise error
-
     def refuse_joined_sequences(self):
         """Refuse ``+`` or ``*`` of a differentiated list or tuple the function
         builds (``[a, b] + [c]``, ``[a] * 3``, ``xs + ys`` with xs appended to):
@@ -218,31 +177,6 @@ class Analysis:
                     self.parsed.callee_key(operand) in (list, tuple, sorted)
                 if built and self.differentiable_names(operand) & self.active:
                     raise _joined_sequence_error(self.parsed, node, operand)
-
-    def refuse_writes_into_globals(self):
-        """Refuse ``x[i] = v`` and ``x.append(v)`` into a name the function does
-        not bind (a module global, an enclosing function's variable): memory
-        derivo does not own, which the reverse sweep would change back.  (Forward
-        mode writes only what the function writes.)"""
-        tree = self.normalized.tree
-        local = set(tree_params(tree)) | {n.id for n in S.walk(tree) if isinstance(n, S.Name)
-                                          and isinstance(n.ctx, S.Store)}
-        for stmt in S.walk(tree):
-            if is_item_write(stmt):
-                written = stmt.targets[0].value.id
-            elif is_append(stmt):
-                written = stmt.value.func.value.id
-            else:
-                continue
-            if written not in local:
-                owner = "an enclosing function's variable" if written in self.parsed.closure \
-                    else "a module global"
-                raise self.parsed.error(
-                    UnsupportedSyntax, stmt, "cannot differentiate a write into {!r}, {}: "
-                    "derivo follows only changes to memory the function owns; write into a "
-                    "local copy ({}_copy = {}.copy(), or list({}) for a list)".format(
-                        written, owner, written.lower(), written, written),
-                    "write into a global")
 
     # --- activity ----------------------------------------------------------
 
@@ -331,7 +265,7 @@ class Analysis:
             self._propagate_activity()
         self.compute_scalars()  # (a number is never changed in place)
         self._refuse_dicts_and_sets()
-        self._refuse_hidden_writes()
+        refuse_hidden_writes(self)
         self._refuse_arguments_without_rule()
 
     def _refuse_arguments_without_rule(self):
@@ -363,121 +297,6 @@ class Analysis:
             message += " (for a module's function, call it by the module's name: np.{})" \
                 .format(site.key.name)
         return self.parsed.error(NoDerivativeRule, node, message, site.label)
-
-    def _refuse_writes_into_items(self, body, items):
-        """A write into an item a loop takes from what it iterates over (``for row
-        in Y: row[0] = v``): a row is a view, and the write changes Y too."""
-        for stmt in S.walk(body):
-            if isinstance(stmt, S.Assign) and (
-                    is_item_write(stmt) or self.arrays and form.annotation(stmt, "augmented")) \
-                    and assigned_names(stmt)[0] in items:
-                raise self.parsed.error(
-                    UnsupportedSyntax, stmt, "cannot differentiate a write into {!r}, an item "
-                    "this loop takes from what it iterates over (a row is a view of its "
-                    "array): index the array instead".format(assigned_names(stmt)[0]),
-                    "write into a loop item")
-
-    def _refuse_hidden_writes(self):
-        """Refuse a change in place that derivo cannot see, to a value that reaches
-        a result: a method call whose result is dropped (``xs.extend(v)``,
-        ``x.fill(a)``, ``xs.sort()``; ``xs.append(v)`` is followed), a NumPy
-        function that writes into its first argument (``np.copyto(x, v)``), or an
-        ``out=`` argument.  Activity would not flow through it, and the
-        derivative would silently miss it."""
-        local = self.local_names
-        for loop in S.walk(self.normalized.tree):
-            if isinstance(loop, S.For) and isinstance(loop.target, S.Name) and \
-                    (_names(loop.iter) | S.stored_names(loop.body)) & self.varied:
-                items = {loop.target.id}
-                for stmt in loop.body:  # and what ssa unpacked it into: item1[0], item1[1]
-                    if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and (
-                            isinstance(stmt.value, S.Name) and stmt.value.id in items or
-                            isinstance(stmt.value, S.Subscript) and
-                            isinstance(stmt.value.value, S.Name) and
-                            stmt.value.value.id in items and
-                            isinstance(stmt.value.slice, S.Constant)):
-                        items.add(stmt.targets[0].id)
-                self._refuse_writes_into_items(loop.body, items)
-        memory = None
-        # calls whose results are differentiated: one derivo cannot read is refused
-        # as such when its derivative is planned (not for what it may change)
-        differentiated = {id(node) for stmt in S.walk(self.normalized.tree)
-                          if isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & self.active
-                          for node in S.walk(stmt.value) if isinstance(node, S.Call)
-                          and self.differentiable_names(node) & self.active}
-        for node in S.walk(self.normalized.tree):
-            changed = []  # expressions whose object the call changes
-            if isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
-                    not is_append(node) and isinstance(node.value.func, S.Attribute):
-                root = S.root_name(node.value.func.value)
-                if root is not None and root.id in local:
-                    changed.append(node.value.func.value)
-            # a helper may change what it is given or what that holds (for p in ps: p *= 2)
-            handed = self._arguments_a_helper_changes(node) \
-                if isinstance(node, S.Call) and not (
-                    id(node) in differentiated and _unreadable(self.parsed.callee_key(node))) \
-                else []
-            if isinstance(node, S.Call):
-                changed += _written_in_place(self.parsed, node)
-            if (changed or handed) and memory is None:
-                memory = Memory(self.parsed, self.normalized.tree, local)
-            # (a change that involves nothing differentiated, keys.sort(), is harmless)
-            for expression, deep in [(e, False) for e in changed] + [(e, True) for e in handed]:
-                if self.is_scalar(expression):
-                    continue  # a number is never changed in place: callback(loss)
-                roots = memory.changed_by(expression, deep)
-                names = (roots | memory.sharing(roots)) & local  # w = xs; w.reverse()
-                if names & self.useful and (names | _names(node)) & self.varied:
-                    raise self._change_in_place(node, expression, names & self.useful)
-
-    @functools.cached_property
-    def _influential(self):
-        """Names whose values may change a result, through any operation (a
-        comparison, ``int``) or a branch or a loop they decide: the names the
-        results and the tests read, and what those read, back to the parameters."""
-        tree = self.normalized.tree
-        influential = set(self.normalized.results)
-        edges = []
-        for node in S.walk(tree):
-            if isinstance(node, (S.If, S.While)):
-                influential |= _names(node.test)
-            elif isinstance(node, S.For):  # its trip count: what it iterates over
-                influential |= _names(node.iter)
-            elif isinstance(node, S.Assign):
-                edges.append((set(assigned_names(node)), _names(node.value) | (
-                    _names(node.targets[0]) if is_item_write(node) else set())))
-            elif is_append(node):
-                edges.append(({node.value.func.value.id}, _names(node.value)))
-        return _reached(influential, edges)
-
-    @functools.cached_property
-    def _user_names(self):
-        """The names the user's function assigns or takes (not ssa's temporaries)."""
-        return S.stored_names(self.parsed.tree) | set(tree_params(self.parsed.tree))
-
-    def _change_in_place(self, node, expression, names):
-        """The refusal of ``node``, which changes ``expression`` and so ``names``,
-        in the user's words (``h(x * 2.0)``, not ssa's ``h(t1)``)."""
-        line = self.parsed.source_line(getattr(node, "lineno", None))
-        user_names = self._user_names
-        call, changed = self.parsed.words(getattr(node, "value", node)), \
-            self.parsed.words(expression)
-        others = sorted(names & user_names - {changed})
-        return self.parsed.error(
-            UnsupportedSyntax, node, "cannot differentiate {!r}: it may change {}{} in "
-            "place, which derivo does not follow (only x[i] = v and xs.append(v)); compute a "
-            "new value and assign it, or give it a copy".format(
-                call, repr(changed) if changed in line else "what it is given",
-                " (and {}, which may share its memory)".format(", ".join(map(repr, others)))
-                if others else ""),
-            "change in place")
-
-    def _arguments_a_helper_changes(self, call):
-        """The arguments given to a user function for the parameters it changes in
-        place (``setfirst(y, v)`` with ``def setfirst(y, v): y[0] = v``), and all
-        those given to a function derivo cannot read (see :func:`_arguments_changed_by`)."""
-        callee = form.annotation(call, "user_function") or self.parsed.callee_key(call)
-        return _arguments_changed_by(self.parsed, call, callee, self.arrays)
 
     def _refuse_dicts_and_sets(self):
         """Refuse a set of differentiated values that reaches a result: derivo's
@@ -515,8 +334,8 @@ class Analysis:
             return names, sources | set(names) if is_item_write(stmt) else sources
 
         edges = [(set(targets), sources) for targets, sources in map(flows, assignments)]
-        varied = _reached(self.wrt, [(sources, targets) for targets, sources in edges])
-        useful = _reached(self.normalized.results, edges)
+        varied = dataflow.reached(self.wrt, [(sources, targets) for targets, sources in edges])
+        useful = dataflow.reached(self.normalized.results, edges)
         self.active = varied & useful
         self.varied, self.useful = varied, useful
 
@@ -570,7 +389,7 @@ class Analysis:
                         "its body changes {!r}, which it iterates over; loop over "
                         "range(len(...)) and index instead".format(
                             kind, self.parsed.words(overwritten)), "loop over an iterator")
-                self._refuse_writes_into_items(body, targets)
+                refuse_writes_into_items(self, body, targets)
                 block[:] = [s for s in block if s not in dropped]
                 names = []
                 for items in sequences:
@@ -981,7 +800,7 @@ class Analysis:
 
     def _refuse(self, node, site):
         if site is not None:
-            known = rules.RULES.get(site.key) if _hashable(site.key) else None
+            known = rules.RULES.get(site.key) if hashable(site.key) else None
             if known:
                 message = ("cannot differentiate {!r} called with {} positional argument(s){}: "
                            "derivo's rules take {}".format(
@@ -1459,49 +1278,9 @@ def index_value(node):
     return S.deepcopy(node)
 
 
-def assigned_names(stmt):
-    """The names an assignment binds, or the array or list it writes into."""
-    if is_append(stmt):
-        return [stmt.value.func.value.id]
-    target = stmt.targets[0]
-    if isinstance(target, S.Tuple):
-        return [t.id for t in target.elts]
-    if isinstance(target, S.Subscript):
-        return [target.value.id]
-    return [target.id]
-
-
-def is_item_write(stmt):
-    return isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Subscript)
-
-
 def is_range(iterable, parsed):
     return isinstance(iterable, S.Call) and isinstance(iterable.func, S.Name) and \
         parsed.resolve(iterable.func.id) is range
-
-
-def _hashable(key):
-    try:
-        hash(key)
-    except TypeError:
-        return False
-    return True
-
-
-def _reached(start, edges):
-    """``start`` and every name reached from it along ``edges``, pairs (from a
-    name in the first set, to the names of the second)."""
-    following = collections.defaultdict(list)  # name -> the targets of its edges
-    for sources, targets in edges:
-        for name in sources:
-            following[name].append(targets)
-    reached, todo = set(start), list(start)
-    while todo:  # each name once: linear in the edges, whatever their order
-        for targets in following.get(todo.pop(), ()):
-            fresh = targets - reached
-            reached |= fresh
-            todo += fresh
-    return reached
 
 
 def _names(node):
@@ -1522,138 +1301,6 @@ def _joined_sequence_error(parsed, node, operand):
         "and + joins such sequences, * repeats them; derivo differentiates + and * of "
         "numbers and arrays (build the list item by item, or use NumPy arrays)".format(
             parsed.words(node), text), "list arithmetic")
-
-
-def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
-    """The arguments of ``call`` (of ``callee``, resolved by ``parsed``) that it may
-    change in place: those a user function changes (see :func:`parameter_writes`),
-    be it called as a function, as a method of a user object (``FILLER.go(a)``),
-    as a user object (``layer(a)``), as a class or through ``functools.partial``;
-    what a function a local name was assigned changes (``zeros = np.zeros``); and
-    every argument of a function derivo cannot read (``fn(a)``, fn a parameter,
-    ``obj.go(a)`` of a method it does not know)."""
-    everything = [*call.args, *(k.value for k in call.keywords)]
-    if isinstance(call.func, S.Name) and call.func.id in parsed.local_names and \
-            callee is MISSING:  # (not a parameter said to hold callee: see Parsed.fixed)
-        return _changed_through_a_local(parsed, call, arrays, seen)
-    if _unreadable(callee):
-        return everything  # FNS[0](a), obj.go(a) of a local obj, super().go(a)
-    if any(_changes_its_arguments(parsed, argument, arrays, seen) for argument in everything):
-        return everything  # map(fill, [a]): fill is called with what map was given
-    function, given = user_function(callee)
-    if function is None or function in seen:
-        return []
-    try:
-        written = parameter_writes(function, arrays, seen)
-    except DerivoError:  # no source: it may change any argument
-        return everything
-    return [argument for name, argument in arguments(call, function, given)
-            if name in written]
-
-
-#: Types whose methods derivo knows: what they change is in _written_in_place
-_KNOWN_TYPES = (np.ndarray, np.generic, list, tuple, dict, set, frozenset, str, bytes, int,
-                float, complex)
-
-
-def _unreadable(callee):
-    """Whether derivo can neither look ``callee`` up nor knows it as a method."""
-    return callee is MISSING or isinstance(callee, rules.Method) and \
-        not _a_known_method(callee.name)
-
-
-def _a_known_method(name):
-    """Whether ``name`` is a method of a value derivo knows (a random generator's:
-    ``rng.normal(scale=sigma)``), or NumPy's function of that name (``xp.exp(x)``,
-    ``xp`` a parameter given ``np``)."""
-    return any(hasattr(kind, name) for kind in _KNOWN_TYPES) or hasattr(np, name) or \
-        any(hasattr(kind, name) for kind in _generators())
-
-
-@functools.lru_cache(maxsize=None)
-def _generators():
-    # imported when first needed: numpy.random takes 10 ms to import
-    import numpy.random
-    import random
-    return (numpy.random.Generator, numpy.random.RandomState, random.Random)
-
-
-def _changes_its_arguments(parsed, value, arrays, seen):
-    """Whether ``value``, given to a call, is a user function that changes one of
-    its arguments in place (or a function derivo cannot read)."""
-    if isinstance(value, S.gast.Lambda):
-        return True
-    if not isinstance(value, (S.Name, S.Attribute)) or \
-            isinstance(S.root_name(value), S.Name) and S.root_name(value).id in parsed.local_names:
-        return False
-    function, _ = user_function(parsed.callee_key(S.call(value)))
-    if function is None or function in seen:
-        return False
-    try:
-        return bool(parameter_writes(function, arrays, seen))
-    except DerivoError:
-        return True
-
-
-def _changed_through_a_local(parsed, call, arrays, seen):
-    """The arguments ``call`` may change, its function a local name: what the
-    value the name is assigned once changes, be it a function derivo can look up
-    (``zeros = np.zeros``) or a method of a local value (``fill = y.fill``,
-    which changes y); every argument when the name is a parameter or is assigned
-    more than once or otherwise."""
-    value = S.values_assigned_once(parsed.tree).get(call.func.id)
-    callee = parsed.callee_key(S.call(value)) \
-        if isinstance(value, (S.Name, S.Attribute)) else MISSING
-    if callee is MISSING:
-        return [*call.args, *(k.value for k in call.keywords)]
-    if isinstance(callee, rules.Method):
-        # fill = y.fill; fill(1.0) changes y, push = hs.append; push(h) grows hs
-        # (derivo's own push = stack.append, in code it generated, is followed)
-        return [value.value] if callee.name in _MUTATORS and \
-            not parsed.filename.startswith(GENERATED_PREFIX) else []
-    return _written_in_place(parsed, call, callee) + _arguments_changed_by(
-        parsed, S.call(value, *call.args, keywords=call.keywords), callee, arrays, seen)
-
-
-def parameter_writes(func, arrays, _seen=frozenset()):
-    """The parameters ``func`` changes in place, read from its source: written
-    into (``y[0] = v``, ``del y[0]``), appended to or given a method call as a
-    statement (``ys.append(v)``, ``y[1:].fill(0.0)``), updated with ``+=`` and the
-    like when values may be arrays, written by NumPy (``np.copyto(y, v)``,
-    ``out=y``), or given to a user function that changes them; itself, or through
-    another name that may share its memory (``w = y``, ``w = y[1:]``, ``for row
-    in y``, see :class:`~derivo.memory.Memory`)."""
-    parsed = parse(func)
-    tree = parsed.tree
-    params = all_params(tree)
-    changed = []  # expressions whose object the function changes
-    handed = []   # ... given to helpers that change them or what they hold
-    for node in S.walk(tree):
-        if isinstance(node, (S.Assign, S.gast.AugAssign, S.gast.Delete)):
-            for target in _flattened(getattr(node, "targets", None) or [node.target]):
-                if isinstance(target, (S.Subscript, S.Attribute)):
-                    changed.append(target.value)
-                elif arrays and isinstance(node, S.gast.AugAssign):
-                    changed.append(target)
-        elif isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
-                isinstance(node.value.func, S.Attribute):
-            changed.append(node.value.func.value)
-        if not isinstance(node, S.Call):
-            continue
-        changed += _written_in_place(parsed, node)
-        handed += _arguments_changed_by(parsed, node, parsed.callee_key(node), arrays,
-                                        _seen | {func})
-    memory = Memory(parsed, tree, params)
-    return {root for expression in changed for root in memory.changed_by(expression)} | {
-        root for expression in handed for root in memory.changed_by(expression, deep=True)}
-
-
-def _flattened(targets):
-    for target in targets:
-        if isinstance(target, (S.Tuple, S.List)):
-            yield from _flattened(target.elts)
-        else:
-            yield target.value if isinstance(target, S.gast.Starred) else target
 
 
 def parameters_read_whole(func):
@@ -1795,7 +1442,7 @@ def analyze_memory(normalized, wrt, arrays=False):
     analysis.compute_activity()
     analysis.compute_lists()
     analysis.compute_read_item_by_item()
-    analysis.refuse_shared_writes()
+    refuse_shared_writes(analysis)
     analysis.plan_statements()
     form.check(normalized.tree, "analyze")
 
@@ -1806,121 +1453,13 @@ def analyze(normalized, wrt, arrays=False, loops="stack"):
     analysis.compute_activity()
     analysis.compute_lists()
     analysis.compute_read_item_by_item()
-    analysis.refuse_shared_writes()
+    refuse_shared_writes(analysis)
     analysis.refuse_joined_sequences()
-    analysis.refuse_writes_into_globals()
+    refuse_writes_into_globals(analysis)
     analysis.plan_statements()
     analysis.compute_saving()
     form.check(normalized.tree, "analyze")
     return analysis
-
-
-#: Functions that write into their first argument (the shuffles are told by name,
-#: see _written_in_place) and the names they give it
-_WRITES_INTO_FIRST_ARGUMENT = (
-    np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis,
-    operator.setitem, operator.delitem, operator.iadd, operator.iconcat, operator.isub,
-    operator.imul, operator.imatmul, operator.itruediv, operator.ifloordiv, operator.imod,
-    operator.ipow, heapq.heapify, heapq.heappush, heapq.heappop, heapq.heapreplace,
-    heapq.heappushpop, bisect.insort_left, bisect.insort_right)
-_FIRST_ARGUMENT_NAMES = ("dst", "a", "arr", "x")
-
-#: Methods that change their object, called unbound (list.reverse(xs)) on these types
-_MUTABLE_TYPES = (list, dict, set, bytearray, np.ndarray)
-_MUTATORS = {"append", "extend", "insert", "remove", "pop", "popitem", "clear", "sort",
-             "reverse", "update", "setdefault", "add", "discard", "intersection_update",
-             "difference_update", "symmetric_difference_update", "fill", "partition", "put",
-             "resize", "itemset", "setfield", "setflags", "byteswap", "__setitem__",
-             "__delitem__"}
-
-
-def _changes_its_object(callee):
-    """Whether ``callee`` is a method of a list, dict, set or array, taken from its
-    type, that changes the object it is given first (``np.ndarray.fill``)."""
-    name = getattr(callee, "__name__", "")
-    return getattr(callee, "__objclass__", None) in _MUTABLE_TYPES and (
-        name in _MUTATORS or name.startswith("__i") and name.endswith("__"))
-
-
-def _out_position(callee):
-    """The position of the ``out`` argument of a NumPy function (np.cumsum's 3),
-    of an array method (``a.cumsum``'s 2, told by name), or of a ufunc's
-    ``reduce``, ``accumulate`` or ``reduceat``; or None."""
-    if isinstance(callee, rules.Method):  # a.cumsum(0, None, out): np.cumsum's, less one
-        function = getattr(np, callee.name, None)
-        if isinstance(function, np.ufunc) or not is_numpy(function):
-            return None
-        position = _numpy_out_position(function)
-        return position - 1 if position else None
-    if isinstance(getattr(callee, "__self__", None), np.ufunc):
-        return {"reduce": 3, "accumulate": 3, "reduceat": 4}.get(callee.__name__)
-    return _numpy_out_position(callee) if is_numpy(callee) and _hashable(callee) else None
-
-
-@functools.lru_cache(maxsize=None)
-def _numpy_out_position(function):
-    try:
-        params = list(inspect.signature(function).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    for position, param in enumerate(params):
-        if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
-            return None
-        if param.name == "out":
-            return position
-    return None
-
-
-def _is_dunder(name):
-    return name.startswith("__") and name.endswith("__")
-
-
-def _written_in_place(parsed, call, callee=None):
-    """The expressions whose object a call changes, as NumPy, ``random``,
-    ``heapq`` and ``operator`` do: the first argument of ``np.copyto``, of
-    ``np.add.at`` and the like, of ``heapq.heappush``, ``operator.setitem``, of a
-    method that changes its object called from its type (``list.reverse(xs)``),
-    and of a shuffle (NumPy's ``np.random.shuffle``, ``random.shuffle``, or any
-    ``.shuffle(x)`` of a value derivo cannot look up, whatever it is); the object
-    of a method that changes it, inside an expression too (``r = a.sort()``); a
-    ufunc's outputs given after its inputs, the ``out`` argument given by
-    position (``np.cumsum(a, 0, None, a)``, ``c.clip(0, 1, a)``), and any call's
-    ``out=``.  ``callee``: what the call calls, when not what its function
-    expression names (a local alias, ``cp = np.copyto``)."""
-    callee = parsed.callee_key(call) if callee is None else callee
-    owner = getattr(callee, "__self__", None)
-    name = callee.name if isinstance(callee, rules.Method) else getattr(callee, "__name__", None)
-    # Shuffles are told by name: np.random.shuffle is a method of NumPy's RandomState,
-    # which leaves np.random unimported until a function calls it (importing it takes
-    # 10 ms), and a Generator made in the function (rng.shuffle) is not looked up.
-    shuffles = name == "shuffle" and (isinstance(callee, rules.Method) or type(
-        owner).__module__.partition(".")[0] in ("numpy", "random"))
-    written = []
-    # np.add.at(x, i, v), and .at of a ufunc derivo cannot look up (op = np.add)
-    at = name == "at" and (isinstance(owner, np.ufunc) or isinstance(callee, rules.Method))
-    # xp.copyto(y, v), xp a name for NumPy derivo cannot look up (a parameter)
-    numpy_by_name = isinstance(callee, rules.Method) and not hasattr(np.ndarray, name) and \
-        getattr(np, name, None) in _WRITES_INTO_FIRST_ARGUMENT
-    if callee in _WRITES_INTO_FIRST_ARGUMENT or shuffles or at or numpy_by_name or \
-            _changes_its_object(callee):
-        written += call.args[:1] or [k.value for k in call.keywords
-                                     if k.arg in _FIRST_ARGUMENT_NAMES]
-    # (xs.append(v) as a statement is followed; the caller looks at statements);
-    # a dunder called by name (x.__iadd__(v)) may change its object, but indexing
-    if isinstance(callee, rules.Method) and (name in _MUTATORS and name != "append" or
-                                             _is_dunder(name) and callee != rules.GETITEM):
-        written.append(call.func.value)
-    if isinstance(callee, np.ufunc):
-        written += call.args[callee.nin:]
-    else:
-        position = _out_position(callee)
-        if position is not None:
-            written += call.args[position:position + 1]
-    for keyword in call.keywords:
-        if keyword.arg == "out":
-            written += keyword.value.elts if isinstance(keyword.value, S.Tuple) \
-                else [keyword.value]
-    return written
 
 
 #: math functions of an iterable: the adjoint of a list given to one is a list

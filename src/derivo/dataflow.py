@@ -22,6 +22,8 @@ changes one in place.  :func:`after` and :func:`before` name the code that may
 run after, or must have run before, a statement, by these same edges.
 """
 
+import collections
+
 from . import syntax as S
 
 LOOPS = (S.For, S.While)
@@ -299,3 +301,19 @@ def state_before(sweep, body, target, state):
     for each in seen:
         found = sweep.meet(found, each)
     return found
+
+
+def reached(start, edges):
+    """``start`` and every name reached from it along ``edges``, pairs (from a
+    name in the first set, to the names of the second)."""
+    following = collections.defaultdict(list)  # name -> the targets of its edges
+    for sources, targets in edges:
+        for name in sources:
+            following[name].append(targets)
+    reached, todo = set(start), list(start)
+    while todo:  # each name once: linear in the edges, whatever their order
+        for targets in following.get(todo.pop(), ()):
+            fresh = targets - reached
+            reached |= fresh
+            todo += fresh
+    return reached

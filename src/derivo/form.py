@@ -29,7 +29,8 @@ from . import syntax as S
 
 #: name -> (the default when absent, what it says, the stage that sets it)
 ANNOTATIONS = {
-    "augmented": (False, "an assignment ssa made of x += e: in place for an array", "ssa"),
+    "augmented": (False, "an assignment ssa made of x += e or x[i] += e: in place for an "
+                  "array", "ssa"),
     "opaque": (False, "an assignment calling a non-primitive", "ssa"),
     "owns": (False, "a written array copied after this assignment", "ssa"),
     "owned": ((), "the parameters copied on entry (a FunctionDef)", "ssa"),

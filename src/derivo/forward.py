@@ -31,10 +31,11 @@ from . import syntax as S
 from .analyze import (Analysis, assigned_names, index_value, is_item_write,
                       same_operands)
 from .errors import NoDerivativeRule, UnsupportedSyntax
-from .memory import shared_sources
+from .memory import is_new_array
 from .parse import parameter_names
 from .rules import Template
 from .ssa import is_append
+from .writes import refuse_shared_writes
 
 #: the tangent of an elementwise operation whose operands broadcast, when every
 #: term is an operand's tangent as it is (``x + b``): it takes the result's shape
@@ -246,6 +247,11 @@ class Tangents:
                 self.defined |= _stored(stmt.targets[0])
             if getattr(stmt, "owns", False):
                 code.append(self.owned(stmt.targets[0].id))
+            if id(stmt) in self.analysis.shared_checks:  # z = y[i]: refused if a view
+                ident = stmt.targets[0].id
+                source, message = self.analysis.shared_checks[id(stmt)]
+                code.append(S.Expr(value=S.call(self.runtime("unshared"), S.name(ident),
+                                                S.name(source), S.const(message))))
             return code
         if is_append(stmt):
             return self.append(stmt)
@@ -291,7 +297,8 @@ class Tangents:
         if tangent is None:
             self.zero.add(target)
             return [copy]
-        if target in self.written:
+        if getattr(stmt, "owns", False):
+            # the primal is copied after the assignment (ssa._mark_owned): so is its tangent
             tangent = S.call(self.runtime("owned"), tangent)
         elif self.writes_in_place:
             tangent = self.owned_like(stmt.value, tangent)
@@ -315,7 +322,7 @@ class Tangents:
         if isinstance(value, S.IfExp) and isinstance(tangent, S.IfExp):
             tangent.body = self.owned_like(value.body, tangent.body)
             tangent.orelse = self.owned_like(value.orelse, tangent.orelse)
-        elif not shared_sources(value, self.parsed) and self.may_be_a_tangents_memory(tangent):
+        elif is_new_array(value, self.parsed) and self.may_be_a_tangents_memory(tangent):
             tangent = S.call(self.runtime("owned"), tangent)
         return tangent
 
@@ -784,7 +791,7 @@ def analyze_forward(normalized, wrt, arrays=False):
     analysis = Analysis(normalized, wrt, arrays, reverse=False)
     analysis.compute_activity()
     analysis.compute_lists()
-    analysis.refuse_shared_writes(writes=False)
+    refuse_shared_writes(analysis, writes=False)
     analysis.plan_statements()
     return analysis
 

@@ -93,7 +93,8 @@ def _inline(stmt, caller, normalize_function, depth):
 def _updated_name(stmt):
     """The name ``stmt`` updates in place when it is ``y1 = y + e`` made of
     ``y += e`` (see ssa), or None."""
-    left = stmt.value.left if form.annotation(stmt, "augmented") else None
+    left = stmt.value.left if form.annotation(stmt, "augmented") and \
+        isinstance(stmt.value, S.BinOp) else None
     return left.id if isinstance(left, S.Name) else None
 
 

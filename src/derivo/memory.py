@@ -3,10 +3,12 @@ changed in place.
 
 A write into an array (``y[0] = v``, ``y += e``, ``y.fill(0.0)``) changes every
 name for that memory, which derivo's statement form, where each name has its
-own value and adjoint, does not.  ``shared_sources`` answers for one value
-(``w = y.T`` is y), :class:`Memory` for a whole function, through lists that
-hold arrays and calls of user functions (:func:`returned_parameters`).  ssa,
-outline and analyze all ask here, so they agree.
+own value and adjoint, does not.  One flow-sensitive ownership analysis
+(:class:`Flow`, :func:`sharing_faults`) answers for a function in statement
+form; what a call returns comes from an allow-list (:func:`call_result`: the
+rule tables' ``returns=``, and for a user function :func:`returned_parameters`).
+:class:`Memory` reads a helper's source, which may not have a statement form,
+for the parameters it writes (see ``writes.parameter_writes``) or returns.
 """
 
 import functools
@@ -14,13 +16,14 @@ import inspect
 import os
 import sys
 import types
+import weakref
 
 import numpy as np
 
 from . import dataflow, form, rules
 from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
-from .parse import MISSING, parse
+from .parse import MISSING, parse, record_reads, recording_reads
 
 def call_result(call, parsed):
     """What the result of ``call`` may share memory with, as (how, parts):
@@ -68,29 +71,6 @@ def call_result(call, parsed):
                  if name in returned]
         return ("is", parts) if parts else ("new", [])
     return "any", obj + given
-
-
-def shared_sources(value, parsed, lists=()):
-    """Names whose memory ``value`` may share: ``y``, ``y.T``, ``y[1:3]``, a row
-    ``y[i]``, ``y.reshape(s)``, ``ident(y)``, either branch of ``a if c else b``,
-    what a call derivo does not know is given (an item or slice of one of
-    ``lists``, a list, is a copy or a value)."""
-    if isinstance(value, S.Name):
-        return [value.id]
-    if isinstance(value, S.IfExp):
-        return shared_sources(value.body, parsed, lists) + \
-            shared_sources(value.orelse, parsed, lists)
-    if isinstance(value, S.Attribute) and value.attr in ("T", "mT", "real", "imag", "flat"):
-        return shared_sources(value.value, parsed, lists)
-    if isinstance(value, S.Subscript):
-        if isinstance(value.value, S.Name) and value.value.id in lists:
-            return []
-        return shared_sources(value.value, parsed, lists)
-    if isinstance(value, S.Call):
-        how, parts = call_result(value, parsed)
-        if how in ("is", "any"):
-            return [source for part in parts for source in shared_sources(part, parsed, lists)]
-    return []
 
 
 def _may_not_copy(call):
@@ -295,15 +275,56 @@ class Memory:
         views, holds = self.of(changed)
         return views | holds if deep else views
 
-    def sharing(self, roots):
-        """The names that are or hold one of ``roots``."""
-        return {name for name in set(self.views) | set(self.holds)
-                if (self.views.get(name, set()) | self.holds.get(name, set())) & roots}
+
+def summarized(compute):
+    """``compute(func, *options)``, a summary of the user function ``func`` read
+    from its source, made once per function and options: what making it read
+    from the user's namespaces (see :func:`derivo.parse.recording_reads`) is
+    kept with it, counted as read by each build that asks again, and checked
+    then: a name that holds something else now, or a rule registered since,
+    makes the summary anew.  Only a
+    summary made with no other in progress is kept (one made inside another
+    takes the outer function's as unknown)."""
+    cache = weakref.WeakKeyDictionary()
+    making = []
+
+    @functools.wraps(compute)
+    def summary(func, *options):
+        kept = cache.get(func, {}).get(options)
+        if kept is not None and kept[2] is rules.generation and \
+                all(_holds(*read) for read in kept[0]):
+            record_reads(kept[0])
+            return kept[1]
+        making.append(func)
+        try:
+            with recording_reads() as reads:
+                result = compute(func, *options)
+        finally:
+            making.pop()
+        record_reads(reads.values())
+        if not making:
+            cache.setdefault(func, {})[options] = (list(reads.values()), result,
+                                                   rules.generation)
+        return result
+    return summary
+
+
+def _holds(where, ident, path, value):
+    """Whether the name ``ident`` of ``where`` (a globals dict or a closure cell),
+    followed along the attributes ``path``, holds ``value`` now."""
+    try:
+        now = where.cell_contents if isinstance(where, types.CellType) else where[ident]
+        for step in path:
+            now = getattr(now, step)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+    return now is value
 
 
 _RETURNS_IN_PROGRESS = set()
 
 
+@summarized
 def returned_parameters(func):
     """The parameters whose memory what ``func`` returns may share (all of them
     for ``ident(v)``, none for ``np.tanh(x @ W)``), or None when its source
@@ -477,6 +498,24 @@ class Fault:
     def error(self, parsed, readable):
         """The refusal: ``readable(name)`` tells whether a name is the user's."""
         where = getattr(self.stmt, "lineno", "?")
+        if self.kind == "unowned" and _is_item_update(self.stmt):
+            return parsed.error(
+                UnsupportedSyntax, self.stmt, "cannot differentiate updating {0} in place "
+                "(line {1}): it may be {2}, an array derivo does not own, which NumPy "
+                "changes in place; write {0} = {0} + ... for a new array".format(
+                    parsed.words(self.stmt.targets[0]), where, self.other), "aliased update")
+        if self.kind == "item update":
+            line = getattr(self.site, "lineno", None)
+            other = "{!r} holds at another index".format(self.name) \
+                if self.other == self.name else "{!r}{} refers to".format(
+                    self.other, "" if line is None else " (line {})".format(line))
+            return parsed.error(
+                UnsupportedSyntax, self.stmt, "cannot differentiate updating {0} in place "
+                "(line {1}): it may be an array that {2} too; NumPy changes that array in "
+                "place, derivo does not follow the change; write {0} = {0} + ... for a new "
+                "array (or put copies in {3!r})".format(
+                    parsed.words(self.stmt.targets[0]), where, other, self.name),
+                "aliased update")
         if self.kind == "unowned":
             site = self.site if isinstance(self.site, S.Assign) else self.stmt
             words = parsed.words(site.value) if S.single_target(site) else self.name
@@ -701,14 +740,15 @@ def is_call_of(stmt, method):
         isinstance(value.func.value, S.Name) and len(value.args) == 1 and not value.keywords
 
 
-def _names(node):
+def names_read(node):
+    """The names ``node`` reads."""
     return {n.id for n in S.walk(node) if isinstance(n, S.Name) and isinstance(n.ctx, S.Load)}
 
 
 def _reads(node):
     if isinstance(node, (S.If, S.While)):
-        return _names(node.test)
-    return _names(node.iter) if isinstance(node, S.For) else _names(node)
+        return names_read(node.test)
+    return names_read(node.iter) if isinstance(node, S.For) else names_read(node)
 
 
 def _writes(node):
@@ -733,6 +773,39 @@ def _change(refs, stmt):
     return None
 
 
+def _is_item_update(stmt):
+    """Whether ``stmt`` is ``L[i] = L[i] + e`` that ssa made of ``L[i] += e``."""
+    return isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Subscript) and \
+        form.annotation(stmt, "augmented")
+
+
+def _held_arrays(refs, stmt, state, statements):
+    """The :class:`Ref` of what ``stmt``, ``L[i] = L[i] + e`` that ssa made of
+    ``L[i] += e``, changes in place when L is a container: the objects L may
+    hold that may be arrays (not a parameter or a name that holds numbers);
+    None when L is an array (the write is ``L[i] = v``) or holds only numbers."""
+    if not (refs.arrays and _is_item_update(stmt)):
+        return None
+    name = S.root_name(stmt.targets[0]).id
+    ref = refs.of(S.name(name), state)
+    displays = (S.List, S.Tuple, S.gast.Dict, S.gast.ListComp, S.gast.DictComp)
+    if name not in refs.lists and not any(
+            isinstance(getattr(statements.get(o[1]), "value", None), displays)
+            for o in ref.views if o[0] in ("new", "old")):
+        return None  # an array: L[i] += e writes into it, as L[i] = L[i] + e does
+
+    def number(obj):
+        kind, what = obj
+        if kind == "param":
+            return what in refs.scalars
+        made = statements.get(what) if kind in ("new", "old") else None
+        return isinstance(made, S.Assign) and isinstance(made.targets[0], S.Name) and \
+            made.targets[0].id in refs.scalars
+
+    held = frozenset(o for o in ref.holds if not number(o))
+    return Ref(held) if held else None
+
+
 def _telling(obj):
     """Which unowned object a message names first: a parameter, then a call's
     result, then a global (a module holding the function called)."""
@@ -753,7 +826,10 @@ def _conflict(kind, changed, seen, other):
     the value ``seen`` of the name ``other``, or None."""
     if kind == "update" and changed.sources and seen.sources and \
             other not in changed.sources:
-        return None  # two items of one value: numbers, or rows told apart by the run
+        # two items of one value: numbers, or rows (views) that may overlap,
+        # which only the run tells
+        items = {o for o in changed.views if o[0] == "item"}
+        return "item" if items & seen.views else None
     whole = {o for o in changed.views if o[0] != "item"}
     if whole & seen.everything():
         return kind
@@ -764,22 +840,60 @@ def _conflict(kind, changed, seen, other):
     # (x += e) of a number does not, which only the run tells: for an update only
     # the name the item was taken from counts
     if (items | {o[1] for o in items}) & seen.everything() and \
-            (kind == "write" or other in changed.sources):
+            (kind != "update" or other in changed.sources):
         return kind
     return None
+
+
+class Flow:
+    """The ownership analysis of one statement-form function, run once: what
+    each name may refer to before each statement (``refs``, see :class:`_Refs`)
+    and the names live after each (``live``), to ask which names a change in
+    place reaches.  derivo writes only into what it owns: arrays the function
+    allocates, parameters it copies on entry (``tree.owned``)."""
+
+    def __init__(self, tree, parsed, local, scalars=frozenset(), arrays=True,
+                 lists=frozenset()):
+        self.refs = _Refs(parsed, local, scalars, arrays, lists,
+                          set(form.annotation(tree, "owned")))
+        self.refs.run(tree.body, {p: Ref(frozenset([("param", p)])) for p in all_params(tree)})
+        self.live = dataflow.live_after_each(tree.body, _reads, _writes)
+        self.order = list(dataflow.in_order(tree.body))
+        self.statement = {}  # id(expression node) -> the statement that evaluates it
+        for stmt in self.order:
+            own = stmt.test if isinstance(stmt, (S.If, S.While)) else \
+                stmt.iter if isinstance(stmt, S.For) else stmt
+            for node in S.walk(own):
+                self.statement[id(node)] = stmt
+
+    def reached(self, expression, deep=False):
+        """The names that, when ``expression`` is evaluated, refer to memory a
+        change of what it is (``deep``: or holds) changes, and are read
+        afterwards; empty where the code never runs."""
+        stmt = self.statement.get(id(expression))
+        state = self.refs.before.get(id(stmt)) if stmt is not None else None
+        if state is None:
+            return set()
+        ref = self.refs.of(expression, state)
+        changed = _bases(ref.everything() if deep else ref.views)
+        names = set(self.live.get(id(stmt), ()))
+        if isinstance(stmt, (S.If, S.While, S.For)):
+            names |= names_read(stmt)  # (its body runs after the test)
+        return {name for name in names
+                if _bases(self.refs.of(S.name(name), state).everything()) & changed}
+
+
+def _bases(objects):
+    """The objects of ``objects``, an item counted as the object it is of."""
+    return {o[1] if o[0] == "item" else o for o in objects}
 
 
 def sharing_faults(tree, parsed, local, scalars=frozenset(), arrays=True, lists=frozenset()):
     """Every in-place change in the statement-form function ``tree`` of memory
     that another name, read afterwards, may refer to, or that the function does
-    not own (see :class:`Fault`), in the order of the statements.  derivo
-    writes only into what it owns: arrays the function allocates, parameters it
-    copies on entry (``tree.owned``)."""
-    refs = _Refs(parsed, local, scalars, arrays, lists, set(form.annotation(tree, "owned")))
-    params = all_params(tree)
-    refs.run(tree.body, {p: Ref(frozenset([("param", p)])) for p in params})
-    live = dataflow.live_after_each(tree.body, _reads, _writes)
-    order = list(dataflow.in_order(tree.body))
+    not own (see :class:`Fault`), in the order of the statements."""
+    flow = Flow(tree, parsed, local, scalars, arrays, lists)
+    refs, live, order = flow.refs, flow.live, flow.order
     statements = {id(n): n for n in order}
     position = {id(n): index for index, n in enumerate(order)}
     faults = []
@@ -790,7 +904,16 @@ def sharing_faults(tree, parsed, local, scalars=frozenset(), arrays=True, lists=
             continue
         kind, name, spared = change
         changed = refs.of(S.name(name), state)
+        held = _held_arrays(refs, stmt, state, statements)
+        if held is not None:
+            # L[i] += e on a container: NumPy changes the array L[i] in place
+            # (and rebinds L[i] to it), so every other reference to it changes
+            kind, changed, spared = "item update", held, set()
         foreign = sorted((o for o in changed.views if not refs.owns(o)), key=_telling)
+        if kind == "item update" and foreign:
+            faults.append(Fault("unowned", stmt, name, " or ".join(
+                sorted({_described(o) for o in foreign})), None))
+            continue
         if kind == "write" and name in local and foreign:
             # (a write into a global by its own name: analyze refuses it as such)
             sites = sorted(changed.sites & position.keys(), key=position.get)

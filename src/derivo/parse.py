@@ -70,6 +70,13 @@ def _record(where, ident, path, value):
                     reads.setdefault((id(read[0]), read[1], read[2]), read)
 
 
+def record_reads(reads):
+    """Count ``reads``, ``(where, name, path, value)`` each (see
+    :func:`recording_reads`), as read by the block being recorded now."""
+    for read in reads:
+        _record(*read)
+
+
 class _Parameters:
     """Where a read of a parameter's value is from (see :attr:`Parsed.fixed`): the
     call's arguments, which the derivative's entry checks on each call."""

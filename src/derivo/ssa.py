@@ -369,8 +369,9 @@ class _Normalizer:
                                     "augmented assignment")
         value = S.binop(current, stmt.op, stmt.value)
         out = self.assign_to(target, S.copy_location(value, stmt), stmt)
-        if isinstance(target, S.Name):
-            out[-1].augmented = True  # in place for an array: see memory.sharing_faults
+        # in place for an array, or for an array a container holds (L[i] += e):
+        # see memory.sharing_faults
+        out[-1].augmented = True
         return out
 
     def stmt_Assign(self, stmt):

@@ -1,0 +1,65 @@
+"""Forward mode and writes through another name: the tangents of two names for
+one array share memory as the values do, so a write through one reaches the
+other's tangent, unless one of them has no tangent (activity does not follow
+the alias) or ssa copies the name written through.  derivo then refuses, as
+reverse mode does; elsewhere the tangent agrees with central differences.
+"""
+
+import numpy as np
+import pytest
+
+import derivo
+from derivo.errors import DerivoError
+
+from checks import assert_close
+
+
+def ident(r):
+    return r
+
+
+def write_through_an_alias_only_the_write_reaches(a, c):
+    y = a * 1.0
+    b = ident(y)
+    b[0] = 2.0 * c  # b has no tangent of its own: nothing reads b afterwards
+    for i in range(2):
+        y[i] = np.tanh(y[i] * c)
+    return np.sum(y * y)
+
+
+def write_through_a_conditional_alias(a, c):
+    y = a * 1.0
+    z = a * 0.5
+    b = y if c > 0.14 else z
+    b[0] = 2.0 * c
+    y[1] = np.tanh(y[1] * c)
+    return np.sum(y * y) + np.sum(z)
+
+
+def write_where_both_names_are_differentiated(a, c):
+    y = a * c
+    b = ident(y)
+    b[0] = 2.0 * c
+    return np.sum(y * y) + np.sum(b)
+
+
+def central(f, a, c, h=1e-6):
+    return (f(a.copy(), c + h) - f(a.copy(), c - h)) / (2 * h)
+
+
+@pytest.mark.parametrize("f", [write_through_an_alias_only_the_write_reaches,
+                               write_through_a_conditional_alias])
+def test_a_write_that_activity_cannot_follow_is_refused_in_forward_mode(f):
+    a = np.array([0.3, 0.5, 0.7])
+    for take in (lambda: derivo.jvp(f, (a.copy(), 1.0), (None, 1.0)),
+                 lambda: derivo.value_and_grad(f, wrt=1)(a.copy(), 1.0)):
+        with pytest.raises(DerivoError, match="sharing memory with"):
+            take()
+
+
+def test_a_write_both_tangents_see_is_differentiated_in_forward_mode():
+    f = write_where_both_names_are_differentiated
+    a = np.array([0.3, 0.5, 0.7])
+    value, tangent = derivo.jvp(f, (a.copy(), 1.3), (None, 1.0))
+    assert_close(value, f(a.copy(), 1.3))
+    assert_close(tangent, central(f, a, 1.3), rtol=1e-5)
