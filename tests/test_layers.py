@@ -16,7 +16,7 @@ LAYERS = [
                 "rules.scipy_stats", "rules.scipy", "rules.tangents", "rules.__main__"]),
     ("normal form", ["contexts", "lift", "parse", "fence", "form", "dataflow", "memory", "callees",
                      "ssa", "outline", "inline"]),
-    ("analysis", ["analyze"]),
+    ("analysis", ["statements", "activity", "indexing", "kinds", "plans", "saving", "analyze"]),
     ("modes", ["optimize", "forward", "reverse"]),
     ("emit", ["codegen", "numba_backend", "save", "display"]),
     ("API", ["cache", "specialise", "transform", "graph", "api", "elementwise", "integrate",
