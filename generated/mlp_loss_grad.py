@@ -4,33 +4,29 @@ import numpy as np
 
 def mlp_loss_grad(params, X, Y):
     t2 = params['W1']
-    t3 = X @ t2
-    t4 = params['b1']
-    hidden = np.tanh(t3 + t4)
-    t5 = params['W2']
-    t6 = hidden @ t5
-    t7 = params['b2']
-    t1 = t6 + t7
+    t3 = params['b1']
+    hidden = np.tanh(X @ t2 + t3)
+    t4 = params['W2']
+    t5 = params['b2']
+    t1 = hidden @ t4 + t5
     residual = t1 - Y
-    t9 = X.shape[0]
+    t7 = X.shape[0]
     # reverse sweep
     # line 25: return 0.5 * np.sum(residual * residual) / X.shape[0]
-    bt10 = 1.0 / t9 * 0.5
-    bresidual = bt10 * residual * 2
+    bt8 = 1.0 / t7 * 0.5
+    bresidual = bt8 * residual * 2
     # line 24: residual = predict(params, X) - Y
     bt1 = unbroadcast(bresidual, t1)
-    bt6 = unbroadcast(bt1, t6)
-    bhidden = matmul_vjp_left(bt6, hidden, t5)
-    bt5 = matmul_vjp_right(bt6, hidden, t5)
-    bparams = getitem_vjp(bt5, params, 'W2')
-    bt7 = unbroadcast(bt1, t7)
-    bparams = add_at(bparams, bt7, params, 'b2')
-    bt11 = bhidden * (1 - hidden * hidden)
-    bt3 = unbroadcast(bt11, t3)
-    bt2 = matmul_vjp_right(bt3, X, t2)
+    bhidden = matmul_vjp_left(bt1, hidden, t4)
+    bt4 = matmul_vjp_right(bt1, hidden, t4)
+    bparams = getitem_vjp(bt4, params, 'W2')
+    bt5 = unbroadcast(bt1, t5)
+    bparams = add_at(bparams, bt5, params, 'b2')
+    bt9 = bhidden * (1 - hidden * hidden)
+    bt2 = matmul_vjp_right(bt9, X, t2)
     bparams = add_at(bparams, bt2, params, 'W1')
-    bt4 = unbroadcast(bt11, t4)
-    bparams = add_at(bparams, bt4, params, 'b1')
+    bt3 = unbroadcast(bt9, t3)
+    bparams = add_at(bparams, bt3, params, 'b1')
     return bparams
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
@@ -54,7 +50,6 @@ def unbroadcast(adjoint, like):
             adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
-        extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
         if not is_real(adjoint) and is_real(like):
@@ -62,7 +57,15 @@ def unbroadcast(adjoint, like):
         if np.shape(adjoint) == shape:
             return adjoint
         adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
-        extra = adjoint.ndim - len(shape)
+    adjoint = _summed_to(adjoint, shape)
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+
+
+def _summed_to(adjoint, shape):
+    """``adjoint``, an array broadcast from ``shape``, summed down to it."""
+    extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
     elif extra > 0:
@@ -71,9 +74,16 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    if shape or not isinstance(adjoint, _CONCRETE):
-        return adjoint
-    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+    return adjoint
+
+
+def _shape(value):
+    # The attribute, not np.shape: these helpers run once per operation, and on
+    # small arrays a function call costs as much as the arithmetic.
+    try:
+        return value.shape
+    except AttributeError:
+        return np.shape(value)
 
 
 def _ndim(value):
@@ -109,13 +119,35 @@ def kind_of(value):
     return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
+def _product_adjoint(adjoint, a, b, a_ndim, b_ndim):
+    """``adjoint`` summed down to the shape of ``a @ b`` where it was broadcast
+    to more: the adjoint of a product that is an operand of a broadcast (``W @ h
+    + u``) reaches its VJP as the broadcast left it (see ``derivo.plans``)."""
+    if a_ndim == 2 == b_ndim:
+        shape = (a.shape[0], b.shape[1])
+    elif b_ndim == 1:
+        shape = a.shape[:-1]
+    elif a_ndim == 1:
+        shape = b.shape[:-2] + b.shape[-1:]
+    else:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    given = _shape(adjoint)
+    if given == shape or len(given) < len(shape):  # (a 0.0 standing for zeros)
+        return adjoint
+    return _summed_to(adjoint, shape)
+
+
 def matmul_vjp_left(adjoint, a, b):
-    """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices)."""
+    """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices),
+    from an adjoint of the product's shape or one broadcast from it."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
-    if a_ndim == 2 == b_ndim:
+    if a_ndim == 2 == b_ndim:  # (the common case checked here: a call costs as much)
+        if adjoint.shape != (a.shape[0], b.shape[1]):
+            adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
         return adjoint @ b.T
+    adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if b_ndim == 1:
         return adjoint * b if a_ndim == 1 else np.multiply.outer(adjoint, b)
     if a_ndim == 1:
@@ -126,12 +158,15 @@ def matmul_vjp_left(adjoint, a, b):
 
 
 def matmul_vjp_right(adjoint, a, b):
-    """Adjoint of ``b`` in ``a @ b``."""
+    """Adjoint of ``b`` in ``a @ b``, from an adjoint as :func:`matmul_vjp_left` takes."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
     if a_ndim == 2 == b_ndim:
+        if adjoint.shape != (a.shape[0], b.shape[1]):
+            adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
         return a.T @ adjoint
+    adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 1:
         if b_ndim <= 2:
             return adjoint * a if b_ndim == 1 else np.multiply.outer(a, adjoint)

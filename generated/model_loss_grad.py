@@ -4,51 +4,49 @@ import numpy as np
 
 def model_loss_grad(model, X, onehot):
     t2 = model.weights
-    t3 = X @ t2
-    t4 = model.bias
-    scores = t3 + t4
-    t5 = np.max(scores, axis=1, keepdims=True)
-    shifted = scores - t5
-    t6 = np.exp(shifted)
-    t7 = np.sum(t6, axis=1, keepdims=True)
-    t8 = np.log(t7)
-    t1 = shifted - t8
-    t9 = onehot * t1
-    t10 = X.shape[0]
-    fit = -np.sum(t9) / t10
-    t15 = model.l2
-    t12 = model.weights
+    t3 = model.bias
+    scores = X @ t2 + t3
+    t4 = np.max(scores, axis=1, keepdims=True)
+    shifted = scores - t4
+    t5 = np.exp(shifted)
+    t6 = np.sum(t5, axis=1, keepdims=True)
+    t7 = np.log(t6)
+    t1 = shifted - t7
+    t8 = onehot * t1
+    t9 = X.shape[0]
+    fit = -np.sum(t8) / t9
+    t14 = model.l2
     t11 = model.weights
-    t13 = t12 * t11
-    t14 = np.sum(t13)
-    result = fit + t15 * t14
+    t10 = model.weights
+    t12 = t11 * t10
+    t13 = np.sum(t12)
+    result = fit + t14 * t13
     # reverse sweep
     bresult = scalar_seed(result)
     # line 39: return fit + model.l2 * np.sum(model.weights * model.weights)
     bfit = unbroadcast(bresult, fit)
-    bt15 = bresult * t14
-    bmodel = field_vjp(bt15, model, 'l2')
-    bt14 = unbroadcast(bresult * t15, t14)
-    bt13 = expand(bt14, t13, None, False)
-    bt12 = unbroadcast(bt13 * t11, t12)
-    bmodel = add_field(bmodel, bt12, model, 'weights')
-    bt11 = unbroadcast(bt13 * t12, t11)
+    bt14 = bresult * t13
+    bmodel = field_vjp(bt14, model, 'l2')
+    bt13 = unbroadcast(bresult * t14, t13)
+    bt12 = expand(bt13, t12, None, False)
+    bt11 = unbroadcast(bt12 * t10, t11)
     bmodel = add_field(bmodel, bt11, model, 'weights')
+    bt10 = unbroadcast(bt12 * t11, t10)
+    bmodel = add_field(bmodel, bt10, model, 'weights')
     # line 38: fit = -np.sum(onehot * log_softmax(scores)) / X.shape[0]
-    bt16 = -(bfit / t10)
-    bt1 = unbroadcast(expand(bt16, t9, None, False) * onehot, t1)
+    bt15 = -(bfit / t9)
+    bt1 = unbroadcast(expand(bt15, t8, None, False) * onehot, t1)
     bshifted = unbroadcast(bt1, shifted)
-    bt7 = unbroadcast(-bt1, t8) / t7
-    bshifted = bshifted + expand(bt7, t6, 1, True) * t6
+    bt6 = unbroadcast(-bt1, t7) / t6
+    bshifted = bshifted + expand(bt6, t5, 1, True) * t5
     bscores = unbroadcast(bshifted, scores)
-    bt5 = unbroadcast(-bshifted, t5)
-    bscores = bscores + extremum_vjp(bt5, t5, scores, 1, True)
+    bt4 = unbroadcast(-bshifted, t4)
+    bscores = bscores + extremum_vjp(bt4, t4, scores, 1, True)
     # line 37: scores = X @ model.weights + model.bias
-    bt3 = unbroadcast(bscores, t3)
-    bt2 = matmul_vjp_right(bt3, X, t2)
+    bt2 = matmul_vjp_right(bscores, X, t2)
     bmodel = add_field(bmodel, bt2, model, 'weights')
-    bt4 = unbroadcast(bscores, t4)
-    bmodel = add_field(bmodel, bt4, model, 'bias')
+    bt3 = unbroadcast(bscores, t3)
+    bmodel = add_field(bmodel, bt3, model, 'bias')
     return bmodel
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
@@ -138,7 +136,6 @@ def unbroadcast(adjoint, like):
             adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
-        extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
         if not is_real(adjoint) and is_real(like):
@@ -146,7 +143,15 @@ def unbroadcast(adjoint, like):
         if np.shape(adjoint) == shape:
             return adjoint
         adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
-        extra = adjoint.ndim - len(shape)
+    adjoint = _summed_to(adjoint, shape)
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+
+
+def _summed_to(adjoint, shape):
+    """``adjoint``, an array broadcast from ``shape``, summed down to it."""
+    extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
     elif extra > 0:
@@ -155,9 +160,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    if shape or not isinstance(adjoint, _CONCRETE):
-        return adjoint
-    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+    return adjoint
 
 
 def _shape(value):
@@ -241,13 +244,34 @@ def kind_of(value):
     return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
+def _product_adjoint(adjoint, a, b, a_ndim, b_ndim):
+    """``adjoint`` summed down to the shape of ``a @ b`` where it was broadcast
+    to more: the adjoint of a product that is an operand of a broadcast (``W @ h
+    + u``) reaches its VJP as the broadcast left it (see ``derivo.plans``)."""
+    if a_ndim == 2 == b_ndim:
+        shape = (a.shape[0], b.shape[1])
+    elif b_ndim == 1:
+        shape = a.shape[:-1]
+    elif a_ndim == 1:
+        shape = b.shape[:-2] + b.shape[-1:]
+    else:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    given = _shape(adjoint)
+    if given == shape or len(given) < len(shape):  # (a 0.0 standing for zeros)
+        return adjoint
+    return _summed_to(adjoint, shape)
+
+
 def matmul_vjp_right(adjoint, a, b):
-    """Adjoint of ``b`` in ``a @ b``."""
+    """Adjoint of ``b`` in ``a @ b``, from an adjoint as :func:`matmul_vjp_left` takes."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
     if a_ndim == 2 == b_ndim:
+        if adjoint.shape != (a.shape[0], b.shape[1]):
+            adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
         return a.T @ adjoint
+    adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 1:
         if b_ndim <= 2:
             return adjoint * a if b_ndim == 1 else np.multiply.outer(a, adjoint)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import derivo
-from derivo.runtime import add_adjoints, add_at, getitem_vjp, part, zeroed
+from derivo.runtime import (add_adjoints, add_at, getitem_vjp, matmul_vjp_left,
+                            matmul_vjp_right, part, unbroadcast, zeroed)
 
 X = np.arange(12.0).reshape(3, 4)
 INDICES = [1, -1, (2, 3), slice(0, 2), (slice(None), 1), np.int64(2), np.array([0, 2, 0]),
@@ -193,3 +194,25 @@ def test_an_array_whose_adjoint_is_a_list_of_rows():
     np.testing.assert_allclose(bX, [[0.0, 0.0], 2 * (0.7 ** 2 + 1) * T[1] * (1 - T[1] ** 2)],
                                rtol=1e-12)
     np.testing.assert_allclose(bv, np.sum(2 * 0.7 * T[1] ** 2), rtol=1e-12)
+
+
+PRODUCTS = [((3, 4), (4, 5), (2, 3, 5)), ((1, 4), (4, 5), (3, 5)), ((3, 4), (4,), (2, 3)),
+            ((4,), (4, 5), (6, 5)), ((4,), (4,), (3,)), ((2, 3, 4), (4, 5), (7, 2, 3, 5)),
+            ((3, 4), (4, 1), (3, 6))]
+
+
+@pytest.mark.parametrize("a_shape, b_shape, adjoint_shape", PRODUCTS, ids=repr)
+def test_matmul_vjps_sum_an_adjoint_broadcast_from_the_product(a_shape, b_shape,
+                                                                 adjoint_shape):
+    # the adjoint of a product broadcast against something larger (W @ h + B)
+    # arrives as the broadcast left it: the VJPs give the product's adjoint
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=a_shape), rng.normal(size=b_shape)
+    adjoint = rng.normal(size=adjoint_shape)
+    product = a @ b
+    summed = unbroadcast(adjoint, product)
+    assert np.shape(summed) == np.shape(product)
+    np.testing.assert_allclose(matmul_vjp_left(adjoint, a, b), matmul_vjp_left(summed, a, b))
+    np.testing.assert_allclose(matmul_vjp_right(adjoint, a, b), matmul_vjp_right(summed, a, b))
+    assert np.shape(matmul_vjp_left(adjoint, a, b)) == a_shape
+    assert np.shape(matmul_vjp_right(adjoint, a, b)) == b_shape

@@ -173,7 +173,7 @@ class Analysis:
 
     def plan_statements(self):
         self.planner = Planner(self.normalized, self.arrays, self.loops, self.activity,
-                               self.kinds)
+                               self.kinds, self.reverse)
         self.planner.plan_statements()
         self.plans, self.calls = self.planner.plans, self.planner.calls
 

@@ -9,6 +9,14 @@ inputs, so only *variables* are ever saved, never temporaries; with arrays the
 primal keeps in temporaries the intermediate values the adjoint reads.  A call
 of a user function is planned argument by argument.  What has no derivative is
 refused here, where its plan would be.
+
+The adjoint of an operand of a broadcast (``x + b``) is reduced to the
+operand's shape, which the reverse sweep must then read (and a loop save),
+unless the operand sums it down itself (:attr:`Plan.summed`): a matrix
+product, whose VJP does, or an elementwise operation whose own operands'
+adjoints are reduced or summed in turn.  An RNN step ``tanh(W @ h + U @ x +
+b)`` so reduces only b's adjoint, and its loop saves neither ``W @ h`` nor
+``U @ x``.  Forward mode plans no such thing: a tangent takes its value's shape.
 """
 
 import dataclasses
@@ -26,6 +34,11 @@ from .memory import in_a_library
 from .outline import Loop
 from .parse import UNPACKED, is_distribution, parameter_names
 from .statements import assigned_names, is_item_write, names_of
+
+
+#: Rules whose VJPs sum an adjoint broadcast to more than the value's shape down
+#: to it (see runtime.matmul_vjp_left)
+_SUMS_ITS_ADJOINT = (S.MatMult, np.matmul)
 
 
 class Node:
@@ -63,6 +76,10 @@ class Plan:
         self.result = None     # the target, when the adjoint reads the statement's value
         self.reads = set()     # primal names the adjoint reads, as they were before
         self.reads_after = set()  # ... and as the statement left them
+        # id(node) of the nodes whose adjoint may reach them broadcast to more than
+        # their shape: an operand of a broadcast that is one is not reduced to its
+        # shape, so the reverse reads no value for that shape (reverse mode only)
+        self.summed = set()
 
     def is_active(self, node):
         return id(node) in self.nodes
@@ -70,15 +87,17 @@ class Plan:
 
 class Planner:
     """Plans the active assignments of ``normalized`` (``arrays``: values may be
-    arrays; ``loops``: the strategy of reverse mode) given its ``activity`` and
+    arrays; ``loops``: the strategy of reverse mode; ``reverse``: for a reverse
+    sweep, not tangents) given its ``activity`` and
     value ``kinds``.  :meth:`plan_statements` fills ``plans``, {id(assignment or
     argument of a user call): Plan}, and ``calls``, [(call statement, user
     function, active parameter names)]."""
 
-    def __init__(self, normalized, arrays, loops, activity, kinds):
+    def __init__(self, normalized, arrays, loops, activity, kinds, reverse=True):
         self.normalized = normalized
         self.parsed = normalized.parsed
         self.arrays = arrays
+        self.reverse = reverse  # planned for a reverse sweep (not tangents)
         self.loops = loops
         self.activity = activity
         self.kinds = kinds
@@ -241,12 +260,26 @@ class Planner:
             for param, arg, _ in site.args:
                 if param in template.uses:
                     self._need(arg, plan)
-            if site.rule.broadcasts and self.arrays and not all(
-                    self.kinds.is_scalar(arg) for i, (_, arg, _) in enumerate(site.args)
-                    if i != index):
+            operand = site.args[index][1]
+            if site.rule.broadcasts and self.arrays and id(operand) not in plan.summed and \
+                    not all(self.kinds.is_scalar(arg) for i, (_, arg, _) in
+                            enumerate(site.args) if i != index):
                 entry.reduce.add(index)
-                self._need(site.args[index][1], plan)  # its shape, to reduce to
+                self._need(operand, plan)  # its shape, to reduce to
+        if self.reverse and self.arrays and self._sums_its_adjoint(site, entry, plan):
+            plan.summed.add(id(node))
         return True
+
+    def _sums_its_adjoint(self, site, entry, plan):
+        """Whether the adjoint of this application may come broadcast to more than
+        its value's shape: its VJP sums it down (a matrix product's), or it is
+        elementwise and each operand's adjoint is reduced to the operand's shape
+        or is summed in turn.  Summing in stages gives the sum at once."""
+        if site.key in _SUMS_ITS_ADJOINT:
+            return True
+        return site.rule.broadcasts and not same_operands(site.args) and all(
+            index in entry.reduce or id(site.args[index][1]) in plan.summed
+            for index in entry.active)
 
     def _need(self, node, plan):
         plan.needs[id(node)] = plan.needs.get(id(node), 0) + 1
