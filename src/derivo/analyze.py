@@ -169,15 +169,18 @@ class Analysis:
             self._refuse_writes_into_items(body, items)
 
     def compute_kinds(self):
+        """What each name may hold (see ``kinds``)."""
         self.kinds = Kinds(self.normalized, self.arrays, self.activity)
 
     def plan_statements(self):
+        """How each active assignment is differentiated (see ``plans``)."""
         self.planner = Planner(self.normalized, self.arrays, self.loops, self.activity,
                                self.kinds, self.reverse)
         self.planner.plan_statements()
         self.plans, self.calls = self.planner.plans, self.planner.calls
 
     def compute_saving(self):
+        """What the reverse sweep saves or undoes (see ``saving``)."""
         self.saving = Saving(self.normalized, self.loops, self.activity, self.planner)
 
     # --- what the phases found, as the refusals and the modes read it --------

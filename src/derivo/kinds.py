@@ -38,7 +38,6 @@ class Kinds:
         self._find_lists()
         self._find_read_item_by_item()
 
-
     def _find_scalars(self):
         """Names that surely hold a scalar (with arrays around, a broadcast against
         a scalar needs no reduction)."""
