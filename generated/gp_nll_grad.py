@@ -197,11 +197,11 @@ def matmul_vjp_right(adjoint, a, b):
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
-        if adjoint.shape != (a.shape[0], b.shape[1]):
-            adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
         return a.T @ adjoint
-    adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 1:
         if b_ndim <= 2:
             return adjoint * a if b_ndim == 1 else np.multiply.outer(a, adjoint)

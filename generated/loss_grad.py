@@ -149,11 +149,12 @@ def matmul_vjp_left(adjoint, a, b):
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
-    if a_ndim == 2 == b_ndim:  # (the common case checked here: a call costs as much)
-        if adjoint.shape != (a.shape[0], b.shape[1]):
-            adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
+    # told here, without a call, for vectors and matrices: a call costs as much
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
+    if a_ndim == 2 == b_ndim:
         return adjoint @ b.T
-    adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if b_ndim == 1:
         return adjoint * b if a_ndim == 1 else np.multiply.outer(adjoint, b)
     if a_ndim == 1:
@@ -168,11 +169,11 @@ def matmul_vjp_right(adjoint, a, b):
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
-        if adjoint.shape != (a.shape[0], b.shape[1]):
-            adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
         return a.T @ adjoint
-    adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 1:
         if b_ndim <= 2:
             return adjoint * a if b_ndim == 1 else np.multiply.outer(a, adjoint)
