@@ -11,40 +11,35 @@ def negative_log_likelihood_value_and_grad(log_amplitude, log_lengthscale, log_n
     t2 = lengthscale ** 2
     t1 = -0.5 * distances / t2
     t3 = np.exp(t1)
-    t5 = amplitude * t3
     t4 = np.eye(n)
-    t6 = noise * t4
-    K = t5 + t6
+    K = amplitude * t3 + noise * t4
     factor = scipy.linalg.cho_factor(K, lower=True)
     alpha = scipy.linalg.cho_solve(factor, y)
-    t7 = factor[0]
-    t8 = np.diag(t7)
-    t9 = np.log(t8)
-    log_det = 2.0 * np.sum(t9)
-    t10 = 0.5 * log_det
-    t11 = 0.5 * (y @ alpha) + t10
-    result = t11 + 0.5 * n * np.log(2 * np.pi)
+    t5 = factor[0]
+    t6 = np.diag(t5)
+    t7 = np.log(t6)
+    log_det = 2.0 * np.sum(t7)
+    t8 = 0.5 * log_det
+    result = 0.5 * (y @ alpha) + t8 + 0.5 * n * np.log(2 * np.pi)
     # reverse sweep
     bresult = scalar_seed(result)
     # line 39: return 0.5 * (y @ alpha) + 0.5 * log_det + 0.5 * n * np.log(2 * np.pi)
-    bt11 = unbroadcast(bresult, t11)
-    bt12 = bt11 * 0.5
-    balpha = matmul_vjp_right(bt12, y, alpha)
-    blog_det = unbroadcast(bt11, log_det) * 0.5
+    bt9 = bresult * 0.5
+    balpha = matmul_vjp_right(bt9, y, alpha)
+    blog_det = unbroadcast(bresult, log_det) * 0.5
     # line 38: log_det = 2.0 * np.sum(np.log(np.diag(factor[0])))
-    bt13 = blog_det * 2.0
-    bt8 = expand(bt13, t9, None, False) / t8
-    bt7 = diag_vjp(bt8, t7, 0)
-    bfactor = getitem_vjp(bt7, factor, 0)
+    bt10 = blog_det * 2.0
+    bt6 = expand(bt10, t7, None, False) / t6
+    bt5 = diag_vjp(bt6, t5, 0)
+    bfactor = getitem_vjp(bt5, factor, 0)
     # line 37: alpha = scipy.linalg.cho_solve(factor, y)
     bfactor = add_adjoints(bfactor, cho_solve_vjp_c(balpha, alpha, factor, y))
     # line 36: factor = scipy.linalg.cho_factor(K, lower=True)
     bK = cho_factor_vjp(bfactor, factor, K, True)
     # line 35: K = amplitude * np.exp(-0.5 * distances / lengthscale ** 2) + noise * np.eye(n)
-    bt5 = unbroadcast(bK, t5)
-    bamplitude = unbroadcast(bt5 * t3, amplitude)
-    blengthscale = unbroadcast(unbroadcast(bt5 * amplitude, t3) * t3 * (-t1 / t2), t2) * (2 * lengthscale)
-    bnoise = unbroadcast(unbroadcast(bK, t6) * t4, noise)
+    bamplitude = unbroadcast(bK * t3, amplitude)
+    blengthscale = unbroadcast(unbroadcast(bK * amplitude, t3) * t3 * (-t1 / t2), t2) * (2 * lengthscale)
+    bnoise = unbroadcast(bK * t4, noise)
     # line 33: noise = np.exp(log_noise)
     blog_noise = bnoise * noise
     # line 32: lengthscale = np.exp(log_lengthscale)
@@ -78,7 +73,6 @@ def unbroadcast(adjoint, like):
             adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
-        extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
         if not is_real(adjoint) and is_real(like):
@@ -86,7 +80,15 @@ def unbroadcast(adjoint, like):
         if np.shape(adjoint) == shape:
             return adjoint
         adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
-        extra = adjoint.ndim - len(shape)
+    adjoint = _summed_to(adjoint, shape)
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+
+
+def _summed_to(adjoint, shape):
+    """``adjoint``, an array broadcast from ``shape``, summed down to it."""
+    extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
     elif extra > 0:
@@ -95,9 +97,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    if shape or not isinstance(adjoint, _CONCRETE):
-        return adjoint
-    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+    return adjoint
 
 
 def _shape(value):
@@ -177,11 +177,32 @@ def kind_of(value):
     return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
+def _product_adjoint(adjoint, a, b, a_ndim, b_ndim):
+    """``adjoint`` summed down to the shape of ``a @ b`` where it was broadcast
+    to more: the adjoint of a product that is an operand of a broadcast (``W @ h
+    + u``) reaches its VJP as the broadcast left it (see ``derivo.plans``)."""
+    if a_ndim == 2 == b_ndim:
+        shape = (a.shape[0], b.shape[1])
+    elif b_ndim == 1:
+        shape = a.shape[:-1]
+    elif a_ndim == 1:
+        shape = b.shape[:-2] + b.shape[-1:]
+    else:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    given = _shape(adjoint)
+    if given == shape or len(given) < len(shape):  # (a 0.0 standing for zeros)
+        return adjoint
+    return _summed_to(adjoint, shape)
+
+
 def matmul_vjp_right(adjoint, a, b):
-    """Adjoint of ``b`` in ``a @ b``."""
+    """Adjoint of ``b`` in ``a @ b``, from an adjoint as :func:`matmul_vjp_left` takes."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
         return a.T @ adjoint
     if a_ndim == 1:

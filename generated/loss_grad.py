@@ -4,31 +4,27 @@ import numpy as np
 
 def loss_grad(A1, b1, A2, b2, X, Y):
     t2 = A1.T
-    t3 = X @ t2
-    t4 = np.exp(t3 + b1)
-    s1 = np.log1p(t4)
-    t5 = A2.T
-    t6 = s1 @ t5
-    s2 = t6 + b2
+    t3 = np.exp(X @ t2 + b1)
+    s1 = np.log1p(t3)
+    t4 = A2.T
+    s2 = s1 @ t4 + b2
     r = s2 - Y
-    t8 = X.shape[0]
+    t6 = X.shape[0]
     # reverse sweep
     # line 29: return 0.5 * np.sum(r * r) / X.shape[0]
-    bt9 = 1.0 / t8 * 0.5
-    br = bt9 * r * 2
+    bt7 = 1.0 / t6 * 0.5
+    br = bt7 * r * 2
     # line 28: r = s2 - Y
     bs2 = unbroadcast(br, s2)
     # line 27: s2 = s1 @ A2.T + b2
-    bt6 = unbroadcast(bs2, t6)
-    bs1 = matmul_vjp_left(bt6, s1, t5)
-    bt5 = matmul_vjp_right(bt6, s1, t5)
-    bA2 = transposed(bt5)
+    bs1 = matmul_vjp_left(bs2, s1, t4)
+    bt4 = matmul_vjp_right(bs2, s1, t4)
+    bA2 = transposed(bt4)
     bb2 = unbroadcast(bs2, b2)
     # line 26: s1 = softplus(X @ A1.T + b1)
-    bt1 = bs1 / (1 + t4)
-    bt1 *= t4
-    bt3 = unbroadcast(bt1, t3)
-    bt2 = matmul_vjp_right(bt3, X, t2)
+    bt1 = bs1 / (1 + t3)
+    bt1 *= t3
+    bt2 = matmul_vjp_right(bt1, X, t2)
     bA1 = transposed(bt2)
     bb1 = unbroadcast(bt1, b1)
     return bA1, bb1, bA2, bb2
@@ -51,7 +47,6 @@ def unbroadcast(adjoint, like):
             adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
-        extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
         if not is_real(adjoint) and is_real(like):
@@ -59,7 +54,15 @@ def unbroadcast(adjoint, like):
         if np.shape(adjoint) == shape:
             return adjoint
         adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
-        extra = adjoint.ndim - len(shape)
+    adjoint = _summed_to(adjoint, shape)
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+
+
+def _summed_to(adjoint, shape):
+    """``adjoint``, an array broadcast from ``shape``, summed down to it."""
+    extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
     elif extra > 0:
@@ -68,9 +71,16 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    if shape or not isinstance(adjoint, _CONCRETE):
-        return adjoint
-    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+    return adjoint
+
+
+def _shape(value):
+    # The attribute, not np.shape: these helpers run once per operation, and on
+    # small arrays a function call costs as much as the arithmetic.
+    try:
+        return value.shape
+    except AttributeError:
+        return np.shape(value)
 
 
 def _ndim(value):
@@ -115,11 +125,34 @@ def kind_of(value):
     return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
+def _product_adjoint(adjoint, a, b, a_ndim, b_ndim):
+    """``adjoint`` summed down to the shape of ``a @ b`` where it was broadcast
+    to more: the adjoint of a product that is an operand of a broadcast (``W @ h
+    + u``) reaches its VJP as the broadcast left it (see ``derivo.plans``)."""
+    if a_ndim == 2 == b_ndim:
+        shape = (a.shape[0], b.shape[1])
+    elif b_ndim == 1:
+        shape = a.shape[:-1]
+    elif a_ndim == 1:
+        shape = b.shape[:-2] + b.shape[-1:]
+    else:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    given = _shape(adjoint)
+    if given == shape or len(given) < len(shape):  # (a 0.0 standing for zeros)
+        return adjoint
+    return _summed_to(adjoint, shape)
+
+
 def matmul_vjp_left(adjoint, a, b):
-    """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices)."""
+    """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices),
+    from an adjoint of the product's shape or one broadcast from it."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    # told here, without a call, for vectors and matrices: a call costs as much
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
         return adjoint @ b.T
     if b_ndim == 1:
@@ -132,10 +165,13 @@ def matmul_vjp_left(adjoint, a, b):
 
 
 def matmul_vjp_right(adjoint, a, b):
-    """Adjoint of ``b`` in ``a @ b``."""
+    """Adjoint of ``b`` in ``a @ b``, from an adjoint as :func:`matmul_vjp_left` takes."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
         return a.T @ adjoint
     if a_ndim == 1:

@@ -4,37 +4,36 @@ import numpy as np
 
 def mlp_loss_grad(params, X, Y):
     t2 = params['W1']
-    t3 = X @ t2
-    t4 = params['b1']
-    hidden = np.tanh(t3 + t4)
-    t5 = params['W2']
-    t6 = hidden @ t5
-    t7 = params['b2']
-    t1 = t6 + t7
+    t3 = params['b1']
+    hidden = np.tanh(X @ t2 + t3)
+    t4 = params['W2']
+    t5 = params['b2']
+    t1 = hidden @ t4 + t5
     residual = t1 - Y
-    t9 = X.shape[0]
+    t7 = X.shape[0]
     # reverse sweep
     # line 25: return 0.5 * np.sum(residual * residual) / X.shape[0]
-    bt10 = 1.0 / t9 * 0.5
-    bresidual = bt10 * residual * 2
+    bt8 = 1.0 / t7 * 0.5
+    bresidual = bt8 * residual * 2
     # line 24: residual = predict(params, X) - Y
     bt1 = unbroadcast(bresidual, t1)
-    bt6 = unbroadcast(bt1, t6)
-    bhidden = matmul_vjp_left(bt6, hidden, t5)
-    bt5 = matmul_vjp_right(bt6, hidden, t5)
-    bparams = getitem_vjp(bt5, params, 'W2')
-    bt7 = unbroadcast(bt1, t7)
-    bparams = add_at_in_place(bparams, bt7, params, 'b2')
-    bt11 = bhidden * (1 - hidden * hidden)
-    bt3 = unbroadcast(bt11, t3)
-    bt2 = matmul_vjp_right(bt3, X, t2)
-    bparams = add_at_in_place(bparams, bt2, params, 'W1')
-    bt4 = unbroadcast(bt11, t4)
-    bparams = add_at_in_place(bparams, bt4, params, 'b1')
+    bhidden = matmul_vjp_left(bt1, hidden, t4)
+    bt4 = matmul_vjp_right(bt1, hidden, t4)
+    bparams = getitem_vjp(bt4, params, 'W2')
+    bt5 = unbroadcast(bt1, t5)
+    bparams = add_at(bparams, bt5, params, 'b2')
+    bt9 = bhidden * (1 - hidden * hidden)
+    bt2 = matmul_vjp_right(bt9, X, t2)
+    bparams = add_at(bparams, bt2, params, 'W1')
+    bt3 = unbroadcast(bt9, t3)
+    bparams = add_at(bparams, bt3, params, 'b1')
     return bparams
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
+
+import sys
+
 
 _CONCRETE = (np.ndarray, np.generic, float, int)
 
@@ -51,7 +50,6 @@ def unbroadcast(adjoint, like):
             adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
-        extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
         if not is_real(adjoint) and is_real(like):
@@ -59,7 +57,15 @@ def unbroadcast(adjoint, like):
         if np.shape(adjoint) == shape:
             return adjoint
         adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
-        extra = adjoint.ndim - len(shape)
+    adjoint = _summed_to(adjoint, shape)
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+
+
+def _summed_to(adjoint, shape):
+    """``adjoint``, an array broadcast from ``shape``, summed down to it."""
+    extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
     elif extra > 0:
@@ -68,9 +74,16 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    if shape or not isinstance(adjoint, _CONCRETE):
-        return adjoint
-    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+    return adjoint
+
+
+def _shape(value):
+    # The attribute, not np.shape: these helpers run once per operation, and on
+    # small arrays a function call costs as much as the arithmetic.
+    try:
+        return value.shape
+    except AttributeError:
+        return np.shape(value)
 
 
 def _ndim(value):
@@ -106,11 +119,34 @@ def kind_of(value):
     return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
+def _product_adjoint(adjoint, a, b, a_ndim, b_ndim):
+    """``adjoint`` summed down to the shape of ``a @ b`` where it was broadcast
+    to more: the adjoint of a product that is an operand of a broadcast (``W @ h
+    + u``) reaches its VJP as the broadcast left it (see ``derivo.plans``)."""
+    if a_ndim == 2 == b_ndim:
+        shape = (a.shape[0], b.shape[1])
+    elif b_ndim == 1:
+        shape = a.shape[:-1]
+    elif a_ndim == 1:
+        shape = b.shape[:-2] + b.shape[-1:]
+    else:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    given = _shape(adjoint)
+    if given == shape or len(given) < len(shape):  # (a 0.0 standing for zeros)
+        return adjoint
+    return _summed_to(adjoint, shape)
+
+
 def matmul_vjp_left(adjoint, a, b):
-    """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices)."""
+    """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices),
+    from an adjoint of the product's shape or one broadcast from it."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    # told here, without a call, for vectors and matrices: a call costs as much
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
         return adjoint @ b.T
     if b_ndim == 1:
@@ -123,10 +159,13 @@ def matmul_vjp_left(adjoint, a, b):
 
 
 def matmul_vjp_right(adjoint, a, b):
-    """Adjoint of ``b`` in ``a @ b``."""
+    """Adjoint of ``b`` in ``a @ b``, from an adjoint as :func:`matmul_vjp_left` takes."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
         return a.T @ adjoint
     if a_ndim == 1:
@@ -179,43 +218,37 @@ def getitem_vjp(adjoint, like, index):
 
 def add_at(total, adjoint, like, index):
     """``add_adjoints(total, getitem_vjp(adjoint, like, index))``: the adjoint of
-    ``like[index]`` added to ``total``, the adjoint of ``like`` so far, in a new
-    adjoint; ``total`` is left as it is."""
-    return add_adjoints(total, getitem_vjp(adjoint, like, index))
+    ``like[index]`` added to ``total``, the adjoint of ``like`` so far.
 
-
-def add_at_in_place(total, adjoint, like, index):
-    """add_at, added into ``total`` itself where it is a dict, a list of like's
-    length or a writable float array of like's shape; else add_at's new adjoint.
-
-    Generated code calls it only for an accumulator it owns (derivo.accumulate
-    decides which, when it writes the code): no other name, container or view
-    holds it.  A loop reading ``x[i]`` then adds into one adjoint, where a new
-    copy on every trip would make its reverse sweep quadratic in ``len(x)``.
+    Generated code passes ``total`` by a variable's name.  When that variable is
+    all that refers to it (as to the adjoint a loop reading ``x[i]``
+    accumulates), a list or a float array of like's size is added into in
+    place: a new copy on every trip would make that loop's reverse sweep
+    quadratic in ``len(x)``.
     """
-    kind = type(total)
-    if kind is dict:
+    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
         total[index] = add_adjoints(total[index], adjoint)
         return total
-    # (a list can also stand for an array's rows, after np.stack: not here)
-    if kind is list and type(like) in (list, tuple) and len(total) == len(like):
-        positions = index if type(index) is int else range(len(like))[index]
-        if type(positions) is int:
-            element = total[positions]
-            total[positions] = element + adjoint if type(element) is float and \
-                type(adjoint) is float else add_adjoints(element, adjoint)
-        elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
-            for position, value in zip(positions, adjoint):
-                total[position] = add_adjoints(total[position], value)
-        return total
-    if kind is np.ndarray and type(like) is np.ndarray and total.dtype == _FLOAT and \
-            total.flags.writeable and total.shape == like.shape:
-        if _is_basic(index):  # no position twice: += adds each once
-            total[index] += adjoint
-        else:
-            np.add.at(total, index, adjoint)
-        return total
-    return add_at(total, adjoint, like, index)
+    if sys.getrefcount(total) <= _ALONE:
+        # (a list can also stand for an array's rows, after np.stack: not here)
+        if type(total) is list and type(like) in (list, tuple) and len(total) == len(like):
+            positions = index if type(index) is int else range(len(like))[index]
+            if type(positions) is int:
+                element = total[positions]
+                total[positions] = element + adjoint if type(element) is float and \
+                    type(adjoint) is float else add_adjoints(element, adjoint)
+            elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
+                for position, value in zip(positions, adjoint):
+                    total[position] = add_adjoints(total[position], value)
+            return total
+        if type(total) is np.ndarray and type(like) is np.ndarray and total.base is None \
+                and total.dtype == _FLOAT and total.flags.writeable and total.shape == like.shape:
+            if _is_basic(index):  # no position twice: += adds each once
+                total[index] += adjoint
+            else:
+                np.add.at(total, index, adjoint)
+            return total
+    return add_adjoints(total, getitem_vjp(adjoint, like, index))
 
 
 def _is_basic(index):
@@ -226,14 +259,27 @@ def _is_basic(index):
         isinstance(index, np.integer)
 
 
+def _references(value):
+    return sys.getrefcount(value)
+
+
+def _references_from_one_variable():
+    """What ``sys.getrefcount`` says in a helper of an argument that one local
+    variable of the caller holds, as generated code holds an adjoint."""
+    value = []
+    return _references(value)
+
+
+_ALONE = _references_from_one_variable()
+
+
 _FLOAT = np.dtype(float)
 
 
 def add_adjoints(first, second):
-    """The sum of two adjoints of one value, a new one (derivo.accumulate counts
-    on that): lists of adjoints (for a list) add element by element, lists in
-    them too (the adjoint of a list of lists or tuples), and a zero (``0.0``)
-    adds nothing."""
+    """The sum of two adjoints of one value: lists of adjoints (for a list)
+    add element by element, lists in them too (the adjoint of a list of lists or
+    tuples), and a zero (``0.0``) adds nothing."""
     if type(first) is dict or type(second) is dict:
         return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
@@ -243,8 +289,7 @@ def add_adjoints(first, second):
         return list(second) if np.ndim(first) == 0 and first == 0 else \
             [first + b for b in second]
     if not isinstance(second, list):
-        return list(first) if np.ndim(second) == 0 and second == 0 else \
-            [a + second for a in first]
+        return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
 
@@ -255,5 +300,5 @@ def _add_keyed(first, second):
     if type(first) is not dict:
         return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
     if type(second) is not dict:
-        return dict(first) if _unreached(second) else {k: v + second for k, v in first.items()}
+        return first if _unreached(second) else {k: v + second for k, v in first.items()}
     return {key: add_adjoints(value, second[key]) for key, value in first.items()}

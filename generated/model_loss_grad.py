@@ -4,57 +4,56 @@ import numpy as np
 
 def model_loss_grad(model, X, onehot):
     t2 = model.weights
-    t3 = X @ t2
-    t4 = model.bias
-    scores = t3 + t4
-    t5 = np.max(scores, axis=1, keepdims=True)
-    shifted = scores - t5
-    t6 = np.exp(shifted)
-    t7 = np.sum(t6, axis=1, keepdims=True)
-    t8 = np.log(t7)
-    t1 = shifted - t8
-    t9 = onehot * t1
-    t10 = X.shape[0]
-    fit = -np.sum(t9) / t10
-    t15 = model.l2
-    t12 = model.weights
+    t3 = model.bias
+    scores = X @ t2 + t3
+    t4 = np.max(scores, axis=1, keepdims=True)
+    shifted = scores - t4
+    t5 = np.exp(shifted)
+    t6 = np.sum(t5, axis=1, keepdims=True)
+    t7 = np.log(t6)
+    t1 = shifted - t7
+    t8 = onehot * t1
+    t9 = X.shape[0]
+    fit = -np.sum(t8) / t9
+    t14 = model.l2
     t11 = model.weights
-    t13 = t12 * t11
-    t14 = np.sum(t13)
-    result = fit + t15 * t14
+    t10 = model.weights
+    t12 = t11 * t10
+    t13 = np.sum(t12)
+    result = fit + t14 * t13
     # reverse sweep
     bresult = scalar_seed(result)
     # line 39: return fit + model.l2 * np.sum(model.weights * model.weights)
     bfit = unbroadcast(bresult, fit)
-    bt15 = bresult * t14
-    bmodel = field_vjp(bt15, model, 'l2')
-    bt14 = unbroadcast(bresult * t15, t14)
-    bt13 = expand(bt14, t13, None, False)
-    bt12 = unbroadcast(bt13 * t11, t12)
-    bmodel = add_field_in_place(bmodel, bt12, model, 'weights')
-    bt11 = unbroadcast(bt13 * t12, t11)
-    bmodel = add_field_in_place(bmodel, bt11, model, 'weights')
+    bt14 = bresult * t13
+    bmodel = field_vjp(bt14, model, 'l2')
+    bt13 = unbroadcast(bresult * t14, t13)
+    bt12 = expand(bt13, t12, None, False)
+    bt11 = unbroadcast(bt12 * t10, t11)
+    bmodel = add_field(bmodel, bt11, model, 'weights')
+    bt10 = unbroadcast(bt12 * t11, t10)
+    bmodel = add_field(bmodel, bt10, model, 'weights')
     # line 38: fit = -np.sum(onehot * log_softmax(scores)) / X.shape[0]
-    bt16 = -(bfit / t10)
-    bt1 = unbroadcast(expand(bt16, t9, None, False) * onehot, t1)
+    bt15 = -(bfit / t9)
+    bt1 = unbroadcast(expand(bt15, t8, None, False) * onehot, t1)
     bshifted = unbroadcast(bt1, shifted)
-    bt7 = unbroadcast(-bt1, t8) / t7
-    bshifted = bshifted + expand(bt7, t6, 1, True) * t6
+    bt6 = unbroadcast(-bt1, t7) / t6
+    bshifted = bshifted + expand(bt6, t5, 1, True) * t5
     bscores = unbroadcast(bshifted, scores)
-    bt5 = unbroadcast(-bshifted, t5)
-    bscores = bscores + extremum_vjp(bt5, t5, scores, 1, True)
+    bt4 = unbroadcast(-bshifted, t4)
+    bscores = bscores + extremum_vjp(bt4, t4, scores, 1, True)
     # line 37: scores = X @ model.weights + model.bias
+    bt2 = matmul_vjp_right(bscores, X, t2)
+    bmodel = add_field(bmodel, bt2, model, 'weights')
     bt3 = unbroadcast(bscores, t3)
-    bt2 = matmul_vjp_right(bt3, X, t2)
-    bmodel = add_field_in_place(bmodel, bt2, model, 'weights')
-    bt4 = unbroadcast(bscores, t4)
-    bmodel = add_field_in_place(bmodel, bt4, model, 'bias')
+    bmodel = add_field(bmodel, bt3, model, 'bias')
     return bmodel
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
 import dataclasses
+import sys
 
 
 _REGISTERED = {}
@@ -137,7 +136,6 @@ def unbroadcast(adjoint, like):
             adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
-        extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
         if not is_real(adjoint) and is_real(like):
@@ -145,7 +143,15 @@ def unbroadcast(adjoint, like):
         if np.shape(adjoint) == shape:
             return adjoint
         adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
-        extra = adjoint.ndim - len(shape)
+    adjoint = _summed_to(adjoint, shape)
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+
+
+def _summed_to(adjoint, shape):
+    """``adjoint``, an array broadcast from ``shape``, summed down to it."""
+    extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
     elif extra > 0:
@@ -154,9 +160,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    if shape or not isinstance(adjoint, _CONCRETE):
-        return adjoint
-    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+    return adjoint
 
 
 def _shape(value):
@@ -202,11 +206,8 @@ def expand(adjoint, like, axis, keepdims):
     if axis is None:
         return np.broadcast_to(adjoint, shape)
     if not keepdims:
-        # the reduced axes back as length 1: a reshape, a fraction of np.expand_dims
-        kept = list(shape)
-        for a in (axis,) if type(axis) is int else axis:
-            kept[a] = 1
-        adjoint = np.reshape(adjoint, kept)
+        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+        adjoint = np.expand_dims(adjoint, tuple(a % len(shape) for a in axes))
     return np.broadcast_to(adjoint, shape)
 
 
@@ -243,11 +244,32 @@ def kind_of(value):
     return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
+def _product_adjoint(adjoint, a, b, a_ndim, b_ndim):
+    """``adjoint`` summed down to the shape of ``a @ b`` where it was broadcast
+    to more: the adjoint of a product that is an operand of a broadcast (``W @ h
+    + u``) reaches its VJP as the broadcast left it (see ``derivo.plans``)."""
+    if a_ndim == 2 == b_ndim:
+        shape = (a.shape[0], b.shape[1])
+    elif b_ndim == 1:
+        shape = a.shape[:-1]
+    elif a_ndim == 1:
+        shape = b.shape[:-2] + b.shape[-1:]
+    else:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    given = _shape(adjoint)
+    if given == shape or len(given) < len(shape):  # (a 0.0 standing for zeros)
+        return adjoint
+    return _summed_to(adjoint, shape)
+
+
 def matmul_vjp_right(adjoint, a, b):
-    """Adjoint of ``b`` in ``a @ b``."""
+    """Adjoint of ``b`` in ``a @ b``, from an adjoint as :func:`matmul_vjp_left` takes."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
         return a.T @ adjoint
     if a_ndim == 1:
@@ -317,65 +339,50 @@ def field_vjp(adjoint, like, name):
 
 
 def add_field(total, adjoint, like, name):
-    """``add_adjoints(total, field_vjp(adjoint, like, name))``: a new adjoint,
-    ``total`` left as it is (see add_at)."""
+    """``add_adjoints(total, field_vjp(adjoint, like, name))``, added in place
+    (see add_at)."""
     key = key_of(like, name)
     if type(key) is int:
         return add_at(total, adjoint, like, key)
-    return add_adjoints(total, field_vjp(adjoint, like, name))
-
-
-def add_field_in_place(total, adjoint, like, name):
-    """add_field, added into ``total`` itself where it is a dict: for an
-    accumulator the generated code owns (see add_at_in_place)."""
-    key = key_of(like, name)
-    if type(key) is int:
-        return add_at_in_place(total, adjoint, like, key)
-    if type(total) is dict:
+    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
         total[key] = add_adjoints(total[key], adjoint)
         return total
-    return add_field(total, adjoint, like, name)
+    return add_adjoints(total, field_vjp(adjoint, like, name))
 
 
 def add_at(total, adjoint, like, index):
     """``add_adjoints(total, getitem_vjp(adjoint, like, index))``: the adjoint of
-    ``like[index]`` added to ``total``, the adjoint of ``like`` so far, in a new
-    adjoint; ``total`` is left as it is."""
-    return add_adjoints(total, getitem_vjp(adjoint, like, index))
+    ``like[index]`` added to ``total``, the adjoint of ``like`` so far.
 
-
-def add_at_in_place(total, adjoint, like, index):
-    """add_at, added into ``total`` itself where it is a dict, a list of like's
-    length or a writable float array of like's shape; else add_at's new adjoint.
-
-    Generated code calls it only for an accumulator it owns (derivo.accumulate
-    decides which, when it writes the code): no other name, container or view
-    holds it.  A loop reading ``x[i]`` then adds into one adjoint, where a new
-    copy on every trip would make its reverse sweep quadratic in ``len(x)``.
+    Generated code passes ``total`` by a variable's name.  When that variable is
+    all that refers to it (as to the adjoint a loop reading ``x[i]``
+    accumulates), a list or a float array of like's size is added into in
+    place: a new copy on every trip would make that loop's reverse sweep
+    quadratic in ``len(x)``.
     """
-    kind = type(total)
-    if kind is dict:
+    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
         total[index] = add_adjoints(total[index], adjoint)
         return total
-    # (a list can also stand for an array's rows, after np.stack: not here)
-    if kind is list and type(like) in (list, tuple) and len(total) == len(like):
-        positions = index if type(index) is int else range(len(like))[index]
-        if type(positions) is int:
-            element = total[positions]
-            total[positions] = element + adjoint if type(element) is float and \
-                type(adjoint) is float else add_adjoints(element, adjoint)
-        elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
-            for position, value in zip(positions, adjoint):
-                total[position] = add_adjoints(total[position], value)
-        return total
-    if kind is np.ndarray and type(like) is np.ndarray and total.dtype == _FLOAT and \
-            total.flags.writeable and total.shape == like.shape:
-        if _is_basic(index):  # no position twice: += adds each once
-            total[index] += adjoint
-        else:
-            np.add.at(total, index, adjoint)
-        return total
-    return add_at(total, adjoint, like, index)
+    if sys.getrefcount(total) <= _ALONE:
+        # (a list can also stand for an array's rows, after np.stack: not here)
+        if type(total) is list and type(like) in (list, tuple) and len(total) == len(like):
+            positions = index if type(index) is int else range(len(like))[index]
+            if type(positions) is int:
+                element = total[positions]
+                total[positions] = element + adjoint if type(element) is float and \
+                    type(adjoint) is float else add_adjoints(element, adjoint)
+            elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
+                for position, value in zip(positions, adjoint):
+                    total[position] = add_adjoints(total[position], value)
+            return total
+        if type(total) is np.ndarray and type(like) is np.ndarray and total.base is None \
+                and total.dtype == _FLOAT and total.flags.writeable and total.shape == like.shape:
+            if _is_basic(index):  # no position twice: += adds each once
+                total[index] += adjoint
+            else:
+                np.add.at(total, index, adjoint)
+            return total
+    return add_adjoints(total, getitem_vjp(adjoint, like, index))
 
 
 def _is_basic(index):
@@ -386,14 +393,27 @@ def _is_basic(index):
         isinstance(index, np.integer)
 
 
+def _references(value):
+    return sys.getrefcount(value)
+
+
+def _references_from_one_variable():
+    """What ``sys.getrefcount`` says in a helper of an argument that one local
+    variable of the caller holds, as generated code holds an adjoint."""
+    value = []
+    return _references(value)
+
+
+_ALONE = _references_from_one_variable()
+
+
 _FLOAT = np.dtype(float)
 
 
 def add_adjoints(first, second):
-    """The sum of two adjoints of one value, a new one (derivo.accumulate counts
-    on that): lists of adjoints (for a list) add element by element, lists in
-    them too (the adjoint of a list of lists or tuples), and a zero (``0.0``)
-    adds nothing."""
+    """The sum of two adjoints of one value: lists of adjoints (for a list)
+    add element by element, lists in them too (the adjoint of a list of lists or
+    tuples), and a zero (``0.0``) adds nothing."""
     if type(first) is dict or type(second) is dict:
         return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
@@ -403,8 +423,7 @@ def add_adjoints(first, second):
         return list(second) if np.ndim(first) == 0 and first == 0 else \
             [first + b for b in second]
     if not isinstance(second, list):
-        return list(first) if np.ndim(second) == 0 and second == 0 else \
-            [a + second for a in first]
+        return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
 
@@ -415,5 +434,5 @@ def _add_keyed(first, second):
     if type(first) is not dict:
         return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
     if type(second) is not dict:
-        return dict(first) if _unreached(second) else {k: v + second for k, v in first.items()}
+        return first if _unreached(second) else {k: v + second for k, v in first.items()}
     return {key: add_adjoints(value, second[key]) for key, value in first.items()}

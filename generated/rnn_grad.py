@@ -6,28 +6,18 @@ def rnn_loss_grad(W, U, b, V, c, h0, xs, target):
     stack = []
     push = stack.append
     pop = stack.pop
+    t2 = None
     t3 = None
-    t4 = None
-    t5 = None
-    t6 = None
-    t7 = None
     h = h0
     seq1 = range(xs.shape[0])
     for t in seq1:
+        push(t2)
         push(t3)
-        push(t4)
-        push(t5)
-        push(t6)
-        push(t7)
         push(h)
-        t4 = W @ h
-        t3 = xs[t]
-        t5 = U @ t3
-        t6 = t4 + t5
-        t7 = np.tanh(t6 + b)
-        h = t7
-    t1 = V @ h
-    y = t1 + c
+        t2 = xs[t]
+        t3 = np.tanh(W @ h + U @ t2 + b)
+        h = t3
+    y = V @ h + c
     r = y - target
     # reverse sweep
     # line 23: return 0.5 * np.sum(r * r)
@@ -35,9 +25,8 @@ def rnn_loss_grad(W, U, b, V, c, h0, xs, target):
     # line 22: r = y - target
     by = unbroadcast(br, y)
     # line 21: y = V @ h + c
-    bt1 = unbroadcast(by, t1)
-    bV = matmul_vjp_left(bt1, V, h)
-    bh = matmul_vjp_right(bt1, V, h)
+    bV = matmul_vjp_left(by, V, h)
+    bh = matmul_vjp_right(by, V, h)
     bc = unbroadcast(by, c)
     bU = 0.0
     bW = 0.0
@@ -45,19 +34,13 @@ def rnn_loss_grad(W, U, b, V, c, h0, xs, target):
     for t in reversed(seq1):
         # line 20: h = np.tanh(W @ h + U @ xs[t] + b)
         h = pop()
-        bt9 = bh * (1 - t7 * t7)
-        bt6 = unbroadcast(bt9, t6)
-        bt4 = unbroadcast(bt6, t4)
-        bW = bW + matmul_vjp_left(bt4, W, h)
-        bt5 = unbroadcast(bt6, t5)
-        bU = bU + matmul_vjp_left(bt5, U, t3)
-        bb = bb + unbroadcast(bt9, b)
-        bh = matmul_vjp_right(bt4, W, h)
-        t7 = pop()
-        t6 = pop()
-        t5 = pop()
-        t4 = pop()
+        bt5 = bh * (1 - t3 * t3)
+        bW = bW + matmul_vjp_left(bt5, W, h)
+        bU = bU + matmul_vjp_left(bt5, U, t2)
+        bb = bb + unbroadcast(bt5, b)
+        bh = matmul_vjp_right(bt5, W, h)
         t3 = pop()
+        t2 = pop()
     # line 18: h = h0
     bh0 = bh
     return shaped_like(bW, W), shaped_like(bU, U), shaped_like(bb, b), bV, bc, bh0
@@ -80,7 +63,6 @@ def unbroadcast(adjoint, like):
             adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
-        extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
         if not is_real(adjoint) and is_real(like):
@@ -88,7 +70,15 @@ def unbroadcast(adjoint, like):
         if np.shape(adjoint) == shape:
             return adjoint
         adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
-        extra = adjoint.ndim - len(shape)
+    adjoint = _summed_to(adjoint, shape)
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+
+
+def _summed_to(adjoint, shape):
+    """``adjoint``, an array broadcast from ``shape``, summed down to it."""
+    extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
     elif extra > 0:
@@ -97,9 +87,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    if shape or not isinstance(adjoint, _CONCRETE):
-        return adjoint
-    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+    return adjoint
 
 
 def _shape(value):
@@ -144,11 +132,34 @@ def kind_of(value):
     return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
+def _product_adjoint(adjoint, a, b, a_ndim, b_ndim):
+    """``adjoint`` summed down to the shape of ``a @ b`` where it was broadcast
+    to more: the adjoint of a product that is an operand of a broadcast (``W @ h
+    + u``) reaches its VJP as the broadcast left it (see ``derivo.plans``)."""
+    if a_ndim == 2 == b_ndim:
+        shape = (a.shape[0], b.shape[1])
+    elif b_ndim == 1:
+        shape = a.shape[:-1]
+    elif a_ndim == 1:
+        shape = b.shape[:-2] + b.shape[-1:]
+    else:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    given = _shape(adjoint)
+    if given == shape or len(given) < len(shape):  # (a 0.0 standing for zeros)
+        return adjoint
+    return _summed_to(adjoint, shape)
+
+
 def matmul_vjp_left(adjoint, a, b):
-    """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices)."""
+    """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices),
+    from an adjoint of the product's shape or one broadcast from it."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    # told here, without a call, for vectors and matrices: a call costs as much
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
         return adjoint @ b.T
     if b_ndim == 1:
@@ -161,10 +172,13 @@ def matmul_vjp_left(adjoint, a, b):
 
 
 def matmul_vjp_right(adjoint, a, b):
-    """Adjoint of ``b`` in ``a @ b``."""
+    """Adjoint of ``b`` in ``a @ b``, from an adjoint as :func:`matmul_vjp_left` takes."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
         return a.T @ adjoint
     if a_ndim == 1:

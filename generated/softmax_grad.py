@@ -3,34 +3,32 @@
 import numpy as np
 
 def softmax_cross_entropy_value_and_grad(W, b, X, labels):
-    t2 = X @ W
-    Z = t2 + b
+    Z = X @ W + b
     picked = Z[np.arange(X.shape[0]), labels]
     m = np.max(Z, axis=1, keepdims=True)
-    t5 = m[:, 0]
-    t3 = np.exp(Z - m)
-    t4 = np.sum(t3, axis=1)
-    t6 = np.log(t4)
-    t1 = t5 + t6
-    t7 = t1 - picked
-    result = np.mean(t7)
+    t4 = m[:, 0]
+    t2 = np.exp(Z - m)
+    t3 = np.sum(t2, axis=1)
+    t5 = np.log(t3)
+    t1 = t4 + t5
+    t6 = t1 - picked
+    result = np.mean(t6)
     # reverse sweep
     # line 34: return np.mean(logsumexp(Z) - picked)
-    bt7 = expand(1.0, t7, None, False) * (size(result) / max(size(t7), 1))
-    bt1 = unbroadcast(bt7, t1)
-    bpicked = unbroadcast(-bt7, picked)
-    bt5 = unbroadcast(bt1, t5)
-    bm = getitem_vjp(bt5, m, (slice(None, None, None), 0))
-    bt4 = unbroadcast(bt1, t6) / t4
-    bt8 = expand(bt4, t3, 1, False) * t3
-    bZ = unbroadcast(bt8, Z)
-    bm = add_adjoints(bm, unbroadcast(-bt8, m))
+    bt6 = expand(1.0, t6, None, False) * (size(result) / max(size(t6), 1))
+    bt1 = unbroadcast(bt6, t1)
+    bpicked = unbroadcast(-bt6, picked)
+    bt4 = unbroadcast(bt1, t4)
+    bm = getitem_vjp(bt4, m, (slice(None, None, None), 0))
+    bt3 = unbroadcast(bt1, t5) / t3
+    bt7 = expand(bt3, t2, 1, False) * t2
+    bZ = unbroadcast(bt7, Z)
+    bm = add_adjoints(bm, unbroadcast(-bt7, m))
     bZ = add_adjoints(bZ, extremum_vjp(bm, m, Z, 1, True))
     # line 33: picked = Z[np.arange(X.shape[0]), labels]
     bZ = add_at_in_place(bZ, bpicked, Z, (np.arange(X.shape[0]), labels))
     # line 32: Z = X @ W + b
-    bt2 = unbroadcast(bZ, t2)
-    bW = matmul_vjp_right(bt2, X, W)
+    bW = matmul_vjp_right(bZ, X, W)
     bb = unbroadcast(bZ, b)
     return result, (bW, bb)
 
@@ -52,7 +50,6 @@ def unbroadcast(adjoint, like):
             adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
-        extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
         if not is_real(adjoint) and is_real(like):
@@ -60,7 +57,15 @@ def unbroadcast(adjoint, like):
         if np.shape(adjoint) == shape:
             return adjoint
         adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
-        extra = adjoint.ndim - len(shape)
+    adjoint = _summed_to(adjoint, shape)
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+
+
+def _summed_to(adjoint, shape):
+    """``adjoint``, an array broadcast from ``shape``, summed down to it."""
+    extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
     elif extra > 0:
@@ -69,9 +74,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    if shape or not isinstance(adjoint, _CONCRETE):
-        return adjoint
-    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+    return adjoint
 
 
 def _shape(value):
@@ -151,11 +154,32 @@ def kind_of(value):
     return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
+def _product_adjoint(adjoint, a, b, a_ndim, b_ndim):
+    """``adjoint`` summed down to the shape of ``a @ b`` where it was broadcast
+    to more: the adjoint of a product that is an operand of a broadcast (``W @ h
+    + u``) reaches its VJP as the broadcast left it (see ``derivo.plans``)."""
+    if a_ndim == 2 == b_ndim:
+        shape = (a.shape[0], b.shape[1])
+    elif b_ndim == 1:
+        shape = a.shape[:-1]
+    elif a_ndim == 1:
+        shape = b.shape[:-2] + b.shape[-1:]
+    else:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    given = _shape(adjoint)
+    if given == shape or len(given) < len(shape):  # (a 0.0 standing for zeros)
+        return adjoint
+    return _summed_to(adjoint, shape)
+
+
 def matmul_vjp_right(adjoint, a, b):
-    """Adjoint of ``b`` in ``a @ b``."""
+    """Adjoint of ``b`` in ``a @ b``, from an adjoint as :func:`matmul_vjp_left` takes."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
         return a.T @ adjoint
     if a_ndim == 1:

@@ -1,4 +1,4 @@
-"""Stage 3, ``derivo.analyze``: activity, plans, and what the reverse sweep saves.
+"""Stage 3, ``derivo.analyze`` and its phases: activity, plans, what the reverse sweep saves.
 
 Statements are identified by their source text in the statement form
 (``derivo.syntax.to_source``), so each test reads like the code it checks.
@@ -33,7 +33,7 @@ def by_id(analysis):
 def pushes(analysis):
     """{statement text: names it pushes}."""
     statements = by_id(analysis)
-    return {text(statements[key]): list(names) for key, names in analysis.pushes.items()}
+    return {text(statements[key]): list(names) for key, names in analysis.saving.pushes.items()}
 
 
 def texts(analysis, ids):
@@ -119,7 +119,7 @@ def besselj(v, z, atol=1e-8):
 
 def test_bessel_pushes_only_s():
     analysis = run(besselj, ["z"])
-    assert [n for names in analysis.pushes.values() for n in names] == ["s"]
+    assert [n for names in analysis.saving.pushes.values() for n in names] == ["s"]
     assert list(pushes(analysis).values()) == [["s"]]
     (pushed,) = pushes(analysis)
     assert pushed.startswith("s = s * ")
@@ -127,9 +127,9 @@ def test_bessel_pushes_only_s():
 
 def test_bessel_undoes_the_counter_step_instead_of_pushing_it():
     analysis = run(besselj, ["z"])
-    assert "k = k + 1" in texts(analysis, analysis.undone)
+    assert "k = k + 1" in texts(analysis, analysis.saving.undone)
     assert "k = k + 1" not in pushes(analysis)
-    name, inverse = analysis.inverses[id(statement(analysis, "k = k + 1"))]
+    name, inverse = analysis.saving.inverses[id(statement(analysis, "k = k + 1"))]
     assert name == "k" and expr_source(inverse) == "k - 1"
 
 
@@ -141,8 +141,8 @@ def test_running_sum_is_never_pushed():
 
 def test_bessel_reverses_its_loop_and_initialises_nothing():
     analysis = run(besselj, ["z"])
-    assert texts(analysis, analysis.reversed) == {"while abs(s) > atol:"}
-    assert analysis.init_none == set()
+    assert texts(analysis, analysis.saving.reversed) == {"while abs(s) > atol:"}
+    assert analysis.saving.init_none == set()
 
 
 def loop_temporary(x, n):
@@ -160,7 +160,7 @@ def test_loop_local_temporary_read_by_the_adjoint_is_pushed():
 
 
 def test_temporary_not_assigned_before_the_loop_is_initialised_to_none():
-    assert run(loop_temporary, ["x"]).init_none == {"t"}
+    assert run(loop_temporary, ["x"]).saving.init_none == {"t"}
 
 
 def loop_temporary_assigned_before(x, n):
@@ -175,14 +175,14 @@ def loop_temporary_assigned_before(x, n):
 def test_temporary_assigned_before_the_loop_needs_no_initialisation():
     analysis = run(loop_temporary_assigned_before, ["x"])
     assert pushes(analysis)["t = s * s"] == ["t"]
-    assert analysis.init_none == set()
+    assert analysis.saving.init_none == set()
 
 
 def test_straight_line_function_pushes_nothing():
     analysis = run(straight, ["x", "y"])
-    assert analysis.pushes == {}
-    assert analysis.reversed == set()
-    assert analysis.init_none == set()
+    assert analysis.saving.pushes == {}
+    assert analysis.saving.reversed == set()
+    assert analysis.saving.init_none == set()
 
 
 def linear_in_loop(x, n):
@@ -194,8 +194,8 @@ def linear_in_loop(x, n):
 
 def test_overwrite_the_adjoint_does_not_read_is_not_pushed():
     analysis = run(linear_in_loop, ["x"])
-    assert analysis.pushes == {}
-    assert texts(analysis, analysis.reversed) == {"for i in range(n):"}
+    assert analysis.saving.pushes == {}
+    assert texts(analysis, analysis.saving.reversed) == {"for i in range(n):"}
 
 
 def branch_in_loop(x, n):
@@ -210,8 +210,8 @@ def branch_in_loop(x, n):
 def test_branch_with_active_arm_inside_a_loop_is_reversed():
     analysis = run(branch_in_loop, ["x"])
     (branch,) = [n for n in S.walk(analysis.normalized.tree) if isinstance(n, S.If)]
-    assert id(branch) in analysis.reversed
-    assert "for i in range(n):" in texts(analysis, analysis.reversed)
+    assert id(branch) in analysis.saving.reversed
+    assert "for i in range(n):" in texts(analysis, analysis.saving.reversed)
 
 
 def test_branch_condition_inside_a_loop_is_pushed():
@@ -241,16 +241,16 @@ def local_counter(x):
 def test_counter_that_is_a_parameter_is_not_an_integer_step():
     analysis = run(parameter_counter, ["x"])
     step = statement(analysis, "k = k + 1")
-    assert id(step) not in analysis.inverses
-    assert id(step) not in analysis.undone
-    assert analysis.pushes[id(step)] == ["k"]
+    assert id(step) not in analysis.saving.inverses
+    assert id(step) not in analysis.saving.undone
+    assert analysis.saving.pushes[id(step)] == ["k"]
 
 
 def test_local_integer_counter_is_undone():
     analysis = run(local_counter, ["x"])
     step = statement(analysis, "k = k + 1")
-    assert id(step) in analysis.undone
-    assert id(step) not in analysis.pushes
+    assert id(step) in analysis.saving.undone
+    assert id(step) not in analysis.saving.pushes
 
 
 # --- refusals -------------------------------------------------------------------------

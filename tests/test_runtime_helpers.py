@@ -12,8 +12,8 @@ import pytest
 
 import derivo
 from derivo.runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_field_in_place,
-                            getitem_vjp, part, pop_adjoint, pop_adjoint_in_place, zeroed,
-                            zeroed_in_place)
+                            getitem_vjp, matmul_vjp_left, matmul_vjp_right, part, pop_adjoint,
+                            pop_adjoint_in_place, unbroadcast, zeroed, zeroed_in_place)
 
 X = np.arange(12.0).reshape(3, 4)
 INDICES = [1, -1, (2, 3), slice(0, 2), (slice(None), 1), np.int64(2), np.array([0, 2, 0]),
@@ -209,3 +209,25 @@ def test_pop_adjoint_in_place_pops_the_list_pop_adjoint_copies():
     rows, row = pop_adjoint_in_place(np.eye(2))  # an array's rows become a list
     assert type(rows) is list and len(rows) == 1 and list(row) == [0.0, 1.0]
     assert pop_adjoint(0.0) == pop_adjoint_in_place(0.0) == (0.0, 0.0)
+
+
+PRODUCTS = [((3, 4), (4, 5), (2, 3, 5)), ((1, 4), (4, 5), (3, 5)), ((3, 4), (4,), (2, 3)),
+            ((4,), (4, 5), (6, 5)), ((4,), (4,), (3,)), ((2, 3, 4), (4, 5), (7, 2, 3, 5)),
+            ((3, 4), (4, 1), (3, 6))]
+
+
+@pytest.mark.parametrize("a_shape, b_shape, adjoint_shape", PRODUCTS, ids=repr)
+def test_matmul_vjps_sum_an_adjoint_broadcast_from_the_product(a_shape, b_shape,
+                                                                 adjoint_shape):
+    # the adjoint of a product broadcast against something larger (W @ h + B)
+    # arrives as the broadcast left it: the VJPs give the product's adjoint
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=a_shape), rng.normal(size=b_shape)
+    adjoint = rng.normal(size=adjoint_shape)
+    product = a @ b
+    summed = unbroadcast(adjoint, product)
+    assert np.shape(summed) == np.shape(product)
+    np.testing.assert_allclose(matmul_vjp_left(adjoint, a, b), matmul_vjp_left(summed, a, b))
+    np.testing.assert_allclose(matmul_vjp_right(adjoint, a, b), matmul_vjp_right(summed, a, b))
+    assert np.shape(matmul_vjp_left(adjoint, a, b)) == a_shape
+    assert np.shape(matmul_vjp_right(adjoint, a, b)) == b_shape

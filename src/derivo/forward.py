@@ -28,14 +28,14 @@ import numpy as np
 
 from . import optimize, rules, runtime
 from . import syntax as S
-from .analyze import (Analysis, assigned_names, index_value, is_item_write,
-                      same_operands)
+from .analyze import analyze
 from .errors import NoDerivativeRule, UnsupportedSyntax
 from .memory import is_new_array
 from .parse import parameter_names
+from .plans import same_operands
 from .rules import Template
 from .ssa import is_append
-from .writes import refuse_shared_writes
+from .statements import assigned_names, index_value, is_item_write
 
 #: the tangent of an elementwise operation whose operands broadcast, when every
 #: term is an operand's tangent as it is (``x + b``): it takes the result's shape
@@ -488,7 +488,7 @@ class Tangents:
             self.defined.add(target)
             if target in self.analysis.active:
                 # it runs over values that carry no tangent (a loop over active
-                # values was rewritten to index them, see Analysis.compute_activity)
+                # values was rewritten to index them, see derivo.indexing)
                 self.zero.add(target)
         self.loops.append(([], []))
         body = loop.body[1:] if loop.trips else loop.body  # without its trip counter
@@ -785,17 +785,6 @@ def _refuse_checked_undos(normalized):
                 "loops='stack' or loops='checkpoint'".format(tree.name), "reversible loop")
 
 
-def analyze_forward(normalized, wrt, arrays=False):
-    """Activity and expression plans: what forward mode needs of ``analyze``
-    (no saving analysis: nothing is saved)."""
-    analysis = Analysis(normalized, wrt, arrays, reverse=False)
-    analysis.compute_activity()
-    analysis.compute_lists()
-    refuse_shared_writes(analysis, writes=False)
-    analysis.plan_statements()
-    return analysis
-
-
 def forward(normalized, wrt, module, name, arrays=False):
     """The tangent FunctionDef of ``normalized`` w.r.t. the parameter names ``wrt``.
 
@@ -804,4 +793,4 @@ def forward(normalized, wrt, module, name, arrays=False):
     are tuples.
     """
     _refuse_checked_undos(normalized)
-    return Tangents(analyze_forward(normalized, wrt, arrays), module, name).function()
+    return Tangents(analyze(normalized, wrt, arrays, mode="forward"), module, name).function()

@@ -16,11 +16,13 @@ import functools
 
 from . import accumulate, checkpoints, optimize, rules, runtime
 from . import syntax as S
-from .analyze import Node, Plan, analyze, index_value, is_item_write, same_operands
+from .analyze import analyze
 from .errors import UnsupportedSyntax
 from .outline import ITERATIONS, Loop
 from .parse import parameter_names
+from .plans import Node, Plan, same_operands
 from .ssa import is_append
+from .statements import index_value, is_item_write
 
 
 class Sweep:
@@ -30,6 +32,7 @@ class Sweep:
         self.arrays = analysis.arrays
         self.tuple_wrt = tuple_wrt  # return a tuple of gradients even for one
         self.analysis = analysis
+        self.saving = analysis.saving   # what the primal saves, or undoes, for the reverse
         self.parsed = analysis.parsed
         self.normalized = analysis.normalized
         self.namer = analysis.normalized.namer
@@ -44,7 +47,7 @@ class Sweep:
         #                             VJP's caller, or an adjoint that may be one
         self.loop_depth = 0         # reverse loops open around the statement reversed
         self.starts = {}            # id(counted loop) -> name of its counter at entry
-        self.uses_stack = bool(analysis.pushes) or any(
+        self.uses_stack = bool(analysis.saving.pushes) or any(
             isinstance(callee, Loop) for _, callee, _ in analysis.calls)
         if self.uses_stack:
             self.stack = self.namer.fresh("stack")
@@ -94,7 +97,7 @@ class Sweep:
             out += [S.assign(self.stack, S.gast.List(elts=[], ctx=S.Load())),
                     S.assign(self.push, S.attribute(self.stack, "append")),
                     S.assign(self.pop, S.attribute(self.stack, "pop"))]
-        for ident in sorted(self.analysis.init_none):
+        for ident in sorted(self.saving.init_none):
             out.append(S.assign(ident, S.const(None)))
         out += [self.apart(*check) for check in getattr(tree, "apart", [])]
         out += [self.own(ident) for ident in getattr(tree, "owned", [])]
@@ -103,8 +106,8 @@ class Sweep:
         out += [S.assign(name, S.call(self.runtime("Undo"), S.const(_SYMBOLS[type(
             stmt.value.op)]))) for stmt, name in self.undos.values()] + primal
         self.value = S.deepcopy(final.value)
-        restored = {n for names in self.analysis.pushes.values() for n in names} | {
-            name for name, _ in self.analysis.inverses.values()}
+        restored = {n for names in self.saving.pushes.values() for n in names} | {
+            name for name, _ in self.saving.inverses.values()}
         returned = set(self.normalized.results) | ({self.aux} if self.aux else set())
         if self.kind == "value_and_grad" and restored & returned:
             # The reverse sweep restores the result's old value: keep it first.
@@ -179,18 +182,18 @@ class Sweep:
         ``zeros_for(X)``, and no other name ever holds it or an item of it.  In
         scalar code, where the items are numbers, an add into a position surely
         still zero becomes a store (see :func:`_assign_first_add`)."""
-        if not self.analysis.read_item_by_item:
+        if not self.analysis.kinds.read_item_by_item:
             return
         assignments = [n for n in S.statements(function)
                        if isinstance(n, (S.Assign, S.AugAssign))]
-        for ident in self.analysis.read_item_by_item:
+        for ident in self.analysis.kinds.read_item_by_item:
             name = self.adjoint(ident)
             writes = [s for s in assignments if name in S.stored_names(
                 s.targets if isinstance(s, S.Assign) else s.target)]
             scatters = [s for s in writes if getattr(s, "item_of", None) == ident]
             zeros = [s for s in writes if getattr(s, "zero_of", None) == ident]
             if len(scatters) + len(zeros) < len(writes) or not all(
-                    self.analysis.integral(s.value.args[-1]) for s in scatters):
+                    self.analysis.kinds.integral(s.value.args[-1]) for s in scatters):
                 continue
             allowed = {id(s.value.args[0]) for s in scatters} | {
                 id(n) for n in S.walk(function.body[-1])}  # the return
@@ -287,10 +290,10 @@ class Sweep:
     def primal(self, block):
         out = []
         for index, stmt in enumerate(block):
-            saved = self.analysis.pushes.get(id(stmt), [])
+            saved = self.saving.pushes.get(id(stmt), [])
             if isinstance(stmt, (S.For, S.While)):
                 out += [self.save(n) for n in saved]
-                if id(stmt) in self.analysis.counted and id(stmt) in self.analysis.reversed:
+                if id(stmt) in self.saving.counted and id(stmt) in self.saving.reversed:
                     name, start = self.loop_start(stmt)
                     out.append(S.assign(start, S.name(name)))
                 out.append(self.primal_loop(stmt))
@@ -313,7 +316,7 @@ class Sweep:
         return out
 
     def checks_undo(self, stmt):
-        return id(stmt) in self.analysis.checked and id(stmt) in self.analysis.undone
+        return id(stmt) in self.saving.checked and id(stmt) in self.saving.undone
 
     def undo_object(self, stmt):
         """The name of the runtime.Undo that checks and undoes ``stmt``."""
@@ -325,7 +328,7 @@ class Sweep:
         """``x = x + e`` (or ``e + x``) as ``x = undo_x.step(x, e)``: the same value
         (``+`` and ``*`` of numbers commute to the bit), and x saved where the
         reverse sweep's ``x - e`` would not give it back exactly."""
-        name, inverse = self.analysis.inverses[id(stmt)]
+        name, inverse = self.saving.inverses[id(stmt)]
         step = S.call(S.attribute(self.undo_object(stmt), "step"), S.name(name),
                       S.deepcopy(inverse.right))
         return _effect(S.copy_location(S.assign(name, step), stmt))
@@ -399,12 +402,12 @@ class Sweep:
                 and stmt.targets[0].id == following.trips)
 
     def needs_trip_counter(self, loop):
-        return id(loop) in self.analysis.reversed and id(loop) not in self.analysis.counted
+        return id(loop) in self.saving.reversed and id(loop) not in self.saving.counted
 
     def loop_start(self, loop):
         """For a loop its integer step counts: (k, the name of k before the loop)."""
-        step = self.analysis.counted[id(loop)]
-        name = self.analysis.inverses[id(step)][0]
+        step = self.saving.counted[id(loop)]
+        name = self.saving.inverses[id(step)][0]
         if id(loop) not in self.starts:
             self.starts[id(loop)] = self.namer.fresh(name + "0")
         return name, self.starts[id(loop)]
@@ -417,7 +420,7 @@ class Sweep:
             return S.copy_location(S.while_(S.deepcopy(loop.test), self.primal(body)), loop)
         target, iterable = loop.target.id, loop.iter
         row = getattr(loop, "row", None)  # row = X[i] of a loop over values
-        if row is not None and id(row) in self.analysis.reloads:
+        if row is not None and id(row) in self.saving.reloads:
             # Only the reverse loop reads X[i] (again), so this one iterates over X
             # as the user wrote it: cheaper than counting and indexing.
             target, iterable = row.targets[0].id, row.value.value
@@ -440,16 +443,16 @@ class Sweep:
         ``part`` is ``"targets"``, ``"temporaries"`` (kept intermediate values,
         pushed before the targets) or ``"all"``.
         """
-        if id(stmt) in self.analysis.undone:
+        if id(stmt) in self.saving.undone:
             if part == "temporaries":
                 return []
-            name, inverse = self.analysis.inverses[id(stmt)]
+            name, inverse = self.saving.inverses[id(stmt)]
             if self.checks_undo(stmt):  # x = undo_x.back(x, e): x - e, or x as saved
                 inverse = S.call(S.attribute(self.undo_object(stmt), "back"), S.name(name),
                                  S.deepcopy(inverse.right))
             return [_effect(S.assign(name, S.deepcopy(inverse)))]
-        stored = set(self.analysis.stored(stmt))
-        names = [n for n in self.analysis.pushes.get(id(stmt), [])
+        stored = set(self.analysis.planner.stored(stmt))
+        names = [n for n in self.saving.pushes.get(id(stmt), [])
                  if part == "all" or (n in stored) == (part == "temporaries")]
         if is_item_write(stmt):
             item = stmt.targets[0]
@@ -484,7 +487,7 @@ class Sweep:
             return self.commented(stmt, code)
         if is_append(stmt):
             return self.commented(stmt, self.reverse_append(stmt))
-        if id(stmt) not in self.analysis.reversed:
+        if id(stmt) not in self.saving.reversed:
             return []
         if isinstance(stmt, S.If):
             return self.branch(S.deepcopy(stmt.test),
@@ -577,7 +580,7 @@ class Sweep:
             if isinstance(item, S.Name) and item.id in self.analysis.active:
                 ExpressionAdjoint(self, _name_plan(item), out).contribute(
                     item.id, S.name(last), out)
-        if id(stmt) in self.analysis.undone:
+        if id(stmt) in self.saving.undone:
             out.append(_effect(S.Expr(value=S.call(S.attribute(items, "pop")))))
         return out
 
@@ -736,8 +739,8 @@ class Sweep:
         self.zero = set(head)
         if not body:
             return before
-        body[:0] = [S.deepcopy(s) for s in loop.body if id(s) in self.analysis.reloads]
-        if isinstance(loop, S.While) and id(loop) in self.analysis.counted:
+        body[:0] = [S.deepcopy(s) for s in loop.body if id(s) in self.saving.reloads]
+        if isinstance(loop, S.While) and id(loop) in self.saving.counted:
             name, start = self.loop_start(loop)
             test = S.Compare(left=S.name(name), ops=[S.NotEq()], comparators=[S.name(start)])
             header = S.while_(test, body)

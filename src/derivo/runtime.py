@@ -29,7 +29,6 @@ def unbroadcast(adjoint, like):
             adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
-        extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
         if not is_real(adjoint) and is_real(like):
@@ -37,7 +36,15 @@ def unbroadcast(adjoint, like):
         if np.shape(adjoint) == shape:
             return adjoint
         adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
-        extra = adjoint.ndim - len(shape)
+    adjoint = _summed_to(adjoint, shape)
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+
+
+def _summed_to(adjoint, shape):
+    """``adjoint``, an array broadcast from ``shape``, summed down to it."""
+    extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
     elif extra > 0:
@@ -46,9 +53,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    if shape or not isinstance(adjoint, _CONCRETE):
-        return adjoint
-    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+    return adjoint
 
 
 def _shape(value):
@@ -169,11 +174,34 @@ def kind_of(value):
     return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
+def _product_adjoint(adjoint, a, b, a_ndim, b_ndim):
+    """``adjoint`` summed down to the shape of ``a @ b`` where it was broadcast
+    to more: the adjoint of a product that is an operand of a broadcast (``W @ h
+    + u``) reaches its VJP as the broadcast left it (see ``derivo.plans``)."""
+    if a_ndim == 2 == b_ndim:
+        shape = (a.shape[0], b.shape[1])
+    elif b_ndim == 1:
+        shape = a.shape[:-1]
+    elif a_ndim == 1:
+        shape = b.shape[:-2] + b.shape[-1:]
+    else:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    given = _shape(adjoint)
+    if given == shape or len(given) < len(shape):  # (a 0.0 standing for zeros)
+        return adjoint
+    return _summed_to(adjoint, shape)
+
+
 def matmul_vjp_left(adjoint, a, b):
-    """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices)."""
+    """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices),
+    from an adjoint of the product's shape or one broadcast from it."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    # told here, without a call, for vectors and matrices: a call costs as much
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
         return adjoint @ b.T
     if b_ndim == 1:
@@ -186,10 +214,13 @@ def matmul_vjp_left(adjoint, a, b):
 
 
 def matmul_vjp_right(adjoint, a, b):
-    """Adjoint of ``b`` in ``a @ b``."""
+    """Adjoint of ``b`` in ``a @ b``, from an adjoint as :func:`matmul_vjp_left` takes."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
         return a.T @ adjoint
     if a_ndim == 1:

@@ -18,13 +18,15 @@ import operator
 
 import numpy as np
 
-from . import dataflow, form, rules
+from . import form, rules
 from . import syntax as S
+from .activity import hashable
 from .errors import DerivoError, UnsupportedSyntax
 from .memory import (Flow, Memory, all_params, arguments, is_numpy, names_read,
                      sharing_faults, summarized, user_function)
 from .parse import GENERATED_PREFIX, MISSING, parse
 from .ssa import is_append
+from .statements import assigned_names, is_item_write
 
 
 def refuse_shared_writes(analysis, writes=True):
@@ -46,7 +48,7 @@ def refuse_shared_writes(analysis, writes=True):
     tree = analysis.normalized.tree
     faults = sharing_faults(tree, analysis.parsed, analysis.local_names,
                             analysis.scalars, analysis.arrays, analysis.lists)
-    influential = _influential(analysis) if faults else set()
+    influential = analysis.activity.influential if faults else set()
     copied = {s.targets[0].id for s in S.walk(tree) if isinstance(s, S.Assign) and
               isinstance(s.targets[0], S.Name) and form.annotation(s, "owns")}
     for fault in faults:
@@ -196,52 +198,9 @@ def _arguments_a_helper_changes(analysis, call):
     return _arguments_changed_by(analysis.parsed, call, callee, analysis.arrays)
 
 
-def _influential(analysis):
-    """Names whose values may change a result, through any operation (a
-    comparison, ``int``) or a branch or a loop they decide: the names the
-    results and the tests read, and what those read, back to the parameters."""
-    tree = analysis.normalized.tree
-    influential = set(analysis.normalized.results)
-    edges = []
-    for node in S.walk(tree):
-        if isinstance(node, (S.If, S.While)):
-            influential |= names_read(node.test)
-        elif isinstance(node, S.For):  # its trip count: what it iterates over
-            influential |= names_read(node.iter)
-        elif isinstance(node, S.Assign):
-            edges.append((set(assigned_names(node)), names_read(node.value) | (
-                names_read(node.targets[0]) if is_item_write(node) else set())))
-        elif is_append(node):
-            edges.append(({node.value.func.value.id}, names_read(node.value)))
-    return dataflow.reached(influential, edges)
-
 def _user_names(analysis):
     """The names the user's function assigns or takes (not ssa's temporaries)."""
     return S.stored_names(analysis.parsed.tree) | set(all_params(analysis.parsed.tree))
-
-
-def assigned_names(stmt):
-    """The names an assignment binds, or the array or list it writes into."""
-    if is_append(stmt):
-        return [stmt.value.func.value.id]
-    target = stmt.targets[0]
-    if isinstance(target, S.Tuple):
-        return [t.id for t in target.elts]
-    if isinstance(target, S.Subscript):
-        return [target.value.id]
-    return [target.id]
-
-
-def is_item_write(stmt):
-    return isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Subscript)
-
-
-def hashable(key):
-    try:
-        hash(key)
-    except TypeError:
-        return False
-    return True
 
 
 def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
