@@ -21,19 +21,16 @@ def mlp_loss_grad(params, X, Y):
     bt4 = matmul_vjp_right(bt1, hidden, t4)
     bparams = getitem_vjp(bt4, params, 'W2')
     bt5 = unbroadcast(bt1, t5)
-    bparams = add_at(bparams, bt5, params, 'b2')
+    bparams = add_at_in_place(bparams, bt5, params, 'b2')
     bt9 = bhidden * (1 - hidden * hidden)
     bt2 = matmul_vjp_right(bt9, X, t2)
-    bparams = add_at(bparams, bt2, params, 'W1')
+    bparams = add_at_in_place(bparams, bt2, params, 'W1')
     bt3 = unbroadcast(bt9, t3)
-    bparams = add_at(bparams, bt3, params, 'b1')
+    bparams = add_at_in_place(bparams, bt3, params, 'b1')
     return bparams
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
-
-import sys
-
 
 _CONCRETE = (np.ndarray, np.generic, float, int)
 
@@ -218,37 +215,43 @@ def getitem_vjp(adjoint, like, index):
 
 def add_at(total, adjoint, like, index):
     """``add_adjoints(total, getitem_vjp(adjoint, like, index))``: the adjoint of
-    ``like[index]`` added to ``total``, the adjoint of ``like`` so far.
+    ``like[index]`` added to ``total``, the adjoint of ``like`` so far, in a new
+    adjoint; ``total`` is left as it is."""
+    return add_adjoints(total, getitem_vjp(adjoint, like, index))
 
-    Generated code passes ``total`` by a variable's name.  When that variable is
-    all that refers to it (as to the adjoint a loop reading ``x[i]``
-    accumulates), a list or a float array of like's size is added into in
-    place: a new copy on every trip would make that loop's reverse sweep
-    quadratic in ``len(x)``.
+
+def add_at_in_place(total, adjoint, like, index):
+    """add_at, added into ``total`` itself where it is a dict, a list of like's
+    length or a writable float array of like's shape; else add_at's new adjoint.
+
+    Generated code calls it only for an accumulator it owns (derivo.accumulate
+    decides which, when it writes the code): no other name, container or view
+    holds it.  A loop reading ``x[i]`` then adds into one adjoint, where a new
+    copy on every trip would make its reverse sweep quadratic in ``len(x)``.
     """
-    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
+    kind = type(total)
+    if kind is dict:
         total[index] = add_adjoints(total[index], adjoint)
         return total
-    if sys.getrefcount(total) <= _ALONE:
-        # (a list can also stand for an array's rows, after np.stack: not here)
-        if type(total) is list and type(like) in (list, tuple) and len(total) == len(like):
-            positions = index if type(index) is int else range(len(like))[index]
-            if type(positions) is int:
-                element = total[positions]
-                total[positions] = element + adjoint if type(element) is float and \
-                    type(adjoint) is float else add_adjoints(element, adjoint)
-            elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
-                for position, value in zip(positions, adjoint):
-                    total[position] = add_adjoints(total[position], value)
-            return total
-        if type(total) is np.ndarray and type(like) is np.ndarray and total.base is None \
-                and total.dtype == _FLOAT and total.flags.writeable and total.shape == like.shape:
-            if _is_basic(index):  # no position twice: += adds each once
-                total[index] += adjoint
-            else:
-                np.add.at(total, index, adjoint)
-            return total
-    return add_adjoints(total, getitem_vjp(adjoint, like, index))
+    # (a list can also stand for an array's rows, after np.stack: not here)
+    if kind is list and type(like) in (list, tuple) and len(total) == len(like):
+        positions = index if type(index) is int else range(len(like))[index]
+        if type(positions) is int:
+            element = total[positions]
+            total[positions] = element + adjoint if type(element) is float and \
+                type(adjoint) is float else add_adjoints(element, adjoint)
+        elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
+            for position, value in zip(positions, adjoint):
+                total[position] = add_adjoints(total[position], value)
+        return total
+    if kind is np.ndarray and type(like) is np.ndarray and total.dtype == _FLOAT and \
+            total.flags.writeable and total.shape == like.shape:
+        if _is_basic(index):  # no position twice: += adds each once
+            total[index] += adjoint
+        else:
+            np.add.at(total, index, adjoint)
+        return total
+    return add_at(total, adjoint, like, index)
 
 
 def _is_basic(index):
@@ -259,27 +262,14 @@ def _is_basic(index):
         isinstance(index, np.integer)
 
 
-def _references(value):
-    return sys.getrefcount(value)
-
-
-def _references_from_one_variable():
-    """What ``sys.getrefcount`` says in a helper of an argument that one local
-    variable of the caller holds, as generated code holds an adjoint."""
-    value = []
-    return _references(value)
-
-
-_ALONE = _references_from_one_variable()
-
-
 _FLOAT = np.dtype(float)
 
 
 def add_adjoints(first, second):
-    """The sum of two adjoints of one value: lists of adjoints (for a list)
-    add element by element, lists in them too (the adjoint of a list of lists or
-    tuples), and a zero (``0.0``) adds nothing."""
+    """The sum of two adjoints of one value, a new one (derivo.accumulate counts
+    on that): lists of adjoints (for a list) add element by element, lists in
+    them too (the adjoint of a list of lists or tuples), and a zero (``0.0``)
+    adds nothing."""
     if type(first) is dict or type(second) is dict:
         return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
@@ -289,7 +279,8 @@ def add_adjoints(first, second):
         return list(second) if np.ndim(first) == 0 and first == 0 else \
             [first + b for b in second]
     if not isinstance(second, list):
-        return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
+        return list(first) if np.ndim(second) == 0 and second == 0 else \
+            [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
 
@@ -300,5 +291,5 @@ def _add_keyed(first, second):
     if type(first) is not dict:
         return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
     if type(second) is not dict:
-        return first if _unreached(second) else {k: v + second for k, v in first.items()}
+        return dict(first) if _unreached(second) else {k: v + second for k, v in first.items()}
     return {key: add_adjoints(value, second[key]) for key, value in first.items()}

@@ -30,9 +30,9 @@ def model_loss_grad(model, X, onehot):
     bt13 = unbroadcast(bresult * t14, t13)
     bt12 = expand(bt13, t12, None, False)
     bt11 = unbroadcast(bt12 * t10, t11)
-    bmodel = add_field(bmodel, bt11, model, 'weights')
+    bmodel = add_field_in_place(bmodel, bt11, model, 'weights')
     bt10 = unbroadcast(bt12 * t11, t10)
-    bmodel = add_field(bmodel, bt10, model, 'weights')
+    bmodel = add_field_in_place(bmodel, bt10, model, 'weights')
     # line 38: fit = -np.sum(onehot * log_softmax(scores)) / X.shape[0]
     bt15 = -(bfit / t9)
     bt1 = unbroadcast(expand(bt15, t8, None, False) * onehot, t1)
@@ -44,16 +44,15 @@ def model_loss_grad(model, X, onehot):
     bscores = bscores + extremum_vjp(bt4, t4, scores, 1, True)
     # line 37: scores = X @ model.weights + model.bias
     bt2 = matmul_vjp_right(bscores, X, t2)
-    bmodel = add_field(bmodel, bt2, model, 'weights')
+    bmodel = add_field_in_place(bmodel, bt2, model, 'weights')
     bt3 = unbroadcast(bscores, t3)
-    bmodel = add_field(bmodel, bt3, model, 'bias')
+    bmodel = add_field_in_place(bmodel, bt3, model, 'bias')
     return bmodel
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
 import dataclasses
-import sys
 
 
 _REGISTERED = {}
@@ -206,8 +205,11 @@ def expand(adjoint, like, axis, keepdims):
     if axis is None:
         return np.broadcast_to(adjoint, shape)
     if not keepdims:
-        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-        adjoint = np.expand_dims(adjoint, tuple(a % len(shape) for a in axes))
+        # the reduced axes back as length 1: a reshape, a fraction of np.expand_dims
+        kept = list(shape)
+        for a in (axis,) if type(axis) is int else axis:
+            kept[a] = 1
+        adjoint = np.reshape(adjoint, kept)
     return np.broadcast_to(adjoint, shape)
 
 
@@ -339,50 +341,65 @@ def field_vjp(adjoint, like, name):
 
 
 def add_field(total, adjoint, like, name):
-    """``add_adjoints(total, field_vjp(adjoint, like, name))``, added in place
-    (see add_at)."""
+    """``add_adjoints(total, field_vjp(adjoint, like, name))``: a new adjoint,
+    ``total`` left as it is (see add_at)."""
     key = key_of(like, name)
     if type(key) is int:
         return add_at(total, adjoint, like, key)
-    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
+    return add_adjoints(total, field_vjp(adjoint, like, name))
+
+
+def add_field_in_place(total, adjoint, like, name):
+    """add_field, added into ``total`` itself where it is a dict: for an
+    accumulator the generated code owns (see add_at_in_place)."""
+    key = key_of(like, name)
+    if type(key) is int:
+        return add_at_in_place(total, adjoint, like, key)
+    if type(total) is dict:
         total[key] = add_adjoints(total[key], adjoint)
         return total
-    return add_adjoints(total, field_vjp(adjoint, like, name))
+    return add_field(total, adjoint, like, name)
 
 
 def add_at(total, adjoint, like, index):
     """``add_adjoints(total, getitem_vjp(adjoint, like, index))``: the adjoint of
-    ``like[index]`` added to ``total``, the adjoint of ``like`` so far.
+    ``like[index]`` added to ``total``, the adjoint of ``like`` so far, in a new
+    adjoint; ``total`` is left as it is."""
+    return add_adjoints(total, getitem_vjp(adjoint, like, index))
 
-    Generated code passes ``total`` by a variable's name.  When that variable is
-    all that refers to it (as to the adjoint a loop reading ``x[i]``
-    accumulates), a list or a float array of like's size is added into in
-    place: a new copy on every trip would make that loop's reverse sweep
-    quadratic in ``len(x)``.
+
+def add_at_in_place(total, adjoint, like, index):
+    """add_at, added into ``total`` itself where it is a dict, a list of like's
+    length or a writable float array of like's shape; else add_at's new adjoint.
+
+    Generated code calls it only for an accumulator it owns (derivo.accumulate
+    decides which, when it writes the code): no other name, container or view
+    holds it.  A loop reading ``x[i]`` then adds into one adjoint, where a new
+    copy on every trip would make its reverse sweep quadratic in ``len(x)``.
     """
-    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
+    kind = type(total)
+    if kind is dict:
         total[index] = add_adjoints(total[index], adjoint)
         return total
-    if sys.getrefcount(total) <= _ALONE:
-        # (a list can also stand for an array's rows, after np.stack: not here)
-        if type(total) is list and type(like) in (list, tuple) and len(total) == len(like):
-            positions = index if type(index) is int else range(len(like))[index]
-            if type(positions) is int:
-                element = total[positions]
-                total[positions] = element + adjoint if type(element) is float and \
-                    type(adjoint) is float else add_adjoints(element, adjoint)
-            elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
-                for position, value in zip(positions, adjoint):
-                    total[position] = add_adjoints(total[position], value)
-            return total
-        if type(total) is np.ndarray and type(like) is np.ndarray and total.base is None \
-                and total.dtype == _FLOAT and total.flags.writeable and total.shape == like.shape:
-            if _is_basic(index):  # no position twice: += adds each once
-                total[index] += adjoint
-            else:
-                np.add.at(total, index, adjoint)
-            return total
-    return add_adjoints(total, getitem_vjp(adjoint, like, index))
+    # (a list can also stand for an array's rows, after np.stack: not here)
+    if kind is list and type(like) in (list, tuple) and len(total) == len(like):
+        positions = index if type(index) is int else range(len(like))[index]
+        if type(positions) is int:
+            element = total[positions]
+            total[positions] = element + adjoint if type(element) is float and \
+                type(adjoint) is float else add_adjoints(element, adjoint)
+        elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
+            for position, value in zip(positions, adjoint):
+                total[position] = add_adjoints(total[position], value)
+        return total
+    if kind is np.ndarray and type(like) is np.ndarray and total.dtype == _FLOAT and \
+            total.flags.writeable and total.shape == like.shape:
+        if _is_basic(index):  # no position twice: += adds each once
+            total[index] += adjoint
+        else:
+            np.add.at(total, index, adjoint)
+        return total
+    return add_at(total, adjoint, like, index)
 
 
 def _is_basic(index):
@@ -393,27 +410,14 @@ def _is_basic(index):
         isinstance(index, np.integer)
 
 
-def _references(value):
-    return sys.getrefcount(value)
-
-
-def _references_from_one_variable():
-    """What ``sys.getrefcount`` says in a helper of an argument that one local
-    variable of the caller holds, as generated code holds an adjoint."""
-    value = []
-    return _references(value)
-
-
-_ALONE = _references_from_one_variable()
-
-
 _FLOAT = np.dtype(float)
 
 
 def add_adjoints(first, second):
-    """The sum of two adjoints of one value: lists of adjoints (for a list)
-    add element by element, lists in them too (the adjoint of a list of lists or
-    tuples), and a zero (``0.0``) adds nothing."""
+    """The sum of two adjoints of one value, a new one (derivo.accumulate counts
+    on that): lists of adjoints (for a list) add element by element, lists in
+    them too (the adjoint of a list of lists or tuples), and a zero (``0.0``)
+    adds nothing."""
     if type(first) is dict or type(second) is dict:
         return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
@@ -423,7 +427,8 @@ def add_adjoints(first, second):
         return list(second) if np.ndim(first) == 0 and first == 0 else \
             [first + b for b in second]
     if not isinstance(second, list):
-        return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
+        return list(first) if np.ndim(second) == 0 and second == 0 else \
+            [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
 
@@ -434,5 +439,5 @@ def _add_keyed(first, second):
     if type(first) is not dict:
         return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
     if type(second) is not dict:
-        return first if _unreached(second) else {k: v + second for k, v in first.items()}
+        return dict(first) if _unreached(second) else {k: v + second for k, v in first.items()}
     return {key: add_adjoints(value, second[key]) for key, value in first.items()}
