@@ -95,7 +95,9 @@ def _spread(function, call, parsed):
         extra = ["{}_{}".format(args.vararg.id, i)
                  for i in range(max(len(call.args) - len(args.args), 0))]
         args.args += [S.param(name) for name in extra]
-        built.append(S.assign(args.vararg.id, S.tuple_([S.name(n) for n in extra])))
+        if not _VarargsAsNames(args.vararg.id, extra,
+                               "len" not in function.__globals__).rewrite(tree):
+            built.append(S.assign(args.vararg.id, S.tuple_([S.name(n) for n in extra])))
         args.vararg = None
     if args.kwarg is not None:
         given = {k.arg: "{}_{}".format(args.kwarg.id, k.arg) for k in call.keywords
@@ -116,6 +118,52 @@ def _spread(function, call, parsed):
     spread = compile_trees(callee, [tree], {})[tree.name]
     spread.derivo_key = (code, len(call.args), tuple(k.arg for k in call.keywords))
     return spread
+
+
+class _VarargsAsNames(S.NodeTransformer):
+    """Reads of ``*args`` that name its items (``args[0]``, ``len(args)``,
+    ``args + (ones,)``, ``(ones,) + args``) made reads of the parameters the call
+    gives: a tuple it builds is then a tuple of those, as the call wrote it."""
+
+    def __init__(self, vararg, names, builtin_len):
+        self.vararg, self.names, self.builtin_len = vararg, names, builtin_len
+
+    def rewrite(self, tree):
+        """Rewrite ``tree``; whether ``args`` is still read otherwise (then it is
+        built as a tuple).  A function that assigns ``args`` is left as it is."""
+        if self.vararg in S.stored_names(tree.body):
+            return True
+        self.visit(tree)
+        return any(isinstance(n, S.Name) and n.id == self.vararg for n in S.walk(tree.body))
+
+    def _items(self, node):
+        if isinstance(node, S.Name) and node.id == self.vararg:
+            return [S.copy_location(S.name(n), node) for n in self.names]
+        return list(node.elts) if isinstance(node, S.Tuple) else None
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        left, right = self._items(node.left), self._items(node.right)
+        if isinstance(node.op, S.Add) and left is not None and right is not None:
+            return S.copy_location(S.tuple_(left + right), node)
+        return node
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if isinstance(node.value, S.Name) and node.value.id == self.vararg and \
+                isinstance(node.slice, S.Constant) and type(node.slice.value) is int and \
+                -len(self.names) <= node.slice.value < len(self.names):
+            return S.copy_location(S.name(self.names[node.slice.value]), node)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, S.Name) and node.func.id == "len" and self.builtin_len and \
+                len(node.args) == 1 \
+                and not node.keywords and isinstance(node.args[0], S.Name) and \
+                node.args[0].id == self.vararg:
+            return S.copy_location(S.const(len(self.names)), node)
+        return node
 
 
 def _read_by_key(tree, kwargs, given):
