@@ -35,10 +35,15 @@ def direct_call(call, callee, parsed):
     that is not a user function reached through a value."""
     if is_user_function(callee) or rules.is_primitive(callee):
         _name_what_is_called(call, callee, parsed)
-        spread = _spread(callee, call, parsed) if is_user_function(callee) else None
-        if spread is not None:
-            call.func = S.copy_location(S.name(parsed.hold(spread.__name__, spread)), call.func)
-        return spread
+        if not is_user_function(callee):
+            return None
+        function = _spread(callee, call, parsed) or callee
+        function = _given_functions(function, call, parsed) or function
+        if function is callee:
+            return None
+        call.func = S.copy_location(S.name(parsed.hold(identifier(function.__name__), function)),
+                                    call.func)
+        return function
     if isinstance(callee, type):
         return None  # (a class makes an object: what its __init__ does is not a value)
     function, given = user_function(callee)
@@ -182,14 +187,53 @@ def _read_by_key(tree, kwargs, given):
     return any(isinstance(n, S.Name) and n.id == kwargs for n in S.walk(tree.body))
 
 
+def _given_functions(function, call, parsed):
+    """For a call that gives ``function`` a function for a parameter it calls
+    (``odeint(dynamics, y0, ts)`` with ``def odeint(f, y0, ts): ... f(y, t)``), a
+    copy of ``function`` that knows what those parameters hold; None for any other
+    call.  The caller's read of what it gives is checked as the caller's own (a
+    global it names, a parameter it is said to hold): the copy reads nothing more."""
+    if any(isinstance(a, S.Starred) for a in call.args) or \
+            any(k.arg is None for k in call.keywords):
+        return None
+    try:
+        called = parse(function).callee_parameters
+    except Exception:  # (the transformation reports what it cannot read)
+        return None
+    code = function.__code__
+    positional = code.co_varnames[:code.co_argcount]
+    given = {**dict(zip(positional, call.args)), **{k.arg: k.value for k in call.keywords}}
+    fixed = {}
+    for name in sorted(set(called) & set(given)):
+        value = parsed.resolve_expression(given[name], items=True) if isinstance(
+            given[name], (S.Name, S.Attribute, S.Subscript)) else MISSING
+        if value is not MISSING and callable(value) and not isinstance(value, type) and (
+                is_user_function(value) or rules.is_primitive(value)):
+            fixed[name] = value
+    if not fixed:
+        return None
+    copy = _copy(function)
+    copy.derivo_fixed = (fixed, dict.fromkeys(fixed))  # (read where the caller reads them)
+    copy.derivo_key = (getattr(function, "derivo_key", code),
+                       tuple((name, id(value)) for name, value in sorted(fixed.items())))
+    return copy
+
+
+def _copy(function):
+    """A new function object running ``function``'s code, with its attributes."""
+    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__,
+                              function.__defaults__, function.__closure__)
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__qualname__, copy.__module__ = function.__qualname__, function.__module__
+    copy.__dict__.update(function.__dict__)
+    return copy
+
+
 def _specialised(function, obj, origin):
     """A copy of ``function`` whose first parameter is known to hold ``obj``, which
     the derivative's entry reads at ``origin`` (see :attr:`derivo.parse.Parsed.fixed`)."""
     code = function.__code__
-    copy = types.FunctionType(code, function.__globals__, function.__name__,
-                              function.__defaults__, function.__closure__)
-    copy.__kwdefaults__ = function.__kwdefaults__
-    copy.__qualname__, copy.__module__ = function.__qualname__, function.__module__
+    copy = _copy(function)
     first = code.co_varnames[0]
     copy.derivo_fixed = ({first: obj}, {first: origin})
     copy.derivo_key = (code, id(obj), origin[1:])  # (transform.Build: a VJP per object)

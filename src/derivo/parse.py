@@ -210,6 +210,8 @@ class Parsed:
         obj = self.fixed[ident]
         for step in path:
             obj = step.of(obj) if isinstance(step, Item) else getattr(obj, step, MISSING)
+        if ident in self.origins and self.origins[ident] is None:
+            return obj  # (a function its caller gave, read and checked there: see callees)
         where, root, base = self.origins.get(ident, (PARAMETERS, ident, ()))
         path = base + tuple(path)
         if isinstance(obj, types.MethodType) and path:
@@ -233,6 +235,8 @@ class Parsed:
         if not isinstance(node, S.Name):
             return None
         if node.id in self.fixed and node.id not in self._stored:
+            if node.id in self.origins and self.origins[node.id] is None:
+                return None
             where, root, base = self.origins.get(node.id, (PARAMETERS, node.id, ()))
             return where, root, base + tuple(reversed(path))
         where = None if node.id in self.local_names else self._holder(node.id)
