@@ -54,10 +54,13 @@ def lift_local_functions(parsed):
     and ``parsed.closure`` holds the lifted functions under the names its calls use."""
     if not any(isinstance(n, (S.FunctionDef, S.gast.Lambda)) for n in S.walk(parsed.tree.body)):
         return parsed
-    # a local function keeps its name where no global or closure variable has it
-    defined = {n.name for n in S.walk(parsed.tree.body) if isinstance(n, S.FunctionDef)} | {
-        n.targets[0].id for n in S.walk(parsed.tree.body) if isinstance(n, S.Assign)
-        and isinstance(n.value, S.gast.Lambda) and isinstance(n.targets[0], S.Name)}
+    # a local function keeps its name where no global, closure variable or other
+    # local has it (``g = make(a)`` beside make's own ``def g``)
+    lambdas = {n.targets[0].id for n in S.walk(parsed.tree.body) if isinstance(n, S.Assign)
+               and isinstance(n.value, S.gast.Lambda) and isinstance(n.targets[0], S.Name)}
+    defined = {n.name for n in S.walk(parsed.tree.body) if isinstance(n, S.FunctionDef)} | \
+        lambdas
+    defined -= S.stored_names(parsed.tree.body) - lambdas
     taken = names_in(parsed.tree) - defined | set(parsed.globals) | set(parsed.closure)
     functions = _lift(parsed, parsed.tree, set(parsed.closure), Namer(taken))
     parsed.closure.update(functions)

@@ -19,6 +19,7 @@ from . import syntax as S
 from .rules import Method, is_nondifferentiable
 from .errors import SourceUnavailable, UnsupportedSyntax
 from .contexts import lower_with_blocks
+from .factories import call_returned_functions
 from .lift import lift_local_functions
 
 MISSING = object()
@@ -425,9 +426,9 @@ def parse(func):
     lifted = getattr(func, "derivo_lifted", None)
     fixed, origins = getattr(func, "derivo_fixed", ({}, {}))  # (see callees)
     if lifted is not None:  # a local function of a user's function (see lift)
-        return Parsed(func, S.deepcopy(lifted.tree), lifted.filename, lifted.lines,
-                      lifted.first_line, func.__globals__, _closure_of(func), dict(fixed),
-                      dict(origins))
+        return call_returned_functions(Parsed(
+            func, S.deepcopy(lifted.tree), lifted.filename, lifted.lines, lifted.first_line,
+            func.__globals__, _closure_of(func), dict(fixed), dict(origins)), parse)
     # A wrapper (functools.wraps) is differentiated as the code it runs, which calls
     # what it wraps through its closure: never as its __wrapped__
     name = getattr(func, "__qualname__", repr(func))
@@ -467,7 +468,7 @@ def parse(func):
                     dict(fixed), dict(origins))
     _hold_defaults(parsed)
     _unfreeze_distributions(parsed)
-    return lift_local_functions(lower_with_blocks(parsed))
+    return call_returned_functions(lift_local_functions(lower_with_blocks(parsed)), parse)
 
 
 def _closure_of(func):
