@@ -1528,6 +1528,8 @@ def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
         return _changed_through_a_local(parsed, call, arrays, seen)
     if _unreadable(callee):
         return everything  # FNS[0](a), obj.go(a) of a local obj, super().go(a)
+    if trees.builds_a_record(callee):
+        return []  # Params(w=w, b=b): stored, not changed
     if any(_changes_its_arguments(parsed, argument, arrays, seen) for argument in everything):
         return everything  # map(fill, [a]): fill is called with what map was given
     function, given = user_function(callee)

@@ -17,6 +17,7 @@ derivative checks on each call (see :class:`derivo.cache.LiveReads`), so a call
 after they changed transforms again.
 """
 
+import dataclasses
 import functools
 import inspect
 import types
@@ -27,6 +28,7 @@ from .lift import compile_trees
 from .parse import MISSING, parse
 from .memory import is_user_function, user_function
 from .names import identifier
+from .trees import builds_a_record
 
 
 def direct_call(call, callee, parsed):
@@ -45,6 +47,8 @@ def direct_call(call, callee, parsed):
                                     call.func)
         return function
     if isinstance(callee, type):
+        if builds_a_record(callee):
+            _record_rule(callee)
         return None  # (a class makes an object: what its __init__ does is not a value)
     function, given = user_function(callee)
     if function is None:
@@ -185,6 +189,15 @@ def _read_by_key(tree, kwargs, given):
 
     Keys().visit(tree)
     return any(isinstance(n, S.Name) and n.id == kwargs for n in S.walk(tree.body))
+
+
+def _record_rule(cls):
+    """Register the rule of building ``cls``, a dataclass or a NamedTuple."""
+    if issubclass(cls, tuple):
+        rules.record_rule(cls, cls._fields, range(len(cls._fields)))
+    else:
+        fields = [f.name for f in dataclasses.fields(cls) if f.init]
+        rules.record_rule(cls, fields, fields)
 
 
 def _given_functions(function, call, parsed):

@@ -79,6 +79,19 @@ def is_record(value):
         dataclasses.is_dataclass(kind) or (isinstance(value, tuple) and hasattr(kind, "_fields"))
 
 
+def builds_a_record(cls):
+    """Whether calling the class ``cls`` only stores its arguments: a NamedTuple, or a
+    dataclass whose ``__init__`` is the one ``dataclass`` wrote and that has no
+    ``__post_init__`` (neither changes what it is given)."""
+    if not isinstance(cls, type):
+        return False
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        return cls.__new__.__code__.co_filename.startswith("<")
+    init = getattr(cls.__init__, "__code__", None)
+    return dataclasses.is_dataclass(cls) and init is not None and \
+        init.co_filename.startswith("<") and not hasattr(cls, "__post_init__")
+
+
 def is_container(value):
     """Whether ``value`` holds other values derivo differentiates through."""
     kind = type(value)
