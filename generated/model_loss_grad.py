@@ -145,6 +145,8 @@ def unbroadcast(adjoint, like):
             adjoint = np.real(adjoint)
         if np.shape(adjoint) == shape:
             return adjoint
+        if np.ndim(adjoint) < len(shape):
+            return adjoint  # a number stands for itself at each place (0.0: unreached)
         adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
         extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
