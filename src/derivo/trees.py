@@ -202,6 +202,19 @@ def in_structure(gradient, value):
     return rebuilt(value, grads)
 
 
+def structured(gradient, value):
+    """``gradient`` in the structure and types of ``value`` (see
+    :func:`in_structure`) when ``value`` is, or holds, a container read by name;
+    as it is otherwise: what a saved module returns for a differentiated argument."""
+    return in_structure(gradient, value) if _holds_record(value) else gradient
+
+
+def _holds_record(value):
+    if is_record(value):
+        return True
+    return type(value) in (list, tuple) and any(map(_holds_record, value))
+
+
 def rebuilt(value, grads):
     """A container of ``value``'s type holding ``grads`` (in the form of
     :func:`parts`) in place of its parts."""
