@@ -328,6 +328,20 @@ def solved_with_a_primitive(k, y0):
     return np.sum(euler(np.cos, k * y0, 5, 0.1) ** 2)
 
 
+def solved_with_a_lambda(k, y0):
+    return np.sum(euler(lambda y: -k * np.sin(y), y0, 5, 0.1) ** 2)
+
+
+def solved_with_a_closure(k, y0):
+    def rhs(y):
+        return -k * np.tanh(y) + k * k
+    return np.sum(euler(rhs, y0, 5, 0.1) ** 2)
+
+
+def solved_with_what_it_is_given(k, y0, dynamics):
+    return np.sum(euler(dynamics, k * y0, 5, 0.1) ** 2)
+
+
 def test_neural_ode():
     rng = np.random.default_rng(6)
     params = (0.3 * rng.standard_normal((2, 5)), 0.1 * rng.standard_normal(5),
@@ -337,9 +351,19 @@ def test_neural_ode():
 
 
 @pytest.mark.parametrize("loss", [solved_with_a_global, solved_with_a_local_def,
-                                  solved_with_a_primitive])
+                                  solved_with_a_primitive, solved_with_a_lambda,
+                                  solved_with_a_closure])
 def test_a_solver_given_its_dynamics(loss):
     assert_directional(loss, [1.3, np.array([0.3, -0.5])])
+
+
+def test_a_solver_given_the_dynamics_the_caller_is_given():
+    gradient = derivo.grad(solved_with_what_it_is_given)
+    y0 = np.array([0.3, -0.5])
+    for dynamics in (decay, np.tanh, decay):
+        expected = (solved_with_what_it_is_given(1.3 + H, y0, dynamics) -
+                    solved_with_what_it_is_given(1.3 - H, y0, dynamics)) / (2 * H)
+        assert_close(gradient(1.3, y0, dynamics), expected, rtol=1e-5)
 
 
 def test_a_solver_given_other_dynamics_transforms_again():

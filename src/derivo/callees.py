@@ -205,7 +205,9 @@ def _given_functions(function, call, parsed):
     (``odeint(dynamics, y0, ts)`` with ``def odeint(f, y0, ts): ... f(y, t)``), a
     copy of ``function`` that knows what those parameters hold; None for any other
     call.  The caller's read of what it gives is checked as the caller's own (a
-    global it names, a parameter it is said to hold): the copy reads nothing more."""
+    global it names, a parameter it is said to hold): the copy reads nothing more.
+    (A local function reading the caller's locals is given as one that takes
+    them: see :func:`derivo.factories.pass_closed_over_locals`.)"""
     if any(isinstance(a, S.Starred) for a in call.args) or \
             any(k.arg is None for k in call.keywords):
         return None

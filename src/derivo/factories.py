@@ -1,4 +1,12 @@
-"""Stage 1d: a function a call returns, called later (a closure factory).
+"""Stage 1d: local functions given to a call, and functions a call returns.
+
+A local function that reads the caller's locals, given to a user function
+(``euler(lambda y: -k * y, y0)``, lifted to ``partial(lambda_line9, k=k)``),
+is given as the lifted function itself, with the locals as arguments of their
+own: the call calls a copy of ``euler`` that takes ``f_k`` and passes it where
+it calls ``f`` (``f(y, k=f_k)``), provided it only calls ``f``.  The later
+stages then see a function given by name (see :mod:`derivo.callees`).
+
 
 ``def make(a): def f(x): return a * x; return f`` makes a function closing over
 ``a``; ``scale = make(2.0)`` then ``scale(x)`` calls it.  Lifted (see lift),
@@ -9,7 +17,7 @@ code: ``scale = make(2.0)`` becomes ``scale = make_closure(2.0)``, a copy of
 ``f(x, a=scale[0])``.  The values then flow through the caller as a tuple does,
 differentiated like any other.
 
-Only a name assigned once, from a call of a user function whose one ``return``
+For a function a call returns (a closure factory), only a name assigned once, from a call of a user function whose one ``return``
 is its last statement and gives a local function, and read only as the function
 of calls, is rewritten; anything else is left for the later stages to judge.
 """
@@ -49,6 +57,92 @@ def call_returned_functions(parsed, parse):
                     S.subscript(S.name(name), S.const(i)), call)) for i, key in enumerate(keys)]
                 call.func = S.copy_location(S.name(held), call.func)
     return parsed
+
+
+def pass_closed_over_locals(parsed, parse):
+    """Rewrite, in place, each call of ``parsed``'s function that gives a user
+    function a partial of a lifted local function (see the module's docstring)."""
+    for call in [n for n in S.walk(parsed.tree) if isinstance(n, S.Call)]:
+        if any(isinstance(a, S.Starred) for a in call.args) or \
+                any(k.arg is None for k in call.keywords):
+            continue
+        function = parsed.resolve_callee(call)
+        if not isinstance(function, types.FunctionType) or S.is_derivo(function) or \
+                (getattr(function, "__module__", None) or "").startswith(("numpy", "scipy")):
+            continue
+        code = function.__code__
+        positional = code.co_varnames[:code.co_argcount]
+        given = {**dict(zip(positional, call.args)), **{k.arg: k.value for k in call.keywords}}
+        closed = {name: {k.arg: k.value for k in value.keywords}
+                  for name, value in given.items() if _a_closed_over_local(parsed, value)}
+        if not closed:
+            continue
+        try:
+            callee = parse(function)
+        except Exception:  # (not a function derivo reads: later stages say why)
+            continue
+        made = _taking_closed_over(callee, closed) if all(
+            _only_called(callee.tree, name) for name in closed) else None
+        if made is not None:
+            _give_closed_over(call, positional, closed)
+            call.func = S.copy_location(S.name(parsed.hold(made.__name__, made)), call.func)
+    return parsed
+
+
+def _a_closed_over_local(parsed, node):
+    """Whether ``node`` is ``partial(lifted, k=k, ...)`` of a lifted local function."""
+    return isinstance(node, S.Call) and isinstance(node.func, S.Name) and \
+        parsed.closure.get(node.func.id) is functools.partial and len(node.args) == 1 and \
+        isinstance(node.args[0], S.Name) and node.keywords and \
+        all(k.arg is not None for k in node.keywords) and \
+        hasattr(parsed.closure.get(node.args[0].id), "derivo_lifted")
+
+
+def _only_called(tree, name):
+    """Whether ``tree`` reads ``name`` only as the function of calls."""
+    called = {id(n.func) for n in S.walk(tree) if isinstance(n, S.Call)}
+    return all(id(n) in called for n in S.walk(tree)
+               if isinstance(n, S.Name) and n.id == name and isinstance(n.ctx, S.Load))
+
+
+def _extra_name(parameter, local):
+    return "{}_{}".format(parameter, local)
+
+
+def _taking_closed_over(callee, closed):
+    """A copy of the function ``callee`` parses to that takes, for each parameter
+    of ``closed`` ({parameter: {local: expression}}), the locals its function reads
+    as keyword-only parameters, and passes them where it calls that function;
+    None when those parameters' names are taken."""
+    tree = callee.tree
+    extra = [_extra_name(name, local) for name, keywords in closed.items() for local in keywords]
+    taken = {n.id for n in S.walk(tree) if isinstance(n, S.Name)} | set(callee.globals)
+    if set(extra) & taken:
+        return None  # (a name it uses already: left for the later stages)
+    tree.args.kwonlyargs += [S.param(n) for n in extra]
+    tree.args.kw_defaults += [None] * len(extra)
+    for node in S.walk(tree):
+        if isinstance(node, S.Call) and isinstance(node.func, S.Name) and node.func.id in closed:
+            node.keywords += [S.gast.keyword(arg=local, value=S.copy_location(
+                S.name(_extra_name(node.func.id, local)), node)) for local in closed[node.func.id]]
+    function = callee.func
+    tree.name = identifier(function.__name__)
+    made = compile_trees(callee, [tree], {})[tree.name]
+    made.derivo_key = (getattr(function, "derivo_key", function.__code__), tuple(extra))
+    return made
+
+
+def _give_closed_over(call, positional, closed):
+    """``call`` gives the lifted functions in place of their partials, and the
+    locals they read as keywords (see :func:`_taking_closed_over`)."""
+    for position, argument in enumerate(call.args):
+        if position < len(positional) and positional[position] in closed:
+            call.args[position] = argument.args[0]
+    for keyword in call.keywords:
+        if keyword.arg in closed:
+            keyword.value = keyword.value.args[0]
+    call.keywords += [S.gast.keyword(arg=_extra_name(name, local), value=value)
+                      for name, keywords in closed.items() for local, value in keywords.items()]
 
 
 def _closure_maker(parsed, call, parse):
