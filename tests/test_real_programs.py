@@ -442,6 +442,16 @@ def gradient_norm(x):
     return np.sum(rosenbrock_grad(x) ** 2)
 
 
+def hessian_vector_product(x, v):
+    return np.dot(derivo.grad(rosenbrock)(x), v)
+
+
+def test_a_gradient_made_inside_is_differentiated_through():
+    x, v = np.array([0.5, 0.8, 1.1]), np.array([1.0, -2.0, 0.5])
+    np.testing.assert_allclose(derivo.grad(hessian_vector_product)(x, v),
+                               derivo.hessian(rosenbrock)(x) @ v)
+
+
 def test_newton_steps():
     x = np.array([0.5, 0.8, 1.1])
     hessian = derivo.hessian(rosenbrock)(x)

@@ -17,6 +17,10 @@ code: ``scale = make(2.0)`` becomes ``scale = make_closure(2.0)``, a copy of
 ``f(x, a=scale[0])``.  The values then flow through the caller as a tuple does,
 differentiated like any other.
 
+A derivative made inside (``derivo.grad(f)(x)``, f a global, its options
+constants) is made when the function is transformed, and the call calls it:
+derivo differentiates through its generated code, as through one made outside.
+
 For a function a call returns (a closure factory), only a name assigned once, from a call of a user function whose one ``return``
 is its last statement and gives a local function, and read only as the function
 of calls, is rewritten; anything else is left for the later stages to judge.
@@ -57,6 +61,50 @@ def call_returned_functions(parsed, parse):
                     S.subscript(S.name(name), S.const(i)), call)) for i, key in enumerate(keys)]
                 call.func = S.copy_location(S.name(held), call.func)
     return parsed
+
+
+#: derivo's functions that make a derivative of a function: made at transformation
+_MAKERS = ("grad", "value_and_grad", "tangent", "elementwise_grad")
+
+
+def make_inner_derivatives(parsed):
+    """Make each call ``derivo.grad(f, wrt=0)(x)`` of ``parsed``'s function, whose
+    function and options name no local, a call of the derivative it makes."""
+    for call in [n for n in S.walk(parsed.tree) if isinstance(n, S.Call)]:
+        maker = call.func
+        if not isinstance(maker, S.Call):
+            continue
+        made_by = parsed.resolve_callee(maker)
+        if not (S.is_derivo(made_by) and getattr(made_by, "__name__", None) in _MAKERS):
+            continue
+        args = [_known(parsed, a) for a in maker.args]
+        keywords = {k.arg: _known(parsed, k.value) for k in maker.keywords}
+        if any(v is _UNKNOWN for v in args) or None in keywords or \
+                any(v is _UNKNOWN for v in keywords.values()):
+            continue
+        try:
+            made = made_by(*args, **keywords)
+        except Exception:  # (refused: the call is refused as one derivo cannot read)
+            continue
+        name = parsed.hold(identifier(getattr(made, "__name__", "derivative")), made)
+        call.func = S.copy_location(S.name(name), maker)
+    return parsed
+
+
+_UNKNOWN = object()
+
+
+def _known(parsed, node):
+    """The value of a constant, or of what a free name (or an attribute of one)
+    refers to, if it is a function or a constant; _UNKNOWN for anything else."""
+    if isinstance(node, S.Constant):
+        return node.value
+    if isinstance(node, (S.Name, S.Attribute)):
+        value = parsed.resolve_expression(node)
+        if callable(value) or type(value) in S.LITERAL_TYPES or \
+                isinstance(value, tuple) and all(type(v) in S.LITERAL_TYPES for v in value):
+            return value
+    return _UNKNOWN
 
 
 def pass_closed_over_locals(parsed, parse):

@@ -19,7 +19,7 @@ from . import syntax as S
 from .rules import Method, is_nondifferentiable
 from .errors import SourceUnavailable, UnsupportedSyntax
 from .contexts import lower_with_blocks
-from .factories import call_returned_functions, pass_closed_over_locals
+from .factories import call_returned_functions, make_inner_derivatives, pass_closed_over_locals
 from .lift import lift_local_functions
 
 MISSING = object()
@@ -456,7 +456,7 @@ def parse(func):
         parsed = call_returned_functions(Parsed(
             func, S.deepcopy(lifted.tree), lifted.filename, lifted.lines, lifted.first_line,
             func.__globals__, _closure_of(func), dict(fixed), dict(origins)), parse)
-        return pass_closed_over_locals(parsed, parse)
+        return pass_closed_over_locals(make_inner_derivatives(parsed), parse)
     # A wrapper (functools.wraps) is differentiated as the code it runs, which calls
     # what it wraps through its closure: never as its __wrapped__
     name = getattr(func, "__qualname__", repr(func))
@@ -497,7 +497,7 @@ def parse(func):
     _hold_defaults(parsed)
     _unfreeze_distributions(parsed)
     parsed = call_returned_functions(lift_local_functions(lower_with_blocks(parsed)), parse)
-    return pass_closed_over_locals(parsed, parse)
+    return pass_closed_over_locals(make_inner_derivatives(parsed), parse)
 
 
 def _closure_of(func):
