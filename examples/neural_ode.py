@@ -28,10 +28,17 @@ def odeint(f, y0, ts, params):
     return states
 
 
+def trajectory_loss(params, y0, ts, observed):
+    predicted = odeint(dynamics, y0, ts, params)
+    return sum(np.sum((p - o) ** 2) for p, o in zip(predicted, observed)) / len(ts)
+
+
+trajectory_loss_grad = derivo.grad(trajectory_loss)
+
+
 def make_loss(y0, ts, observed):
     def loss(params):
-        predicted = odeint(dynamics, y0, ts, params)
-        return sum(np.sum((p - o) ** 2) for p, o in zip(predicted, observed)) / len(ts)
+        return trajectory_loss(params, y0, ts, observed)
     return loss
 
 

@@ -481,3 +481,54 @@ def test_bayesian_neural_network():
     assert_directional(bnn_log_posterior, [rng.standard_normal(13),
                                            rng.standard_normal((10, 1)),
                                            rng.standard_normal((10, 1))])
+
+
+# --- a hidden Markov model's log-likelihood by the forward algorithm (hmm_em.py) ---
+
+def log_partition_function(natural_params, data):
+    if isinstance(data, list):
+        return sum(map(lambda x: log_partition_function(natural_params, x), data))
+    log_pi, log_A, log_B = natural_params
+    log_pi = log_pi - logsumexp(log_pi)
+    log_A = log_A - logsumexp(log_A, axis=1, keepdims=True)
+    log_B = log_B - logsumexp(log_B, axis=1, keepdims=True)
+    log_alpha = log_pi
+    for y in data:
+        log_alpha = logsumexp(log_alpha[:, None] + log_A, axis=0) + log_B[:, y]
+    return logsumexp(log_alpha)
+
+
+def weighted_by_a_local_def(w, xs, ys):
+    def term(x, y):
+        return np.sum(np.tanh(w * x) * y)
+    return sum(map(term, xs, ys))
+
+
+def test_hidden_markov_model():
+    rng = np.random.default_rng(11)
+    params = (rng.standard_normal(3), rng.standard_normal((3, 3)),
+              rng.standard_normal((3, 4)))
+    assert_directional(log_partition_function, [params, [np.array([0, 1, 3]),
+                                                         np.array([2, 1, 1, 0])]])
+
+
+def test_map_of_a_local_def_over_two_lists():
+    rng = np.random.default_rng(12)
+    xs = [rng.standard_normal(3) for _ in range(4)]
+    ys = [rng.standard_normal(3) for _ in range(4)]
+    assert_directional(weighted_by_a_local_def, [rng.standard_normal(3), xs, ys])
+
+
+
+def walk(f, xs, depth):
+    if depth == 0:
+        return f(xs)
+    return walk(f, xs * 0.5, depth - 1) + f(xs)
+
+
+def walked(w):
+    return np.sum(walk(np.sin, w, 3))
+
+
+def test_a_recursive_helper_handing_on_the_function_it_is_given():
+    assert_directional(walked, [np.array([0.3, 0.8])])

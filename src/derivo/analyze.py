@@ -50,6 +50,7 @@ from . import syntax as S
 from .errors import DerivoError, NoDerivativeRule, UnsupportedSyntax
 from .memory import (Memory, all_params, arguments, in_a_library, is_numpy,
                      is_user_function, sharing_faults, user_function)
+from .callees import given_functions
 from .outline import Loop
 from .parse import GENERATED_PREFIX, MISSING, UNPACKED, is_distribution, parameter_names, parse
 from .ssa import CONSUMERS, is_append, normalize
@@ -1535,6 +1536,8 @@ def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
     function, given = user_function(callee)
     if function is None or function in seen:
         return []
+    if not given:  # odeint(dynamics, y0): what odeint changes, calling dynamics
+        seen, function = seen | {function}, given_functions(function, call, parsed) or function
     try:
         written = parameter_writes(function, arrays, seen)
     except DerivoError:  # no source: it may change any argument

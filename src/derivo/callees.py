@@ -40,7 +40,7 @@ def direct_call(call, callee, parsed):
         if not is_user_function(callee):
             return None
         function = _spread(callee, call, parsed) or callee
-        function = _given_functions(function, call, parsed) or function
+        function = given_functions(function, call, parsed) or function
         if function is callee:
             return None
         call.func = S.copy_location(S.name(parsed.hold(identifier(function.__name__), function)),
@@ -104,8 +104,8 @@ def _spread(function, call, parsed):
         extra = ["{}_{}".format(args.vararg.id, i)
                  for i in range(max(len(call.args) - len(args.args), 0))]
         args.args += [S.param(name) for name in extra]
-        if not _VarargsAsNames(args.vararg.id, extra,
-                               "len" not in function.__globals__).rewrite(tree):
+        if _VarargsAsNames(args.vararg.id, extra,
+                           "len" not in function.__globals__).rewrite(tree):
             built.append(S.assign(args.vararg.id, S.tuple_([S.name(n) for n in extra])))
         args.vararg = None
     if args.kwarg is not None:
@@ -200,7 +200,7 @@ def _record_rule(cls):
         rules.record_rule(cls, fields, fields)
 
 
-def _given_functions(function, call, parsed):
+def given_functions(function, call, parsed):
     """For a call that gives ``function`` a function for a parameter it calls
     (``odeint(dynamics, y0, ts)`` with ``def odeint(f, y0, ts): ... f(y, t)``), a
     copy of ``function`` that knows what those parameters hold; None for any other
@@ -227,11 +227,18 @@ def _given_functions(function, call, parsed):
             fixed[name] = value
     if not fixed:
         return None
-    copy = _copy(function)
-    copy.derivo_fixed = (fixed, dict.fromkeys(fixed))  # (read where the caller reads them)
-    copy.derivo_key = (getattr(function, "derivo_key", code),
-                       tuple((name, id(value)) for name, value in sorted(fixed.items())))
-    return copy
+    key = (getattr(function, "derivo_key", code),
+           tuple((name, id(value)) for name, value in sorted(fixed.items())))
+    if key not in _GIVEN:  # one copy per function given: a recursive call calls itself
+        copy = _copy(function)
+        copy.derivo_fixed = (fixed, dict.fromkeys(fixed))  # (read where the caller reads them)
+        copy.derivo_key = key
+        _GIVEN[key] = copy  # (it holds what it is given: no id in a key is reused)
+    return _GIVEN[key]
+
+
+#: {(a function's key, its parameters with the ids of the functions they hold): its copy}
+_GIVEN = {}
 
 
 def _copy(function):
