@@ -487,7 +487,13 @@ def _record_part(cls, fields, key):
     scope = {"key": key}
     exec("def {}(g, ans, {}):\n    return g if type(g) is float else g[key]\n".format(
         name, ", ".join(fields)), scope)
+    scope[name].__module__ = RECORDS  # (the rule's table: see Rule.table)
     return scope[name]
+
+
+#: The table of the rules of building records (see record_rule), which have no
+#: tangent rules: forward mode refuses a record built inside
+RECORDS = "derivo.rules.records"
 
 
 def is_primitive(obj):
