@@ -56,6 +56,8 @@ def unbroadcast(adjoint, like):
             adjoint = np.real(adjoint)
         if np.shape(adjoint) == shape:
             return adjoint
+        if np.ndim(adjoint) < len(shape):
+            return adjoint  # a number stands for itself at each place (0.0: unreached)
         adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
     adjoint = _summed_to(adjoint, shape)
     if shape or not isinstance(adjoint, _CONCRETE):

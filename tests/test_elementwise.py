@@ -60,3 +60,11 @@ def test_asking_again_gives_the_same_function():
 def test_several_parameters_are_refused():
     with pytest.raises(derivo.DerivoError, match="one parameter"):
         d(damped, wrt=(0, 1))
+
+
+def test_the_source_is_the_tangent_and_the_pass_of_ones():
+    made = derivo.elementwise_grad(np.tanh)
+    assert "def tanh_jvp(dx, x):" in made.source
+    assert made.source.rstrip().endswith("return tanh_jvp(one_like(x), x)[1]")
+    twice = derivo.elementwise_grad(made)
+    assert "def tanh_elementwise_grad_jvp(" in twice.source

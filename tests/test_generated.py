@@ -108,6 +108,8 @@ EXAMPLE_ARGUMENTS = {
     "gp_nll_grad": (0.1, -0.3, -2.0, *importlib.import_module("examples.gaussian_process").problem(8)),
     "log_likelihood_grad": (np.zeros(3), np.array([-1.0, 0.0, 1.0]), np.zeros(3),
                             importlib.import_module("examples.mixture_model").sample(20)),
+    "trajectory_loss_grad": (importlib.import_module("examples.neural_ode").init(hidden=3),
+                             *importlib.import_module("examples.neural_ode").data(n=4)),
     "rnn_grad": (*importlib.import_module("examples.rnn").initial(3, 2, 1),
                  *next(importlib.import_module("examples.rnn").sequences(1, steps=4, n_in=2))),
 }

@@ -1,6 +1,7 @@
 """The public API: grad, value_and_grad, vjp, tangent, jvp, jacobian, source, and
 the Derivative object."""
 
+import ast
 import functools
 import inspect
 import linecache
@@ -245,6 +246,7 @@ class Derivative(metaclass=_DerivativeType):
             KIND_LABELS[kind], func.__qualname__, ", ".join(wrt))
         self._has_aux = has_aux
         self._pullback = pullback
+        self._tree_gradients = False  # whether a call gave a container read by name
         with parsing_once():
             # the parameters that may say what the function calls (see specialise)
             self._callee_parameters = specialise.callee_parameters(func, wrt)
@@ -361,6 +363,7 @@ class Derivative(metaclass=_DerivativeType):
         if any(map(_low_precision, differentiated)):
             result = self._gradients_in_precision(result, differentiated)
         if any(map(_is_tree, differentiated)):
+            self._tree_gradients = True
             return self._gradients_of_trees(result, differentiated)
         # lists or tuples among the arguments: some may be differentiated
         return self._gradients_in_structure(result, differentiated, item_types) \
@@ -584,7 +587,34 @@ class Derivative(metaclass=_DerivativeType):
             return save.ModuleParts(self.__doc__, {}, namespace, body)
         source = self.source if not guard else codegen.with_prologue(
             self.source, self._function.__name__, guard)
+        if self._tree_gradients and self.kind in ("grad", "value_and_grad"):
+            source = self._structured_source(source, namespace)
         return save.ModuleParts(self.__doc__, user_sources, namespace, source)
+
+    def _structured_source(self, source, namespace):
+        """``source`` with its function renamed ``<name>_adjoints`` and called by a
+        function of the old name that gives each gradient its argument's structure
+        and types, as this derivative does (see :func:`derivo.trees.structured`)."""
+        name = self._function.__name__
+        raw = name + "_adjoints"
+        tree = ast.parse(source)
+        definition = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+        params = ast.unparse(definition.args)
+        call = ", ".join([a.arg for a in definition.args.args] +
+                         ["{0}={0}".format(a.arg) for a in definition.args.kwonlyargs])
+        grads = "result[1]" if self.kind == "value_and_grad" else \
+            "result[0]" if self._has_aux else "result"
+        if len(self.wrt) == 1 and not self._tuple_wrt:
+            shaped = "structured({}, {})".format(grads, self.wrt[0])
+        else:
+            shaped = "tuple(structured(g, v) for g, v in zip({}, ({},)))".format(
+                grads, ", ".join(self.wrt))
+        result = "result[0], {}".format(shaped) if self.kind == "value_and_grad" else \
+            "{}, result[1]".format(shaped) if self._has_aux else shaped
+        namespace["structured"] = trees.structured
+        renamed = source.replace("def {}(".format(name), "def {}(".format(raw), 1)
+        return "{}\n\ndef {}({}):\n    result = {}({})\n    return {}\n".format(
+            renamed.rstrip() + "\n", name, params, raw, call, result)
 
     def _saved_scalar_guard(self):
         """The check a saved module of scalar code runs first: the entry in this

@@ -17,6 +17,7 @@ derivative checks on each call (see :class:`derivo.cache.LiveReads`), so a call
 after they changed transforms again.
 """
 
+import dataclasses
 import functools
 import inspect
 import types
@@ -27,6 +28,7 @@ from .lift import compile_trees
 from .parse import MISSING, parse
 from .memory import is_user_function, user_function
 from .names import identifier
+from .trees import builds_a_record
 
 
 def direct_call(call, callee, parsed):
@@ -35,11 +37,18 @@ def direct_call(call, callee, parsed):
     that is not a user function reached through a value."""
     if is_user_function(callee) or rules.is_primitive(callee):
         _name_what_is_called(call, callee, parsed)
-        spread = _spread(callee, call, parsed) if is_user_function(callee) else None
-        if spread is not None:
-            call.func = S.copy_location(S.name(parsed.hold(spread.__name__, spread)), call.func)
-        return spread
+        if not is_user_function(callee):
+            return None
+        function = _spread(callee, call, parsed) or callee
+        function = given_functions(function, call, parsed) or function
+        if function is callee:
+            return None
+        call.func = S.copy_location(S.name(parsed.hold(identifier(function.__name__), function)),
+                                    call.func)
+        return function
     if isinstance(callee, type):
+        if builds_a_record(callee):
+            _record_rule(callee)
         return None  # (a class makes an object: what its __init__ does is not a value)
     function, given = user_function(callee)
     if function is None:
@@ -95,7 +104,9 @@ def _spread(function, call, parsed):
         extra = ["{}_{}".format(args.vararg.id, i)
                  for i in range(max(len(call.args) - len(args.args), 0))]
         args.args += [S.param(name) for name in extra]
-        built.append(S.assign(args.vararg.id, S.tuple_([S.name(n) for n in extra])))
+        if _VarargsAsNames(args.vararg.id, extra,
+                           "len" not in function.__globals__).rewrite(tree):
+            built.append(S.assign(args.vararg.id, S.tuple_([S.name(n) for n in extra])))
         args.vararg = None
     if args.kwarg is not None:
         given = {k.arg: "{}_{}".format(args.kwarg.id, k.arg) for k in call.keywords
@@ -118,6 +129,52 @@ def _spread(function, call, parsed):
     return spread
 
 
+class _VarargsAsNames(S.NodeTransformer):
+    """Reads of ``*args`` that name its items (``args[0]``, ``len(args)``,
+    ``args + (ones,)``, ``(ones,) + args``) made reads of the parameters the call
+    gives: a tuple it builds is then a tuple of those, as the call wrote it."""
+
+    def __init__(self, vararg, names, builtin_len):
+        self.vararg, self.names, self.builtin_len = vararg, names, builtin_len
+
+    def rewrite(self, tree):
+        """Rewrite ``tree``; whether ``args`` is still read otherwise (then it is
+        built as a tuple).  A function that assigns ``args`` is left as it is."""
+        if self.vararg in S.stored_names(tree.body):
+            return True
+        self.visit(tree)
+        return any(isinstance(n, S.Name) and n.id == self.vararg for n in S.walk(tree.body))
+
+    def _items(self, node):
+        if isinstance(node, S.Name) and node.id == self.vararg:
+            return [S.copy_location(S.name(n), node) for n in self.names]
+        return list(node.elts) if isinstance(node, S.Tuple) else None
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        left, right = self._items(node.left), self._items(node.right)
+        if isinstance(node.op, S.Add) and left is not None and right is not None:
+            return S.copy_location(S.tuple_(left + right), node)
+        return node
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if isinstance(node.value, S.Name) and node.value.id == self.vararg and \
+                isinstance(node.slice, S.Constant) and type(node.slice.value) is int and \
+                -len(self.names) <= node.slice.value < len(self.names):
+            return S.copy_location(S.name(self.names[node.slice.value]), node)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, S.Name) and node.func.id == "len" and self.builtin_len and \
+                len(node.args) == 1 \
+                and not node.keywords and isinstance(node.args[0], S.Name) and \
+                node.args[0].id == self.vararg:
+            return S.copy_location(S.const(len(self.names)), node)
+        return node
+
+
 def _read_by_key(tree, kwargs, given):
     """Make each ``kwargs["c"]`` of ``tree`` the parameter ``given["c"]``; whether
     ``kwargs`` is still read otherwise (then it is built as a dict)."""
@@ -134,14 +191,71 @@ def _read_by_key(tree, kwargs, given):
     return any(isinstance(n, S.Name) and n.id == kwargs for n in S.walk(tree.body))
 
 
+def _record_rule(cls):
+    """Register the rule of building ``cls``, a dataclass or a NamedTuple."""
+    if issubclass(cls, tuple):
+        rules.record_rule(cls, cls._fields, range(len(cls._fields)))
+    else:
+        fields = [f.name for f in dataclasses.fields(cls) if f.init]
+        rules.record_rule(cls, fields, fields)
+
+
+def given_functions(function, call, parsed):
+    """For a call that gives ``function`` a function for a parameter it calls
+    (``odeint(dynamics, y0, ts)`` with ``def odeint(f, y0, ts): ... f(y, t)``), a
+    copy of ``function`` that knows what those parameters hold; None for any other
+    call.  The caller's read of what it gives is checked as the caller's own (a
+    global it names, a parameter it is said to hold): the copy reads nothing more.
+    (A local function reading the caller's locals is given as one that takes
+    them: see :func:`derivo.factories.pass_closed_over_locals`.)"""
+    if any(isinstance(a, S.Starred) for a in call.args) or \
+            any(k.arg is None for k in call.keywords):
+        return None
+    try:
+        called = parse(function).callee_parameters
+    except Exception:  # (the transformation reports what it cannot read)
+        return None
+    code = function.__code__
+    positional = code.co_varnames[:code.co_argcount]
+    given = {**dict(zip(positional, call.args)), **{k.arg: k.value for k in call.keywords}}
+    fixed = {}
+    for name in sorted(set(called) & set(given)):
+        value = parsed.resolve_expression(given[name], items=True) if isinstance(
+            given[name], (S.Name, S.Attribute, S.Subscript)) else MISSING
+        if value is not MISSING and callable(value) and not isinstance(value, type) and (
+                is_user_function(value) or rules.is_primitive(value)):
+            fixed[name] = value
+    if not fixed:
+        return None
+    key = (getattr(function, "derivo_key", code),
+           tuple((name, id(value)) for name, value in sorted(fixed.items())))
+    if key not in _GIVEN:  # one copy per function given: a recursive call calls itself
+        copy = _copy(function)
+        copy.derivo_fixed = (fixed, dict.fromkeys(fixed))  # (read where the caller reads them)
+        copy.derivo_key = key
+        _GIVEN[key] = copy  # (it holds what it is given: no id in a key is reused)
+    return _GIVEN[key]
+
+
+#: {(a function's key, its parameters with the ids of the functions they hold): its copy}
+_GIVEN = {}
+
+
+def _copy(function):
+    """A new function object running ``function``'s code, with its attributes."""
+    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__,
+                              function.__defaults__, function.__closure__)
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__qualname__, copy.__module__ = function.__qualname__, function.__module__
+    copy.__dict__.update(function.__dict__)
+    return copy
+
+
 def _specialised(function, obj, origin):
     """A copy of ``function`` whose first parameter is known to hold ``obj``, which
     the derivative's entry reads at ``origin`` (see :attr:`derivo.parse.Parsed.fixed`)."""
     code = function.__code__
-    copy = types.FunctionType(code, function.__globals__, function.__name__,
-                              function.__defaults__, function.__closure__)
-    copy.__kwdefaults__ = function.__kwdefaults__
-    copy.__qualname__, copy.__module__ = function.__qualname__, function.__module__
+    copy = _copy(function)
     first = code.co_varnames[0]
     copy.derivo_fixed = ({first: obj}, {first: origin})
     copy.derivo_key = (code, id(obj), origin[1:])  # (transform.Build: a VJP per object)

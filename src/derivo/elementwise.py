@@ -57,8 +57,22 @@ def _made(func, name):
     tangent_name = "{}_jvp".format(label)
     source = "def {}({}):\n    return {}(one_like({}), {})[1]\n".format(
         made_name, ", ".join(params), tangent_name, name, ", ".join(params))
-    namespace = {tangent_name: api.tangent(func, wrt=name), "one_like": one_like, "np": np}
+    tangent = api.tangent(func, wrt=name)
+    namespace = {tangent_name: tangent, "one_like": one_like, "np": np}
     made = codegen.compile_module(source, namespace, made_name)[made_name]
+    made.source = _with_tangent_source(tangent, source)
     made.__defaults__ = getattr(inner, "__defaults__", None)
     made.__doc__ = "The elementwise derivative of {} with respect to {}.".format(label, name)
     return made
+
+
+def _with_tangent_source(tangent, source):
+    """``source`` after the generated source of the tangent it calls (its
+    ``.source``, as a derivative has); the tangent is made here, once, as its
+    first call would.  A tangent made only when called with arguments (one that
+    specialises on what it is given), or one derivo refuses, leaves ``source``
+    alone: the call reports why."""
+    try:
+        return tangent.source + "\n\n" + source
+    except Exception:  # (raised again, with the user's line, when it is called)
+        return source

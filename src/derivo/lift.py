@@ -54,15 +54,62 @@ def lift_local_functions(parsed):
     and ``parsed.closure`` holds the lifted functions under the names its calls use."""
     if not any(isinstance(n, (S.FunctionDef, S.gast.Lambda)) for n in S.walk(parsed.tree.body)):
         return parsed
-    # a local function keeps its name where no global or closure variable has it
-    defined = {n.name for n in S.walk(parsed.tree.body) if isinstance(n, S.FunctionDef)} | {
-        n.targets[0].id for n in S.walk(parsed.tree.body) if isinstance(n, S.Assign)
-        and isinstance(n.value, S.gast.Lambda) and isinstance(n.targets[0], S.Name)}
+    # a local function keeps its name where no global, closure variable or other
+    # local has it (``g = make(a)`` beside make's own ``def g``)
+    lambdas = {n.targets[0].id for n in S.walk(parsed.tree.body) if isinstance(n, S.Assign)
+               and isinstance(n.value, S.gast.Lambda) and isinstance(n.targets[0], S.Name)}
+    defined = {n.name for n in S.walk(parsed.tree.body) if isinstance(n, S.FunctionDef)} | \
+        lambdas
+    defined -= S.stored_names(parsed.tree.body) - lambdas
     taken = names_in(parsed.tree) - defined | set(parsed.globals) | set(parsed.closure)
-    functions = _lift(parsed, parsed.tree, set(parsed.closure), Namer(taken))
+    namer = Namer(taken)
+    if "map" not in set(parsed.globals) | set(parsed.closure) | S.stored_names(parsed.tree):
+        _MapsAsGenerators(defined - lambdas, namer).visit(parsed.tree)
+    functions = _lift(parsed, parsed.tree, set(parsed.closure), namer)
     parsed.closure.update(functions)
     parsed.__dict__.pop("local_names", None)  # (a cached property of the tree)
     return parsed
+
+
+class _MapsAsGenerators(S.NodeTransformer):
+    """``map(lambda x: body, xs)`` becomes ``(body for x in xs)``, and ``map(f, xs,
+    ys)`` of a local ``def f`` ``(f(a, b) for a, b in zip(xs, ys))``: what map
+    yields, as a generator derivo differentiates, the lambda's free names read
+    where they were (the builtin ``map`` only, of functions given nothing more)."""
+
+    def __init__(self, local_defs, namer):
+        self.local_defs, self.namer = local_defs, namer
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if not (isinstance(node.func, S.Name) and node.func.id == "map" and
+                len(node.args) >= 2 and not node.keywords and
+                not any(isinstance(a, S.Starred) for a in node.args)):
+            return node
+        function, iterables = node.args[0], node.args[1:]
+        if isinstance(function, S.gast.Lambda):
+            args = function.args
+            if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or \
+                    len(args.posonlyargs + args.args) != len(iterables):
+                return node
+            names = [a.id for a in args.posonlyargs + args.args]
+            element = function.body
+        elif isinstance(function, S.Name) and function.id in self.local_defs:
+            names = [self.namer.fresh("item") for _ in iterables]
+            element = S.call(S.name(function.id), *[S.name(n) for n in names])
+        else:
+            return node
+        if len(names) == 1:
+            target, iterable = S.store(names[0]), iterables[0]
+        else:
+            target = S.tuple_([S.store(n) for n in names], store_ctx=True)
+            iterable = S.call(S.name("zip"), *iterables)
+        loop = S.gast.comprehension(target=target, iter=iterable, ifs=[], is_async=0)
+        made = S.gast.GeneratorExp(elt=element, generators=[loop])
+        for part in S.walk(made):
+            if getattr(part, "lineno", None) is None:
+                S.copy_location(part, node)
+        return S.copy_location(made, node)
 
 
 def _lift(parsed, tree, outer_cells, namer):

@@ -19,6 +19,7 @@ from . import syntax as S
 from .rules import Method, is_nondifferentiable
 from .errors import SourceUnavailable, UnsupportedSyntax
 from .contexts import lower_with_blocks
+from .factories import call_returned_functions, make_inner_derivatives, pass_closed_over_locals
 from .lift import lift_local_functions
 
 MISSING = object()
@@ -26,6 +27,8 @@ MISSING = object()
 GENERATED_PREFIX = "<derivo generated "
 #: The reads being recorded by this thread (see recording_reads), innermost last
 _RECORDING = threading.local()
+#: the functions whose callee parameters are being read, on this thread
+_EXAMINING = threading.local()
 
 
 @contextlib.contextmanager
@@ -236,6 +239,8 @@ class Parsed:
         obj = self.fixed[ident]
         for step in path:
             obj = step.of(obj) if isinstance(step, Item) else getattr(obj, step, MISSING)
+        if ident in self.origins and self.origins[ident] is None:
+            return obj  # (a function its caller gave, read and checked there: see callees)
         where, root, base = self.origins.get(ident, (PARAMETERS, ident, ()))
         path = base + tuple(path)
         if isinstance(obj, types.MethodType) and path:
@@ -259,6 +264,8 @@ class Parsed:
         if not isinstance(node, S.Name):
             return None
         if node.id in self.fixed and node.id not in self._stored:
+            if node.id in self.origins and self.origins[node.id] is None:
+                return None
             where, root, base = self.origins.get(node.id, (PARAMETERS, node.id, ()))
             return where, root, base + tuple(reversed(path))
         where = None if node.id in self.local_names else self._holder(node.id)
@@ -306,9 +313,34 @@ class Parsed:
                     found.add(func.id)
                     if func.id in assigned:  # act = ACTIVATIONS[kind]; act(x)
                         chains.append(assigned[func.id])
-            for param in found & params:
+            for param in (found | self._handed_to_a_callee(call)) & params:
                 lines.setdefault(param, set()).add(call.lineno)
         return lines
+
+    def _handed_to_a_callee(self, call):
+        """The names ``call`` gives, as they are, to a user function for parameters
+        that say what it calls (``euler(f, y0)`` of ``def euler(f, y0): ... f(y)``)."""
+        given = [*call.args, *(k.value for k in call.keywords)]
+        if not any(isinstance(v, S.Name) for v in given) or \
+                any(isinstance(a, S.Starred) for a in call.args):
+            return set()
+        callee = self.resolve_expression(call.func)
+        code = getattr(callee, "__code__", None)
+        active = getattr(_EXAMINING, "codes", frozenset())  # (a recursive function)
+        if not isinstance(callee, types.FunctionType) or code in active or \
+                (getattr(callee, "__module__", None) or "").startswith(("numpy", "scipy", "derivo")):
+            return set()
+        _EXAMINING.codes = active | {code}
+        try:
+            called = parse(callee).callee_parameters
+        except Exception:  # (not a function derivo reads: its call says why, later)
+            return set()
+        finally:
+            _EXAMINING.codes = active
+        given = dict(zip(code.co_varnames[:code.co_argcount], call.args))
+        given.update((k.arg, k.value) for k in call.keywords if k.arg is not None)
+        return {value.id for name, value in given.items()
+                if name in called and isinstance(value, S.Name)}
 
     @functools.cached_property
     def _stored(self):
@@ -462,9 +494,10 @@ def _parse(func):
     lifted = getattr(func, "derivo_lifted", None)
     fixed, origins = getattr(func, "derivo_fixed", ({}, {}))  # (see callees)
     if lifted is not None:  # a local function of a user's function (see lift)
-        return Parsed(func, S.deepcopy(lifted.tree), lifted.filename, lifted.lines,
-                      lifted.first_line, func.__globals__, _closure_of(func), dict(fixed),
-                      dict(origins))
+        parsed = call_returned_functions(Parsed(
+            func, S.deepcopy(lifted.tree), lifted.filename, lifted.lines, lifted.first_line,
+            func.__globals__, _closure_of(func), dict(fixed), dict(origins)), parse)
+        return pass_closed_over_locals(make_inner_derivatives(parsed), parse)
     # A wrapper (functools.wraps) is differentiated as the code it runs, which calls
     # what it wraps through its closure: never as its __wrapped__
     name = getattr(func, "__qualname__", repr(func))
@@ -504,7 +537,8 @@ def _parse(func):
                     dict(fixed), dict(origins))
     _hold_defaults(parsed)
     _unfreeze_distributions(parsed)
-    return lift_local_functions(lower_with_blocks(parsed))
+    parsed = call_returned_functions(lift_local_functions(lower_with_blocks(parsed)), parse)
+    return pass_closed_over_locals(make_inner_derivatives(parsed), parse)
 
 
 def _closure_of(func):

@@ -365,10 +365,12 @@ class Build:
                     continue
                 self.bind(node.id, obj)
                 # a library's function is imported by a saved module, never copied
-                if callable(obj) and getattr(obj, "__code__", None) is not None \
-                        and not S.is_derivo(obj) and not in_a_library(obj) \
-                        and _user_source(obj) is not None:
-                    self.user_sources[node.id] = _user_source(obj)
+                source = _user_source(obj) if callable(obj) and getattr(
+                    obj, "__code__", None) is not None and not S.is_derivo(obj) and \
+                    not in_a_library(obj) else None
+                if source is not None:  # (a copy held under another name: see callees)
+                    self.user_sources[node.id] = source if obj.__name__ == node.id else \
+                        "{}\n{} = {}\n".format(source.rstrip() + "\n", node.id, obj.__name__)
 
     def source(self):
         return codegen.render(self.functions, self.comments)

@@ -79,6 +79,19 @@ def is_record(value):
         dataclasses.is_dataclass(kind) or (isinstance(value, tuple) and hasattr(kind, "_fields"))
 
 
+def builds_a_record(cls):
+    """Whether calling the class ``cls`` only stores its arguments: a NamedTuple, or a
+    dataclass whose ``__init__`` is the one ``dataclass`` wrote and that has no
+    ``__post_init__`` (neither changes what it is given)."""
+    if not isinstance(cls, type):
+        return False
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        return cls.__new__.__code__.co_filename.startswith("<")
+    init = getattr(cls.__init__, "__code__", None)
+    return dataclasses.is_dataclass(cls) and init is not None and \
+        init.co_filename.startswith("<") and not hasattr(cls, "__post_init__")
+
+
 def is_container(value):
     """Whether ``value`` holds other values derivo differentiates through."""
     kind = type(value)
@@ -187,6 +200,19 @@ def in_structure(gradient, value):
             gradient = [0.0 if isinstance(gradient, dict) else gradient] * len(found)
         grads = [in_structure(g, item) for g, item in zip(gradient, found)]
     return rebuilt(value, grads)
+
+
+def structured(gradient, value):
+    """``gradient`` in the structure and types of ``value`` (see
+    :func:`in_structure`) when ``value`` is, or holds, a container read by name;
+    as it is otherwise: what a saved module returns for a differentiated argument."""
+    return in_structure(gradient, value) if _holds_record(value) else gradient
+
+
+def _holds_record(value):
+    if is_record(value):
+        return True
+    return type(value) in (list, tuple) and any(map(_holds_record, value))
 
 
 def rebuilt(value, grads):

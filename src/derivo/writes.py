@@ -18,9 +18,10 @@ import operator
 
 import numpy as np
 
-from . import form, rules
+from . import form, rules, trees
 from . import syntax as S
 from .activity import hashable
+from .callees import given_functions
 from .errors import DerivoError, UnsupportedSyntax
 from .memory import (Flow, Memory, all_params, arguments, is_numpy, names_read,
                      sharing_faults, summarized, user_function)
@@ -217,11 +218,15 @@ def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
         return _changed_through_a_local(parsed, call, arrays, seen)
     if _unreadable(callee):
         return everything  # FNS[0](a), obj.go(a) of a local obj, super().go(a)
+    if trees.builds_a_record(callee):
+        return []  # Params(w=w, b=b): stored, not changed
     if any(_changes_its_arguments(parsed, argument, arrays, seen) for argument in everything):
         return everything  # map(fill, [a]): fill is called with what map was given
     function, given = user_function(callee)
     if function is None or function in seen:
         return []
+    if not given:  # odeint(dynamics, y0): what odeint changes, calling dynamics
+        seen, function = seen | {function}, given_functions(function, call, parsed) or function
     try:
         written = _written(function, arrays, seen)
     except DerivoError:  # no source: it may change any argument

@@ -468,6 +468,34 @@ def lookup(primitive, nargs, keywords=()):
     return None
 
 
+def record_rule(cls, fields, keys):
+    """The rule of building the record class ``cls`` (a dataclass, a NamedTuple:
+    see derivo.trees.builds_a_record) from its ``fields``: each field's adjoint is
+    the part of the record's adjoint under its key (``keys``: field names, or
+    positions for a NamedTuple); a zero adjoint (0.0) stays zero."""
+    rule = lookup(cls, len(fields))
+    if rule is None:
+        rule = Rule(cls, [_record_part(cls, fields, key) for key in keys], label_of(cls), "vjp")
+        # (registered quietly: a call of cls was refused before, so no cached
+        # derivative depends on its having no rule)
+        RULES.setdefault(cls, {})[rule.arity] = rule
+    return rule
+
+
+def _record_part(cls, fields, key):
+    name = "{}_{}_vjp".format(cls.__name__, key)
+    scope = {"key": key}
+    exec("def {}(g, ans, {}):\n    return g if type(g) is float else g[key]\n".format(
+        name, ", ".join(fields)), scope)
+    scope[name].__module__ = RECORDS  # (the rule's table: see Rule.table)
+    return scope[name]
+
+
+#: The table of the rules of building records (see record_rule), which have no
+#: tangent rules: forward mode refuses a record built inside
+RECORDS = "derivo.rules.records"
+
+
 def is_primitive(obj):
     load_tables()
     try:
