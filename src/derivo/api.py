@@ -255,7 +255,7 @@ class Derivative(metaclass=_DerivativeType):
             try:
                 self._install()
             except DerivoError as error:
-                if not specialise.waits_for_arguments(error, self._callee_parameters):
+                if not specialise.waits_for_arguments(error, self._callee_parameters, func):
                     raise
                 # what a parameter calls is known at the first call: transformed then
                 self.call = types.MethodType(specialise.pending_entry(), self)

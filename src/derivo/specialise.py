@@ -36,11 +36,18 @@ def callee_parameters(func, wrt):
     return {name: lines for name, lines in sorted(found.items()) if name not in wrt}
 
 
-def waits_for_arguments(error, parameters):
-    """Whether ``error``, raised transforming a function before any call, may be
-    for want of what ``parameters`` (see :func:`callee_parameters`) hold: it is
-    at a call one of them says the callee of."""
-    return any(error.lineno in lines for lines in parameters.values())
+def waits_for_arguments(error, parameters, func):
+    """Whether ``error``, raised transforming ``func`` before any call, may be for
+    want of what ``parameters`` (see :func:`callee_parameters`) hold: it is at a
+    call one of them says the callee of, or in code ``func`` calls (a helper that
+    calls what such a call gives it)."""
+    if not parameters:
+        return False
+    if any(error.lineno in lines for lines in parameters.values()):
+        return True
+    code = getattr(func, "__code__", None)
+    return code is None or error.filename != code.co_filename or \
+        error.lineno not in {line for _, _, line in code.co_lines()}
 
 
 def fixed_values(func, names, lead, args, kwargs):
