@@ -157,14 +157,6 @@ def _joined_sequence_error(parsed, node, operand):
             parsed.words(node), text), "list arithmetic")
 
 
-def _flattened(targets):
-    for target in targets:
-        if isinstance(target, (S.Tuple, S.List)):
-            yield from _flattened(target.elts)
-        else:
-            yield target.value if isinstance(target, S.gast.Starred) else target
-
-
 def parameters_read_whole(func):
     """The parameters of ``func`` its code may read as a list or an array: every
     one read other than as an operand of arithmetic or a comparison, or as an
