@@ -52,8 +52,6 @@ The annotations stages leave on nodes are declared in ``form.ANNOTATIONS``, and
 import math
 import types
 
-import numpy as np
-
 from . import form, rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
