@@ -6,8 +6,11 @@ tree even when it is not.  The tests directory itself goes on the path too, so
 ``from checks import ...`` works under every pytest import mode.
 """
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 _TESTS = os.path.dirname(os.path.abspath(__file__))
 _SRC = os.path.join(os.path.dirname(_TESTS), "src")
@@ -15,3 +18,9 @@ _SRC = os.path.join(os.path.dirname(_TESTS), "src")
 for _path in (_TESTS, _SRC):
     if _path not in sys.path:
         sys.path.insert(0, _path)
+
+# numba's compiled derivatives are cached on disk (see derivo.numba_cache): the tests'
+# go into a directory of their own, removed at the end, not into the user's ~/.cache.
+if "DERIVO_CACHE_DIR" not in os.environ:
+    os.environ["DERIVO_CACHE_DIR"] = tempfile.mkdtemp(prefix="derivo-tests-")
+    atexit.register(shutil.rmtree, os.environ["DERIVO_CACHE_DIR"], True)
