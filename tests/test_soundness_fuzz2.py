@@ -10,7 +10,10 @@ issue 20's list of known bugs found, each fixed where it is owned:
 - refusals name the user's function: what derivo.hessian and derivo.jacobian
   return, a third derivative of array code, ``derivo.grad(g)(x)`` called inside;
 - ``save()`` refuses a helper made inside another function (``def g(x, w=w)``)
-  rather than write a module that fails on import.
+  rather than write a module that fails on import;
+- a write through an alias (``b = y``, a helper's result, a conditional
+  expression) of an array read afterwards is refused in forward mode too, and
+  where only what the write stores varies (``grad(f, wrt=c)``).
 """
 
 import re
@@ -370,3 +373,63 @@ def test_a_refused_write_names_the_programs_array():
     with pytest.raises(derivo.DerivoError, match="'w' sharing memory with 'y'") as error:
         derivo.grad(writes_a_view_twice, wrt=(0, 1))(A.copy(), 0.7)
     assert "w1" not in str(error.value)
+
+
+# --- a write through an alias, in forward mode and where only the alias varies ---------
+
+
+def ident(r):
+    return r
+
+
+def through_an_alias(a, c):
+    y = a * 1.0
+    b = y
+    b[0] = 2.0 * c
+    return np.sum(y * y)
+
+
+def through_a_helpers_result(a, c):
+    y = a * 1.0
+    b = ident(y)
+    b[0] = 2.0 * c
+    return np.sum(y * y)
+
+
+def through_a_conditional_alias(a, c):
+    y = a * 1.0
+    b = y if c > 0.5 else a * 0.5
+    b[0] = 2.0 * c
+    return np.sum(y * y) * c
+
+
+def through_the_original(a, c):
+    y = a * 1.0
+    b = ident(y)
+    y[0] = 2.0 * c
+    return np.sum(b * b)
+
+
+@pytest.mark.parametrize("f", [through_an_alias, through_a_helpers_result,
+                               through_a_conditional_alias])
+def test_a_write_through_an_alias_is_refused_in_every_mode(f):
+    """b = y; b[0] = v; y read afterwards: the write changes y, in every mode,
+    also when only c (what b is given) is differentiated."""
+    direction = np.array([0.3, -0.5, 0.7, 0.2])
+    for run in (lambda: derivo.jvp(f, (A.copy(), 0.7), (direction, 0.8)),
+                lambda: derivo.jvp(f, (A.copy(), 0.7), (direction, None)),
+                lambda: derivo.grad(f, wrt=1)(A.copy(), 0.7),
+                lambda: derivo.hessian(f, wrt=1)(A.copy(), 0.7),
+                lambda: derivo.grad(f, wrt=(0, 1))(A.copy(), 0.7)):
+        with pytest.raises(derivo.DerivoError, match="'b' sharing memory with 'y'"):
+            run()
+
+
+def test_a_write_through_the_original_is_differentiated_in_forward_mode():
+    direction = np.array([0.3, -0.5, 0.7, 0.2])
+    value, tangent = derivo.jvp(through_the_original, (A.copy(), 0.7), (direction, 0.8))
+    h = 1e-6
+    want = (through_the_original(A + h * direction, 0.7 + h * 0.8) -
+            through_the_original(A - h * direction, 0.7 - h * 0.8)) / (2 * h)
+    assert value == through_the_original(A.copy(), 0.7)
+    assert tangent == pytest.approx(want, rel=1e-6)

@@ -164,9 +164,10 @@ class Analysis:
         update (``y += e``) counts where either name may change a result (the
         statement form computes y + e anew); a write (``y[i] = v``,
         ``ys.append(v)``) where either is differentiated (the primal writes as
-        Python does, the adjoints do not follow), reverse mode only
-        (``writes``: tangents share memory as the values do).  A name that may
-        be a row of the written array, or a number (``z = y[i]``), is checked as
+        Python does, the adjoints do not follow), in forward mode only through
+        the alias a statement binds (``b = y; b[0] = v``: derivo may copy b,
+        and b's tangent need not be y's; through y, tangents share memory as
+        the values do).  A name that may be a row of the written array, or a number (``z = y[i]``), is checked as
         the primal runs (``shared_checks``)."""
         faults = sharing_faults(self.normalized.tree, self.parsed, self.local_names,
                                 self.scalars, self.arrays, self.lists)
@@ -174,8 +175,14 @@ class Analysis:
             if fault.kind == "unowned":
                 raise fault.error(self.parsed, self._user_names.__contains__)
             if is_item_write(fault.stmt) or is_append(fault.stmt):
-                if not writes or not {fault.name, fault.other} & self.active or \
-                        isinstance(fault.site, S.For):
+                # (forward mode: a write through the alias a statement binds)
+                alias = isinstance(fault.site, S.Assign) and \
+                    S.single_target(fault.site) == fault.name
+                # (either name's value may vary, and either may reach a result:
+                # the write makes both vary)
+                both = {fault.name, fault.other}
+                if not (writes or alias) or not (both & self.varied and both & self.useful) \
+                        or isinstance(fault.site, S.For):
                     continue  # (a loop over what its body writes: plan_statements refuses it)
             elif not {fault.stmt.targets[0].id, fault.other} & self._influential:
                 continue
