@@ -616,8 +616,6 @@ KNOWN = {
         (None, r"(?s)(finite differences|primal value|disagrees).*L\[1\] \+= c"),
     "a checkpointed loop's results are taken to share memory with what it was given":
         ({"grad:checkpoint"}, r"misleading refusal: .*_step_loop\("),
-    "a second derivative refuses a write in the gradient code derivo generated":
-        ({"hessian", "hessian:a"}, r"misleading refusal: .*a second time: .*share memory"),
 }
 
 

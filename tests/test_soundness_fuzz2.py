@@ -8,7 +8,8 @@ issue 20's list of known bugs found, each fixed where it is owned:
 - a loop over ``reversed(X)``/``zip(X, Y)`` whose body writes into X is indexed,
   or refused naming the loop, never run backwards as an iterator;
 - refusals name the user's function: what derivo.hessian and derivo.jacobian
-  return, a third derivative of array code, ``derivo.grad(g)(x)`` called inside;
+  return, a third derivative of array code, ``derivo.grad(g)(x)`` called inside,
+  and a second derivative of writes in place, at the user's first such write;
 - ``save()`` refuses a helper made inside another function (``def g(x, w=w)``)
   rather than write a module that fails on import;
 - a write through an alias (``b = y``, a helper's result, a conditional
@@ -285,6 +286,27 @@ def test_a_refused_second_derivative_names_the_users_function():
     assert error.value.filename.endswith("test_soundness_fuzz2.py")
     assert error.value.lineno == product.__code__.co_firstlineno
     assert "cannot differentiate product a second time" in str(error.value)
+
+
+def writes_items_in_a_loop(a, c):
+    y = a * 1.0
+    for i in range(2):
+        y = np.tanh(y * c)
+        y[i] = np.tanh(y[i] * c)
+    return np.sum(y * y)
+
+
+def test_a_refused_second_derivative_names_the_users_write():
+    """The generated gradient writes in place where the function does: the
+    refusal names the function's write, never the gradient's temporaries."""
+    assert derivo.grad(writes_items_in_a_loop, wrt=1)(A.copy(), 0.7) == pytest.approx(
+        numeric_grad(writes_items_in_a_loop, (A.copy(), 0.7), wrt=1), rel=1e-6)
+    with pytest.raises(derivo.DerivoError, match=r"in place where it does \(line \d+: "
+                       r"y\[i\] = np.tanh\(y\[i\] \* c\)\)") as error:
+        derivo.hessian(writes_items_in_a_loop, wrt=1)(A.copy(), 0.7)
+    assert error.value.filename.endswith("test_soundness_fuzz2.py")
+    assert error.value.lineno == writes_items_in_a_loop.__code__.co_firstlineno + 4
+    assert not re.search(r"'t\d+'|<derivo generated", str(error.value))
 
 
 # --- what a checkpointed loop's reverse reads --------------------------------------------
