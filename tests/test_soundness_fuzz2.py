@@ -14,7 +14,8 @@ issue 20's list of known bugs found, each fixed where it is owned:
   rather than write a module that fails on import;
 - a write through an alias (``b = y``, a helper's result, a conditional
   expression) of an array read afterwards is refused in forward mode too, and
-  where only what the write stores varies (``grad(f, wrt=c)``).
+  where only what the write stores varies (``grad(f, wrt=c)``), and so is a
+  write into an item a loop takes from a list (``for r in [y]: r[0] = c``).
 """
 
 import re
@@ -455,3 +456,18 @@ def test_a_write_through_the_original_is_differentiated_in_forward_mode():
             through_the_original(A - h * direction, 0.7 - h * 0.8)) / (2 * h)
     assert value == through_the_original(A.copy(), 0.7)
     assert tangent == pytest.approx(want, rel=1e-6)
+
+
+def writes_a_loop_item_of_a_list(a, c):
+    y = a * 1.0
+    for r in [y]:
+        r[0] = c
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("run", [
+    lambda f: derivo.grad(f, wrt=1)(A.copy(), 0.7),
+    lambda f: derivo.jvp(f, (A.copy(), 0.7), (None, 1.0))])
+def test_a_write_into_a_loop_item_is_refused_where_only_the_write_varies(run):
+    with pytest.raises(derivo.DerivoError, match="a write into 'r', an item this loop takes"):
+        run(writes_a_loop_item_of_a_list)

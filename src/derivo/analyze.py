@@ -386,7 +386,7 @@ class Analysis:
         local = self.local_names
         for loop in S.walk(self.normalized.tree):
             if isinstance(loop, S.For) and isinstance(loop.target, S.Name) and \
-                    (_names(loop.iter) | S.stored_names(loop.body)) & self.varied:
+                    (_names(loop.iter) | _changed_in(loop.body)) & self.varied:
                 items = {loop.target.id}
                 for stmt in loop.body:  # and what ssa unpacked it into: item1[0], item1[1]
                     if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and (
