@@ -10,6 +10,7 @@ issue 20's list of known bugs found, each fixed where it is owned:
 - refusals name the user's function: what derivo.hessian and derivo.jacobian
   return, a third derivative of array code, ``derivo.grad(g)(x)`` called inside,
   and a second derivative of writes in place, at the user's first such write;
+  a refused write names the user's names, not ssa's versions of them (``y1``);
 - ``save()`` refuses a helper made inside another function (``def g(x, w=w)``)
   rather than write a module that fails on import;
 - a write through an alias (``b = y``, a helper's result, a conditional
@@ -471,3 +472,21 @@ def writes_a_loop_item_of_a_list(a, c):
 def test_a_write_into_a_loop_item_is_refused_where_only_the_write_varies(run):
     with pytest.raises(derivo.DerivoError, match="a write into 'r', an item this loop takes"):
         run(writes_a_loop_item_of_a_list)
+
+
+def writes_an_alias_of_a_rebound_name(a, c):
+    y = a * 1.0
+    y = np.tanh(y * c)
+    i = 0
+    while i < 2:
+        i = i + 1
+        b = y if c > 0.5 else a * 0.5
+        b[0] = 2.0 * c
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("loops", ["stack", "checkpoint"])
+def test_a_refused_write_names_the_users_name_not_its_version(loops):
+    with pytest.raises(derivo.DerivoError, match="'b' sharing memory with 'y'") as error:
+        derivo.grad(writes_an_alias_of_a_rebound_name, wrt=(0, 1), loops=loops)(A.copy(), 0.7)
+    assert not re.search(r"\by\d\b", str(error.value)), str(error.value)

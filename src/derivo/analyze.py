@@ -186,7 +186,7 @@ class Analysis:
                     continue  # (a loop over what its body writes: plan_statements refuses it)
             elif not {fault.stmt.targets[0].id, fault.other} & self._influential:
                 continue
-            error = fault.error(self.parsed, self._user_names.__contains__)
+            error = self._in_user_names(fault.error(self.parsed, self._user_names.__contains__))
             site = fault.site
             if fault.kind == "item" and not writes:
                 continue  # (tangents share memory as the values do)
@@ -448,6 +448,16 @@ class Analysis:
             elif is_append(node):
                 edges.append(({node.value.func.value.id}, _names(node.value)))
         return _reached(influential, edges)
+
+    def _in_user_names(self, error):
+        """``error`` with ssa's versions of the user's names (``y1``) said as the
+        user wrote them (``y``)."""
+        versions = getattr(self.normalized.tree, "versions", {})
+        if not versions:
+            return error
+        pattern = r"\b(?:{})\b".format("|".join(map(re.escape, sorted(versions))))
+        message = re.sub(pattern, lambda match: versions[match.group(0)], error.message)
+        return type(error)(message, error.filename, error.lineno, error.col, error.construct)
 
     @functools.cached_property
     def _user_names(self):

@@ -96,6 +96,7 @@ def normalize(parsed):
     tree.body = normalizer.function_body(tree, body, final)
     _share_repeated_terms(tree, namer, normalizer.written)
     _mark_owned(tree, normalizer.written, parsed)
+    tree.versions = normalizer.versions  # (messages name the user's names)
     _mark_opaque(tree, parsed)
     returned = tree.body[-1].value
     results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
@@ -277,6 +278,7 @@ class _Normalizer:
         self.tuples = {}        # name of a tuple split at the top level -> element names
         self.written = set()    # names of arrays written in place (x[i] = v)
         self.changed = set()    # names the function rebinds, writes into or appends to
+        self.versions = {}      # a version's name -> the user's name it holds a value of
 
     def function_body(self, tree, body, final_return):
         args = tree.args
@@ -642,6 +644,7 @@ class _Normalizer:
         if self.depth == 0 and ident in self.assigned:
             new = self.namer.numbered(ident.rstrip("0123456789") or ident)
             self.current[ident] = new
+            self.versions[new] = self.versions.get(ident, ident)
             self.assigned.add(new)
             self.bound.add(new)
             return new
