@@ -16,7 +16,9 @@ issue 20's list of known bugs found, each fixed where it is owned:
 - a write through an alias (``b = y``, a helper's result, a conditional
   expression) of an array read afterwards is refused in forward mode too, and
   where only what the write stores varies (``grad(f, wrt=c)``), and so is a
-  write into an item a loop takes from a list (``for r in [y]: r[0] = c``).
+  write into an item a loop takes from a list (``for r in [y]: r[0] = c``);
+- an array a helper changes in a loop is not loop-invariant, nor an item of it
+  read again by the reverse loop, also where nothing differentiated reaches it.
 """
 
 import re
@@ -490,3 +492,47 @@ def test_a_refused_write_names_the_users_name_not_its_version(loops):
     with pytest.raises(derivo.DerivoError, match="'b' sharing memory with 'y'") as error:
         derivo.grad(writes_an_alias_of_a_rebound_name, wrt=(0, 1), loops=loops)(A.copy(), 0.7)
     assert not re.search(r"\by\d\b", str(error.value)), str(error.value)
+
+
+# --- a helper that changes an array nothing differentiated reaches -------------------
+
+
+def zero_first(r, q):
+    r[0] = 0.0
+    return np.sum(q * q)
+
+
+def zero_at(r, i):
+    r[i] = 0.0
+    return 0.0
+
+
+def product_after_a_helpers_write(a, c):
+    """y * z reads y, which the helper changes each trip: not loop-invariant."""
+    s = 0.0
+    y = a * 1.0
+    z = a * 0.5
+    for i in range(4):
+        v = y[i]
+        s = s + zero_first(y, y) * 0.1
+        s = s + np.sum(y * z) * 0.1
+        s = s + np.sin(v * s + c) * 0.5
+    return s
+
+
+def item_before_a_helpers_write(a, c):
+    """v = y[i] read before the helper zeroes y[i]: the reverse loop saves v."""
+    y = a * 1.0
+    s = 0.1
+    for i in range(3):
+        v = y[i]
+        s = s + zero_at(y, i)
+        s = np.sin(v * s + c)
+    return s
+
+
+@pytest.mark.parametrize("f", [product_after_a_helpers_write, item_before_a_helpers_write])
+def test_a_helpers_write_into_an_array_only_c_reaches(f):
+    want = numeric_grad(f, (A.copy(), 0.7), wrt=1)
+    assert derivo.grad(f, wrt=1)(A.copy(), 0.7) == pytest.approx(want, rel=1e-6)
+    assert derivo.jvp(f, (A.copy(), 0.7), (None, 1.0))[1] == pytest.approx(want, rel=1e-6)

@@ -145,6 +145,7 @@ class Analysis:
         self.undone = set()    # ids of statements the reverse sweep undoes, not pops
         self.checked = set()   # ids of undone x = x + e whose undo is checked as it runs
         self.reloads = set()   # ids of row = X[i] the reverse loop runs again each trip
+        self.changed_by_call = {}  # id(call) -> local names it may change in place
         self.counted = {}      # id(while loop) -> the integer step counting its trips
         self.calls = []        # (call statement, user function, active parameter names)
         self.shared_checks = {}  # id(z = y[i]) -> (y, message): the primal refuses a view
@@ -426,6 +427,7 @@ class Analysis:
                     continue  # a number is never changed in place: callback(loss)
                 roots = memory.changed_by(expression, deep)
                 names = (roots | memory.sharing(roots)) & local  # w = xs; w.reverse()
+                self.changed_by_call[id(node)] = self.changed_by_call.get(id(node), set()) | names
                 if names & self.useful and (names | _names(node)) & self.varied:
                     raise self._change_in_place(node, expression, names & self.useful)
 
@@ -1271,7 +1273,8 @@ class Analysis:
     def _prepare_loop(self, loop, read):
         """Before the data-flow enters ``loop`` with ``read``: which items the
         reverse loop reads again, and whether it saves a for loop's target."""
-        written = _changed_in(loop.body)
+        written = _changed_in(loop.body).union(*(
+            self.changed_by_call.get(id(node), ()) for node in S.walk(loop.body)))
         for position, stmt in enumerate(loop.body):
             # The reverse loop reads an item ``t = X[i]`` again at the top of each
             # trip instead of saving it, unless t is assigned again in the loop or

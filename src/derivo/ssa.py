@@ -539,7 +539,7 @@ class _Normalizer:
         self.forget_tuples_changed_in(stmt.body)
         test = self.read(stmt.test)
         body = self.nested(stmt.body)
-        hoisted = self.hoist_invariants(body, _changed_names(body))
+        hoisted = self.hoist_invariants(body, _changed_names(body) | self.handed(body))
         loop = S.while_(test, body)
         return hoisted + self.counted(loop, stmt)
 
@@ -580,7 +580,7 @@ class _Normalizer:
             # a loop that runs no trip leaves the variable's earlier value
             out.append(S.copy_location(S.assign(target, S.name(before)), stmt))
         body = self.nested(stmt.body)
-        out += self.hoist_invariants(body, _changed_names(body) | {target})
+        out += self.hoist_invariants(body, _changed_names(body) | self.handed(body) | {target})
         loop = S.for_(target, iterable, body)
         loop.iterable = iterable
         has_break = any(isinstance(n, S.Break) for n in _loop_level(body))
@@ -617,6 +617,26 @@ class _Normalizer:
             if isinstance(stmt, S.Assign) and not form.annotation(stmt.value, "user_function"):
                 stmt.value = Hoist(stmt).visit(stmt.value)
         return out
+
+    def handed(self, body):
+        """Names ``body`` hands to a call that may change them in place: the
+        arguments of a call of anything but NumPy or ``math`` (and NumPy's
+        ``out=`` and the first argument of its writing functions), and the
+        objects whose methods it calls (``y.sort()``)."""
+        names = set()
+        for node in S.walk(body):
+            if not isinstance(node, S.Call):
+                continue
+            callee = self.parsed.resolve_callee(node)
+            handed = [k.value for k in node.keywords if k.arg == "out"]
+            if isinstance(node.func, S.Attribute):
+                handed.append(node.func.value)
+            if not (getattr(callee, "__module__", None) or "").startswith(("numpy", "math")):
+                handed += node.args + [k.value for k in node.keywords]
+            elif getattr(callee, "__name__", None) in _NUMPY_WRITERS:
+                handed += node.args[:1]
+            names |= {n.id for a in handed for n in S.walk(a) if isinstance(n, S.Name)}
+        return names
 
     def _stable(self, iterable, assigned):
         """Whether the reverse sweep can rebuild the iterable from names it sees."""
@@ -776,6 +796,10 @@ def _reads_memory(index, array):
 
 _SAFE_OPS = (S.Add, S.Sub, S.Mult)
 _ARITHMETIC_OPS = _SAFE_OPS + (S.Div, S.Mod, S.Pow, S.FloorDiv)
+
+
+#: NumPy functions that write into their first argument
+_NUMPY_WRITERS = ("copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis")
 
 
 def _changed_names(body):
