@@ -536,3 +536,21 @@ def test_a_helpers_write_into_an_array_only_c_reaches(f):
     want = numeric_grad(f, (A.copy(), 0.7), wrt=1)
     assert derivo.grad(f, wrt=1)(A.copy(), 0.7) == pytest.approx(want, rel=1e-6)
     assert derivo.jvp(f, (A.copy(), 0.7), (None, 1.0))[1] == pytest.approx(want, rel=1e-6)
+
+
+def writes_an_alias_in_a_zip_loop(a, c):
+    y = a * 1.0
+    s = 0.0
+    for v, e in zip(y, a):
+        b = y if c > 0.5 else a * 0.5
+        b[0] = 2.0 * c
+    s = s + np.sin(v * s + c)
+    b = y if c > 0.5 else a * 0.5
+    b[0] = 2.0 * c
+    return s + np.sum(y * y)
+
+
+def test_a_refused_write_in_a_zip_loop_names_what_it_iterates_over():
+    with pytest.raises(derivo.DerivoError, match="'b' sharing memory with") as error:
+        derivo.grad(writes_an_alias_in_a_zip_loop, wrt=1)(A.copy(), 0.7)
+    assert not re.search(r"\bseq\d", str(error.value)), str(error.value)

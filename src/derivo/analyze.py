@@ -452,8 +452,8 @@ class Analysis:
         return _reached(influential, edges)
 
     def _in_user_names(self, error):
-        """``error`` with ssa's versions of the user's names (``y1``) said as the
-        user wrote them (``y``)."""
+        """``error`` with the names ssa made said as the user wrote what they
+        hold: ``y`` for its version ``y1``, ``zip(y, a)`` for the loop's ``seq1``."""
         versions = getattr(self.normalized.tree, "versions", {})
         if not versions:
             return error

@@ -278,7 +278,7 @@ class _Normalizer:
         self.tuples = {}        # name of a tuple split at the top level -> element names
         self.written = set()    # names of arrays written in place (x[i] = v)
         self.changed = set()    # names the function rebinds, writes into or appends to
-        self.versions = {}      # a version's name -> the user's name it holds a value of
+        self.versions = {}      # a name ssa makes -> how the user wrote what it holds
 
     def function_body(self, tree, body, final_return):
         args = tree.args
@@ -569,6 +569,7 @@ class _Normalizer:
         out = []
         if not self._stable(iterable, assigned):
             temp = self.namer.numbered("seq")
+            self.versions[temp] = self.parsed.words(stmt.iter)
             hoisted, iterable = self.hoist_calls(iterable, stmt, top=True)
             out += hoisted + [S.assign(temp, iterable)]
             iterable = S.name(temp)
