@@ -554,3 +554,28 @@ def test_a_refused_write_in_a_zip_loop_names_what_it_iterates_over():
     with pytest.raises(derivo.DerivoError, match="'b' sharing memory with") as error:
         derivo.grad(writes_an_alias_in_a_zip_loop, wrt=1)(A.copy(), 0.7)
     assert not re.search(r"\bseq\d", str(error.value)), str(error.value)
+
+
+# --- open: for the memory model (memory.py) ----------------------------------------------
+
+
+def updates_an_array_through_a_list(a, c):
+    y = a * 1.0
+    z = a * 0.5
+    L = [y, z]
+    L[1] += c   # NumPy adds c into z itself; derivo takes it for L[1] = L[1] + c
+    return np.sum(z * z)
+
+
+@pytest.mark.xfail(strict=True, reason="L[i] += v of a list holding an array changes the "
+                   "array in place in Python; derivo computes a new one and z stays")
+def test_an_update_through_a_list_of_arrays_is_differentiated_or_refused():
+    want = updates_an_array_through_a_list(A.copy(), 0.7)
+    try:
+        value, (_, along_c) = derivo.value_and_grad(updates_an_array_through_a_list,
+                                                    wrt=(0, 1))(A.copy(), 0.7)
+    except derivo.DerivoError:
+        return
+    assert value == pytest.approx(want)
+    assert along_c == pytest.approx(
+        numeric_grad(updates_an_array_through_a_list, (A.copy(), 0.7), wrt=1), rel=1e-6)
