@@ -21,12 +21,13 @@ program is ::
 
 and every mode checks it (``MODES``): ``grad`` with ``loops="stack"``,
 ``"checkpoint"`` and ``"reversible"``, ``grad`` in ``c`` alone, ``value_and_grad``,
-``vjp``, ``jvp`` (along a random direction, and along ``a`` with ``None`` for the
-rest), and, sampled, ``hessian`` (of ``c`` and of ``a``, against differences of the
-gradient), ``vjp`` with ``c`` an ``np.float32``, ``jacobian`` in (a, c) with ``mode="forward"`` and
-``"reverse"``, and the saved module run in a fresh process.  Each mode either refuses
-with a DerivoError whose message names the program's code, never derivo's (generated
-code, its files, temporaries like ``t1`` or ssa's ``y1``: ``MISLEADING``), or
+``vjp``, ``jvp`` (along a random direction, and along ``a`` alone and ``c`` alone
+with ``None`` for the rest), and, sampled, ``hessian`` (of ``c`` and of ``a``, against
+differences of the gradient), ``vjp`` with ``c`` an ``np.float32``, ``jacobian`` in
+(a, c) with ``mode="forward"`` and ``"reverse"``, and the saved module run in a fresh
+process.  Each mode either refuses with a DerivoError whose message names the
+program's code, never derivo's (generated code, its files, temporaries like ``t1``
+or ssa's ``y1``: ``MISLEADING``), or
 
 - gives a gradient of the arguments' structure (an array of ``a``'s shape for
   ``a``, also when nothing reaches it);
@@ -552,7 +553,7 @@ class Checker:
                         self.problems.append(Problem(mode, "disagrees with " + reference_mode,
                                                      "d/d{}: {!r} vs {!r}".format(
                                                          name, block, reference[position])))
-        for mode in ("jvp", "jvp:a only"):
+        for mode in ("jvp", "jvp:a only", "jvp:c only"):
             if mode in self.gradients:
                 tangent, direction = self.gradients[mode]
                 # a zero component of the direction is a zero, also against a NaN partial
@@ -565,8 +566,8 @@ class Checker:
 
 #: every mode, in the order the checker runs them
 MODES = ("grad:stack", "grad:checkpoint", "grad:reversible", "grad:c", "value_and_grad", "vjp",
-         "jvp", "jvp:a only", "hessian", "hessian:a", "vjp:np.float32", "jacobian:forward",
-         "jacobian:reverse", "save")
+         "jvp", "jvp:a only", "jvp:c only", "hessian", "hessian:a", "vjp:np.float32",
+         "jacobian:forward", "jacobian:reverse", "save")
 
 
 def check(seed, directory, hessian=None, save=None):
@@ -591,7 +592,8 @@ def check(seed, directory, hessian=None, save=None):
     runs += [("grad:c", checker.grad_of_c), ("value_and_grad", checker.value_and_grad),
              ("vjp", checker.vjp),
              ("jvp", lambda: checker.jvp(direction, "jvp")),
-             ("jvp:a only", lambda: checker.jvp([direction[0], None, None, None], "jvp:a only"))]
+             ("jvp:a only", lambda: checker.jvp([direction[0], None, None, None], "jvp:a only")),
+             ("jvp:c only", lambda: checker.jvp([None, None, 1.0, None], "jvp:c only"))]
     runs += [("hessian", checker.hessian_of_c), ("hessian:a", checker.hessian_of_a),
              ("vjp:np.float32", checker.vjp_of_numpy_scalars),
              ("jacobian:forward", lambda: checker.jacobian("forward")),

@@ -168,8 +168,8 @@ class Analysis:
         Python does, the adjoints do not follow), in forward mode only through
         the alias a statement binds (``b = y; b[0] = v``: derivo may copy b,
         and b's tangent need not be y's; through y, tangents share memory as
-        the values do).  A name that may be a row of the written array, or a number (``z = y[i]``), is checked as
-        the primal runs (``shared_checks``)."""
+        the values do).  A name that may be a row of the written array, or a
+        number (``z = y[i]``), is checked as the primal runs (``shared_checks``)."""
         faults = sharing_faults(self.normalized.tree, self.parsed, self.local_names,
                                 self.scalars, self.arrays, self.lists)
         for fault in faults:
@@ -454,7 +454,7 @@ class Analysis:
     def _in_user_names(self, error):
         """``error`` with the names ssa made said as the user wrote what they
         hold: ``y`` for its version ``y1``, ``zip(y, a)`` for the loop's ``seq1``."""
-        versions = getattr(self.normalized.tree, "versions", {})
+        versions = dict(form.annotation(self.normalized.tree, "versions"))
         if not versions:
             return error
         pattern = r"\b(?:{})\b".format("|".join(map(re.escape, sorted(versions))))

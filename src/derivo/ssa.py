@@ -96,7 +96,7 @@ def normalize(parsed):
     tree.body = normalizer.function_body(tree, body, final)
     _share_repeated_terms(tree, namer, normalizer.written)
     _mark_owned(tree, normalizer.written, parsed)
-    tree.versions = normalizer.versions  # (messages name the user's names)
+    tree.versions = tuple(sorted(normalizer.versions.items()))  # (for messages)
     _mark_opaque(tree, parsed)
     returned = tree.body[-1].value
     results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
