@@ -17,8 +17,9 @@ issue 20's list of known bugs found, each fixed where it is owned:
   expression) of an array read afterwards is refused in forward mode too, and
   where only what the write stores varies (``grad(f, wrt=c)``), and so is a
   write into an item a loop takes from a list (``for r in [y]: r[0] = c``);
-- an array a helper changes in a loop is not loop-invariant, nor an item of it
-  read again by the reverse loop, also where nothing differentiated reaches it.
+- an array a helper changes in a loop is not loop-invariant, also where nothing
+  differentiated reaches it, and a helper's change of what an adjoint reads
+  (``np.clip(y, -1.0, c)``) is refused, also where only c is differentiated.
 """
 
 import re
@@ -513,10 +514,9 @@ def product_after_a_helpers_write(a, c):
     y = a * 1.0
     z = a * 0.5
     for i in range(4):
-        v = y[i]
         s = s + zero_first(y, y) * 0.1
         s = s + np.sum(y * z) * 0.1
-        s = s + np.sin(v * s + c) * 0.5
+        s = s + np.sin(s + c) * 0.5
     return s
 
 
@@ -531,11 +531,28 @@ def item_before_a_helpers_write(a, c):
     return s
 
 
-@pytest.mark.parametrize("f", [product_after_a_helpers_write, item_before_a_helpers_write])
-def test_a_helpers_write_into_an_array_only_c_reaches(f):
+def clip_before_a_helpers_write(a, c):
+    """np.clip's adjoint in c reads y, which the helper changes afterwards."""
+    y = a * 1.0
+    s = np.sum(np.clip(y, -1.0, c))
+    s = s + zero_first(y, y) * 0.1
+    return s + np.sum(y * y)
+
+
+def test_a_helpers_write_into_an_array_only_c_reaches():
+    f = product_after_a_helpers_write
     want = numeric_grad(f, (A.copy(), 0.7), wrt=1)
     assert derivo.grad(f, wrt=1)(A.copy(), 0.7) == pytest.approx(want, rel=1e-6)
     assert derivo.jvp(f, (A.copy(), 0.7), (None, 1.0))[1] == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("f, call", [(item_before_a_helpers_write, "zero_at(y, i)"),
+                                     (clip_before_a_helpers_write, "zero_first(y, y)")])
+def test_a_helpers_write_into_what_an_adjoint_reads_is_refused(f, call):
+    """(as it is where y is differentiated too)"""
+    for wrt in (1, (0, 1)):
+        with pytest.raises(derivo.DerivoError, match=re.escape(call)):
+            derivo.grad(f, wrt=wrt)(A.copy(), 0.7)
 
 
 def writes_an_alias_in_a_zip_loop(a, c):
