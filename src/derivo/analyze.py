@@ -354,20 +354,24 @@ class Analysis:
                         raise self._no_rule_for_argument(node, site, param or "*args")
 
     def _read_by_adjoints(self):
-        """Names an adjoint may read the value of: an operand of an operation
-        (``np.clip(y, -1.0, c)``, ``y * c``) another of whose operands varies."""
-        read = set()
-        for stmt in S.walk(self.normalized.tree):
-            if not (isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & self.active):
-                continue
-            for node in S.walk(stmt.value):
-                operands = [node.left, node.right] if isinstance(node, S.BinOp) else \
-                    node.args + [k.value for k in node.keywords] if isinstance(node, S.Call) \
-                    else []
-                names = {o.id for o in operands if isinstance(o, S.Name)}
-                if names & self.varied:
-                    read |= names
-        return read
+        """{id(node): the names an adjoint may read the value of} for each node of
+        the function: the operands of operations (``np.clip(y, -1.0, c)``,
+        ``y * c``) another of whose operands varies, in a top-level statement
+        up to the node's (a change after all of them changes none)."""
+        read, found = set(), {}
+        for top in self.normalized.tree.body:
+            for stmt in S.walk(top):
+                if not (isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & self.active):
+                    continue
+                for node in S.walk(stmt.value):
+                    operands = [node.left, node.right] if isinstance(node, S.BinOp) else \
+                        node.args + [k.value for k in node.keywords] \
+                        if isinstance(node, S.Call) else []
+                    names = {o.id for o in operands if isinstance(o, S.Name)}
+                    if names & self.varied:
+                        read = read | names
+            found.update((id(node), read) for node in S.walk(top))
+        return found
 
     def _no_rule_for_argument(self, node, site, param):
         message = ("no derivative of {} with respect to its argument {!r}, yet a "
@@ -421,7 +425,7 @@ class Analysis:
                           if isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & self.active
                           for node in S.walk(stmt.value) if isinstance(node, S.Call)
                           and self.differentiable_names(node) & self.active}
-        read_by_active = self._read_by_adjoints()
+        read_before = self._read_by_adjoints()
         for node in S.walk(self.normalized.tree):
             changed = []  # expressions whose object the call changes
             if isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
@@ -446,7 +450,7 @@ class Analysis:
                 names = (roots | memory.sharing(roots)) & local  # w = xs; w.reverse()
                 self.changed_by_call[id(node)] = self.changed_by_call.get(id(node), set()) | names
                 if names & self.useful and ((names | _names(node)) & self.varied or
-                                            names & read_by_active):
+                                            names & read_before.get(id(node), set())):
                     raise self._change_in_place(node, expression, names & self.useful)
 
     @functools.cached_property
