@@ -55,6 +55,7 @@ class Analysis:
         self.wrt = list(wrt)
         self.loops = loops
         self.shared_checks = {}
+        self.changed_by_call = {}  # id(call) -> local names it may change in place
         # Every local of the statement form: the user's, and those ssa and inline added.
         self.local_names = self.parsed.local_names | {
             n.id for n in S.walk(normalized.tree) if isinstance(n, S.Name)
@@ -112,7 +113,8 @@ class Analysis:
 
     def compute_saving(self):
         """What the reverse sweep saves or undoes (see ``saving``)."""
-        self.saving = Saving(self.normalized, self.loops, self.activity, self.planner)
+        self.saving = Saving(self.normalized, self.loops, self.activity, self.planner,
+                             self.changed_by_call)
 
     # --- what the phases found, as the refusals and the modes read it --------
 

@@ -21,7 +21,7 @@ from .errors import DerivoError
 from .fence import check_supported
 from .parse import (GENERATED_PREFIX, MISSING, parse, parsing_once, recording_reads,
                     too_deep)
-from .analyze import parameters_read_whole, sequence_arithmetic
+from .analyze import MEMORY_REFUSALS, parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
 from .transform import LOG, SLOW_SECONDS, Build, collection_paused, is_generated, uses_numpy
 
@@ -979,12 +979,36 @@ def _refused_again(error, user):
     located at ``user`` and said of it."""
     code = getattr(user, "__code__", None)
     label = getattr(user, "__qualname__", repr(user))
+    where = code.co_firstlineno if code else None
+    if error.construct in MEMORY_REFUSALS:
+        # (the inner message names derivo's temporaries: say it of the user's writes)
+        write = _first_write_in_place(user)
+        where = write.lineno if write is not None else where
+        reason = ("the code derivo generated for its derivative writes into arrays in place "
+                  "where it does{}, and derivo does not follow such writes through a second "
+                  "derivative; differentiate a version of {} that makes new arrays instead "
+                  "(y = np.where(..., v, y), y = y + e)".format(
+                      "" if write is None else " (line {}: {})".format(
+                          write.lineno, parse(user).source_line(write.lineno)), label))
+    else:
+        reason = ("derivo refuses line {} of the derivative it generated for it ({}); "
+                  "differentiate a version of {} without this construct".format(
+                      error.lineno, error.message, label))
     return type(error)(
-        "cannot differentiate {} a second time: derivo refuses line {} of the derivative it "
-        "generated for it ({}); differentiate a version of {} without this construct".format(
-            label, error.lineno, error.message, label),
-        code.co_filename if code else None, code.co_firstlineno if code else None, None,
-        error.construct)
+        "cannot differentiate {} a second time: {}".format(label, reason),
+        code.co_filename if code else None, where, None, error.construct)
+
+
+def _first_write_in_place(func):
+    """The first statement of ``func`` writing into an array in place
+    (``y[i] = v``, ``y += e``), or None."""
+    try:
+        tree = parse(func).tree
+    except DerivoError:
+        return None
+    return next((node for node in S.walk(tree) if isinstance(node, S.gast.AugAssign) or (
+        isinstance(node, S.Assign) and any(isinstance(t, S.Subscript) for t in node.targets))),
+        None)
 
 
 def _current_code(derivative):

@@ -35,6 +35,8 @@ ANNOTATIONS = {
     "owns": (False, "a written array copied after this assignment", "ssa"),
     "owned": ((), "the parameters copied on entry (a FunctionDef)", "ssa"),
     "apart": ((), "(parameter, other, message) the entry checks share no memory", "ssa"),
+    "versions": ((), "(name ssa made, how the user wrote what it holds) pairs, for "
+                 "messages (a FunctionDef)", "ssa"),
     "trips": (None, "the name counting a loop's trips", "ssa"),
     "iterable": (None, "what a for loop iterates over", "ssa"),
     "user_function": (None, "the user function (or outline.Loop) a call calls",

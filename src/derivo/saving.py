@@ -44,8 +44,9 @@ class Saving:
         {id(while loop): the integer step counting its trips}
     """
 
-    def __init__(self, normalized, loops, activity, planner):
+    def __init__(self, normalized, loops, activity, planner, changed_by_call):
         self.normalized = normalized
+        self.changed_by_call = changed_by_call
         self.parsed = normalized.parsed
         self.loops = loops
         self.active = activity.active
@@ -173,7 +174,8 @@ class Saving:
     def _prepare_loop(self, loop, read):
         """Before the data-flow enters ``loop`` with ``read``: which items the
         reverse loop reads again, and whether it saves a for loop's target."""
-        written = changed_in(loop.body)
+        written = changed_in(loop.body).union(*(
+            self.changed_by_call.get(id(node), ()) for node in S.walk(loop.body)))
         for position, stmt in enumerate(loop.body):
             # The reverse loop reads an item ``t = X[i]`` again at the top of each
             # trip instead of saving it, unless t is assigned again in the loop or

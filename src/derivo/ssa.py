@@ -94,6 +94,7 @@ def normalize(parsed):
     tree.body = normalizer.function_body(tree, body, final)
     _share_repeated_terms(tree, namer, normalizer.written)
     _mark_owned(tree, normalizer.written, parsed)
+    tree.versions = tuple(sorted(normalizer.versions.items()))  # (for messages)
     _mark_opaque(tree, parsed)
     returned = tree.body[-1].value
     results = [n.id for n in (returned.elts if isinstance(returned, S.Tuple) else [returned])]
@@ -275,6 +276,7 @@ class _Normalizer:
         self.tuples = {}        # name of a tuple split at the top level -> element names
         self.written = set()    # names of arrays written in place (x[i] = v)
         self.changed = set()    # names the function rebinds, writes into or appends to
+        self.versions = {}      # a name ssa makes -> how the user wrote what it holds
 
     def function_body(self, tree, body, final_return):
         args = tree.args
@@ -536,7 +538,7 @@ class _Normalizer:
         self.forget_tuples_changed_in(stmt.body)
         test = self.read(stmt.test)
         body = self.nested(stmt.body)
-        hoisted = self.hoist_invariants(body, _changed_names(body))
+        hoisted = self.hoist_invariants(body, _changed_names(body) | self.handed(body))
         loop = S.while_(test, body)
         return hoisted + self.counted(loop, stmt)
 
@@ -566,6 +568,7 @@ class _Normalizer:
         out = []
         if not self._stable(iterable, assigned):
             temp = self.namer.numbered("seq")
+            self.versions[temp] = self.parsed.words(stmt.iter)
             hoisted, iterable = self.hoist_calls(iterable, stmt, top=True)
             out += hoisted + [S.assign(temp, iterable)]
             iterable = S.name(temp)
@@ -577,7 +580,7 @@ class _Normalizer:
             # a loop that runs no trip leaves the variable's earlier value
             out.append(S.copy_location(S.assign(target, S.name(before)), stmt))
         body = self.nested(stmt.body)
-        out += self.hoist_invariants(body, _changed_names(body) | {target})
+        out += self.hoist_invariants(body, _changed_names(body) | self.handed(body) | {target})
         loop = S.for_(target, iterable, body)
         loop.iterable = iterable
         has_break = any(isinstance(n, S.Break) for n in _loop_level(body))
@@ -615,6 +618,26 @@ class _Normalizer:
                 stmt.value = Hoist(stmt).visit(stmt.value)
         return out
 
+    def handed(self, body):
+        """Names ``body`` hands to a call that may change them in place: the
+        arguments of a call of anything but NumPy or ``math`` (and NumPy's
+        ``out=`` and the first argument of its writing functions), and the
+        objects whose methods it calls (``y.sort()``)."""
+        names = set()
+        for node in S.walk(body):
+            if not isinstance(node, S.Call):
+                continue
+            callee = self.parsed.resolve_callee(node)
+            handed = [k.value for k in node.keywords if k.arg == "out"]
+            if isinstance(node.func, S.Attribute):
+                handed.append(node.func.value)
+            if not (getattr(callee, "__module__", None) or "").startswith(("numpy", "math")):
+                handed += node.args + [k.value for k in node.keywords]
+            elif getattr(callee, "__name__", None) in _NUMPY_WRITERS:
+                handed += node.args[:1]
+            names |= {n.id for a in handed for n in S.walk(a) if isinstance(n, S.Name)}
+        return names
+
     def _stable(self, iterable, assigned):
         """Whether the reverse sweep can rebuild the iterable from names it sees."""
         if isinstance(iterable, S.Name):
@@ -641,6 +664,7 @@ class _Normalizer:
         if self.depth == 0 and ident in self.assigned:
             new = self.namer.numbered(ident.rstrip("0123456789") or ident)
             self.current[ident] = new
+            self.versions[new] = self.versions.get(ident, ident)
             self.assigned.add(new)
             self.bound.add(new)
             return new
@@ -772,6 +796,10 @@ def _reads_memory(index, array):
 
 _SAFE_OPS = (S.Add, S.Sub, S.Mult)
 _ARITHMETIC_OPS = _SAFE_OPS + (S.Div, S.Mod, S.Pow, S.FloorDiv)
+
+
+#: NumPy functions that write into their first argument
+_NUMPY_WRITERS = ("copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis")
 
 
 def _changed_names(body):

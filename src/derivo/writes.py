@@ -15,6 +15,7 @@ import functools
 import heapq
 import inspect
 import operator
+import re
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from .memory import (Flow, Memory, all_params, arguments, is_numpy, names_read,
                      sharing_faults, summarized, user_function)
 from .parse import GENERATED_PREFIX, MISSING, parse
 from .ssa import is_append
-from .statements import assigned_names, is_item_write
+from .statements import assigned_names, changed_in, is_item_write
 
 
 def refuse_shared_writes(analysis, writes=True):
@@ -54,12 +55,16 @@ def refuse_shared_writes(analysis, writes=True):
               isinstance(s.targets[0], S.Name) and form.annotation(s, "owns")}
     for fault in faults:
         if fault.kind == "unowned":
-            raise fault.error(analysis.parsed, _user_names(analysis).__contains__)
+            raise _in_user_names(analysis, fault.error(analysis.parsed,
+                                                       _user_names(analysis).__contains__))
         update = fault.kind == "item update" or not (
             is_item_write(fault.stmt) or is_append(fault.stmt))
         if not update:
-            differentiated = {fault.name, fault.other} & analysis.active
-            if not differentiated or isinstance(fault.site, S.For):
+            # either name's value may vary and either may reach a result: the
+            # write makes both vary
+            both = {fault.name, fault.other}
+            if not (both & analysis.varied and both & analysis.useful) or \
+                    isinstance(fault.site, S.For):
                 continue  # (a loop over what its body writes: plan_statements refuses it)
             # the write's tangent is lost, or other's value reaches a result unseen
             unfollowed = fault.name not in analysis.active and fault.other in analysis.active \
@@ -69,7 +74,8 @@ def refuse_shared_writes(analysis, writes=True):
                 continue  # (two tangents that share memory as their values do)
         elif not (set(assigned_names(fault.stmt)) | {fault.other}) & influential:
             continue
-        error = fault.error(analysis.parsed, _user_names(analysis).__contains__)
+        error = _in_user_names(analysis, fault.error(analysis.parsed,
+                                                     _user_names(analysis).__contains__))
         site = fault.site
         if fault.kind == "item" and isinstance(site, S.Assign) and \
                 isinstance(site.value, S.Subscript) and isinstance(site.value.value, S.Name):
@@ -130,7 +136,7 @@ def refuse_hidden_writes(analysis):
     local = analysis.local_names
     for loop in S.walk(analysis.normalized.tree):
         if isinstance(loop, S.For) and isinstance(loop.target, S.Name) and \
-                (names_read(loop.iter) | S.stored_names(loop.body)) & analysis.varied:
+                (names_read(loop.iter) | changed_in(loop.body)) & analysis.varied:
             items = {loop.target.id}
             for stmt in loop.body:  # and what ssa unpacked it into: item1[0], item1[1]
                 if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and (
@@ -148,6 +154,7 @@ def refuse_hidden_writes(analysis):
                       if isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & analysis.active
                       for node in S.walk(stmt.value) if isinstance(node, S.Call)
                       and analysis.differentiable_names(node) & analysis.active}
+    read_before = _read_by_adjoints(analysis)
     for node in S.walk(analysis.normalized.tree):
         changed = []  # expressions whose object the call changes
         if isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
@@ -170,8 +177,43 @@ def refuse_hidden_writes(analysis):
             if analysis.is_scalar(expression):
                 continue  # a number is never changed in place: callback(loss)
             names = flow.reached(expression, deep) & local  # w = xs; w.reverse()
-            if names & analysis.useful and (names | names_read(node)) & analysis.varied:
+            analysis.changed_by_call[id(node)] = \
+                analysis.changed_by_call.get(id(node), set()) | names
+            if names & analysis.useful and ((names | names_read(node)) & analysis.varied or
+                                            names & read_before.get(id(node), set())):
                 raise _change_in_place(analysis, node, expression, names & analysis.useful)
+
+
+def _read_by_adjoints(analysis):
+    """{id(node): the names an adjoint may read the value of} for each node of
+    the function: the operands of operations (``np.clip(y, -1.0, c)``,
+    ``y * c``) another of whose operands varies, in a top-level statement
+    up to the node's (a change after all of them changes none)."""
+    read, found = set(), {}
+    for top in analysis.normalized.tree.body:
+        for stmt in S.walk(top):
+            if not (isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & analysis.active):
+                continue
+            for node in S.walk(stmt.value):
+                operands = [node.left, node.right] if isinstance(node, S.BinOp) else \
+                    node.args + [k.value for k in node.keywords] \
+                    if isinstance(node, S.Call) else []
+                names = {o.id for o in operands if isinstance(o, S.Name)}
+                if names & analysis.varied:
+                    read = read | names
+        found.update((id(node), read) for node in S.walk(top))
+    return found
+
+
+def _in_user_names(analysis, error):
+    """``error`` with the names ssa made said as the user wrote what they hold:
+    ``y`` for its version ``y1``, ``zip(y, a)`` for the loop's ``seq1``."""
+    versions = dict(form.annotation(analysis.normalized.tree, "versions"))
+    if not versions:
+        return error
+    pattern = r"\b(?:{})\b".format("|".join(map(re.escape, sorted(versions))))
+    message = re.sub(pattern, lambda match: versions[match.group(0)], error.message)
+    return type(error)(message, error.filename, error.lineno, error.col, error.construct)
 
 
 def _change_in_place(analysis, node, expression, names):
