@@ -582,7 +582,7 @@ def test_a_refused_write_in_a_zip_loop_names_what_it_iterates_over():
     assert not re.search(r"\bseq\d", str(error.value)), str(error.value)
 
 
-# --- open: for the memory model (memory.py) ----------------------------------------------
+# --- an update through a list of arrays ---------------------------------------------------
 
 
 def updates_an_array_through_a_list(a, c):
@@ -593,8 +593,6 @@ def updates_an_array_through_a_list(a, c):
     return np.sum(z * z)
 
 
-@pytest.mark.xfail(strict=True, reason="L[i] += v of a list holding an array changes the "
-                   "array in place in Python; derivo computes a new one and z stays")
 def test_an_update_through_a_list_of_arrays_is_differentiated_or_refused():
     want = updates_an_array_through_a_list(A.copy(), 0.7)
     try:

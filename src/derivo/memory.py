@@ -866,11 +866,12 @@ class Flow:
             for node in S.walk(own):
                 self.statement[id(node)] = stmt
 
-    def reached(self, expression, deep=False):
-        """The names that, when ``expression`` is evaluated, refer to memory a
-        change of what it is (``deep``: or holds) changes, and are read
-        afterwards; empty where the code never runs."""
-        stmt = self.statement.get(id(expression))
+    def reached(self, expression, deep=False, at=None):
+        """The names that, when ``expression`` is evaluated (as part of the node
+        ``at``, by default itself), refer to memory a change of what it is
+        (``deep``: or holds) changes, and are read afterwards; empty where the
+        code never runs."""
+        stmt = self.statement.get(id(expression if at is None else at))
         state = self.refs.before.get(id(stmt)) if stmt is not None else None
         if state is None:
             return set()

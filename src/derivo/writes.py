@@ -176,7 +176,9 @@ def refuse_hidden_writes(analysis):
         for expression, deep in [(e, False) for e in changed] + [(e, True) for e in handed]:
             if analysis.is_scalar(expression):
                 continue  # a number is never changed in place: callback(loss)
-            names = flow.reached(expression, deep) & local  # w = xs; w.reverse()
+            # (at the call: what a local name for a method changes is read from
+            # the name's assignment, fill = a.fill)
+            names = flow.reached(expression, deep, at=node) & local  # w = xs; w.reverse()
             analysis.changed_by_call[id(node)] = \
                 analysis.changed_by_call.get(id(node), set()) | names
             if names & analysis.useful and ((names | names_read(node)) & analysis.varied or
