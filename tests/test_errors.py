@@ -1624,3 +1624,15 @@ def test_a_call_through_kwargs_reaches_the_keys():
     # the gradient was once silently zero: the arguments reached no parameter of that name
     x = np.array([0.3, -0.5])
     assert np.allclose(derivo.grad(keywords_gathered)(x), 4.0 * x)
+
+
+def written_through_a_chosen_alias(y, z, c):
+    b = y if c > 0.11 else z
+    b[0] = 2.0 * c
+    return np.sum(y * y) + np.sum(b)
+
+
+def test_the_copy_a_refusal_suggests_is_of_the_whole_expression():
+    error = refusal(written_through_a_chosen_alias, np.ones(3), np.ones(3), 0.5)
+    assert_points_at(error, line_of(written_through_a_chosen_alias, "b = y if"), "copy")
+    assert "b = (y if c > 0.11 else z).copy()" in str(error)

@@ -522,8 +522,9 @@ class Fault:
             return parsed.error(
                 UnsupportedSyntax, site, "cannot differentiate writing into {0!r} (line {2}): "
                 "it may share memory with another array, {4} (assigned {1!r}, line {3}), "
-                "which derivo does not own; write into a copy, e.g. {0} = {1}.copy()".format(
-                    self.name, words, where, getattr(site, "lineno", "?"), self.other),
+                "which derivo does not own; write into a copy, e.g. {0} = {5}".format(
+                    self.name, words, where, getattr(site, "lineno", "?"), self.other,
+                    _copy_of(parsed, site, self.name)),
                 "aliased write")
         if self.kind == "update":
             if self.other == self.name:  # a helper's v += e, pasted here (see inline)
@@ -550,8 +551,20 @@ class Fault:
             "({2}, line {3}): line {4} writes into that memory through {5!r} and {6!r} is "
             "read afterwards; NumPy shows the change through both names, which share "
             "memory, and derivo's adjoints cannot follow it; make a copy "
-            "({0} = {2}.copy())".format(alias, source, words, getattr(site, "lineno", "?"),
-                                        where, self.name, self.other), "aliased write")
+            "({0} = {7})".format(alias, source, words, getattr(site, "lineno", "?"),
+                                 where, self.name, self.other, _copy_of(parsed, site, source)),
+            "aliased write")
+
+
+def _copy_of(parsed, site, name):
+    """A copy of what ``site`` assigns, as a message writes it (``y.copy()``,
+    ``(y if c else z).copy()``), or of ``name`` where it assigns several names."""
+    if not S.single_target(site):
+        return name + ".copy()"
+    words = parsed.words(site.value)
+    if not isinstance(site.value, (S.Name, S.Attribute, S.Call, S.Subscript)):
+        words = "(" + words + ")"
+    return words + ".copy()"
 
 
 class _Refs(dataflow.Forward):
