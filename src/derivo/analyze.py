@@ -36,7 +36,7 @@ from .saving import Saving
 from .ssa import normalize
 from .statements import tree_params
 from .writes import (refuse_hidden_writes, refuse_shared_writes, refuse_writes_into_globals,
-                     refuse_writes_into_items)
+                     refuse_writes_into_items, refuse_writes_under_adjoint_reads)
 
 
 class Analysis:
@@ -306,6 +306,7 @@ PHASES = (
     (lambda analysis: analysis.activity.refuse_arguments_without_rule(), _ALL),
     # tangents share memory as the values do: forward mode refuses no shared write
     (lambda analysis: refuse_shared_writes(analysis, writes=analysis.reverse), _ALL),
+    (refuse_writes_under_adjoint_reads, ("reverse", "memory")),
     (Analysis.refuse_joined_sequences, ("reverse",)),
     (refuse_writes_into_globals, ("reverse",)),
     (Analysis.plan_statements, _ALL),

@@ -879,22 +879,40 @@ class Flow:
             for node in S.walk(own):
                 self.statement[id(node)] = stmt
 
-    def reached(self, expression, deep=False, at=None):
+    def reached(self, expression, deep=False, at=None, read_afterwards=True):
         """The names that, when ``expression`` is evaluated (as part of the node
         ``at``, by default itself), refer to memory a change of what it is
-        (``deep``: or holds) changes, and are read afterwards; empty where the
-        code never runs."""
+        (``deep``: or holds) changes, and (``read_afterwards``) are read
+        afterwards; empty where the code never runs."""
         stmt = self.statement.get(id(expression if at is None else at))
         state = self.refs.before.get(id(stmt)) if stmt is not None else None
         if state is None:
             return set()
         ref = self.refs.of(expression, state)
         changed = _bases(ref.everything() if deep else ref.views)
-        names = set(self.live.get(id(stmt), ()))
+        names = set(self.live.get(id(stmt), ())) if read_afterwards else set(state)
         if isinstance(stmt, (S.If, S.While, S.For)):
             names |= names_read(stmt)  # (its body runs after the test)
         return {name for name in names
                 if _bases(self.refs.of(S.name(name), state).everything()) & changed}
+
+
+    def sharing(self, name, at):
+        """{other name: "view" or "item"} of the names that, before the statement
+        ``at`` runs, may refer to memory ``name`` refers to, read afterwards or
+        not: a view of it (or it of them), or an item of it (a number, or a row
+        of an array with more than one axis: only the run tells)."""
+        state = self.refs.before.get(id(at))
+        if state is None:
+            return {}
+        changed = _bases(self.refs.of(S.name(name), state).views)
+        found = {}
+        for other, ref in state.items():
+            if other == name or not _bases(ref.views) & changed:
+                continue
+            found[other] = "view" if {o for o in ref.views if o[0] != "item"} & changed \
+                else "item"
+        return found
 
 
 def _bases(objects):
