@@ -1387,11 +1387,10 @@ def square_sum(x):
 
 
 def test_a_refused_change_in_place_is_told_in_the_users_words():
-    # the helper is read inlined, where ssa gives x * 2.0 a name (t1): the
-    # message names the helper's own names and lines
+    # ssa gives x * 2.0 a name (t1), which the message named
     error = refusal(sums_a_doubled_array, np.array([3.0, 1.0, 2.0]))
-    assert_points_at(error, line_of(running_sum, "total += v[i]"), "in place")
-    assert "'total' updated in place" in str(error) and "another name for 'v'" in str(error)
+    assert_points_at(error, line_of(sums_a_doubled_array, "running_sum("), "in place")
+    assert "'running_sum(x * 2.0)': it may change 'x * 2.0'" in str(error)
     assert "t1" not in str(error)
 
 
