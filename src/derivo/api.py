@@ -1472,7 +1472,11 @@ def jacobian(func: Function, wrt: Wrt = 0, mode: str = "auto") -> Function:
             if not (isinstance(value, float) or (isinstance(value, np.ndarray) and
                                                  value.ndim == 1 and _differentiable(value))):
                 raise DerivoError("jacobian differentiates float scalars and 1-D float arrays; "
-                                  "argument {!r} is {!r}".format(n, value))
+                                  "argument {!r} is {}{}".format(n, _short_repr(value), (
+                                      " (for the Jacobian of a gradient, write "
+                                      "derivo.hessian of the scalar function; for one "
+                                      "column, derivo.jvp or derivo.hvp)"
+                                      if trees.is_container(value) else "")))
         sizes = [np.size(v) for v in inputs]
         chosen = mode
         if chosen == "auto":

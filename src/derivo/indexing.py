@@ -57,9 +57,12 @@ class Indexing:
                 # a reverse sweep runs the body backwards when it changes a value that is
                 # differentiated, by assigning it or writing into it
                 touched = changed_in(stmt.body) if self.reverse else S.stored_names(stmt.body)
+                # forward mode runs reversed(X) as it is unless its items are differentiated
+                # (X may be a dict, whose keys it yields: X[i] is not one)
+                backwards = self.reverse or kind != "reversed"
                 if stmt.target.id in active and \
                         self.activity.differentiable_names(stmt.iter) & active or \
-                        kind != "values" and touched & active:
+                        kind != "values" and backwards and touched & active:
                     changed |= self._index(block, stmt, form)
         return changed
 

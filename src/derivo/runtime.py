@@ -365,7 +365,9 @@ def shaped_like(adjoint, like):
         if _shape(adjoint) == _shape(like):
             return adjoint
     except ValueError:  # a ragged list: of arrays, or of arrays and zeros
-        if not isinstance(adjoint, (list, tuple)):
+        if type(adjoint) is np.ndarray and adjoint.dtype == object:
+            adjoint = list(adjoint)  # the tangent of its adjoints (see addable)
+        elif not isinstance(adjoint, (list, tuple)):
             adjoint = [adjoint] * len(like)
         if len(adjoint) != len(like):
             raise
@@ -725,7 +727,10 @@ def zeroed(adjoint, index):
     """``adjoint`` with ``adjoint[index]`` set to zero: the part of an array an
     in-place write replaced no longer affects the result.  In a new array (a
     list of adjoints becomes one: once, in a loop), ``adjoint`` left as it is
-    (derivo.accumulate counts on that); a number as it is."""
+    (derivo.accumulate counts on that); a number as it is.  A dict's adjoint
+    (the write ``d[key] = ...``) gets 0.0 under the key, in a new dict."""
+    if isinstance(adjoint, dict):
+        return type(adjoint)({**adjoint, index: 0.0})
     if type(adjoint) is not list and not np.ndim(adjoint):
         return adjoint.copy() if type(adjoint) is np.ndarray else adjoint
     if type(adjoint) is list and len(set(map(np.shape, adjoint))) > 1:
