@@ -355,3 +355,27 @@ def test_a_write_into_a_dict_replaces_the_adjoint_of_its_old_value():
     hessian = assert_hessian_matches_differences(halves_in_place, params)
     np.testing.assert_allclose(hessian["a"]["a"], np.diag(6 * params["a"] / 8 * 2.0))
     np.testing.assert_allclose(params["a"], [1.0, 2.0])  # the caller's dict is left as it was
+
+
+def over_reversed_keys(p, c):
+    s = c
+    for key in reversed(p):
+        s = s * c + np.sum(p[key] ** 2)
+    return s
+
+
+def test_a_loop_over_a_dict_reversed_in_every_mode():
+    # s = (c c + |b|^2) c + |a|^2: the keys come last first
+    params, c = {"a": np.array([1.0, 2.0]), "b": np.array([3.0])}, 0.5
+    gp, gc = derivo.grad(over_reversed_keys, wrt=(0, 1))(params, c)
+    np.testing.assert_allclose(gp["a"], 2 * params["a"])
+    np.testing.assert_allclose(gp["b"], 2 * params["b"] * c)
+    assert gc == pytest.approx(3 * c ** 2 + 9.0)
+    _, slope = derivo.jvp(over_reversed_keys, (params, c),
+                          ({"a": np.ones(2), "b": np.ones(1)}, 1.0))
+    assert slope == pytest.approx(np.sum(gp["a"]) + np.sum(gp["b"]) + gc)
+    (pp, pc), (cp, cc) = derivo.hessian(over_reversed_keys, wrt=(0, 1))(params, c)
+    np.testing.assert_allclose(pp["b"]["b"], [[2 * c]])
+    np.testing.assert_allclose(pc["b"], 2 * params["b"])
+    np.testing.assert_allclose(cp["a"], [0.0, 0.0])
+    assert cc == pytest.approx(6 * c)
