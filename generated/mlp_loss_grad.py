@@ -272,7 +272,7 @@ def add_adjoints(first, second):
     on that): lists of adjoints (for a list) add element by element, lists in
     them too (the adjoint of a list of lists or tuples), and a zero (``0.0``)
     adds nothing."""
-    if type(first) is dict or type(second) is dict:
+    if isinstance(first, dict) or isinstance(second, dict):
         return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
         return first + second
@@ -290,8 +290,8 @@ def add_adjoints(first, second):
 def _add_keyed(first, second):
     """The sum of two adjoints of a container read by key (dicts of adjoints,
     or the 0.0 standing for one no adjoint reached yet)."""
-    if type(first) is not dict:
+    if not isinstance(first, dict):
         return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
-    if type(second) is not dict:
+    if not isinstance(second, dict):
         return dict(first) if _unreached(second) else {k: v + second for k, v in first.items()}
     return {key: add_adjoints(value, second[key]) for key, value in first.items()}

@@ -200,7 +200,9 @@ def shaped_like(adjoint, like):
         if _shape(adjoint) == _shape(like):
             return adjoint
     except ValueError:  # a ragged list: of arrays, or of arrays and zeros
-        if not isinstance(adjoint, (list, tuple)):
+        if type(adjoint) is np.ndarray and adjoint.dtype == object:
+            adjoint = list(adjoint)  # the tangent of its adjoints (see addable)
+        elif not isinstance(adjoint, (list, tuple)):
             adjoint = [adjoint] * len(like)
         if len(adjoint) != len(like):
             raise

@@ -463,13 +463,16 @@ def cubic(params):
     return np.sum(params["w"] ** 3) * params["b"]
 
 
-def test_second_derivatives_of_a_dict_are_refused():
+def test_second_derivatives_of_a_dict_in_closed_form():
+    # (more in test_hessian_trees.py)
     params = {"w": np.array([1.0, 2.0]), "b": 0.5}
-    with pytest.raises(derivo.DerivoError, match="hessian of cubic: argument 'params' is a "
-                       "dict.*separate arguments"):
-        derivo.hessian(cubic)(params)
-    with pytest.raises(derivo.DerivoError, match="hvp of cubic: argument 0 is a dict"):
-        derivo.hvp(cubic, (params,), ({"w": np.ones(2), "b": 1.0},))
+    hessian = derivo.hessian(cubic)(params)
+    np.testing.assert_allclose(hessian["w"]["w"], np.diag(6 * params["w"] * 0.5))
+    np.testing.assert_allclose(hessian["w"]["b"], 3 * params["w"] ** 2)
+    assert hessian["b"]["b"] == 0.0
+    (product,) = derivo.hvp(cubic, (params,), ({"w": np.ones(2), "b": 1.0},))
+    np.testing.assert_allclose(product["w"], 6 * params["w"] * 0.5 + 3 * params["w"] ** 2)
+    assert product["b"] == pytest.approx(np.sum(3 * params["w"] ** 2))
 
 
 @pytest.mark.parametrize("mode", ["auto", "forward", "reverse"])

@@ -1496,7 +1496,11 @@ def jacobian(func: Function, wrt: Wrt = 0, mode: str = "auto") -> Function:
             if not (isinstance(value, float) or (isinstance(value, np.ndarray) and
                                                  value.ndim == 1 and _differentiable(value))):
                 raise DerivoError("jacobian differentiates float scalars and 1-D float arrays; "
-                                  "argument {!r} is {!r}".format(n, value))
+                                  "argument {!r} is {}{}".format(n, _short_repr(value), (
+                                      " (for the Jacobian of a gradient, write "
+                                      "derivo.hessian of the scalar function; for one "
+                                      "column, derivo.jvp or derivo.hvp)"
+                                      if trees.is_container(value) else "")))
         sizes = [np.size(v) for v in inputs]
         chosen = mode
         if chosen == "auto":
@@ -1524,6 +1528,13 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
     pass per input component.  For a float ``wrt`` the result is a float; for
     an array of shape s an array of shape s + s; for a tuple ``wrt`` a tuple of
     tuples of blocks, ``H[i][j] = d2 f / d wrt_i d wrt_j``.
+
+    For a container argument (a dict, list, tuple, NamedTuple, dataclass, or
+    one registered with derivo.register_container, nested in any mix) the
+    block is structured as ``jax.hessian`` structures it: the container's
+    structure, holding in place of each leaf the container's structure again,
+    so that ``H[k1][k2]`` has shape ``p[k1].shape + p[k2].shape``; a leaf that
+    is not differentiated (an int, a string, None) gets None.
     """
     names = resolve_wrt(func, wrt)
     many = isinstance(wrt, (tuple, list))
@@ -1534,20 +1545,19 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
         bound = inspect.signature(func).bind(*args, **kwargs)
         bound.apply_defaults()
         inputs = [bound.arguments[n] for n in names]
-        _refuse_trees("derivo.hessian", func, names, inputs)
         if isinstance(getattr(gradient, "__self__", None), Derivative):
             gradient.__self__._specialise(args, kwargs)  # (what its parameters call)
         code = _code_for(gradient, bound.arguments.values())
         columns = [[] for _ in inputs]   # columns[k]: one tangent per component of input k
         progress = _Progress("Hessian of {}".format(func.__qualname__),
-                             sum(map(np.size, inputs)))
+                             sum(map(_components, inputs)))
         for k, value in enumerate(inputs):
             tangent = _derivative(code, names[k], "jvp")  # the others' tangents are zeros
-            for j in range(np.size(value)):
-                _, dgradient = tangent(_basis(value, j), *bound.args, **bound.kwargs)
+            for seed in _bases(value):
+                _, dgradient = tangent(seed, *bound.args, **bound.kwargs)
                 columns[k].append(dgradient if many else (dgradient,))
                 progress.step()
-        blocks = [[_hessian_block(columns[k], i, inputs[i], inputs[k])
+        blocks = [[_hessian_block([c[i] for c in columns[k]], inputs[i], inputs[k])
                    for k in range(len(inputs))] for i in range(len(inputs))]
         if many:
             return tuple(tuple(row) for row in blocks)
@@ -1555,6 +1565,47 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
 
     hessian_fn.derivo_opaque = True  # see _derivative
     return hessian_fn
+
+
+def _components(value):
+    """How many numbers the differentiated leaves of ``value`` hold."""
+    return sum(int(np.size(leaf)) for leaf in trees.leaves(value)
+               if trees.is_differentiable_leaf(leaf))
+
+
+def _bases(value):
+    """The unit tangents of ``value``, one per component of its differentiated
+    leaves (depth first, each leaf's in C order), in its structure."""
+    if not trees.is_container(value):
+        if trees.is_differentiable_leaf(value):
+            yield from (_basis(value, j) for j in range(np.size(value)))
+        return
+    found = trees.parts(value)
+    keyed = isinstance(found, dict)
+    zeros = {key: _zero_seed(item) for key, item in (found.items() if keyed else enumerate(found))}
+    for key in zeros:
+        for seed in _bases(found[key]):
+            grads = dict(zeros)
+            grads[key] = seed
+            yield trees.rebuilt(value, grads if keyed else list(grads.values()))
+
+
+def _zero_seed(value):
+    """The zero tangent of ``value`` a tangent pass is given: zeros of each
+    array's shape, 0.0 for the other leaves (the tangent code multiplies them)."""
+    zeros = (np.zeros(np.shape(leaf)) if isinstance(leaf, np.ndarray) and
+             trees.is_differentiable_leaf(leaf) else 0.0 for leaf in trees.leaves(value))
+    return _unflattened(value, zeros)
+
+
+def _unflattened(like, leaves):
+    """The items of the iterator ``leaves`` in place of ``like``'s leaves."""
+    if not trees.is_container(like):
+        return next(leaves)
+    found = trees.parts(like)
+    if isinstance(found, dict):
+        return trees.rebuilt(like, {key: _unflattened(item, leaves) for key, item in found.items()})
+    return trees.rebuilt(like, [_unflattened(item, leaves) for item in found])
 
 
 class _Progress:
@@ -1583,45 +1634,54 @@ def _code_for(func, values):
     return func
 
 
-def _hessian_block(columns, i, row_input, column_input):
-    """d (gradient i) / d (input k), from one tangent per component of input k."""
-    parts = [np.asarray(c[i], dtype=float) for c in columns]
-    block = np.stack(parts, axis=-1) if parts else np.zeros(np.shape(row_input) + (0,))
-    return _shaped(block, np.shape(row_input), np.shape(column_input))
+def _hessian_block(columns, row_input, column_input):
+    """d (gradient of row_input) / d column_input, from the gradient's tangents
+    along each of column_input's unit tangents (see :func:`_bases`): an array of
+    shape row shape + column shape for two leaves, else the row's structure
+    holding the column's structure at each leaf (None for a leaf not differentiated)."""
+    columns = [trees.in_structure(c, row_input) for c in columns]
+    rows = []
+    for position, row_leaf in enumerate(trees.leaves(row_input)):
+        if not trees.is_differentiable_leaf(row_leaf):
+            rows.append(None)
+            continue
+        parts = [np.asarray(trees.leaves(c)[position], dtype=float) for c in columns]
+        block = np.stack(parts, axis=-1) if parts else np.zeros(np.shape(row_leaf) + (0,))
+        rows.append(_split_columns(block, np.shape(row_leaf), column_input))
+    return _unflattened(row_input, iter(rows))
+
+
+def _split_columns(block, row_shape, column_input):
+    """``block`` (row shape + one column per component of column_input) split
+    into column_input's leaves, each of shape row shape + its shape."""
+    pieces, start = [], 0
+    for leaf in trees.leaves(column_input):
+        if not trees.is_differentiable_leaf(leaf):
+            pieces.append(None)
+            continue
+        size = int(np.size(leaf))
+        pieces.append(_shaped(block[..., start:start + size], row_shape, np.shape(leaf)))
+        start += size
+    return _unflattened(column_input, iter(pieces))
 
 
 def hvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
     """The Hessian-vector product of the scalar ``func`` at ``primals`` along
     ``tangents``, forward over reverse: one component per primal, in its structure,
     like the cotangents of :func:`vjp` (None for primals that are not floats, float
-    arrays, or lists and tuples of real numbers and arrays)::
+    arrays, or containers of them: lists, tuples, dicts, NamedTuples, dataclasses)::
 
         derivo.hvp(f, (2.0, 5.0), (1.0, 0.0))    # (d2f/dx2, d2f/dydx)
     """
     primals, tangents = tuple(primals), tuple(tangents)
-    _refuse_trees("derivo.hvp", func, range(len(primals)), primals)
     differentiable = tuple(i for i, p in enumerate(primals) if _differentiable_or_container(p))
     if not differentiable:
         return tuple(None for _ in primals)
     gradient = _derivative(func, differentiable, "grad")
     _, product = jvp(gradient, primals, tangents)
     product = iter(product)
-    return tuple(_in_structure(next(product), p) if i in differentiable else None
-                 for i, p in enumerate(primals))
-
-
-def _refuse_trees(what, func, names, values):
-    """Refuse a dict, a dataclass or a NamedTuple among ``values`` (the
-    arguments ``names`` of ``func``): second derivatives of containers read
-    by name are out of reach yet."""
-    for name, value in zip(names, values):
-        if _is_tree(value):
-            raise DerivoError(
-                "{} of {}: argument {!r} is a {}, and derivo takes second derivatives with "
-                "respect to floats and arrays only (lists and tuples of them for hvp); pass "
-                "its arrays as separate arguments".format(
-                    what, getattr(func, "__qualname__", repr(func)), name,
-                    type(value).__name__))
+    return tuple((trees.in_structure if _is_tree(p) else _in_structure)(next(product), p)
+                 if i in differentiable else None for i, p in enumerate(primals))
 
 
 def _primal(func, bound):

@@ -88,7 +88,10 @@ class Indexing:
                     kind, self.parsed.words(overwritten)), "loop over an iterator")
         self.items.append((body, targets))
         block[:] = [s for s in block if s not in dropped]
-        sequence_names = [self._named(block, stmt, items) for items in sequences]
+        # the keys reversed(d) yields are not d[i]: a reversed loop whose items are not
+        # differentiated indexes a list of them
+        listed = kind == "reversed" and targets[0] not in self.activity.active
+        sequence_names = [self._named(block, stmt, items, listed) for items in sequences]
         heads = []
         if kind == "enumerate" and start is None and targets[0] not in written:
             index, targets = targets[0], targets[1:]
@@ -119,10 +122,11 @@ class Indexing:
         self.new_names |= {index, *sequence_names}
         return True
 
-    def _named(self, block, loop, items):
+    def _named(self, block, loop, items, listed=False):
         """The name of a sequence ``loop`` indexes: a new one assigned before the
-        loop, unless it is a name already (a list of it, if an iterator)."""
-        if self._maybe_an_iterator(items):
+        loop, unless it is a name already (a list of it, if an iterator or
+        ``listed``)."""
+        if listed and self.parsed.resolve("list") is list or self._maybe_an_iterator(items):
             items = S.copy_location(S.call(S.name("list"), items), loop)
         if isinstance(items, S.Name):
             return items.id

@@ -365,7 +365,9 @@ def shaped_like(adjoint, like):
         if _shape(adjoint) == _shape(like):
             return adjoint
     except ValueError:  # a ragged list: of arrays, or of arrays and zeros
-        if not isinstance(adjoint, (list, tuple)):
+        if type(adjoint) is np.ndarray and adjoint.dtype == object:
+            adjoint = list(adjoint)  # the tangent of its adjoints (see addable)
+        elif not isinstance(adjoint, (list, tuple)):
             adjoint = [adjoint] * len(like)
         if len(adjoint) != len(like):
             raise
@@ -600,7 +602,7 @@ def owned(array):
         return array.copy()
     if isinstance(array, list):
         return list(array)
-    return dict(array) if type(array) is dict else array
+    return type(array)(array) if isinstance(array, dict) else array
 
 
 class Undo:
@@ -707,7 +709,7 @@ def part(adjoint, index):
             type(index) is tuple and any(type(i) in (list, np.ndarray) for i in index))):
         _refuse_repeats(adjoint, index)
     # np.ndim of a list would copy it into an array: a loop would pay len(list) a trip
-    if type(adjoint) is list or type(adjoint) is dict or np.ndim(adjoint):
+    if type(adjoint) is list or isinstance(adjoint, dict) or np.ndim(adjoint):
         return adjoint[index]
     return adjoint
 
@@ -725,7 +727,10 @@ def zeroed(adjoint, index):
     """``adjoint`` with ``adjoint[index]`` set to zero: the part of an array an
     in-place write replaced no longer affects the result.  In a new array (a
     list of adjoints becomes one: once, in a loop), ``adjoint`` left as it is
-    (derivo.accumulate counts on that); a number as it is."""
+    (derivo.accumulate counts on that); a number as it is.  A dict's adjoint
+    (the write ``d[key] = ...``) gets 0.0 under the key, in a new dict."""
+    if isinstance(adjoint, dict):
+        return type(adjoint)({**adjoint, index: 0.0})
     if type(adjoint) is not list and not np.ndim(adjoint):
         return adjoint.copy() if type(adjoint) is np.ndarray else adjoint
     if type(adjoint) is list and len(set(map(np.shape, adjoint))) > 1:
@@ -820,9 +825,12 @@ _FLOAT = np.dtype(float)
 
 
 def addable(tangents):
-    """Tangents of a list's adjoints that add element by element with ``+`` (as
-    forward mode adds the tangents of a sum): an array, of objects when they
-    are arrays (or arrays and zeros).  Anything else is returned as it is."""
+    """Tangents of a container's adjoints that add element by element with ``+``
+    (as forward mode adds the tangents of a sum): for a list an array, of objects
+    when they are arrays (or arrays and zeros); for a dict a :class:`Keyed`.
+    Anything else is returned as it is."""
+    if isinstance(tangents, dict):
+        return Keyed((key, addable(value)) for key, value in tangents.items())
     if not isinstance(tangents, list):
         return tangents
     tangents = [addable(tangent) for tangent in tangents]  # a list of lists: arrays of arrays
@@ -831,12 +839,27 @@ def addable(tangents):
     return np.asarray(tangents)
 
 
+class Keyed(dict):
+    """The tangent of a dict's adjoint, that adds key by key with ``+``: a key
+    one side lacks, and the 0.0 that stands for no adjoint, add nothing."""
+
+    def __add__(self, other):
+        if not isinstance(other, dict):
+            if _unreached(other):
+                return self
+            return NotImplemented
+        return Keyed((key, addable(self.get(key, 0.0)) + addable(other.get(key, 0.0)))
+                     for key in {**self, **other})
+
+    __radd__ = __add__
+
+
 def add_adjoints(first, second):
     """The sum of two adjoints of one value, a new one (derivo.accumulate counts
     on that): lists of adjoints (for a list) add element by element, lists in
     them too (the adjoint of a list of lists or tuples), and a zero (``0.0``)
     adds nothing."""
-    if type(first) is dict or type(second) is dict:
+    if isinstance(first, dict) or isinstance(second, dict):
         return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
         return first + second
@@ -883,9 +906,9 @@ def items_vjp(adjoint, entries):
 def _add_keyed(first, second):
     """The sum of two adjoints of a container read by key (dicts of adjoints,
     or the 0.0 standing for one no adjoint reached yet)."""
-    if type(first) is not dict:
+    if not isinstance(first, dict):
         return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
-    if type(second) is not dict:
+    if not isinstance(second, dict):
         return dict(first) if _unreached(second) else {k: v + second for k, v in first.items()}
     return {key: add_adjoints(value, second[key]) for key, value in first.items()}
 

@@ -51,8 +51,13 @@ TABLE = "derivo.rules.runtime"
 RTOL = 1e-6
 
 PRELUDE = """\
+import dataclasses
+from typing import NamedTuple
+
 import numpy as np
 
+from derivo.runtime import (add_field, add_field_in_place, field_vjp, items_vjp, unpacked_vjp,
+                            values_vjp)
 from derivo.runtime import (add_adjoints, add_at, add_at_in_place, addable, as_array, copy_of,
                             copy_vjp, dot_vjp_left, dot_vjp_right, einsum_vjp, expand,
                             extremum_vjp, first_equal_vjp, getitem_vjp, hstack_vjp,
@@ -83,6 +88,22 @@ PIECES = [np.zeros((2, 3)), np.zeros((1, 3))]
 COLUMNS = [np.zeros((2, 3)), np.zeros((2, 1))]
 ROWS = [np.zeros((2, 3)), np.zeros((2, 3)), np.zeros((2, 3))]
 VECTORS = [np.zeros(3), np.zeros(2)]
+D2 = {"a": np.zeros(3), "b": np.zeros(3)}
+
+
+@dataclasses.dataclass
+class Record:
+    w: np.ndarray
+    b: float
+
+
+class Pair(NamedTuple):
+    w: np.ndarray
+    b: float
+
+
+RECORD = Record(np.zeros(3), 0.0)
+PAIR = Pair(np.zeros(3), 0.0)
 """
 
 
@@ -274,6 +295,19 @@ for _expr, _shapes in (("add_at(x0, x1, L34, 1)", ((3, 4), (4,))),
     if not _expr.startswith("add_at(x0,"):
         probe(runtime.add_at_in_place, _expr.replace("add_at", "add_at_in_place"),
               *(normal(*shape) for shape in _shapes))
+# The adjoints of containers read by key or by name: a dict's under its keys, a
+# record's under its fields' names, a NamedTuple's by position.
+probe(runtime.values_vjp, "values_vjp([x0, x1 * x0], D2)['b']", normal(3), normal(3))
+probe(runtime.items_vjp, "items_vjp([[0.0, x0], [0.0, x1 * x0]], D2)['b']", normal(3), normal(3))
+probe(runtime.unpacked_vjp, "unpacked_vjp({'a': x0, 'b': x1, 'c': x0}, D2, ['b'])['a'] * x1",
+      normal(3), normal(3))
+probe(runtime.field_vjp, "field_vjp(x0, RECORD, 'w')['w'] * x1", normal(3), normal(3))
+probe(runtime.field_vjp, "field_vjp(x0, PAIR, 'w')[0] * x1", normal(3), normal(3))
+for _add in ("add_field", "add_field_in_place"):
+    probe(getattr(runtime, _add), _add + "({'w': x0 * 1.0, 'b': 0.0}, x1, RECORD, 'w')['w']",
+          normal(3), normal(3))
+    probe(getattr(runtime, _add), _add + "([x0 * 1.0, 0.0], x1 * x0, PAIR, 'w')[0]",
+          normal(3), normal(3))
 probe(runtime.addable, "addable([x0, x1 * x0])", normal(), normal())
 probe(runtime.addable, "addable(x0)", normal(3))
 # pop_adjoint returns a pair (a list and an array): an item of it is read back.
@@ -358,14 +392,6 @@ WITHOUT_RULES = {
     "split_stacked": "called by hstack_vjp and vstack_vjp only, never by generated code",
     "gradient_by_tangents": "its derivative needs the tangents of the tangent function it is "
                             "given: a third derivative of array code, refused",
-    # adjoints of containers read by name (see derivo.trees): a derivative of code calling
-    # them is refused by name, as derivo.hessian and derivo.hvp of such containers are
-    "field_vjp": "a dataclass's field: second derivatives of containers read by name, refused",
-    "add_field": "a dataclass's field: second derivatives of containers read by name, refused",
-    "add_field_in_place": "add_field in place: likewise refused",
-    "unpacked_vjp": "{**d}: second derivatives through dict displays, refused",
-    "values_vjp": "d.values(): second derivatives of containers read by name, refused",
-    "items_vjp": "d.items(): second derivatives of containers read by name, refused",
 }
 
 

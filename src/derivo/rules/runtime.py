@@ -22,16 +22,17 @@ depending on zeros) and the helpers of ``loops="checkpoint"``.
 
 import numpy as np
 
-from ..runtime import (add_adjoints, add_at, add_at_in_place, addable, as_array, copy_of,
-                       copy_vjp, copysign_one, dot_vjp_left, dot_vjp_right, einsum_vjp, expand,
-                       extremum_vjp, first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
-                       inner_vjp_right, is_real, kind_of, log, log_times, matmul_vjp_left,
-                       matmul_vjp_right, norm_vjp, one_like, owned, part, pop_adjoint,
-                       pop_adjoint_in_place, power_exponent_jvp, raised, scalar_seed, shaped_like,
-                       size, sort_like, split_like, stop_gradient, sum_vjp, swap_last,
-                       tangent_owned, transpose_vjp, transposed, unbroadcast, unshared, unsort,
-                       unstack, vstack_vjp, zero_as, zero_gradient, zeroed, zeroed_in_place,
-                       zeros_for)
+from ..runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_field_in_place,
+                       addable, as_array, copy_of, copy_vjp, copysign_one, dot_vjp_left,
+                       dot_vjp_right, einsum_vjp, expand, extremum_vjp, field_vjp,
+                       first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
+                       inner_vjp_right, is_real, items_vjp, key_of, kind_of, log, log_times,
+                       matmul_vjp_left, matmul_vjp_right, norm_vjp, one_like, owned, part,
+                       pop_adjoint, pop_adjoint_in_place, power_exponent_jvp, raised,
+                       scalar_seed, shaped_like, size, sort_like, split_like, stop_gradient,
+                       sum_vjp, swap_last, tangent_owned, transpose_vjp, transposed,
+                       unbroadcast, unshared, unsort, unpacked_vjp, unstack, values_vjp, vstack_vjp, zero_as,
+                       zero_gradient, zeroed, zeroed_in_place, zeros_for)
 from . import CONSTANT, defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
@@ -142,6 +143,9 @@ defjvp(vstack_vjp, lambda t, ans, adjoint, arrays: vstack_vjp(t, arrays), CONSTA
 # positions back is its transpose.
 defvjp(getitem_vjp, lambda g, ans, adjoint, like, index: g[index], CONSTANT, CONSTANT)
 defjvp(getitem_vjp, lambda t, ans, adjoint, like, index: getitem_vjp(t, like, index), CONSTANT, CONSTANT)
+# field_vjp is getitem_vjp under the field's key (a NamedTuple's: its position).
+defvjp(field_vjp, lambda g, ans, adjoint, like, name: g[key_of(like, name)], CONSTANT, CONSTANT)
+defjvp(field_vjp, lambda t, ans, adjoint, like, name: field_vjp(t, like, name), CONSTANT, CONSTANT)
 
 # Of max(xs), min(xs), sorted(xs) and list(xs).  Sorting and putting back in
 # place are each other's transpose; copy_vjp's transpose is copy_vjp again, into
@@ -195,6 +199,32 @@ for _add in (add_at, add_at_in_place):
            lambda g, ans, total, adjoint, like, index: g[index], CONSTANT, CONSTANT)
     defjvp(_add, lambda t, ans, total, adjoint, like, index: addable(t),
            lambda t, ans, total, adjoint, like, index: addable(getitem_vjp(t, like, index)), CONSTANT, CONSTANT)
+# values_vjp, items_vjp and unpacked_vjp put a dict's adjoints under its keys, or
+# a display's under its entries' keys: linear in the adjoint, their tangents are
+# themselves of the tangent, and their transposes read the keys back.
+defvjp(values_vjp, lambda g, ans, adjoint, entries: [g[key] for key in entries], CONSTANT)
+defjvp(values_vjp, lambda t, ans, adjoint, entries: values_vjp(t, entries), CONSTANT)
+defvjp(items_vjp, lambda g, ans, adjoint, entries: [[0.0, g[key]] for key in entries], CONSTANT)
+defjvp(items_vjp, lambda t, ans, adjoint, entries: items_vjp(t, entries), CONSTANT)
+defvjp(unpacked_vjp, lambda g, ans, adjoint, entries, later: _unpacked_transpose(g, adjoint, entries, later), CONSTANT, CONSTANT)
+defjvp(unpacked_vjp, lambda t, ans, adjoint, entries, later: unpacked_vjp(t, entries, later), CONSTANT, CONSTANT)
+
+
+def _unpacked_transpose(g, adjoint, entries, later):
+    """The transpose of unpacked_vjp: ``g``, the adjoint of ``entries``, under
+    the keys of the display's ``adjoint`` that it reaches (0.0 under the others)."""
+    if not isinstance(g, dict) or not isinstance(adjoint, dict):
+        return g
+    reached = unpacked_vjp(g, entries, later)
+    return {key: reached.get(key, 0.0) for key in adjoint}
+
+
+# add_field(total, adjoint, like, name) is add_adjoints(total, field_vjp(adjoint, like, name)).
+for _add in (add_field, add_field_in_place):
+    defvjp(_add, lambda g, ans, total, adjoint, like, name: g,
+           lambda g, ans, total, adjoint, like, name: g[key_of(like, name)], CONSTANT, CONSTANT)
+    defjvp(_add, lambda t, ans, total, adjoint, like, name: addable(t),
+           lambda t, ans, total, adjoint, like, name: addable(field_vjp(t, like, name)), CONSTANT, CONSTANT)
 # pop_adjoint(adjoints) is (adjoints[:-1], adjoints[-1]) (pop_adjoint_in_place pops the
 # list itself): the transpose puts the pair back together (``ans[0]``: the list without
 # its last item).
