@@ -160,3 +160,10 @@ def ivp_with_events(y0):
 def test_solve_ivp_with_events_is_refused():
     with pytest.raises(derivo.DerivoError, match="without events"):
         derivo.grad(ivp_with_events)(np.array([1.0, 2.0]))
+
+
+def test_forward_mode_through_solve_ivp_is_refused_at_its_line():
+    with pytest.raises(derivo.DerivoError) as info:
+        derivo.jvp(ivp_decay_loss, (np.array([1.0, -0.5]), 0.7), (None, 1.0))
+    assert "solve_ivp" in str(info.value) and ":{}:".format(
+        ivp_decay_loss.__code__.co_firstlineno + 2) in str(info.value)
