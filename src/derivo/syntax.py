@@ -340,6 +340,35 @@ def expr_source(node):
     return to_source(gast.Expr(value=node)).strip()
 
 
+def shape(node, memo=None):
+    """A hashable key of an expression (or a list of them) that two expressions
+    share exactly when :func:`expr_source` prints them alike, without printing:
+    classes and fields, not positions nor load/store contexts; a constant by its
+    type and repr, a negative number as the sign applied to its magnitude, as it
+    is printed.  ``memo``: {id(node): key} reused across calls on one tree."""
+    if node.__class__ is list:
+        return tuple([shape(item, memo) for item in node])
+    if not isinstance(node, gast.AST):
+        return node
+    if memo is not None and id(node) in memo:
+        return memo[id(node)]
+    if node.__class__ is gast.Constant:
+        value = node.value
+        if type(value) in (int, float) and math.copysign(1, value) < 0 or \
+                type(value) is complex and value.real == 0 and math.copysign(1, value.imag) < 0:
+            key = (gast.UnaryOp, (gast.USub,), (gast.Constant, type(value), repr(-value)))
+        else:
+            key = (gast.Constant, type(value), repr(value))
+    elif isinstance(node, gast.expr_context):
+        key = None
+    else:
+        key = (node.__class__, *[shape(getattr(node, field, None), memo)
+                                 for field in node._fields])
+    if memo is not None:
+        memo[id(node)] = key
+    return key
+
+
 def compile_tree(tree, filename):
     """The code object of a module holding the gast statement ``tree``; its
     positions are the tree's (those of the user's file)."""
