@@ -27,10 +27,33 @@ NodeTransformer = gast.NodeTransformer
 copy_location = gast.copy_location
 
 
+#: {id(tree): every node of tree in walk's order}, for the trees of an
+#: :func:`unchanging` block
+_UNCHANGING = {}
+
+
+@contextlib.contextmanager
+def unchanging(tree):
+    """A block that does not change ``tree``'s structure (an analysis): walking
+    the whole tree in it reuses one list of its nodes, found once."""
+    if id(tree) in _UNCHANGING:
+        yield
+        return
+    _UNCHANGING[id(tree)] = list(walk(tree))
+    try:
+        yield
+    finally:
+        nodes = _UNCHANGING.pop(id(tree))
+        assert [id(n) for n in walk(tree)] == [id(n) for n in nodes], "CHANGED"
+
+
 def walk(tree, into=AST):
     """Every node of a tree, or of each tree in a list of trees, in ``ast.walk``'s
     order (breadth first, one tree after the other); ``into``: the classes of
     the nodes below the roots it goes into (all by default)."""
+    if into is AST and id(tree) in _UNCHANGING:
+        yield from _UNCHANGING[id(tree)]
+        return
     for root in tree if isinstance(tree, list) else [tree]:
         # ast.walk's loop without its two generators per node: walking is most of
         # the time derivo takes to transform a function
