@@ -874,7 +874,9 @@ def _share_repeated_terms(tree, namer, written):
                 return self.generic_visit(node)
 
         term = S.deepcopy(found[key][0][2])
-        tree.body = [Share().visit(stmt) for stmt in tree.body]
+        holding = {position for position, _, _ in found[key]}
+        tree.body = [Share().visit(stmt) if position in holding else stmt
+                     for position, stmt in enumerate(tree.body)]
         tree.body.insert(first, S.copy_location(S.assign(temp, term), tree.body[first]))
 
 
