@@ -66,6 +66,7 @@ def add_in_place(function, namespace, bind):
     gives the name the code calls a :mod:`derivo.runtime` helper by."""
     params = {a.id for a in function.args.args + function.args.kwonlyargs}
     sweep = _Owners(namespace, S.stored_names(function.body) | params)
+    sweep.track(function)
     sweep.run(function.body, frozenset())
     for stmt in [stmt for stmt, _ in sweep.before.values()]:
         if not sweep.owns(stmt):
@@ -99,6 +100,14 @@ class _Owners(dataflow.Forward):
     def __init__(self, namespace, local):
         self.namespace, self.local = namespace, local
         self.before = {}  # id(update) -> (the update, the names owning their values before it)
+        self.tracked = set()  # the names the state may hold
+
+    def track(self, function):
+        """Hold in the state only the names ``function``'s updates change: whether
+        a name owns its value depends on no other name's, and is asked only of
+        an update's receiver (so the state stays small, not every name assigned)."""
+        self.tracked = {self.receiver(stmt) for stmt in S.statements(function)
+                        if self.receiver(stmt) and _forms(self.helper(stmt.value))}
 
     def rerun(self, body):
         self.before = {}
@@ -131,7 +140,7 @@ class _Owners(dataflow.Forward):
             state = state - self.kept(stmt.value) - S.stored_names(stmt)
             for node in stmt.targets:  # bx[i] = v changes the value bx owns
                 state -= self.escaped(node)
-            return state | {target} if owns else state
+            return state | {target} if owns and target in self.tracked else state
         if isinstance(stmt, S.AugAssign):  # x += e, x[i] += e: e is consumed
             return state - self.escaped(stmt.value) - self.escaped(stmt.target)
         if isinstance(stmt, S.Expr):  # the result is dropped

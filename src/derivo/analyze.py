@@ -318,8 +318,10 @@ def analyze(normalized, wrt, arrays=False, loops="stack", mode="reverse"):
     """Run the phases ``mode`` needs (see :data:`PHASES`) over ``normalized`` for
     differentiation with respect to the parameter names ``wrt``."""
     analysis = Analysis(normalized, wrt, arrays, loops, reverse=mode != "forward")
-    for phase, modes in PHASES:
-        if mode in modes:
+    first, *rest = [phase for phase, modes in PHASES if mode in modes]
+    first(analysis)  # (activity indexes loops: the one phase that changes the tree)
+    with S.unchanging(normalized.tree):
+        for phase in rest:
             phase(analysis)
     form.check(normalized.tree, "analyze")
     return analysis

@@ -105,8 +105,8 @@ def _math_by_name(definition, namespace):
     """Rewrite ``math.cos`` in ``definition`` as ``cos`` where the code uses no
     name ``cos`` and ``math`` is the global (not a parameter or local of that
     name); return the globals that makes ({"cos": math.cos})."""
-    taken, local = set(), set()
-    for node in ast.walk(definition):
+    taken, local, places = set(), set(), []
+    for node in ast.walk(definition):  # one walk: the names, and where math.f stands
         if isinstance(node, ast.Name):
             taken.add(node.id)
             if not isinstance(node.ctx, ast.Load):
@@ -114,10 +114,17 @@ def _math_by_name(definition, namespace):
         elif isinstance(node, ast.arg):
             taken.add(node.arg)
             local.add(node.arg)
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if value.__class__ is list:
+                places.extend((value, index) for index, item in enumerate(value)
+                              if item.__class__ is ast.Attribute)
+            elif value.__class__ is ast.Attribute:
+                places.append((node, field))
     bindings = {}
 
     def by_name(node):
-        function = getattr(math, node.attr, None) if isinstance(node, ast.Attribute) else None
+        function = getattr(math, node.attr, None)
         if function is not None and isinstance(node.value, ast.Name) and \
                 node.value.id not in local and namespace.get(node.value.id) is math and \
                 isinstance(node.ctx, ast.Load) and callable(function) and \
@@ -126,13 +133,11 @@ def _math_by_name(definition, namespace):
             return ast.copy_location(ast.Name(node.attr, ast.Load()), node)
         return None
 
-    for node in ast.walk(definition):
-        for field, value in ast.iter_fields(node):
-            if isinstance(value, list):
-                for index, item in enumerate(value):
-                    value[index] = by_name(item) or item
-            else:
-                setattr(node, field, by_name(value) or value)
+    for holder, place in places:
+        if holder.__class__ is list:
+            holder[place] = by_name(holder[place]) or holder[place]
+        else:
+            setattr(holder, place, by_name(getattr(holder, place)) or getattr(holder, place))
     return bindings
 
 

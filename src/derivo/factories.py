@@ -26,6 +26,7 @@ is its last statement and gives a local function, and read only as the function
 of calls, is rewritten; anything else is left for the later stages to judge.
 """
 
+import collections
 import functools
 import types
 
@@ -38,14 +39,17 @@ def call_returned_functions(parsed, parse):
     """Rewrite, in place, the closure factories ``parsed``'s function calls (see
     the module's docstring); ``parse`` reads a user function."""
     counts = S.store_counts(parsed.tree)
-    loads = [n for n in S.walk(parsed.tree) if isinstance(n, S.Name) and isinstance(n.ctx, S.Load)]
+    loads = collections.defaultdict(list)  # {name: the Names that read it}
+    for node in S.walk(parsed.tree):
+        if isinstance(node, S.Name) and isinstance(node.ctx, S.Load):
+            loads[node.id].append(node)
     called = {id(n.func) for n in S.walk(parsed.tree) if isinstance(n, S.Call)}
     for stmt in list(S.walk(parsed.tree)):
         if not (isinstance(stmt, S.Assign) and len(stmt.targets) == 1 and
                 isinstance(stmt.targets[0], S.Name) and isinstance(stmt.value, S.Call)):
             continue
         name = stmt.targets[0].id
-        uses = [n for n in loads if n.id == name]
+        uses = loads[name]
         if counts[name] != 1 or not uses or any(id(n) not in called for n in uses):
             continue
         made = _closure_maker(parsed, stmt.value, parse)

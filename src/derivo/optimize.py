@@ -132,8 +132,8 @@ def _commuted_products(left, right):
         return False
     if any(isinstance(n, S.Call) for n in S.walk(left)):
         return False
-    return S.expr_source(left.left) == S.expr_source(right.right) and \
-        S.expr_source(left.right) == S.expr_source(right.left)
+    return S.shape(left.left) == S.shape(right.right) and \
+        S.shape(left.right) == S.shape(right.left)
 
 
 def _literal(node):
@@ -315,7 +315,7 @@ def _drop_recomputations(function):
         if target and unchanging(target) and target not in exposed and \
                 not getattr(stmt, "effects", False) and _pure_arithmetic(stmt.value) and \
                 all(unchanging(name) for name in _reads(stmt.value)):
-            key = S.expr_source(stmt.value)
+            key = S.shape(stmt.value)
             if key in computed:
                 renames[target] = computed[key]
                 continue

@@ -1077,7 +1077,7 @@ def _merged(contributions):
     for operand, contribution in contributions:
         twin = next((i for i, (o, c) in enumerate(merged) if isinstance(operand, S.Name)
                      and isinstance(o, S.Name) and o.id == operand.id
-                     and S.expr_source(c) == S.expr_source(contribution)), None)
+                     and S.shape(c) == S.shape(contribution)), None)
         if twin is None:
             merged.append((operand, contribution))
         else:

@@ -876,22 +876,24 @@ def _share_repeated_terms(tree, namer, written):
     stable = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs} - \
         S.stored_names(tree.body) - written
     while True:
-        found = {}
+        found, shapes = {}, {}
         for position, stmt in enumerate(tree.body):
             sometimes = _conditional_parts(stmt)
             for node in S.walk(stmt):
                 if isinstance(node, S.BinOp) and _arithmetic(node, stable.__contains__, True):
-                    found.setdefault(S.expr_source(node), []).append(
+                    found.setdefault(S.shape(node, shapes), []).append(
                         (position, id(node) in sometimes, node))
-        repeated = [(len(source), source) for source, places in found.items()
-                    if len(places) > 1 and not all(nested for _, nested, _ in places)]
+        # the longest term first, by its printed source (printed only when repeated)
+        repeated = [(len(source), source, key) for key, places in found.items()
+                    if len(places) > 1 and not all(nested for _, nested, _ in places)
+                    for source in [S.expr_source(places[0][2])]]
         if not repeated:
             return
-        source = max(repeated)[1]
-        first = min(position for position, _, _ in found[source])
+        key = max(repeated, key=lambda term: term[:2])[2]
+        first = min(position for position, _, _ in found[key])
         temp = namer.numbered("t")
 
-        places = {id(node) for _, _, node in found[source]}  # every occurrence
+        places = {id(node) for _, _, node in found[key]}  # every occurrence
 
         class Share(S.NodeTransformer):
             def visit(self, node):
@@ -899,8 +901,10 @@ def _share_repeated_terms(tree, namer, written):
                     return S.copy_location(S.name(temp), node)
                 return self.generic_visit(node)
 
-        term = S.deepcopy(found[source][0][2])
-        tree.body = [Share().visit(stmt) for stmt in tree.body]
+        term = S.deepcopy(found[key][0][2])
+        holding = {position for position, _, _ in found[key]}
+        tree.body = [Share().visit(stmt) if position in holding else stmt
+                     for position, stmt in enumerate(tree.body)]
         tree.body.insert(first, S.copy_location(S.assign(temp, term), tree.body[first]))
 
 

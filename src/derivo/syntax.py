@@ -27,10 +27,33 @@ NodeTransformer = gast.NodeTransformer
 copy_location = gast.copy_location
 
 
+#: {id(tree): every node of tree in walk's order}, for the trees of an
+#: :func:`unchanging` block
+_UNCHANGING = {}
+
+
+@contextlib.contextmanager
+def unchanging(tree):
+    """A block that does not change ``tree``'s structure (an analysis): walking
+    the whole tree in it reuses one list of its nodes, found once."""
+    if id(tree) in _UNCHANGING:
+        yield
+        return
+    _UNCHANGING[id(tree)] = list(walk(tree))
+    try:
+        yield
+    finally:
+        nodes = _UNCHANGING.pop(id(tree))
+        assert [id(n) for n in walk(tree)] == [id(n) for n in nodes], "CHANGED"
+
+
 def walk(tree, into=AST):
     """Every node of a tree, or of each tree in a list of trees, in ``ast.walk``'s
     order (breadth first, one tree after the other); ``into``: the classes of
     the nodes below the roots it goes into (all by default)."""
+    if into is AST and id(tree) in _UNCHANGING:
+        yield from _UNCHANGING[id(tree)]
+        return
     for root in tree if isinstance(tree, list) else [tree]:
         # ast.walk's loop without its two generators per node: walking is most of
         # the time derivo takes to transform a function
@@ -338,6 +361,35 @@ class _SignedLiterals(ast.NodeTransformer):
 def expr_source(node):
     """One-line source of an expression (for messages and comments)."""
     return to_source(gast.Expr(value=node)).strip()
+
+
+def shape(node, memo=None):
+    """A hashable key of an expression (or a list of them) that two expressions
+    share exactly when :func:`expr_source` prints them alike, without printing:
+    classes and fields, not positions nor load/store contexts; a constant by its
+    type and repr, a negative number as the sign applied to its magnitude, as it
+    is printed.  ``memo``: {id(node): key} reused across calls on one tree."""
+    if node.__class__ is list:
+        return tuple([shape(item, memo) for item in node])
+    if not isinstance(node, gast.AST):
+        return node
+    if memo is not None and id(node) in memo:
+        return memo[id(node)]
+    if node.__class__ is gast.Constant:
+        value = node.value
+        if type(value) in (int, float) and math.copysign(1, value) < 0 or \
+                type(value) is complex and value.real == 0 and math.copysign(1, value.imag) < 0:
+            key = (gast.UnaryOp, (gast.USub,), (gast.Constant, type(value), repr(-value)))
+        else:
+            key = (gast.Constant, type(value), repr(value))
+    elif isinstance(node, gast.expr_context):
+        key = None
+    else:
+        key = (node.__class__, *[shape(getattr(node, field, None), memo)
+                                 for field in node._fields])
+    if memo is not None:
+        memo[id(node)] = key
+    return key
 
 
 def compile_tree(tree, filename):
