@@ -29,65 +29,52 @@ def odeint_vjp(bstates, f, y0, ts, params):
     t3 = None
     t4 = None
     t5 = None
-    t6 = None
-    t7 = None
-    t8 = None
     y = y0
     states = [y0]
     seq1 = range(len(ts) - 1)
     for i in seq1:
         push(t2)
         push(t3)
-        push(t4)
         push(hidden)
         t2 = params['W1']
-        t3 = t2 @ y
-        t4 = params['b1']
-        hidden = np.tanh(t3 + t4)
+        t3 = params['b1']
+        hidden = np.tanh(t2 @ y + t3)
+        push(t4)
         push(t5)
-        push(t6)
-        push(t7)
         push(t1)
-        t5 = params['W2']
-        t6 = t5 @ hidden
-        t7 = params['b2']
-        t1 = t6 + t7
-        push(t8)
+        t4 = params['W2']
+        t5 = params['b2']
+        t1 = t4 @ hidden + t5
         push(y)
-        t8 = (ts[i + 1] - ts[i]) * t1
-        y = y + t8
+        y = y + (ts[i + 1] - ts[i]) * t1
         states.append(y)
     # reverse sweep
     bparams = 0.0
     by = 0.0
+    bstates = owned(bstates)
     for i in reversed(seq1):
         # line 27: states.append(y)
-        bstates, bt9 = pop_adjoint(bstates)
-        by = by + bt9
+        bstates, bt6 = pop_adjoint_in_place(bstates)
+        by = by + bt6
         # line 26: y = y + (ts[i + 1] - ts[i]) * f(y, params)
         y = pop()
-        bt1 = unbroadcast(unbroadcast(by, t8) * (ts[i + 1] - ts[i]), t1)
+        bt1 = unbroadcast(by * (ts[i + 1] - ts[i]), t1)
         by = unbroadcast(by, y)
-        t8 = pop()
-        bt6 = unbroadcast(bt1, t6)
-        bt5 = matmul_vjp_left(bt6, t5, hidden)
-        bparams = add_at(bparams, bt5, params, 'W2')
-        bhidden = matmul_vjp_right(bt6, t5, hidden)
-        bt7 = unbroadcast(bt1, t7)
-        bparams = add_at(bparams, bt7, params, 'b2')
+        bt4 = matmul_vjp_left(bt1, t4, hidden)
+        bparams = add_at_in_place(bparams, bt4, params, 'W2')
+        bhidden = matmul_vjp_right(bt1, t4, hidden)
+        bt5 = unbroadcast(bt1, t5)
+        bparams = add_at_in_place(bparams, bt5, params, 'b2')
         t1 = pop()
-        t7 = pop()
-        t6 = pop()
         t5 = pop()
-        bt10 = bhidden * (1 - hidden * hidden)
-        bt3 = unbroadcast(bt10, t3)
-        bt2 = matmul_vjp_left(bt3, t2, y)
-        bparams = add_at(bparams, bt2, params, 'W1')
-        by = by + matmul_vjp_right(bt3, t2, y)
-        bt4 = unbroadcast(bt10, t4)
-        bparams = add_at(bparams, bt4, params, 'b1')
-        hidden = pop()
         t4 = pop()
+        bt7 = bhidden * (1 - hidden * hidden)
+        bt2 = matmul_vjp_left(bt7, t2, y)
+        bparams = add_at_in_place(bparams, bt2, params, 'W1')
+        by = by + matmul_vjp_right(bt7, t2, y)
+        bt3 = unbroadcast(bt7, t3)
+        bparams = add_at_in_place(bparams, bt3, params, 'b1')
+        hidden = pop()
         t3 = pop()
         t2 = pop()
     return shaped_like(bparams, params)
@@ -122,16 +109,13 @@ def trajectory_loss_grad(params, y0, ts, observed):
         bp1 = unbroadcast(expand(bt5, t4, None, False) * (2 * t3), p1)
         t4 = pop()
         t3 = pop()
-        bpredicted = add_at(bpredicted, bp1, predicted, i)
+        bpredicted = add_at_in_place(bpredicted, bp1, predicted, i)
     # line 32: predicted = odeint(dynamics, y0, ts, params)
     bparams = odeint_vjp(bpredicted, dynamics, y0, ts, params)
     return bparams
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
-
-import sys
-
 
 try:
     from derivo import DerivoError
@@ -155,7 +139,6 @@ def unbroadcast(adjoint, like):
             adjoint = adjoint.real
         if adjoint.shape == shape:
             return adjoint
-        extra = adjoint.ndim - len(shape)
     except AttributeError:
         shape = np.shape(like)
         if not is_real(adjoint) and is_real(like):
@@ -165,7 +148,15 @@ def unbroadcast(adjoint, like):
         if np.ndim(adjoint) < len(shape):
             return adjoint  # a number stands for itself at each place (0.0: unreached)
         adjoint = adjoint if hasattr(adjoint, "ndim") else np.asarray(adjoint)
-        extra = adjoint.ndim - len(shape)
+    adjoint = _summed_to(adjoint, shape)
+    if shape or not isinstance(adjoint, _CONCRETE):
+        return adjoint
+    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+
+
+def _summed_to(adjoint, shape):
+    """``adjoint``, an array broadcast from ``shape``, summed down to it."""
+    extra = adjoint.ndim - len(shape)
     if extra == 1:  # a bias added to a batch: the common case
         adjoint = adjoint.sum(axis=0)
     elif extra > 0:
@@ -174,9 +165,7 @@ def unbroadcast(adjoint, like):
         axes = tuple(i for i, n in enumerate(shape) if n == 1 and adjoint.shape[i] != 1)
         if axes:
             adjoint = adjoint.sum(axis=axes, keepdims=True)
-    if shape or not isinstance(adjoint, _CONCRETE):
-        return adjoint
-    return complex(adjoint) if adjoint.dtype.kind == "c" else float(adjoint)
+    return adjoint
 
 
 def _shape(value):
@@ -222,8 +211,11 @@ def expand(adjoint, like, axis, keepdims):
     if axis is None:
         return np.broadcast_to(adjoint, shape)
     if not keepdims:
-        axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-        adjoint = np.expand_dims(adjoint, tuple(a % len(shape) for a in axes))
+        # the reduced axes back as length 1: a reshape, a fraction of np.expand_dims
+        kept = list(shape)
+        for a in (axis,) if type(axis) is int else axis:
+            kept[a] = 1
+        adjoint = np.reshape(adjoint, kept)
     return np.broadcast_to(adjoint, shape)
 
 
@@ -253,11 +245,34 @@ def kind_of(value):
     return (dtype if dtype is not None else np.asarray(value).dtype).kind
 
 
+def _product_adjoint(adjoint, a, b, a_ndim, b_ndim):
+    """``adjoint`` summed down to the shape of ``a @ b`` where it was broadcast
+    to more: the adjoint of a product that is an operand of a broadcast (``W @ h
+    + u``) reaches its VJP as the broadcast left it (see ``derivo.plans``)."""
+    if a_ndim == 2 == b_ndim:
+        shape = (a.shape[0], b.shape[1])
+    elif b_ndim == 1:
+        shape = a.shape[:-1]
+    elif a_ndim == 1:
+        shape = b.shape[:-2] + b.shape[-1:]
+    else:
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    given = _shape(adjoint)
+    if given == shape or len(given) < len(shape):  # (a 0.0 standing for zeros)
+        return adjoint
+    return _summed_to(adjoint, shape)
+
+
 def matmul_vjp_left(adjoint, a, b):
-    """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices)."""
+    """Adjoint of ``a`` in ``a @ b`` (vectors, matrices, stacks of matrices),
+    from an adjoint of the product's shape or one broadcast from it."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    # told here, without a call, for vectors and matrices: a call costs as much
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
         return adjoint @ b.T
     if b_ndim == 1:
@@ -270,10 +285,13 @@ def matmul_vjp_left(adjoint, a, b):
 
 
 def matmul_vjp_right(adjoint, a, b):
-    """Adjoint of ``b`` in ``a @ b``."""
+    """Adjoint of ``b`` in ``a @ b``, from an adjoint as :func:`matmul_vjp_left` takes."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim > 2 or b_ndim > 2 or \
+            getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
+        adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
     if a_ndim == 2 == b_ndim:
         return a.T @ adjoint
     if a_ndim == 1:
@@ -293,7 +311,9 @@ def shaped_like(adjoint, like):
         if _shape(adjoint) == _shape(like):
             return adjoint
     except ValueError:  # a ragged list: of arrays, or of arrays and zeros
-        if not isinstance(adjoint, (list, tuple)):
+        if type(adjoint) is np.ndarray and adjoint.dtype == object:
+            adjoint = list(adjoint)  # the tangent of its adjoints (see addable)
+        elif not isinstance(adjoint, (list, tuple)):
             adjoint = [adjoint] * len(like)
         if len(adjoint) != len(like):
             raise
@@ -338,50 +358,73 @@ def getitem_vjp(adjoint, like, index):
     return out
 
 
+def owned(array):
+    """A copy of an array, a list or a dict the generated code is about to write
+    into; anything else (a number) as it is."""
+    if isinstance(array, np.ndarray):
+        return array.copy()
+    if isinstance(array, list):
+        return list(array)
+    return type(array)(array) if isinstance(array, dict) else array
+
+
 def pop_adjoint(adjoints):
     """``(rest, last)``: the adjoint of the item an ``append`` added is the last
-    of the list's adjoints.  A zero adjoint (``0.0``) stays zero."""
-    if isinstance(adjoints, np.ndarray):
-        adjoints = list(adjoints)
+    of the list's adjoints, ``rest`` a new list of the others.  A zero adjoint
+    (``0.0``) stays zero."""
+    if isinstance(adjoints, (list, np.ndarray)):
+        return pop_adjoint_in_place(list(adjoints))
+    return adjoints, adjoints
+
+
+def pop_adjoint_in_place(adjoints):
+    """pop_adjoint, popped from ``adjoints`` itself where it is a list: for an
+    adjoint the generated code owns (see add_at_in_place)."""
     if isinstance(adjoints, list):
         last = adjoints.pop()
         return adjoints, last
-    return adjoints, adjoints
+    return pop_adjoint(adjoints)
 
 
 def add_at(total, adjoint, like, index):
     """``add_adjoints(total, getitem_vjp(adjoint, like, index))``: the adjoint of
-    ``like[index]`` added to ``total``, the adjoint of ``like`` so far.
+    ``like[index]`` added to ``total``, the adjoint of ``like`` so far, in a new
+    adjoint; ``total`` is left as it is."""
+    return add_adjoints(total, getitem_vjp(adjoint, like, index))
 
-    Generated code passes ``total`` by a variable's name.  When that variable is
-    all that refers to it (as to the adjoint a loop reading ``x[i]``
-    accumulates), a list or a float array of like's size is added into in
-    place: a new copy on every trip would make that loop's reverse sweep
-    quadratic in ``len(x)``.
+
+def add_at_in_place(total, adjoint, like, index):
+    """add_at, added into ``total`` itself where it is a dict, a list of like's
+    length or a writable float array of like's shape; else add_at's new adjoint.
+
+    Generated code calls it only for an accumulator it owns (derivo.accumulate
+    decides which, when it writes the code): no other name, container or view
+    holds it.  A loop reading ``x[i]`` then adds into one adjoint, where a new
+    copy on every trip would make its reverse sweep quadratic in ``len(x)``.
     """
-    if type(total) is dict and sys.getrefcount(total) <= _ALONE:
+    kind = type(total)
+    if kind is dict:
         total[index] = add_adjoints(total[index], adjoint)
         return total
-    if sys.getrefcount(total) <= _ALONE:
-        # (a list can also stand for an array's rows, after np.stack: not here)
-        if type(total) is list and type(like) in (list, tuple) and len(total) == len(like):
-            positions = index if type(index) is int else range(len(like))[index]
-            if type(positions) is int:
-                element = total[positions]
-                total[positions] = element + adjoint if type(element) is float and \
-                    type(adjoint) is float else add_adjoints(element, adjoint)
-            elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
-                for position, value in zip(positions, adjoint):
-                    total[position] = add_adjoints(total[position], value)
-            return total
-        if type(total) is np.ndarray and type(like) is np.ndarray and total.base is None \
-                and total.dtype == _FLOAT and total.flags.writeable and total.shape == like.shape:
-            if _is_basic(index):  # no position twice: += adds each once
-                total[index] += adjoint
-            else:
-                np.add.at(total, index, adjoint)
-            return total
-    return add_adjoints(total, getitem_vjp(adjoint, like, index))
+    # (a list can also stand for an array's rows, after np.stack: not here)
+    if kind is list and type(like) in (list, tuple) and len(total) == len(like):
+        positions = index if type(index) is int else range(len(like))[index]
+        if type(positions) is int:
+            element = total[positions]
+            total[positions] = element + adjoint if type(element) is float and \
+                type(adjoint) is float else add_adjoints(element, adjoint)
+        elif not _unreached(adjoint):  # 0.0: a loop over the slice never ran
+            for position, value in zip(positions, adjoint):
+                total[position] = add_adjoints(total[position], value)
+        return total
+    if kind is np.ndarray and type(like) is np.ndarray and total.dtype == _FLOAT and \
+            total.flags.writeable and total.shape == like.shape:
+        if _is_basic(index):  # no position twice: += adds each once
+            total[index] += adjoint
+        else:
+            np.add.at(total, index, adjoint)
+        return total
+    return add_at(total, adjoint, like, index)
 
 
 def _is_basic(index):
@@ -392,28 +435,15 @@ def _is_basic(index):
         isinstance(index, np.integer)
 
 
-def _references(value):
-    return sys.getrefcount(value)
-
-
-def _references_from_one_variable():
-    """What ``sys.getrefcount`` says in a helper of an argument that one local
-    variable of the caller holds, as generated code holds an adjoint."""
-    value = []
-    return _references(value)
-
-
-_ALONE = _references_from_one_variable()
-
-
 _FLOAT = np.dtype(float)
 
 
 def add_adjoints(first, second):
-    """The sum of two adjoints of one value: lists of adjoints (for a list)
-    add element by element, lists in them too (the adjoint of a list of lists or
-    tuples), and a zero (``0.0``) adds nothing."""
-    if type(first) is dict or type(second) is dict:
+    """The sum of two adjoints of one value, a new one (derivo.accumulate counts
+    on that): lists of adjoints (for a list) add element by element, lists in
+    them too (the adjoint of a list of lists or tuples), and a zero (``0.0``)
+    adds nothing."""
+    if isinstance(first, dict) or isinstance(second, dict):
         return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
         return first + second
@@ -422,7 +452,8 @@ def add_adjoints(first, second):
         return list(second) if np.ndim(first) == 0 and first == 0 else \
             [first + b for b in second]
     if not isinstance(second, list):
-        return first if np.ndim(second) == 0 and second == 0 else [a + second for a in first]
+        return list(first) if np.ndim(second) == 0 and second == 0 else \
+            [a + second for a in first]
     return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
             for a, b in zip(first, second)]
 
@@ -430,8 +461,8 @@ def add_adjoints(first, second):
 def _add_keyed(first, second):
     """The sum of two adjoints of a container read by key (dicts of adjoints,
     or the 0.0 standing for one no adjoint reached yet)."""
-    if type(first) is not dict:
+    if not isinstance(first, dict):
         return dict(second) if _unreached(first) else {k: first + v for k, v in second.items()}
-    if type(second) is not dict:
-        return first if _unreached(second) else {k: v + second for k, v in first.items()}
+    if not isinstance(second, dict):
+        return dict(first) if _unreached(second) else {k: v + second for k, v in first.items()}
     return {key: add_adjoints(value, second[key]) for key, value in first.items()}
