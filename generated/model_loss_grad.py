@@ -2,7 +2,7 @@
 
 import numpy as np
 
-def model_loss_grad(model, X, onehot):
+def model_loss_grad_adjoints(model, X, onehot):
     t2 = model.weights
     t3 = model.bias
     scores = X @ t2 + t3
@@ -49,10 +49,22 @@ def model_loss_grad(model, X, onehot):
     bmodel = add_field_in_place(bmodel, bt3, model, 'bias')
     return bmodel
 
+
+def model_loss_grad(model, X, onehot):
+    result = model_loss_grad_adjoints(model, X, onehot)
+    return structured(result, model)
+
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
 import dataclasses
+
+
+try:
+    from derivo import DerivoError
+except ImportError:
+    class DerivoError(ValueError):
+        """What derivo raises; here without derivo."""
 
 
 _REGISTERED = {}
@@ -113,11 +125,90 @@ def zeros_like_parts(value):
     return dict.fromkeys(found, 0.0) if isinstance(found, dict) else [0.0] * len(found)
 
 
-try:
-    from derivo import DerivoError
-except ImportError:
-    class DerivoError(ValueError):
-        """What derivo raises; here without derivo."""
+def is_differentiable_leaf(value):
+    """Whether the leaf ``value`` is differentiated: a float or a float array."""
+    if type(value) is float or type(value) is np.ndarray and value.dtype.kind == "f":
+        return True
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    return isinstance(value, (float, np.floating)) or \
+        isinstance(value, np.ndarray) and value.dtype.kind == "f"
+
+
+def _leaf_gradient(gradient, value):
+    """The gradient of one leaf: of its shape, a Python float for a float;
+    None for a leaf that is not differentiated."""
+    if type(value) is np.ndarray and type(gradient) is np.ndarray and \
+            gradient.shape == value.shape and value.dtype.kind == "f":
+        return gradient  # the common case first: this runs once per leaf on every call
+    if not is_differentiable_leaf(value):
+        return None
+    if isinstance(value, np.ndarray):
+        if type(gradient) is np.ndarray and gradient.shape == value.shape:
+            return gradient
+        return np.broadcast_to(np.asarray(gradient, dtype=float), value.shape).copy()
+    return float(gradient) if np.ndim(gradient) == 0 else gradient
+
+
+def in_structure(gradient, value):
+    """``gradient``, an adjoint of ``value`` as generated code keeps it (see the
+    module docstring; 0.0 for a part no adjoint reached), in the structure and
+    the types of ``value``."""
+    if not is_container(value):
+        return _leaf_gradient(gradient, value)
+    found = parts(value)
+    if isinstance(found, dict):
+        if not isinstance(gradient, dict) and not (np.ndim(gradient) == 0 and gradient == 0):
+            # a number where a dict was kept: the code used the container as a number
+            raise DerivoError("the gradient of a {} came back as {!r}, not one per part: "
+                              "the function used it as a number".format(
+                                  type(value).__name__, gradient))
+        given = gradient if isinstance(gradient, dict) else {}
+        grads = {key: in_structure(given.get(key, 0.0), item) for key, item in found.items()}
+    else:
+        if isinstance(gradient, dict) or not (isinstance(gradient, (list, tuple)) or
+                                              np.ndim(gradient) > 0) or \
+                len(gradient) != len(found):
+            gradient = [0.0 if isinstance(gradient, dict) else gradient] * len(found)
+        grads = [in_structure(g, item) for g, item in zip(gradient, found)]
+    return rebuilt(value, grads)
+
+
+def structured(gradient, value):
+    """``gradient`` in the structure and types of ``value`` (see
+    :func:`in_structure`) when ``value`` is, or holds, a container read by name;
+    as it is otherwise: what a saved module returns for a differentiated argument."""
+    return in_structure(gradient, value) if _holds_record(value) else gradient
+
+
+def _holds_record(value):
+    if is_record(value):
+        return True
+    return type(value) in (list, tuple) and any(map(_holds_record, value))
+
+
+def rebuilt(value, grads):
+    """A container of ``value``'s type holding ``grads`` (in the form of
+    :func:`parts`) in place of its parts."""
+    kind = type(value)
+    if kind in _REGISTERED:
+        flatten, unflatten = _REGISTERED[kind]
+        found, aux = flatten(value)
+        return unflatten(aux, grads if isinstance(found, dict) else type(found)(grads))
+    if isinstance(value, dict):
+        made = kind()
+        made.update(grads)
+        return made
+    if isinstance(value, tuple):
+        return kind(*grads) if hasattr(kind, "_fields") else kind(grads)
+    if isinstance(value, list):
+        return kind(grads)
+    # a dataclass: a new instance with each field set, its __init__ not run (it
+    # may check its fields, which now hold gradients)
+    made = object.__new__(kind)
+    for name, grad in grads.items():
+        object.__setattr__(made, name, grad)
+    return made
 
 
 _CONCRETE = (np.ndarray, np.generic, float, int)

@@ -80,7 +80,7 @@ def odeint_vjp(bstates, f, y0, ts, params):
     return shaped_like(bparams, params)
 
 
-def trajectory_loss_grad(params, y0, ts, observed):
+def trajectory_loss_grad_adjoints(params, y0, ts, observed):
     stack = []
     push = stack.append
     pop = stack.pop
@@ -114,14 +114,148 @@ def trajectory_loss_grad(params, y0, ts, observed):
     bparams = odeint_vjp(bpredicted, dynamics, y0, ts, params)
     return bparams
 
+
+def trajectory_loss_grad(params, y0, ts, observed):
+    result = trajectory_loss_grad_adjoints(params, y0, ts, observed)
+    return structured(result, params)
+
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
+
+import dataclasses
+
 
 try:
     from derivo import DerivoError
 except ImportError:
     class DerivoError(ValueError):
         """What derivo raises; here without derivo."""
+
+
+_REGISTERED = {}
+
+
+_LEAVES = frozenset({float, int, bool, str, type(None), np.ndarray, np.float64, np.float32})
+
+
+def is_record(value):
+    """Whether ``value`` is a container whose parts are read by name or key: a
+    dict, a dataclass instance, a NamedTuple, or an instance of a registered
+    class (lists and plain tuples are read by position)."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return False
+    return kind in _REGISTERED or isinstance(value, dict) or \
+        dataclasses.is_dataclass(kind) or (isinstance(value, tuple) and hasattr(kind, "_fields"))
+
+
+def is_container(value):
+    """Whether ``value`` holds other values derivo differentiates through."""
+    kind = type(value)
+    return kind is list or kind is tuple or kind is dict or is_record(value)
+
+
+def parts(value):
+    """The parts of the container ``value`` in the form its adjoint takes: a
+    dict (keys, or names) or a list (positions); None for a leaf."""
+    kind = type(value)
+    if kind is list or kind is tuple or isinstance(value, (list, tuple)) and \
+            kind not in _REGISTERED:
+        return list(value)
+    if isinstance(value, dict) and kind not in _REGISTERED:
+        return dict(value)
+    if kind in _REGISTERED:
+        found = _REGISTERED[kind][0](value)[0]
+        return dict(found) if isinstance(found, dict) else list(found)
+    if dataclasses.is_dataclass(kind):
+        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+    return None
+
+
+def is_differentiable_leaf(value):
+    """Whether the leaf ``value`` is differentiated: a float or a float array."""
+    if type(value) is float or type(value) is np.ndarray and value.dtype.kind == "f":
+        return True
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    return isinstance(value, (float, np.floating)) or \
+        isinstance(value, np.ndarray) and value.dtype.kind == "f"
+
+
+def _leaf_gradient(gradient, value):
+    """The gradient of one leaf: of its shape, a Python float for a float;
+    None for a leaf that is not differentiated."""
+    if type(value) is np.ndarray and type(gradient) is np.ndarray and \
+            gradient.shape == value.shape and value.dtype.kind == "f":
+        return gradient  # the common case first: this runs once per leaf on every call
+    if not is_differentiable_leaf(value):
+        return None
+    if isinstance(value, np.ndarray):
+        if type(gradient) is np.ndarray and gradient.shape == value.shape:
+            return gradient
+        return np.broadcast_to(np.asarray(gradient, dtype=float), value.shape).copy()
+    return float(gradient) if np.ndim(gradient) == 0 else gradient
+
+
+def in_structure(gradient, value):
+    """``gradient``, an adjoint of ``value`` as generated code keeps it (see the
+    module docstring; 0.0 for a part no adjoint reached), in the structure and
+    the types of ``value``."""
+    if not is_container(value):
+        return _leaf_gradient(gradient, value)
+    found = parts(value)
+    if isinstance(found, dict):
+        if not isinstance(gradient, dict) and not (np.ndim(gradient) == 0 and gradient == 0):
+            # a number where a dict was kept: the code used the container as a number
+            raise DerivoError("the gradient of a {} came back as {!r}, not one per part: "
+                              "the function used it as a number".format(
+                                  type(value).__name__, gradient))
+        given = gradient if isinstance(gradient, dict) else {}
+        grads = {key: in_structure(given.get(key, 0.0), item) for key, item in found.items()}
+    else:
+        if isinstance(gradient, dict) or not (isinstance(gradient, (list, tuple)) or
+                                              np.ndim(gradient) > 0) or \
+                len(gradient) != len(found):
+            gradient = [0.0 if isinstance(gradient, dict) else gradient] * len(found)
+        grads = [in_structure(g, item) for g, item in zip(gradient, found)]
+    return rebuilt(value, grads)
+
+
+def structured(gradient, value):
+    """``gradient`` in the structure and types of ``value`` (see
+    :func:`in_structure`) when ``value`` is, or holds, a container read by name;
+    as it is otherwise: what a saved module returns for a differentiated argument."""
+    return in_structure(gradient, value) if _holds_record(value) else gradient
+
+
+def _holds_record(value):
+    if is_record(value):
+        return True
+    return type(value) in (list, tuple) and any(map(_holds_record, value))
+
+
+def rebuilt(value, grads):
+    """A container of ``value``'s type holding ``grads`` (in the form of
+    :func:`parts`) in place of its parts."""
+    kind = type(value)
+    if kind in _REGISTERED:
+        flatten, unflatten = _REGISTERED[kind]
+        found, aux = flatten(value)
+        return unflatten(aux, grads if isinstance(found, dict) else type(found)(grads))
+    if isinstance(value, dict):
+        made = kind()
+        made.update(grads)
+        return made
+    if isinstance(value, tuple):
+        return kind(*grads) if hasattr(kind, "_fields") else kind(grads)
+    if isinstance(value, list):
+        return kind(grads)
+    # a dataclass: a new instance with each field set, its __init__ not run (it
+    # may check its fields, which now hold gradients)
+    made = object.__new__(kind)
+    for name, grad in grads.items():
+        object.__setattr__(made, name, grad)
+    return made
 
 
 _CONCRETE = (np.ndarray, np.generic, float, int)

@@ -205,11 +205,13 @@ def refuse_writes_under_adjoint_reads(analysis):
     flow = Flow(tree, analysis.parsed, analysis.local_names, analysis.scalars, analysis.arrays)
     assigned = {S.single_target(s): s for s in S.walk(tree) if isinstance(s, S.Assign)
                 and isinstance(s.targets[0], S.Name)}
+    versions = dict(form.annotation(tree, "versions"))  # ssa's y1 -> the user's y
     for stmt in writes:
         written = stmt.targets[0].value.id
         for other, kind in sorted(flow.sharing(written, stmt).items()):
-            if other not in read_before.get(id(stmt), ()) or other in analysis.scalars:
-                continue
+            if other not in read_before.get(id(stmt), ()) or other in analysis.scalars or \
+                    versions.get(other, other) == versions.get(written, written):
+                continue  # (a variable's own old value is the saving analysis's)
             message = ("cannot differentiate the write into {0!r} at line {1}: {2!r} may "
                        "be a view of {0!r}'s memory, and the derivative of an earlier line "
                        "reads {2!r}'s value, which the write changes; make a copy first "
