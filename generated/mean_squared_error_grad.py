@@ -161,7 +161,8 @@ def matmul_vjp_left(adjoint, a, b):
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
-    # told here, without a call, for vectors and matrices: a call costs as much
+    # no reduction where the adjoint has the product's shape (told without a call
+    # for vectors and matrices)
     if a_ndim > 2 or b_ndim > 2 or \
             getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
         adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)

@@ -474,7 +474,7 @@ def add_at_in_place(total, adjoint, like, index):
     if kind is dict:
         total[index] = add_adjoints(total[index], adjoint)
         return total
-    # (a list can also stand for an array's rows, after np.stack: not here)
+    # a list of like's length: added into item by item
     if kind is list and type(like) in (list, tuple) and len(total) == len(like):
         positions = index if type(index) is int else range(len(like))[index]
         if type(positions) is int:

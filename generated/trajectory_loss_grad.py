@@ -403,7 +403,8 @@ def matmul_vjp_left(adjoint, a, b):
     if type(a) is not np.ndarray or type(b) is not np.ndarray:
         a, b = _arrays(a, b)
     a_ndim, b_ndim = _ndim(a), _ndim(b)
-    # told here, without a call, for vectors and matrices: a call costs as much
+    # no reduction where the adjoint has the product's shape (told without a call
+    # for vectors and matrices)
     if a_ndim > 2 or b_ndim > 2 or \
             getattr(adjoint, "shape", ()) != a.shape[:a_ndim - 1] + b.shape[1:]:
         adjoint = _product_adjoint(adjoint, a, b, a_ndim, b_ndim)
@@ -540,7 +541,7 @@ def add_at_in_place(total, adjoint, like, index):
     if kind is dict:
         total[index] = add_adjoints(total[index], adjoint)
         return total
-    # (a list can also stand for an array's rows, after np.stack: not here)
+    # a list of like's length: added into item by item
     if kind is list and type(like) in (list, tuple) and len(total) == len(like):
         positions = index if type(index) is int else range(len(like))[index]
         if type(positions) is int:

@@ -481,6 +481,17 @@ def test_the_cache_is_keyed_by_the_numbers_and_functions_read(numba, tmp_path):
     assert numba_cache.source_file(functions, {"h": rescaled, "k": np.ones(2)}, "0") is None
 
 
+def scaled_by_a_default(x, weights=np.arange(2000.0)):
+    return x * weights[0]
+
+
+def test_a_default_the_cache_cannot_say_turns_it_off(numba):
+    # an array's repr leaves most of its items out: two defaults would share a file
+    code = scaled_by_a_default.__code__
+    functions = [types.SimpleNamespace(__name__="g", __code__=code)]
+    assert numba_cache.source_file(functions, {"h": scaled_by_a_default}, "0") is None
+
+
 def test_an_empty_cache_directory_turns_the_cache_off(numba, monkeypatch):
     monkeypatch.setenv("DERIVO_CACHE_DIR", "")
     assert numba_cache.directory() is None

@@ -21,9 +21,9 @@ A derivative made inside (``derivo.grad(f)(x)``, f a global, its options
 constants) is made when the function is transformed, and the call calls it:
 derivo differentiates through its generated code, as through one made outside.
 
-For a function a call returns (a closure factory), only a name assigned once, from a call of a user function whose one ``return``
-is its last statement and gives a local function, and read only as the function
-of calls, is rewritten; anything else is left for the later stages to judge.
+For a function a call returns (a closure factory), only a name assigned once,
+from a call of a user function whose one ``return`` is its last statement and
+gives a local function, and read only as the function of calls, is rewritten; anything else is left for the later stages to judge.
 """
 
 import collections

@@ -17,6 +17,7 @@ off for that derivative.
 """
 
 import builtins
+import functools
 import hashlib
 import inspect
 import linecache
@@ -63,7 +64,8 @@ def source_file(functions, namespace, numba_version):
             return None  # what a cell holds is not in the digest
         digest.update(marshal.dumps(_anonymous(function.__code__)))
     for ident in sorted(namespace):
-        if ident not in generated and not ident.startswith("__") and not _digest_value(digest, ident, namespace[ident], set()):
+        if ident not in generated and not ident.startswith("__") and \
+                not _digest_value(digest, ident, namespace[ident], set()):
             return None
     label = functions[0].__name__
     path = os.path.join(where, "{}_{}.py".format(label, digest.hexdigest()[:24]))
@@ -94,6 +96,13 @@ def _backend_source():
         return source.read()
 
 
+@functools.lru_cache(maxsize=None)
+def _module_source(name):
+    """The source of the derivo module ``name``, as bytes."""
+    with open(inspect.getsourcefile(sys.modules[name]), "rb") as source:
+        return source.read()
+
+
 def _digest_value(digest, ident, value, seen):
     """Add what compiled code sees of the global ``ident`` holding ``value`` to
     ``digest``; False for a value it cannot say."""
@@ -106,7 +115,9 @@ def _digest_value(digest, ident, value, seen):
         digest.update(b"module " + value.__name__.encode())
     elif isinstance(function, types.FunctionType) and \
             (function.__module__ or "").partition(".")[0] == "derivo":
+        # (its module's source: a development checkout changes without a new version)
         digest.update(b"derivo " + function.__qualname__.encode())
+        digest.update(_module_source(function.__module__))
     elif isinstance(function, types.FunctionType):
         return _digest_function(digest, function, seen)
     elif isinstance(value, (types.BuiltinFunctionType, type)) and \
@@ -125,11 +136,12 @@ def _digest_function(digest, function, seen):
         return True
     seen.add(function)
     digest.update(marshal.dumps(_anonymous(function.__code__)))
-    digest.update(repr(function.__defaults__).encode())
+    defaults = [("default {}".format(i), v) for i, v in enumerate(function.__defaults__ or ())]
+    defaults += sorted((function.__kwdefaults__ or {}).items())
     cells = zip(function.__code__.co_freevars, function.__closure__ or ())
     reads = [(n, function.__globals__[n]) for n in function.__code__.co_names
              if n in function.__globals__]
-    for ident, value in [(n, c.cell_contents) for n, c in cells] + reads:
+    for ident, value in defaults + [(n, c.cell_contents) for n, c in cells] + reads:
         if not _digest_value(digest, ident, value, seen):
             return False
     return True

@@ -81,9 +81,6 @@ class Plan:
         # shape, so the reverse reads no value for that shape (reverse mode only)
         self.summed = set()
 
-    def is_active(self, node):
-        return id(node) in self.nodes
-
 
 class Planner:
     """Plans the active assignments of ``normalized`` (``arrays``: values may be

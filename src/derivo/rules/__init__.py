@@ -476,8 +476,8 @@ def record_rule(cls, fields, keys):
     rule = lookup(cls, len(fields))
     if rule is None:
         rule = Rule(cls, [_record_part(cls, fields, key) for key in keys], label_of(cls), "vjp")
-        # (registered quietly: a call of cls was refused before, so no cached
-        # derivative depends on its having no rule)
+        # (registered without a new generation: a derivative that called cls
+        # was refused, so none depends on cls having no rule)
         RULES.setdefault(cls, {})[rule.arity] = rule
     return rule
 
