@@ -44,7 +44,9 @@ def unchanging(tree):
         yield
     finally:
         nodes = _UNCHANGING.pop(id(tree))
-        assert [id(n) for n in walk(tree)] == [id(n) for n in nodes], "CHANGED"
+    # (the block's promise: had it rewritten the tree, its walks read stale nodes)
+    assert [id(n) for n in walk(tree)] == [id(n) for n in nodes], \
+        "a block declared unchanging changed the tree it walks"
 
 
 def walk(tree, into=AST):
