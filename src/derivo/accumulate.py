@@ -146,7 +146,7 @@ class _Owners(dataflow.Forward):
         if isinstance(stmt, S.Expr):  # the result is dropped
             return state - self.escaped(stmt.value)
         # a return, a nested function, anything else: all it reads may be kept
-        return state - _loaded(stmt) - S.stored_names(stmt)
+        return state - S.loaded_names(stmt) - S.stored_names(stmt)
 
     # --- expressions ---------------------------------------------------------------
 
@@ -209,14 +209,14 @@ class _Owners(dataflow.Forward):
         if isinstance(node, (S.BinOp, S.UnaryOp, S.Compare)):  # a new value: operands consumed
             return set(), set().union(*map(self.escaped, _operands(node)))
         if isinstance(node, S.Call) and not self.keeps_nothing(node.func):
-            loaded = _loaded(node)
+            loaded = S.loaded_names(node)
             return loaded, loaded
         if isinstance(node, (S.Call, S.Subscript, S.Attribute, S.Starred, S.gast.IfExp,
                              S.gast.BoolOp, S.Tuple, S.gast.List, S.gast.Set, S.gast.Dict,
                              S.gast.Slice)):
             parts = [self.references(n) for n in _operands(node)]
             return set().union(*(h for h, _ in parts)), set().union(*(e for _, e in parts))
-        loaded = _loaded(node)  # a lambda, a comprehension, a yield: may keep all it reads
+        loaded = S.loaded_names(node)  # a lambda, a comprehension, a yield: may keep all it reads
         return loaded, loaded
 
     def keeps_nothing(self, func):
@@ -250,7 +250,3 @@ def _operands(node):
     if isinstance(node, S.Call):
         children += [keyword.value for keyword in node.keywords]
     return children
-
-
-def _loaded(node):
-    return {n.id for n in S.walk(node) if isinstance(n, S.Name) and isinstance(n.ctx, S.Load)}

@@ -34,7 +34,6 @@ from .parse import parse
 from .plans import Planner
 from .saving import Saving
 from .ssa import normalize
-from .statements import tree_params
 from .writes import (refuse_hidden_writes, refuse_shared_writes, refuse_writes_into_globals,
                      refuse_writes_into_items, refuse_writes_under_adjoint_reads)
 
@@ -166,7 +165,7 @@ def parameters_read_whole(func):
     array given for one of them to the checked call; see ``api.entry_guard``.)"""
     parsed = parse(func)
     tree = parsed.tree
-    params = set(tree_params(tree))
+    params = set(S.param_names(tree))
     parents = {id(child): parent for parent in S.walk(tree)
                for child in S.gast.iter_child_nodes(parent)}
 

@@ -14,7 +14,7 @@ import collections
 from . import rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
-from .statements import changed_in, names_of, tree_params
+from .statements import changed_in, names_of
 
 
 class Indexing:
@@ -174,7 +174,7 @@ class Indexing:
         if callee is map or callee is filter:  # of parameters, or of views
             return not self.activity.differentiable_names(sequence) & self.activity.active and \
                 len(sequence.args) > 1 and all(
-                isinstance(a, S.Name) and a.id in tree_params(self.normalized.tree) or
+                isinstance(a, S.Name) and a.id in S.param_names(self.normalized.tree) or
                 self._maybe_an_iterator(a) for a in sequence.args[1:])
         return isinstance(callee, rules.Method) and \
             callee.name in ("values", "keys", "items") and not sequence.args

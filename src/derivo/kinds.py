@@ -16,7 +16,7 @@ import numpy as np
 from . import form, rules
 from . import syntax as S
 from .ssa import CONSUMERS, is_append
-from .statements import assigned_names, is_item_write, is_range, tree_params
+from .statements import assigned_names, is_item_write, is_range
 
 SCALAR_REDUCTIONS = (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod,
                      np.linalg.norm, np.trace, np.argmax, np.argmin, np.count_nonzero)
@@ -45,7 +45,7 @@ class Kinds:
         loops = [s for s in S.walk(self.normalized.tree) if isinstance(s, S.For)]
         candidates = {s.targets[0].id for s in assignments if isinstance(s.targets[0], S.Name)}
         candidates |= {loop.target.id for loop in loops if is_range(loop.iter, self.parsed)}
-        candidates -= set(tree_params(self.normalized.tree))
+        candidates -= set(S.param_names(self.normalized.tree))
         candidates -= {t.id for s in assignments if isinstance(s.targets[0], S.Tuple)
                        for t in s.targets[0].elts}
         candidates -= {loop.target.id for loop in loops if not is_range(loop.iter, self.parsed)}
@@ -149,7 +149,7 @@ class Kinds:
         tree = self.normalized.tree
         changed = S.stored_names(tree.body) | set(self.normalized.results) | {
             name for s in S.walk(tree) if is_item_write(s) for name in assigned_names(s)}
-        candidates = set(tree_params(tree)) & self.containers & self.activity.active - changed
+        candidates = set(S.param_names(tree)) & self.containers & self.activity.active - changed
         parents = {id(child): parent for parent in S.walk(tree)
                    for child in S.gast.iter_child_nodes(parent)}
         uses = collections.defaultdict(list)

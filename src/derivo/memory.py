@@ -753,15 +753,10 @@ def is_call_of(stmt, method):
         isinstance(value.func.value, S.Name) and len(value.args) == 1 and not value.keywords
 
 
-def names_read(node):
-    """The names ``node`` reads."""
-    return {n.id for n in S.walk(node) if isinstance(n, S.Name) and isinstance(n.ctx, S.Load)}
-
-
 def _reads(node):
     if isinstance(node, (S.If, S.While)):
-        return names_read(node.test)
-    return names_read(node.iter) if isinstance(node, S.For) else names_read(node)
+        return S.loaded_names(node.test)
+    return S.loaded_names(node.iter) if isinstance(node, S.For) else S.loaded_names(node)
 
 
 def _writes(node):
@@ -892,7 +887,7 @@ class Flow:
         changed = _bases(ref.everything() if deep else ref.views)
         names = set(self.live.get(id(stmt), ())) if read_afterwards else set(state)
         if isinstance(stmt, (S.If, S.While, S.For)):
-            names |= names_read(stmt)  # (its body runs after the test)
+            names |= S.loaded_names(stmt)  # (its body runs after the test)
         return {name for name in names
                 if _bases(self.refs.of(S.name(name), state).everything()) & changed}
 

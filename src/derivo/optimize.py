@@ -314,7 +314,7 @@ def _drop_recomputations(function):
         target = S.single_target(stmt)
         if target and unchanging(target) and target not in exposed and \
                 not getattr(stmt, "effects", False) and _pure_arithmetic(stmt.value) and \
-                all(unchanging(name) for name in _reads(stmt.value)):
+                all(unchanging(name) for name in S.loaded_names(stmt.value)):
             key = S.shape(stmt.value)
             if key in computed:
                 renames[target] = computed[key]
@@ -430,7 +430,7 @@ def _exposed_to_changes(function, harmless=()):
     exposed = set()
     for node in S.walk(function):
         if isinstance(node, S.Subscript) and isinstance(node.ctx, S.Store):
-            exposed |= _reads(node.value)
+            exposed |= S.loaded_names(node.value)
         elif isinstance(node, S.Call) and not (isinstance(node.func, S.Name)
                                                and node.func.id in harmless):
             exposed |= {a.id for a in list(node.args) + [k.value for k in node.keywords]
@@ -452,7 +452,7 @@ def _merge_contributions(function):
             first, second = statements[index], statements[index + 1]
             name = S.single_target(first)
             update = _update_of(second, name) if name else None
-            if update is not None and name not in _reads(update[1]) and \
+            if update is not None and name not in S.loaded_names(update[1]) and \
                     not any(getattr(s, "effects", False) for s in (first, second)):
                 first.value = simplify(S.binop(first.value, *update))
                 del statements[index + 1]
@@ -516,11 +516,11 @@ def _store_where_computed(function):
             for later in range(index + 1, len(statements)):
                 stmt = statements[later]
                 store = _item_store_of(stmt, name)
-                if store is not None and store.value.id not in held | _reads(computed.value):
-                    container, touched = store.value.id, _reads(store) | {name}
+                if store is not None and store.value.id not in held | S.loaded_names(computed.value):
+                    container, touched = store.value.id, S.loaded_names(store) | {name}
                     between = statements[index + 1:later]
                     if all(S.is_comment(s) or _assigned_name(s) not in touched | {None}
-                           and container not in _reads(s) for s in between):
+                           and container not in S.loaded_names(s) for s in between):
                         stmt.value = computed.value
                         if isinstance(stmt.value, S.Name):
                             item_stored.add(stmt.value.id)
@@ -702,10 +702,6 @@ def _update_of(stmt, name):
     return None
 
 
-def _reads(node):
-    return {n.id for n in S.walk(node) if isinstance(n, S.Name) and isinstance(n.ctx, S.Load)}
-
-
 def _targets(loop):
     return {n.id for n in S.walk(loop.target) if isinstance(n, S.Name)}
 
@@ -744,25 +740,25 @@ class _DeadCode(dataflow.Backward):
                 if target.id not in live and not getattr(stmt, "effects", False):
                     return None
                 live.discard(target.id)
-                live |= _reads(stmt.value)
+                live |= S.loaded_names(stmt.value)
                 return live
             live -= {n.id for n in S.walk(target) if isinstance(n, S.Name)
                      and isinstance(n.ctx, S.Store)}
-            live |= _reads(stmt.value) | _reads(target)
+            live |= S.loaded_names(stmt.value) | S.loaded_names(target)
             return live
         if isinstance(stmt, S.AugAssign):
             if not isinstance(stmt.target, S.Name):  # x[i] += e: kept, as x is
-                live |= _reads(stmt.value) | _reads(stmt.target)
+                live |= S.loaded_names(stmt.value) | S.loaded_names(stmt.target)
                 return live
             if stmt.target.id not in live:
                 return None
-            live |= _reads(stmt.value)
+            live |= S.loaded_names(stmt.value)
             return live
-        live |= _reads(stmt)
+        live |= S.loaded_names(stmt)
         return live
 
     def header(self, stmt, after):
-        return after | _reads(stmt.iter if isinstance(stmt, S.For) else stmt.test)
+        return after | S.loaded_names(stmt.iter if isinstance(stmt, S.For) else stmt.test)
 
     def body(self, loop, needed):
         return needed - _targets(loop) if isinstance(loop, S.For) else needed

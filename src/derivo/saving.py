@@ -19,7 +19,7 @@ from . import dataflow, form
 from . import syntax as S
 from .errors import UnsupportedSyntax
 from .ssa import is_append
-from .statements import assigned_names, changed_in, is_item_write, names_of, tree_params
+from .statements import assigned_names, changed_in, is_item_write, names_of
 
 
 class Saving:
@@ -75,7 +75,7 @@ class Saving:
         self.init_none = set()
         self.undone = set()
         self.reloads = set()
-        _Flow(self).run(tree.body, (frozenset(), frozenset(tree_params(tree))))
+        _Flow(self).run(tree.body, (frozenset(), frozenset(S.param_names(tree))))
 
     def _integer_steps(self, tree):
         """Statements ``k = k + c`` where k only ever holds integers.
@@ -100,7 +100,7 @@ class Saving:
                 steps[id(stmt)] = (target.id, _inverse(stmt))
             else:
                 others.add(target.id)
-        params = set(tree_params(tree))
+        params = set(S.param_names(tree))
         return {key: step for key, step in steps.items()
                 if step[0] not in others and step[0] not in params}
 

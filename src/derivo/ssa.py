@@ -75,8 +75,7 @@ class Normalized:
 
     @property
     def params(self):
-        args = self.tree.args
-        return [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
+        return S.param_names(self.tree)
 
 
 def normalize(parsed):

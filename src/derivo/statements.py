@@ -31,11 +31,6 @@ def names_of(node):
     return {n.id for n in S.walk(node) if isinstance(n, S.Name)}
 
 
-def tree_params(tree):
-    args = tree.args
-    return [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
-
-
 def changed_in(block):
     """Names ``block`` assigns, writes into or calls a method of (``xs.append(v)``)."""
     return S.stored_names(block) | {

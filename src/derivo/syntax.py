@@ -93,6 +93,17 @@ def stored_names(tree):
     return {n.id for n in walk(tree) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
 
 
+def param_names(function):
+    """The names of a FunctionDef's parameters, in order (not ``*args``, ``**kwargs``)."""
+    args = function.args
+    return [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
+
+
+def loaded_names(tree):
+    """Names a tree (or a list of trees) reads."""
+    return {n.id for n in walk(tree) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+
+
 def load_counts(tree):
     """{name: how many times ``tree`` reads it}."""
     return name_counts(tree)[1]

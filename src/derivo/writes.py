@@ -24,7 +24,7 @@ from . import syntax as S
 from .activity import hashable
 from .callees import given_functions
 from .errors import DerivoError, UnsupportedSyntax
-from .memory import (Flow, Memory, all_params, arguments, is_numpy, names_read,
+from .memory import (Flow, Memory, all_params, arguments, is_numpy,
                      sharing_faults, summarized, user_function)
 from .parse import GENERATED_PREFIX, MISSING, parse
 from .ssa import is_append
@@ -136,7 +136,7 @@ def refuse_hidden_writes(analysis):
     local = analysis.local_names
     for loop in S.walk(analysis.normalized.tree):
         if isinstance(loop, S.For) and isinstance(loop.target, S.Name) and \
-                (names_read(loop.iter) | changed_in(loop.body)) & analysis.varied:
+                (S.loaded_names(loop.iter) | changed_in(loop.body)) & analysis.varied:
             items = {loop.target.id}
             for stmt in loop.body:  # and what ssa unpacked it into: item1[0], item1[1]
                 if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and (
@@ -185,7 +185,7 @@ def refuse_hidden_writes(analysis):
             # whether or not the primal reads it again)
             read_by_adjoints = flow.reached(expression, deep, at=node, read_afterwards=False) \
                 & read_before.get(id(node), set())
-            if names & analysis.useful and (names | names_read(node)) & analysis.varied or \
+            if names & analysis.useful and (names | S.loaded_names(node)) & analysis.varied or \
                     read_by_adjoints:
                 raise _change_in_place(analysis, node, expression, names & analysis.useful)
 
