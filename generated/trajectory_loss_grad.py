@@ -225,13 +225,15 @@ def structured(gradient, value):
     """``gradient`` in the structure and types of ``value`` (see
     :func:`in_structure`) when ``value`` is, or holds, a container read by name;
     as it is otherwise: what a saved module returns for a differentiated argument."""
-    return in_structure(gradient, value) if _holds_record(value) else gradient
+    return in_structure(gradient, value) if holds_record(value) else gradient
 
 
-def _holds_record(value):
+def holds_record(value):
+    """Whether ``value`` is a record (a dataclass, a NamedTuple, a registered
+    container) or a list or tuple holding one."""
     if is_record(value):
         return True
-    return type(value) in (list, tuple) and any(map(_holds_record, value))
+    return type(value) in (list, tuple) and any(map(holds_record, value))
 
 
 def rebuilt(value, grads):

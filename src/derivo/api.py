@@ -246,7 +246,9 @@ class Derivative(metaclass=_DerivativeType):
             KIND_LABELS[kind], func.__qualname__, ", ".join(wrt))
         self._has_aux = has_aux
         self._pullback = pullback
-        self._tree_gradients = False  # whether a call gave a container read by name
+        # whether a call gave an argument holding a record, whose gradient a saved
+        # module then rebuilds in its type (a dict's is a dict as it is)
+        self._record_gradients = False
         with parsing_once():
             # the parameters that may say what the function calls (see specialise)
             self._callee_parameters = specialise.callee_parameters(func, wrt)
@@ -363,7 +365,7 @@ class Derivative(metaclass=_DerivativeType):
         if any(map(_low_precision, differentiated)):
             result = self._gradients_in_precision(result, differentiated)
         if any(map(_is_tree, differentiated)):
-            self._tree_gradients = True
+            self._record_gradients |= any(map(trees.holds_record, differentiated))
             return self._gradients_of_trees(result, differentiated)
         # lists or tuples among the arguments: some may be differentiated
         return self._gradients_in_structure(result, differentiated, item_types) \
@@ -587,7 +589,7 @@ class Derivative(metaclass=_DerivativeType):
             return save.ModuleParts(self.__doc__, {}, namespace, body)
         source = self.source if not guard else codegen.with_prologue(
             self.source, self._function.__name__, guard)
-        if self._tree_gradients and self.kind in ("grad", "value_and_grad"):
+        if self._record_gradients and self.kind in ("grad", "value_and_grad"):
             source = self._structured_source(source, namespace)
         return save.ModuleParts(self.__doc__, user_sources, namespace, source)
 
