@@ -29,13 +29,14 @@ from .activity import Activity
 from .errors import DerivoError, UnsupportedSyntax
 from .indexing import Indexing
 from .kinds import Kinds
-from .memory import arguments, is_user_function
+from .memory import Flow, arguments, is_user_function
 from .parse import parse
 from .plans import Planner
 from .saving import Saving
 from .ssa import normalize
+from .statements import is_item_write
 from .writes import (refuse_hidden_writes, refuse_shared_writes, refuse_writes_into_globals,
-                     refuse_writes_into_items, refuse_writes_under_adjoint_reads)
+                     refuse_writes_into_items)
 
 
 class Analysis:
@@ -112,8 +113,12 @@ class Analysis:
 
     def compute_saving(self):
         """What the reverse sweep saves or undoes (see ``saving``)."""
+        tree = self.normalized.tree
+        # which memory an item write changes, for the adjoints that read it
+        memory = Flow(tree, self.parsed, self.local_names, self.scalars, self.arrays) \
+            if any(is_item_write(s) for s in S.walk(tree)) else None
         self.saving = Saving(self.normalized, self.loops, self.activity, self.planner,
-                             self.changed_by_call)
+                             self.changed_by_call, memory)
 
     # --- what the phases found, as the refusals and the modes read it --------
 
@@ -305,7 +310,6 @@ PHASES = (
     (lambda analysis: analysis.activity.refuse_arguments_without_rule(), _ALL),
     # tangents share memory as the values do: forward mode refuses no shared write
     (lambda analysis: refuse_shared_writes(analysis, writes=analysis.reverse), _ALL),
-    (refuse_writes_under_adjoint_reads, ("reverse", "memory")),
     (Analysis.refuse_joined_sequences, ("reverse",)),
     (refuse_writes_into_globals, ("reverse",)),
     (Analysis.plan_statements, _ALL),

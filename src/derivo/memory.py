@@ -892,6 +892,16 @@ class Flow:
                 if _bases(self.refs.of(S.name(name), state).everything()) & changed}
 
 
+    def bases(self, expression, at):
+        """The abstract objects whose memory ``expression`` may refer to (be, be a view
+        or an item of, or hold) before the statement ``at`` runs, what a site
+        allocated on any trip counted as one; empty where the code never runs."""
+        state = self.refs.before.get(id(at))
+        if state is None:
+            return frozenset()
+        return frozenset(("new", o[1]) if o[0] == "old" else o
+                         for o in _bases(self.refs.of(expression, state).everything()))
+
     def sharing(self, name, at):
         """{other name: "view" or "item"} of the names that, before the statement
         ``at`` runs, may refer to memory ``name`` refers to, read afterwards or

@@ -44,8 +44,9 @@ class Saving:
         {id(while loop): the integer step counting its trips}
     """
 
-    def __init__(self, normalized, loops, activity, planner, changed_by_call):
+    def __init__(self, normalized, loops, activity, planner, changed_by_call, memory=None):
         self.normalized = normalized
+        self.memory = memory  # the ownership memory.Flow, where the function writes items
         self.changed_by_call = changed_by_call
         self.parsed = normalized.parsed
         self.loops = loops
@@ -75,7 +76,7 @@ class Saving:
         self.init_none = set()
         self.undone = set()
         self.reloads = set()
-        _Flow(self).run(tree.body, (frozenset(), frozenset(S.param_names(tree))))
+        _Flow(self).run(tree.body, (frozenset(), frozenset(S.param_names(tree)), frozenset()))
 
     def _integer_steps(self, tree):
         """Statements ``k = k + c`` where k only ever holds integers.
@@ -191,11 +192,41 @@ class Saving:
         if isinstance(loop, S.For) and loop.target.id in read and id(loop) in self.reversed:
             self.pushes[id(loop)] = [loop.target.id]
 
-    def _save_for(self, stmt, read, assigned):
+    def _read_memory(self, stmt, names):
+        """The abstract objects (see :class:`~derivo.memory.Flow`) whose memory
+        the names ``names`` may refer to as ``stmt`` runs (a temporary the
+        primal keeps for it: what its expression may refer to)."""
+        if self.memory is None:
+            return frozenset()
+        plan = self.planner.plans.get(id(stmt))
+        kept = {name: node for node in S.walk(stmt) for name in
+                [plan.stored.get(id(node))] if name is not None} if plan is not None else {}
+        return frozenset().union(*(self.memory.bases(kept.get(n, S.name(n)), stmt)
+                                   for n in names))
+
+    def _memory_read_by(self, stmt):
+        """The abstract objects the reverse of ``stmt`` may read: those of the
+        names it reads before the statement runs, and of those it reads as the
+        statement left them (a result of it: what it allocates, or of what
+        it reads, which it may be a view of)."""
+        after = self.planner.statement_reads_after(stmt)
+        results = after & set(assigned_names(stmt))
+        objects = self._read_memory(stmt, self.planner.statement_reads(stmt) | after - results)
+        if results and self.memory is not None:
+            objects |= {("new", id(stmt))} | self._read_memory(stmt, names_of(stmt.value))
+        return objects
+
+    def _save_for(self, stmt, read, assigned, read_memory):
         """The data-flow's step over the assignment ``stmt``: record what it saves
         (or how its reverse undoes it) and return what is read after it."""
         names = self.planner.stored(stmt) + assigned_names(stmt)
-        read = set(read) | self.planner.statement_reads(stmt)
+        reads = self.planner.statement_reads(stmt)
+        read = set(read) | reads
+        if is_item_write(stmt) and self._read_memory(stmt, names) & read_memory:
+            # An adjoint may read a view of (or an item of, a container holding)
+            # the array written: the reverse gives the written part back in
+            # place, so every name for that memory holds what its adjoint read.
+            read.add(stmt.targets[0].value.id)
         saved = [n for n in names if n in read and
                  not (id(stmt) in self.reloads and n == stmt.targets[0].id)]
         counting = any(step is stmt for step in self.counted.values())
@@ -229,13 +260,15 @@ class _Flow(dataflow.Forward):
         self.depth = 0  # how many loops are around
 
     def join(self, one, other):
-        return one[0] | other[0], one[1] & other[1]
+        return one[0] | other[0], one[1] & other[1], one[2] | other[2]
 
     def simple(self, stmt, state):
-        read, assigned = state
+        read, assigned, read_memory = state
         if isinstance(stmt, S.Assign):
-            read, assigned = self.saving._save_for(stmt, read, assigned)
-            return frozenset(read), frozenset(assigned)
+            # the memory adjoints read stays read: a later write into it is saved
+            read_memory = read_memory | self.saving._memory_read_by(stmt)
+            read, assigned = self.saving._save_for(stmt, read, assigned, read_memory)
+            return frozenset(read), frozenset(assigned), read_memory
         if is_append(stmt):
             # Undone by xs.pop() in the reverse sweep when xs is read before.
             items = stmt.value.func.value.id
@@ -243,20 +276,21 @@ class _Flow(dataflow.Forward):
                 self.saving.undone.add(id(stmt))  # xs.pop() needs xs as this left it
             else:
                 read = read - {items}
-        return read, assigned
+        return read, assigned, read_memory
 
     def leave(self, stmt, state):
         # the reverse of a branch reads its test wherever control leaves it
-        return state[0] | self.saving._exit_reads(stmt), state[1]
+        return state[0] | self.saving._exit_reads(stmt), state[1], state[2]
 
     def enter_body(self, loop, state):
         target = {loop.target.id} if isinstance(loop, S.For) else set()
-        return state[0] - target, state[1] | target
+        return state[0] - target, state[1] | target, state[2]
 
     def end_trip(self, loop, state):
         # The reverse loop assigns the target itself, so reads of it inside the
         # body never reach outside the loop.
-        return (state[0] - {loop.target.id}, state[1]) if isinstance(loop, S.For) else state
+        return (state[0] - {loop.target.id}, state[1], state[2]) if isinstance(loop, S.For) \
+            else state
 
     def loop(self, loop, state):
         self.saving._prepare_loop(loop, state[0])

@@ -190,44 +190,6 @@ def refuse_hidden_writes(analysis):
                 raise _change_in_place(analysis, node, expression, names & analysis.useful)
 
 
-def refuse_writes_under_adjoint_reads(analysis):
-    """Refuse a write into an array (``A[0] = v``) while another name for its
-    memory, a view (``r = A[0:4]``), holds a value an adjoint of an earlier
-    statement reads (``s = np.sum(x * r)``): the reverse sweep restores A's old
-    value, not r's, and would read r as the write left it.  A name that may be
-    an item of A (``r = A[0]``: a number, or a row) is checked as the primal
-    runs (``shared_checks``)."""
-    tree = analysis.normalized.tree
-    writes = [stmt for stmt in S.walk(tree) if is_item_write(stmt)]
-    if not writes:
-        return
-    read_before = _read_by_adjoints(analysis)
-    flow = Flow(tree, analysis.parsed, analysis.local_names, analysis.scalars, analysis.arrays)
-    assigned = {S.single_target(s): s for s in S.walk(tree) if isinstance(s, S.Assign)
-                and isinstance(s.targets[0], S.Name)}
-    versions = dict(form.annotation(tree, "versions"))  # ssa's y1 -> the user's y
-    for stmt in writes:
-        written = stmt.targets[0].value.id
-        for other, kind in sorted(flow.sharing(written, stmt).items()):
-            if other not in read_before.get(id(stmt), ()) or other in analysis.scalars or \
-                    versions.get(other, other) == versions.get(written, written):
-                continue  # (a variable's own old value is the saving analysis's)
-            message = ("cannot differentiate the write into {0!r} at line {1}: {2!r} may "
-                       "be a view of {0!r}'s memory, and the derivative of an earlier line "
-                       "reads {2!r}'s value, which the write changes; make a copy first "
-                       "({2} = {2}.copy()), or write into a copy of {0!r}".format(
-                           written, getattr(stmt, "lineno", "?"), other))
-            site = assigned.get(other)
-            if kind == "item" and site is not None and isinstance(site.value, S.Subscript) \
-                    and isinstance(site.value.value, S.Name):
-                analysis.shared_checks[id(site)] = (site.value.value.id, str(
-                    _in_user_names(analysis, analysis.parsed.error(
-                        UnsupportedSyntax, stmt, message, "aliased write"))))
-            elif kind == "view":
-                raise _in_user_names(analysis, analysis.parsed.error(
-                    UnsupportedSyntax, stmt, message, "aliased write"))
-
-
 def _read_by_adjoints(analysis):
     """{id(node): the names an adjoint may read the value of} for each node of
     the function: the operands of operations (``np.clip(y, -1.0, c)``,
