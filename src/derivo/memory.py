@@ -7,8 +7,9 @@ own value and adjoint, does not.  One flow-sensitive ownership analysis
 (:class:`Flow`, :func:`sharing_faults`) answers for a function in statement
 form; what a call returns comes from an allow-list (:func:`call_result`: the
 rule tables' ``returns=``, and for a user function :func:`returned_parameters`).
-:class:`Memory` reads a helper's source, which may not have a statement form,
-for the parameters it writes (see ``writes.parameter_writes``) or returns.
+A helper's summaries (the parameters it returns, those it writes: see
+``writes.parameter_writes``) are read by the same analysis over the helper's
+own statement form (:func:`helper_flow`), once per function (:func:`summarized`).
 """
 
 import functools
@@ -134,148 +135,6 @@ _STRINGS = (str, repr)
 _METADATA = ("shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides")
 
 
-class Memory:
-    """Which names may share memory with which of ``roots``, read from ``tree``
-    in no particular order: ``w = y``, ``w = y[1:]``, ``w = y.reshape(3)`` and
-    ``for w in y`` make w *be* (a view of) y; ``ws = [y]`` and ``ws = list(ys)``
-    make ws *hold* y.  A change of what w is changes y; a change of ws itself
-    (``ws.append(v)``, ``ws[0] = v``) changes no y, a change of ``ws[0]`` does.
-    A call derivo knows nothing of may return (a view of) what it is given
-    (``ident(y)``); NumPy functions other than the views (``np.where(y, ...)``),
-    arithmetic and ufuncs make new values."""
-
-    def __init__(self, parsed, tree, roots):
-        self.parsed = parsed
-        self.views = {root: {root} for root in roots}
-        self.holds = {}
-        bindings = list(self._bindings(tree))
-        grew = True
-        while grew:
-            grew = False
-            for target, shared in bindings:
-                grew |= self._bind(target, *shared())
-
-    def of(self, value):
-        """(the roots ``value`` may be, the roots it may hold)."""
-        if isinstance(value, S.Name):
-            return self.views.get(value.id, set()), self.holds.get(value.id, set())
-        if isinstance(value, S.Attribute) and value.attr in _METADATA:
-            return set(), set()  # x.shape: a new tuple, or a number
-        if isinstance(value, (S.Subscript, S.Attribute, S.gast.Starred)):
-            return self._item(self.of(value.value))
-        if isinstance(value, (S.Tuple, S.List, S.gast.Set)):
-            return set(), self._everything(value.elts)
-        if isinstance(value, S.gast.Dict):
-            return set(), self._everything(value.values)
-        if isinstance(value, (S.IfExp, S.gast.BoolOp, S.gast.NamedExpr)):
-            parts = [value.body, value.orelse] if isinstance(value, S.IfExp) else \
-                value.values if isinstance(value, S.gast.BoolOp) else [value.value]
-            found = [self.of(part) for part in parts]
-            return set().union(*(v for v, _ in found)), set().union(*(h for _, h in found))
-        if isinstance(value, S.Call):
-            return self._returned(value)
-        return set(), set()
-
-    def _returned(self, call):
-        how, parts = call_result(call, self.parsed)
-        if how == "new":
-            return set(), set()
-        if how == "holds":
-            return set(), self._everything(parts)
-        if how == "is":
-            return self._everything_viewed(parts), self._everything_held(parts)
-        everything = self._everything(parts + [call.func])
-        return everything, self._everything_held(parts)
-
-    def _everything_viewed(self, values):
-        return set().union(*(self.of(value)[0] for value in values)) if values else set()
-
-    def _everything(self, values):
-        found = set()
-        for value in values:
-            views, holds = self.of(value)
-            found |= views | holds
-        return found
-
-    def _everything_held(self, values):
-        return set().union(*(self.of(value)[1] for value in values)) if values else set()
-
-    @staticmethod
-    def _item(shared):
-        """An item of what ``shared`` describes (a row of an array is a view of it)."""
-        views, holds = shared
-        return views | holds, holds
-
-    def _bindings(self, tree):
-        """(target, a function giving what the value shares) for every binding."""
-        for node in S.walk(tree):
-            if isinstance(node, S.Assign):
-                for target in node.targets:
-                    yield target, functools.partial(self.of, node.value)
-            elif isinstance(node, (S.gast.AugAssign, S.gast.AnnAssign)) and node.value:
-                yield node.target, functools.partial(self._added, node.target, node.value)
-            elif isinstance(node, (S.For, S.gast.comprehension)):
-                yield node.target, functools.partial(lambda n: self._item(self.of(n.iter)), node)
-            elif isinstance(node, S.gast.NamedExpr):
-                yield node.target, functools.partial(self.of, node.value)
-
-    def _added(self, target, value):
-        # xs += ys makes xs hold ys's items; an array's x += y shares nothing new
-        views, holds = self.of(target)
-        return views, holds | self._everything([value])
-
-    def _bind(self, target, views, holds):
-        """Record that ``target`` may be ``views`` and hold ``holds``; whether that grew."""
-        if isinstance(target, S.Name):
-            grew = not (views <= self.views.get(target.id, set()) and
-                        holds <= self.holds.get(target.id, set()))
-            self.views.setdefault(target.id, set()).update(views)
-            self.holds.setdefault(target.id, set()).update(holds)
-            return grew
-        if isinstance(target, (S.Tuple, S.List)):
-            grew = False
-            for element in target.elts:
-                if isinstance(element, S.gast.Starred):
-                    grew |= self._bind(element.value, set(), views | holds)
-                else:
-                    grew |= self._bind(element, views | holds, holds)
-            return grew
-        root = S.root_name(target)  # ys[0] = y: ys holds y from now on
-        if root is not None and isinstance(target, (S.Subscript, S.Attribute)):
-            return self._bind(root, set(), views | holds)
-        return False
-
-    def returned_in_order(self, body):
-        """The roots what ``body`` returns may be or hold, reading its statements
-        in order from what was bound so far, where a name assigned anew no longer
-        shares what it did (``v = v - np.mean(v)``); None when a branch, a loop or
-        another statement comes first, which the order-free reading must answer."""
-        for stmt in body:
-            if isinstance(stmt, S.Return):
-                views, holds = self.of(stmt.value) if stmt.value is not None else ((), ())
-                return set(views) | set(holds)
-            if any(isinstance(node, S.gast.NamedExpr) for node in S.walk(stmt)):
-                return None
-            if isinstance(stmt, S.Assign):
-                views, holds = self.of(stmt.value)
-                for target in stmt.targets:
-                    if isinstance(target, S.Name):
-                        self.views[target.id], self.holds[target.id] = set(views), set(holds)
-                    else:
-                        self._bind(target, views, holds)
-            elif isinstance(stmt, S.gast.AugAssign):
-                self._bind(stmt.target, *self._added(stmt.target, stmt.value))
-            elif not isinstance(stmt, (S.Expr, S.Pass)):
-                return None
-        return set()  # it returns None
-
-    def changed_by(self, changed, deep=False):
-        """The roots a change of what the expression ``changed`` is may change,
-        or, ``deep``, of what it is or holds."""
-        views, holds = self.of(changed)
-        return views | holds if deep else views
-
-
 def summarized(compute):
     """``compute(func, *options)``, a summary of the user function ``func`` read
     from its source, made once per function and options: what making it read
@@ -324,6 +183,36 @@ def _holds(where, ident, path, value):
 _RETURNS_IN_PROGRESS = set()
 
 
+#: Puts a user function's :class:`~derivo.parse.Parsed` in statement form:
+#: ``ssa.normalize``, which sets it (see :func:`read_helpers_with`), since
+#: normalising reads what helpers return from here
+_statement_form = None
+
+
+def read_helpers_with(normalize):
+    """Summarize user functions (see :func:`helper_flow`) over their statement
+    form as ``normalize`` makes it."""
+    global _statement_form
+    _statement_form = normalize
+
+
+def helper_flow(func, arrays=True):
+    """The ownership :class:`Flow` of the user function ``func`` in statement
+    form, the one analysis its summaries read (which parameters it writes, see
+    ``writes.parameter_writes``, and may return, :func:`returned_parameters`).
+    Raises a DerivoError where its source cannot be read or normalised."""
+    parsed = parse(func)
+    if not any(isinstance(node, S.Return) for node in S.walk(parsed.tree)):
+        # a procedure returns None where it ends (the statement form has a return)
+        parsed = parsed.copy()
+        parsed.tree.body.append(S.Return(value=S.const(None)))
+    normalized = _statement_form(parsed)
+    tree, parsed = normalized.tree, normalized.parsed
+    local = parsed.local_names | {n.id for n in S.walk(tree) if isinstance(n, S.Name)
+                                  and isinstance(n.ctx, (S.Store, S.gast.Param))}
+    return Flow(tree, parsed, local, arrays=arrays)
+
+
 @summarized
 def returned_parameters(func):
     """The parameters whose memory what ``func`` returns may share (all of them
@@ -334,18 +223,9 @@ def returned_parameters(func):
         return None
     _RETURNS_IN_PROGRESS.add(code)
     try:
-        parsed = parse(func)
-        params = all_params(parsed.tree)
-        returned = Memory(parsed, [], params).returned_in_order(parsed.tree.body)
-        if returned is not None:  # v = v - np.mean(v); return v: a new array
-            return returned
-        memory = Memory(parsed, parsed.tree, params)
-        returned = set()
-        for node in S.walk(parsed.tree):
-            if isinstance(node, S.Return) and node.value is not None:
-                views, holds = memory.of(node.value)
-                returned |= views | holds
-        return returned
+        flow = helper_flow(func)
+        return set().union(*(flow.parameters(stmt.value) for stmt in flow.order
+                             if isinstance(stmt, S.Return) and stmt.value is not None))
     except DerivoError:
         return None
     finally:
@@ -862,6 +742,7 @@ class Flow:
 
     def __init__(self, tree, parsed, local, scalars=frozenset(), arrays=True,
                  lists=frozenset()):
+        self.tree = tree
         self.refs = _Refs(parsed, local, scalars, arrays, lists,
                           set(form.annotation(tree, "owned")))
         self.refs.run(tree.body, {p: Ref(frozenset([("param", p)])) for p in all_params(tree)})
@@ -891,6 +772,17 @@ class Flow:
         return {name for name in names
                 if _bases(self.refs.of(S.name(name), state).everything()) & changed}
 
+
+    def parameters(self, expression, deep=True):
+        """The parameters whose memory ``expression`` may refer to as its
+        statement runs: be, be a view or an item of, or (``deep``) hold."""
+        stmt = self.statement.get(id(expression))
+        state = self.refs.before.get(id(stmt)) if stmt is not None else None
+        if state is None:
+            return set()
+        ref = self.refs.of(expression, state)
+        return {o[1] for o in _bases(ref.everything() if deep else ref.views)
+                if o[0] == "param"}
 
     def bases(self, expression, at):
         """The abstract objects whose memory ``expression`` may refer to (be, be a view

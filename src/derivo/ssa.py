@@ -57,7 +57,7 @@ from . import syntax as S
 from .errors import UnsupportedSyntax
 from .callees import direct_call
 from .fence import check_supported
-from .memory import in_a_library, is_new_array
+from .memory import in_a_library, is_new_array, read_helpers_with
 from .names import Namer, names_in
 
 JUMPS = (S.Break, S.Continue, S.gast.Raise, S.Return)
@@ -1076,3 +1076,6 @@ def _loop_level(body):
         if isinstance(stmt, S.If):
             yield from _loop_level(stmt.body)
             yield from _loop_level(stmt.orelse)
+
+
+read_helpers_with(normalize)

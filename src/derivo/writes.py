@@ -24,9 +24,9 @@ from . import syntax as S
 from .activity import hashable
 from .callees import given_functions
 from .errors import DerivoError, UnsupportedSyntax
-from .memory import (Flow, Memory, all_params, arguments, is_numpy,
-                     sharing_faults, summarized, user_function)
-from .parse import GENERATED_PREFIX, MISSING, parse
+from .memory import (Flow, all_params, arguments, helper_flow, is_numpy, sharing_faults,
+                     summarized, user_function)
+from .parse import GENERATED_PREFIX, MISSING
 from .ssa import is_append
 from .statements import assigned_names, changed_in, is_item_write
 
@@ -361,25 +361,25 @@ def parameter_writes(func, arrays):
     like when values may be arrays, written by NumPy (``np.copyto(y, v)``,
     ``out=y``), or given to a user function that changes them; itself, or through
     another name that may share its memory (``w = y``, ``w = y[1:]``, ``for row
-    in y``, see :class:`~derivo.memory.Memory`).  Made once per function (see
+    in y``), read by the ownership analysis of its statement form (see
+    :func:`~derivo.memory.helper_flow`).  Made once per function (see
     :func:`~derivo.memory.summarized`)."""
     return _parameter_writes(func, arrays, frozenset())
 
 
 def _parameter_writes(func, arrays, _seen):
     """:func:`parameter_writes`, the functions ``_seen`` taken to write nothing."""
-    parsed = parse(func)
-    tree = parsed.tree
-    params = all_params(tree)
+    flow = helper_flow(func, arrays)
+    parsed = flow.refs.parsed
     changed = []  # expressions whose object the function changes
     handed = []   # ... given to helpers that change them or what they hold
-    for node in S.walk(tree):
-        if isinstance(node, (S.Assign, S.gast.AugAssign, S.gast.Delete)):
-            for target in _flattened(getattr(node, "targets", None) or [node.target]):
+    for node in S.walk(flow.tree):
+        if isinstance(node, (S.Assign, S.gast.Delete)):
+            for target in _flattened(node.targets):
                 if isinstance(target, (S.Subscript, S.Attribute)):
                     changed.append(target.value)
-                elif arrays and isinstance(node, S.gast.AugAssign):
-                    changed.append(target)
+            if flow.refs.is_update(node):  # y += e on an array
+                changed.append(node.value.left)
         elif isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
                 isinstance(node.value.func, S.Attribute):
             changed.append(node.value.func.value)
@@ -388,9 +388,8 @@ def _parameter_writes(func, arrays, _seen):
         changed += _written_in_place(parsed, node)
         handed += _arguments_changed_by(parsed, node, parsed.callee_key(node), arrays,
                                         _seen | {func})
-    memory = Memory(parsed, tree, params)
-    return {root for expression in changed for root in memory.changed_by(expression)} | {
-        root for expression in handed for root in memory.changed_by(expression, deep=True)}
+    return set().union(*(flow.parameters(e, deep=False) for e in changed),
+                       *(flow.parameters(e) for e in handed))
 
 
 def _flattened(targets):
