@@ -1,4 +1,4 @@
-"""What a helper writes into is read from its source once and kept: a name the
+"""What a helper writes into is read from its statement form once and kept: a name the
 helper reads that holds something else later makes the summary anew."""
 
 import numpy as np
@@ -59,3 +59,43 @@ def test_a_summary_is_made_once_per_function():
 
     assert summary(reads_only) == summary(reads_only) == "reads_only"
     assert made == [reads_only]
+
+
+def logs_all(*values):
+    return None
+
+
+def writes_the_rest(y, *rest):
+    for r in rest:
+        r[0] = 0.0
+
+
+def returns_the_first(*values):
+    return values[0]
+
+
+def logged(a, c):
+    y = a * c
+    for _ in range(1):  # a loop: the helper is read, not inlined
+        logs_all(y, c)
+    return np.sum(y * y)
+
+
+def rest_written(a, c):
+    y = a * c
+    z = a * 2.0
+    for _ in range(1):
+        writes_the_rest(y, z)
+    return np.sum(y * z)
+
+
+def test_a_summary_reads_star_args_as_a_parameter_holding_what_is_given():
+    from derivo.writes import parameter_writes
+    assert parameter_writes(logs_all, True) == set()
+    assert parameter_writes(writes_the_rest, True) == {"rest"}
+    assert memory.returned_parameters(returns_the_first) == {"values"}
+    a = np.array([0.3, 0.5, 0.7])
+    assert_close(derivo.grad(logged, wrt=1)(a.copy(), 1.2),
+                 numeric_grad(logged, (a.copy(), 1.2), wrt=1), rtol=1e-5)
+    with pytest.raises(DerivoError, match="'writes_the_rest\\(y, z\\)': it may change 'z'"):
+        derivo.grad(rest_written, wrt=1)(a.copy(), 1.2)

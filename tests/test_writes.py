@@ -1,6 +1,8 @@
-"""derivo.writes: a write into an array whose memory another name holds, while an
-adjoint of an earlier line reads that name's value, is refused (or checked as
-the primal runs); a write derivo can follow keeps giving the right derivative."""
+"""derivo.writes and derivo.saving: a write into an array whose memory another
+name holds (a view, a row, a column, a transpose, a reshape, an item, a list of
+rows) while an adjoint of an earlier line reads that name's value gives the
+right derivative (the reverse sweep gives the written part back in place), and
+a write derivo can follow keeps giving the right derivative."""
 
 import numpy as np
 import pytest

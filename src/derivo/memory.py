@@ -201,10 +201,15 @@ def helper_flow(func, arrays=True):
     form, the one analysis its summaries read (which parameters it writes, see
     ``writes.parameter_writes``, and may return, :func:`returned_parameters`).
     Raises a DerivoError where its source cannot be read or normalised."""
-    parsed = parse(func)
+    parsed = parse(func).copy()
+    args = parsed.tree.args
+    # *args and **kwargs read as parameters holding what a call gives them
+    # (see :func:`arguments`), which is all a summary asks of them
+    args.kwonlyargs += [a for a in (args.vararg, args.kwarg) if a is not None]
+    args.kw_defaults += [None] * ((args.vararg is not None) + (args.kwarg is not None))
+    args.vararg = args.kwarg = None
     if not any(isinstance(node, S.Return) for node in S.walk(parsed.tree)):
         # a procedure returns None where it ends (the statement form has a return)
-        parsed = parsed.copy()
         parsed.tree.body.append(S.Return(value=S.const(None)))
     normalized = _statement_form(parsed)
     tree, parsed = normalized.tree, normalized.parsed
