@@ -508,3 +508,15 @@ def builds_a_line(x):
 
 def test_building_a_namedtuple_inside():
     assert derivo.grad(builds_a_line)(1.5) == pytest.approx(4 * 1.5)  # d(2 x * x)/dx
+
+
+# --- a dict comprehension builds a container of differentiated values ---
+
+def penalised_step(params, lr):
+    stepped = {name: w - lr * np.tanh(w) for name, w in params.items() if name != "frozen"}
+    return sum(np.sum(w ** 2) for w in stepped.values()) + np.sum(params["frozen"])
+
+
+def test_a_dict_comprehension_over_params_in_every_mode():
+    params = {"w": np.array([0.5, -1.0]), "b": 0.3, "frozen": np.array([2.0])}
+    check_modes(penalised_step, params, 0.1)

@@ -78,6 +78,18 @@ def test_nested_generators_and_conditions_keep_their_order():
     assert not nodes(norm(pairs_of), gast.ListComp)
 
 
+def scaled_entries(params, c):
+    return {name: w * c for name, w in params.items() if name != "skip"}
+
+
+def test_a_dict_comprehension_becomes_a_loop_filling_a_dict():
+    assert lines(scaled_entries)[1:3] == ["items = {}", "seq1 = params.items()"]
+    assert "items[name1] = t1" in lines(scaled_entries)
+    assert not nodes(norm(scaled_entries), gast.DictComp)
+    assert run_normalized(scaled_entries, {"a": 1.0, "skip": 2.0, "b": 3.0}, 2.0) == \
+        {"a": 2.0, "b": 6.0}
+
+
 # --- assignments ------------------------------------------------------------------
 
 def augmented(x):
@@ -552,7 +564,7 @@ REFUSED_SOURCES = {
     gast.NamedExpr: ("def f(x):\n    y = (z := x)\n    return y\n", 9),
     gast.ListComp: ("def f(x):\n    while [v for v in x]:\n        pass\n    return x\n", 10),
     gast.SetComp: ("def f(x):\n    y = {v for v in x}\n    return y\n", 8),
-    gast.DictComp: ("def f(x):\n    y = {v: v for v in x}\n    return y\n", 8),
+    gast.DictComp: ("def f(x):\n    while {v: v for v in x}:\n        pass\n    return x\n", 10),
     gast.GeneratorExp: ("def f(x):\n    y = x if x else sum(v for v in x)\n    return y\n", 23),
     gast.Match: ("def f(x):\n    match x:\n        case 1:\n            pass\n"
                  "    return x\n", 4),

@@ -220,3 +220,33 @@ def filled_after_an_adjoint_reads_it(x):
 def test_a_change_an_earlier_adjoint_would_read_is_refused_though_never_read_again():
     with pytest.raises(DerivoError, match=r"'A.fill\(3.0\)': it may change 'A' in place"):
         derivo.grad(filled_after_an_adjoint_reads_it)(X)
+
+
+def put_inside_a_loop(x):
+    s = 0.0
+    y = x * 1.0
+    for i in range(3):
+        s = s + np.tanh(y[i] * 0.7)
+        np.put(y, [0], 0.7)
+    return s
+
+
+def put_then_written_by_item(x):
+    s = 0.0
+    y = x * 1.0
+    for i in range(3):
+        s = s + np.tanh(y[i] * 0.7)
+        y[0] = 0.7
+    return s
+
+
+@pytest.mark.parametrize("loops", ["stack", "checkpoint", "reversible"])
+def test_a_change_in_place_inside_a_loop_is_refused_by_every_strategy(loops):
+    with pytest.raises(DerivoError, match=r"'np.put\(y, \[0\], 0.7\)': it may change 'y'"):
+        derivo.grad(put_inside_a_loop, loops=loops)(X.copy())
+
+
+@pytest.mark.parametrize("loops", ["stack", "checkpoint"])
+def test_the_same_change_written_as_an_item_write_is_differentiated(loops):
+    np.testing.assert_allclose(derivo.grad(put_then_written_by_item, loops=loops)(X.copy()),
+                               central_differences(put_then_written_by_item, X), rtol=1e-6)

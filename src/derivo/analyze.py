@@ -293,7 +293,7 @@ def _merged_paths(*each):
 
 
 #: The kinds of refusal of an in-place change the memory model makes
-MEMORY_REFUSALS = ("aliased write", "aliased update", "write into a loop item")
+MEMORY_REFUSALS = ("aliased write", "aliased update", "write into a loop item", "change in place")
 
 #: Every mode
 _ALL = ("reverse", "forward", "memory")

@@ -30,7 +30,8 @@ REFUSED = {
     S.gast.ListComp: "a comprehension in a while test or under and, or, if-else is not "
                      "supported; compute it in a statement of its own",
     S.gast.SetComp: "set comprehensions are not supported; write a for loop",
-    S.gast.DictComp: "dict comprehensions are not supported; write a for loop",
+    S.gast.DictComp: "a comprehension in a while test or under and, or, if-else is not "
+                     "supported; compute it in a statement of its own",
     S.gast.GeneratorExp: "a generator expression is differentiated as the argument of sum, "
                          "min, max, any, all, list, tuple or sorted, outside a while test "
                          "and and, or, if-else; write a list comprehension instead",

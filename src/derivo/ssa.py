@@ -979,7 +979,9 @@ def _lower_comprehensions(block, namer, built, parsed):
     """``[e for x in xs if c]``, or the generator expression ``(e for x in xs)``,
     in a statement becomes a list built before it, the loop derivo differentiates
     like any other (``items1 = []``, ``for x1 in xs: if c: items1.append(e)``),
-    with the comprehension's variables renamed so they stay its own.
+    with the comprehension's variables renamed so they stay its own; a dict
+    comprehension ``{k: v for ...}`` likewise a dict (``items1 = {}``,
+    ``items1[k] = v``).
 
     Only where the statement evaluates the expression first and once (not in a
     ``while`` test, nor under ``and``, ``or`` or a conditional expression, which
@@ -1013,15 +1015,21 @@ def _lower_comprehensions(block, namer, built, parsed):
                     name.id = renames[name.id]
             return node
 
-        body = [S.Expr(value=S.call(S.attribute(S.name(items), "append"),
-                                     renamed(comprehension.elt)))]
+        if isinstance(comprehension, S.gast.DictComp):
+            body = [S.assign(S.gast.Subscript(value=S.name(items), slice=renamed(comprehension.key),
+                                              ctx=S.gast.Store()), renamed(comprehension.value))]
+            made = S.gast.Dict(keys=[], values=[])
+        else:
+            body = [S.Expr(value=S.call(S.attribute(S.name(items), "append"),
+                                         renamed(comprehension.elt)))]
+            made = S.gast.List(elts=[], ctx=S.Load())
         for number, generator in reversed(list(enumerate(comprehension.generators))):
             for condition in reversed(generator.ifs):
                 body = [S.if_(renamed(condition), body)]
             # the first iterable is evaluated outside the comprehension's scope
             iterable = renamed(generator.iter) if number else generator.iter
             body = [S.for_(renamed(generator.target), iterable, body)]
-        loop = [S.assign(items, S.gast.List(elts=[], ctx=S.Load()))] + body
+        loop = [S.assign(items, made)] + body
         for new in loop:
             for node in S.walk(new):
                 S.copy_location(node, comprehension)
@@ -1039,7 +1047,8 @@ def _comprehension_in(stmt, field, parsed):
     pending = [(stmt, field, None, getattr(stmt, field))]
     while pending:
         parent, attr, position, node = pending.pop(0)
-        consumed = isinstance(node, S.gast.ListComp) or isinstance(node, S.gast.GeneratorExp) \
+        consumed = isinstance(node, (S.gast.ListComp, S.gast.DictComp)) or \
+            isinstance(node, S.gast.GeneratorExp) \
             and isinstance(parent, S.Call) and parsed.callee_key(parent) in CONSUMERS
         if consumed and not any(g.is_async for g in node.generators):
             return parent, attr, position, node
