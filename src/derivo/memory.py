@@ -799,6 +799,16 @@ class Flow:
         return frozenset(("new", o[1]) if o[0] == "old" else o
                          for o in _bases(self.refs.of(expression, state).everything()))
 
+    def written(self, name, at):
+        """The abstract objects whose memory an item write into ``name`` (``name[i]
+        = v``) changes before the statement ``at`` runs: what ``name`` is or is a
+        view of, not the items it holds (a dict's item write rebinds its key)."""
+        state = self.refs.before.get(id(at))
+        if state is None:
+            return frozenset()
+        return frozenset(("new", o[1]) if o[0] == "old" else o
+                         for o in _bases(self.refs.of(S.name(name), state).views))
+
     def sharing(self, name, at):
         """{other name: "view" or "item"} of the names that, before the statement
         ``at`` runs, may refer to memory ``name`` refers to, read afterwards or

@@ -222,7 +222,8 @@ class Saving:
         names = self.planner.stored(stmt) + assigned_names(stmt)
         reads = self.planner.statement_reads(stmt)
         read = set(read) | reads
-        if is_item_write(stmt) and self._read_memory(stmt, names) & read_memory:
+        if is_item_write(stmt) and self.memory is not None and \
+                self.memory.written(stmt.targets[0].value.id, stmt) & read_memory:
             # An adjoint may read a view of (or an item of, a container holding)
             # the array written: the reverse gives the written part back in
             # place, so every name for that memory holds what its adjoint read.
