@@ -351,3 +351,43 @@ def test_rkhs_regression_by_coefficients():
         return -sum((f(x) - y) ** 2 for x, y in zip(xs, ys))
 
     assert_directional(logprob, [np.zeros(5) + 0.1, xs, ys])
+
+
+# --- second derivatives and forward mode of the same programs ---
+
+def test_rosenbrock_hessian_is_the_closed_form():
+    x = np.array([0.3, -0.2])
+    expected = np.array([[1200 * x[0] ** 2 - 400 * x[1] + 2, -400 * x[0]],
+                         [-400 * x[0], 200.0]])
+    np.testing.assert_allclose(derivo.hessian(rosenbrock)(x), expected, rtol=1e-12)
+
+
+def test_logistic_regression_forward_mode_and_hessian_vector_product():
+    weights = np.array([0.2, -0.4, 0.1])
+    direction = np.array([1.0, 0.5, -2.0])
+    value, slope = derivo.jvp(training_loss, (weights,), (direction,))
+    assert_close(value, training_loss(weights))
+    assert_close(slope, central(lambda s: training_loss(weights + s * direction), 0.0), rtol=1e-6)
+    gradient = derivo.grad(training_loss)
+    (curvature,) = derivo.hvp(training_loss, (weights,), (direction,))
+    expected = (gradient(weights + 1e-5 * direction) - gradient(weights - 1e-5 * direction)) / 2e-5
+    np.testing.assert_allclose(curvature, expected, rtol=1e-6)
+
+
+def test_ica_gradient_matches_autograd_on_the_original_code():
+    agnp = pytest.importorskip("autograd.numpy")
+    autograd = pytest.importorskip("autograd")
+    from autograd.scipy.stats import t as ag_t
+
+    rs = np.random.RandomState(8)
+    weights, latents, observed = rs.randn(4, 2), rs.randn(2, 3), rs.randn(3, 4)
+
+    def original_logprob(weights, latents, noise_std, observed):
+        preds = agnp.dot(weights, latents).T
+        return agnp.sum(ag_t.logpdf(preds, 2.4, observed, noise_std))
+
+    _, logprob, _ = make_ica_funs(4, 2)
+    expected = autograd.grad(original_logprob, argnum=(0, 1, 2))(weights, latents, 0.7, observed)
+    got = derivo.grad(logprob, wrt=(0, 1, 2))(weights, latents, 0.7, observed)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-10)
