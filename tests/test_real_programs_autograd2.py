@@ -391,3 +391,23 @@ def test_ica_gradient_matches_autograd_on_the_original_code():
     got = derivo.grad(logprob, wrt=(0, 1, 2))(weights, latents, 0.7, observed)
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=1e-10)
+
+
+class RKHSFun:
+    """rkhs.py's function-valued argument, without autograd's VSpace for it."""
+
+    def __init__(self, kernel, alphas=None):
+        self.alphas = alphas if alphas is not None else {}
+        self.kernel = kernel
+
+    def __call__(self, x):
+        return sum([a * self.kernel(x, x_repr) for x_repr, a in self.alphas.items()], 0.0)
+
+
+def test_rkhs_function_valued_argument_is_refused_with_what_to_write():
+    def logprob(f, xs, ys):
+        return -sum((f(x) - y) ** 2 for x, y in zip(xs, ys))
+
+    f = RKHSFun(sq_exp_kernel, {0.0: 0.5, 2.0: 0.3})
+    with pytest.raises(derivo.DerivoError, match="register_container"):
+        derivo.grad(logprob)(f, range(5), [1, 2, 3, 2, 1])
