@@ -1,6 +1,7 @@
 """autograd's example programs (those after "h" by file name: hmm_em, ica,
 logistic_regression, mixture_variational_inference, natural_gradient_black_box_svi,
-negative_binomial_maxlike, neural_net, ode_net, rkhs, rosenbrock, sinusoid)
+negative_binomial_maxlike, neural_net, neural_net_regression, ode_net, rkhs,
+rosenbrock, sinusoid)
 ported as a user ports them: ``autograd.numpy`` becomes ``numpy``,
 ``autograd.scipy`` becomes ``scipy``, ``grad`` becomes ``derivo.grad``; every
 derivative compared with a central difference of the unchanged function."""
@@ -411,3 +412,34 @@ def test_rkhs_function_valued_argument_is_refused_with_what_to_write():
     f = RKHSFun(sq_exp_kernel, {0.0: 0.5, 2.0: 0.3})
     with pytest.raises(derivo.DerivoError, match="register_container"):
         derivo.grad(logprob)(f, range(5), [1, 2, 3, 2, 1])
+
+
+# --- neural_net_regression.py: the nonlinearity a keyword default, norm.logpdf ---
+
+def nn_predict_with(params, inputs, nonlinearity=np.tanh):
+    for W, b in params:
+        outputs = np.dot(inputs, W) + b
+        inputs = nonlinearity(outputs)
+    return outputs
+
+
+def log_gaussian(params, scale):
+    flat_params = np.concatenate([np.ravel(leaf) for layer in params for leaf in layer])
+    return np.sum(norm.logpdf(flat_params, 0, scale))
+
+
+def regression_logprob(weights, inputs, targets, noise_scale=0.1):
+    predictions = nn_predict_with(weights, inputs)
+    return np.sum(norm.logpdf(predictions, targets, noise_scale))
+
+
+def test_neural_net_regression_objective():
+    rs = np.random.RandomState(9)
+    inputs = np.linspace(-1, 1, 8)[:, np.newaxis]
+    targets = np.cos(3 * inputs) / 2.0 + 0.05 * rs.randn(8, 1)
+    params = init_random_params(0.3, [1, 4, 4, 1], rs=rs)
+
+    def objective(weights, t):
+        return -regression_logprob(weights, inputs, targets) - log_gaussian(weights, 10.0)
+
+    assert_directional(objective, [params, 0])
