@@ -41,9 +41,13 @@ def normalize(a):
     return a / replace_zeros(a.sum(-1, keepdims=True))
 
 
+#: (log Z, the expected counts of starts, transitions and emissions)
+expected_counts = derivo.value_and_grad(log_partition_function)
+
+
 def EM_update(params, data):
     natural_params = list(map(np.log, params))
-    loglike, E_stats = derivo.value_and_grad(log_partition_function)(natural_params, data)
+    loglike, E_stats = expected_counts(natural_params, data)
     return loglike, list(map(normalize, E_stats))
 
 
@@ -54,13 +58,15 @@ def encode(text):
     return lines, len(encodings) + 1
 
 
+def initial_parameters(num_states, num_outputs, rs):
+    return [normalize(rs.rand(num_states)), normalize(rs.rand(num_states, num_states)),
+            normalize(rs.rand(num_states, num_outputs))]
+
+
 def main():
     np.seterr(divide="ignore")  # a count that reached 0 has log -inf, as in the original
     data, num_outputs = encode(TEXT)
-    rs = np.random.RandomState(0)
-    num_states = 4
-    params = [normalize(rs.rand(num_states)), normalize(rs.rand(num_states, num_states)),
-              normalize(rs.rand(num_states, num_outputs))]
+    params = initial_parameters(4, num_outputs, np.random.RandomState(0))
     loglikes = []
     for _ in range(15):
         loglike, params = EM_update(params, data)
