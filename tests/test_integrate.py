@@ -196,3 +196,17 @@ def test_an_argument_in_args_may_be_a_list_of_weight_tuples():
                 return layered_loss([tuple(pair) for pair in moved], y0)
             np.testing.assert_allclose(gradient[i][j], differences(along, (leaf,), 0),
                                        rtol=1e-5, atol=1e-7)
+
+
+def test_forward_mode_takes_a_tangent_in_the_structure_of_a_list_argument():
+    rng = np.random.default_rng(6)
+    layers = [(0.5 * rng.normal(size=(2, 2)), 0.1 * rng.normal(size=2))]
+    direction = [(rng.normal(size=(2, 2)), rng.normal(size=2))]
+    y0 = np.array([0.4, -0.3])
+    _, slope = derivo.jvp(layered_loss, (layers, y0), (direction, np.zeros(2)))
+    moved = lambda s: layered_loss([(layers[0][0] + s * direction[0][0],
+                                     layers[0][1] + s * direction[0][1])], y0)
+    assert slope == pytest.approx(differences(moved, (0.0,), 0), rel=1e-5)
+    _, slope_y0 = derivo.jvp(lambda y: layered_loss(layers, y), (y0,), (np.ones(2),))
+    assert slope_y0 == pytest.approx(differences(lambda s: layered_loss(layers, y0 + s), (0.0,), 0),
+                                     rel=1e-5)
