@@ -407,3 +407,61 @@ def test_a_dict_of_functions_given_as_an_argument():
         assert_close(gradient(0.3, table, name), expected)
     table["scale"] = math.exp  # an item changed: transformed again
     assert_close(gradient(0.3, table, "sin"), math.exp(0.3) * (math.cos(0.3) + math.sin(0.3)))
+
+
+def _weighted(w, d):
+    return np.sum(w * d) ** 2
+
+
+partial = functools.partial
+
+
+def mapped_partial_by_name(w, data):
+    # autograd's hmm_em.py: sum(map(partial(log_partition_function, params), data))
+    return sum(map(partial(_weighted, w), data))
+
+
+DATA = [np.array([1.0, 2.0, -1.0]), np.array([0.5, 0.0, 3.0])]
+
+
+def test_a_mapped_partial_of_the_differentiated_argument_is_differentiated():
+    w = np.array([0.3, -0.2, 0.7])
+    expected = sum(2 * np.sum(w * d) * d for d in DATA)
+    np.testing.assert_allclose(derivo.grad(mapped_partial_by_name)(w, DATA), expected)
+
+
+def rebound_before_the_partial(w, data):
+    w = w * 2.0
+    return sum(map(partial(_weighted, w), data))
+
+
+def test_a_mapped_partial_of_a_name_assigned_in_the_function_is_refused():
+    # read late by a generator, an assigned name could differ from what the partial took
+    with pytest.raises(DerivoError, match="partial"):
+        derivo.grad(rebound_before_the_partial)(np.ones(3), DATA)
+
+
+def _softplus(z):
+    return np.log1p(np.exp(z))
+
+
+def _layer(x, w, nonlinearity=np.tanh, *, output=_softplus):
+    return output(nonlinearity(w * x))
+
+
+def layer_by_defaults(w, x):
+    # autograd's neural_net_regression.py: nn_predict(params, inputs, nonlinearity=np.tanh)
+    return np.sum(_layer(x, w))
+
+
+def layer_given_sin(w, x):
+    return np.sum(_layer(x, w, np.sin))
+
+
+def test_a_function_left_at_its_default_is_followed():
+    x, w = np.array([0.5, -1.0, 2.0]), 0.7
+    sigmoid = lambda z: 1.0 / (1.0 + np.exp(-z))
+    expected = np.sum(sigmoid(np.tanh(w * x)) * (1 - np.tanh(w * x) ** 2) * x)
+    assert_close(derivo.grad(layer_by_defaults)(w, x), expected)
+    expected_sin = np.sum(sigmoid(np.sin(w * x)) * np.cos(w * x) * x)
+    assert_close(derivo.grad(layer_given_sin)(w, x), expected_sin)

@@ -110,6 +110,9 @@ EXAMPLE_ARGUMENTS = {
                             importlib.import_module("examples.mixture_model").sample(20)),
     "trajectory_loss_grad": (importlib.import_module("examples.neural_ode").init(hidden=3),
                              *importlib.import_module("examples.neural_ode").data(n=4)),
+    "expected_counts": ([np.log(p) for p in importlib.import_module("examples.hmm_em")
+                         .initial_parameters(2, 3, np.random.RandomState(0))],
+                        [np.array([0, 2, 1]), np.array([1, 1])]),
     "rnn_grad": (*importlib.import_module("examples.rnn").initial(3, 2, 1),
                  *next(importlib.import_module("examples.rnn").sequences(1, steps=4, n_in=2))),
 }

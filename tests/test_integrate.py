@@ -167,3 +167,46 @@ def test_forward_mode_through_solve_ivp_is_refused_at_its_line():
         derivo.jvp(ivp_decay_loss, (np.array([1.0, -0.5]), 0.7), (None, 1.0))
     assert "solve_ivp" in str(info.value) and ":{}:".format(
         ivp_decay_loss.__code__.co_firstlineno + 2) in str(info.value)
+
+
+def layered(y, t, layers):
+    for W, b in layers:
+        y = np.tanh(np.dot(y, W) + b)
+    return y
+
+
+def layered_loss(layers, y0):
+    ys = odeint(layered, y0, TIMES, args=(layers,), rtol=1e-10, atol=1e-10)
+    return np.sum(ys ** 2)
+
+
+def test_an_argument_in_args_may_be_a_list_of_weight_tuples():
+    # autograd's ode_net.py passes args=(params,) with params a list of (W, b)
+    rng = np.random.default_rng(5)
+    layers = [(0.5 * rng.normal(size=(2, 3)), 0.1 * rng.normal(size=3)),
+              (0.5 * rng.normal(size=(3, 2)), 0.1 * rng.normal(size=2))]
+    y0 = np.array([0.4, -0.3])
+    gradient = derivo.grad(layered_loss)(layers, y0)
+    assert isinstance(gradient, list) and isinstance(gradient[1], tuple)
+    for i, layer in enumerate(layers):
+        for j, leaf in enumerate(layer):
+            def along(x, i=i, j=j):
+                moved = [list(pair) for pair in layers]
+                moved[i][j] = x
+                return layered_loss([tuple(pair) for pair in moved], y0)
+            np.testing.assert_allclose(gradient[i][j], differences(along, (leaf,), 0),
+                                       rtol=1e-5, atol=1e-7)
+
+
+def test_forward_mode_takes_a_tangent_in_the_structure_of_a_list_argument():
+    rng = np.random.default_rng(6)
+    layers = [(0.5 * rng.normal(size=(2, 2)), 0.1 * rng.normal(size=2))]
+    direction = [(rng.normal(size=(2, 2)), rng.normal(size=2))]
+    y0 = np.array([0.4, -0.3])
+    _, slope = derivo.jvp(layered_loss, (layers, y0), (direction, np.zeros(2)))
+    moved = lambda s: layered_loss([(layers[0][0] + s * direction[0][0],
+                                     layers[0][1] + s * direction[0][1])], y0)
+    assert slope == pytest.approx(differences(moved, (0.0,), 0), rel=1e-5)
+    _, slope_y0 = derivo.jvp(lambda y: layered_loss(layers, y), (y0,), (np.ones(2),))
+    assert slope_y0 == pytest.approx(differences(lambda s: layered_loss(layers, y0 + s), (0.0,), 0),
+                                     rel=1e-5)

@@ -222,9 +222,9 @@ def given_functions(function, call, parsed):
     for name in sorted(set(called) & set(given)):
         value = parsed.resolve_expression(given[name], items=True) if isinstance(
             given[name], (S.Name, S.Attribute, S.Subscript)) else MISSING
-        if value is not MISSING and callable(value) and not isinstance(value, type) and (
-                is_user_function(value) or rules.is_primitive(value)):
+        if value is not MISSING and _followed(value):
             fixed[name] = value
+    fixed.update(_function_defaults(function, set(called) - set(given)))
     if not fixed:
         return None
     key = (getattr(function, "derivo_key", code),
@@ -235,6 +235,24 @@ def given_functions(function, call, parsed):
         copy.derivo_key = key
         _GIVEN[key] = copy  # (it holds what it is given: no id in a key is reused)
     return _GIVEN[key]
+
+
+def _function_defaults(function, names):
+    """{parameter: its default} for those of ``names`` whose default is a function
+    derivo follows (``def predict(params, x, nonlinearity=np.tanh)`` called as
+    ``predict(params, x)``, autograd's neural_net_regression.py)."""
+    code = function.__code__
+    positional = code.co_varnames[:code.co_argcount]
+    defaults = dict(zip(positional[len(positional) - len(function.__defaults__ or ()):],
+                        function.__defaults__ or ()))
+    defaults.update(function.__kwdefaults__ or {})
+    return {name: value for name, value in defaults.items() if name in names and _followed(value)}
+
+
+def _followed(value):
+    """Whether ``value`` is a function a copy may be told a parameter holds."""
+    return callable(value) and not isinstance(value, type) and (
+        is_user_function(value) or rules.is_primitive(value))
 
 
 #: {(a function's key, its parameters with the ids of the functions they hold): its copy}

@@ -24,7 +24,7 @@ to ``t_span[0]`` (t_eval may start later); the adjoint of ``sol`` is that of
 
 import numpy as np
 
-from . import api
+from . import api, trees
 from .errors import DerivoError
 from .rules import CONSTANT, NEW, defjvp, defvjp, lazy_table
 
@@ -86,8 +86,7 @@ def _solve_backwards(adjoint, ys, func, t, args, tfirst, step):
     g = np.reshape(adjoint, (len(t), -1))
     states = np.reshape(ys, (len(t), -1))
     size = states.shape[1]
-    shapes = [np.shape(a) for a in args]
-    sizes = [int(np.prod(s)) for s in shapes]
+    sizes = [_size(a) for a in args]
 
     def augmented(state, s):
         y, a = state[:size], state[size:2 * size]
@@ -95,7 +94,8 @@ def _solve_backwards(adjoint, ys, func, t, args, tfirst, step):
         dy, vjp_fn = api.vjp(func, *at, *args)
         cotangents = vjp_fn(-a.reshape(np.shape(dy)))
         own = cotangents[1] if tfirst else cotangents[0]
-        pieces = [np.ravel(dy), np.ravel(own)] + [np.ravel(c) for c in cotangents[2:]]
+        pieces = [np.ravel(dy), np.ravel(own)] + [_raveled(c, arg) for c, arg in
+                                                  zip(cotangents[2:], args)]
         return np.concatenate(pieces)
 
     a, b = g[-1], np.zeros(sum(sizes))
@@ -104,9 +104,38 @@ def _solve_backwards(adjoint, ys, func, t, args, tfirst, step):
         back = step(augmented, state, t[i], t[i - 1])
         a, b = back[size:2 * size] + g[i - 1], back[2 * size:]
     ends = np.cumsum([0] + sizes)
-    arg_adjoints = tuple(b[start:end].reshape(shape) if shape else float(b[start])
-                         for start, end, shape in zip(ends, ends[1:], shapes))
+    arg_adjoints = tuple(_shaped_like(b[start:end], arg)
+                         for start, end, arg in zip(ends, ends[1:], args))
     return a, arg_adjoints
+
+
+# An argument in args may be a container (autograd's ode_net.py passes a list of
+# (W, b) tuples): the adjoint system carries its leaves raveled one after another.
+
+def _size(arg):
+    return sum(int(np.size(leaf)) for leaf in trees.leaves(arg))
+
+
+def _raveled(cotangent, arg):
+    """The cotangent of ``arg`` as one flat vector, leaf after leaf (zeros where
+    no cotangent reached a leaf)."""
+    if cotangent is None:
+        return np.zeros(_size(arg))
+    pieces = trees.leaves(cotangent) if trees.is_container(arg) else [cotangent]
+    return np.concatenate([np.zeros(np.size(leaf)) if c is None else np.ravel(c)
+                           for c, leaf in zip(pieces, trees.leaves(arg))])
+
+
+def _shaped_like(flat, arg):
+    """The flat adjoint ``flat`` of ``arg`` in ``arg``'s structure and shapes."""
+    if not trees.is_container(arg):
+        shape = np.shape(arg)
+        return flat.reshape(shape) if shape else float(flat[0])
+    found = trees.parts(arg)
+    items = list(found.values() if isinstance(found, dict) else found)
+    ends = np.cumsum([0] + [_size(item) for item in items])
+    grads = [_shaped_like(flat[start:end], item) for start, end, item in zip(ends, ends[1:], items)]
+    return trees.rebuilt(arg, dict(zip(found, grads)) if isinstance(found, dict) else grads)
 
 
 def tangent(func, y0, t, args, rtol, atol, tfirst, y0_tangent=None, args_tangent=None):
@@ -117,7 +146,8 @@ def tangent(func, y0, t, args, rtol, atol, tfirst, y0_tangent=None, args_tangent
     start = np.ravel(y0).astype(float)
     size = start.size
     y0_tangent = np.zeros(size) if y0_tangent is None else np.ravel(y0_tangent)
-    args_tangent = tuple(np.zeros(np.shape(a)) for a in args) if args_tangent is None \
+    args_tangent = tuple(trees.zeros_in_structure(a) if trees.is_container(a) else np.zeros(np.shape(a))
+                         for a in args) if args_tangent is None \
         else tuple(args_tangent)
 
     def sensitivities(state, s):

@@ -53,7 +53,7 @@ def lift_local_functions(parsed):
     :class:`derivo.parse.Parsed`): its tree then holds no ``def`` or ``lambda``,
     and ``parsed.closure`` holds the lifted functions under the names its calls use."""
     if not any(isinstance(n, (S.FunctionDef, S.gast.Lambda)) for n in S.walk(parsed.tree.body)):
-        return parsed
+        return _partials_mapped(parsed)
     # a local function keeps its name where no global, closure variable or other
     # local has it (``g = make(a)`` beside make's own ``def g``)
     lambdas = {n.targets[0].id for n in S.walk(parsed.tree.body) if isinstance(n, S.Assign)
@@ -63,10 +63,32 @@ def lift_local_functions(parsed):
     defined -= S.stored_names(parsed.tree.body) - lambdas
     taken = names_in(parsed.tree) - defined | set(parsed.globals) | set(parsed.closure)
     namer = Namer(taken)
-    if "map" not in set(parsed.globals) | set(parsed.closure) | S.stored_names(parsed.tree):
-        _MapsAsGenerators(defined - lambdas, namer).visit(parsed.tree)
+    if _builtin_map(parsed):
+        _MapsAsGenerators(defined - lambdas, namer, _partial_names(parsed)).visit(parsed.tree)
     functions = _lift(parsed, parsed.tree, set(parsed.closure), namer)
     parsed.closure.update(functions)
+    parsed.__dict__.pop("local_names", None)  # (a cached property of the tree)
+    return parsed
+
+
+def _builtin_map(parsed):
+    return "map" not in set(parsed.globals) | set(parsed.closure) | S.stored_names(parsed.tree)
+
+
+def _partial_names(parsed):
+    """The names under which ``parsed`` reads ``functools.partial``."""
+    return {name for scope in (parsed.globals, parsed.closure) for name, value in scope.items()
+            if value is functools.partial} - S.stored_names(parsed.tree)
+
+
+def _partials_mapped(parsed):
+    """``parsed`` with its ``map(partial(f, a), xs)`` as generators, in a function
+    holding no local function (see _MapsAsGenerators)."""
+    partials = _partial_names(parsed)
+    if not partials or not _builtin_map(parsed):
+        return parsed
+    namer = Namer(names_in(parsed.tree) | set(parsed.globals) | set(parsed.closure))
+    _MapsAsGenerators(set(), namer, partials).visit(parsed.tree)
     parsed.__dict__.pop("local_names", None)  # (a cached property of the tree)
     return parsed
 
@@ -75,10 +97,15 @@ class _MapsAsGenerators(S.NodeTransformer):
     """``map(lambda x: body, xs)`` becomes ``(body for x in xs)``, and ``map(f, xs,
     ys)`` of a local ``def f`` ``(f(a, b) for a, b in zip(xs, ys))``: what map
     yields, as a generator derivo differentiates, the lambda's free names read
-    where they were (the builtin ``map`` only, of functions given nothing more)."""
+    where they were (the builtin ``map`` only, of functions given nothing more).
+    ``map(partial(f, a, 2), xs)`` (autograd's hmm_em.py) becomes ``(f(a, 2, x) for
+    x in xs)`` where each argument the partial binds is a constant or a name the
+    function never assigns: read late by the generator, it holds what the partial
+    took."""
 
-    def __init__(self, local_defs, namer):
-        self.local_defs, self.namer = local_defs, namer
+    def __init__(self, local_defs, namer, partials=frozenset()):
+        self.local_defs, self.namer, self.partials = local_defs, namer, partials
+        self.assigned = set()
 
     def visit_Call(self, node):
         self.generic_visit(node)
@@ -97,6 +124,9 @@ class _MapsAsGenerators(S.NodeTransformer):
         elif isinstance(function, S.Name) and function.id in self.local_defs:
             names = [self.namer.fresh("item") for _ in iterables]
             element = S.call(S.name(function.id), *[S.name(n) for n in names])
+        elif self._bound_early(function):
+            names = [self.namer.fresh("item") for _ in iterables]
+            element = S.call(function.args[0], *function.args[1:], *[S.name(n) for n in names])
         else:
             return node
         if len(names) == 1:
@@ -110,6 +140,21 @@ class _MapsAsGenerators(S.NodeTransformer):
             if getattr(part, "lineno", None) is None:
                 S.copy_location(part, node)
         return S.copy_location(made, node)
+
+
+    def visit_FunctionDef(self, node):
+        self.assigned = self.assigned | S.stored_names(node)  # (an outer def's too)
+        return self.generic_visit(node)
+
+    def _bound_early(self, function):
+        """Whether ``function`` is ``partial(f, *args)`` whose args a generator may
+        read late: constants, and names the function never assigns."""
+        return isinstance(function, S.Call) and isinstance(function.func, S.Name) and \
+            function.func.id in self.partials and not function.keywords and \
+            len(function.args) >= 1 and isinstance(function.args[0], S.Name) and \
+            all(isinstance(a, S.gast.Constant) or
+                isinstance(a, S.Name) and a.id not in self.assigned
+                for a in function.args[1:])
 
 
 def _lift(parsed, tree, outer_cells, namer):
