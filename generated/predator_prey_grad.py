@@ -176,11 +176,14 @@ def segment_length(steps, slots):
     holding the other B - 1.  B minimises the trips the schedule runs plus
     CALL_COST per call (two calls a segment: running it up to a kept state,
     and its VJP)."""
-    def cost(unit):
+    best, least = 1, -1
+    for unit in range(1, max(1, slots - 1) + 1 if steps > 1 else 1):
         units = -(-steps // unit)
-        return unit * optimal_cost(units, slots - unit + 1) + steps - units + \
+        cost = unit * optimal_cost(units, slots - unit + 1) + steps - units + \
             2 * CALL_COST * units
-    return min(range(1, max(1, slots - 1) + 1), key=cost) if steps > 1 else 1
+        if least < 0 or cost < least:  # (the least B of the cheapest; a loop numba compiles)
+            best, least = unit, cost
+    return best
 
 
 def best_roots(starts, end, slots):

@@ -11,7 +11,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "src" / "derivo"
 
 LAYERS = [
     ("leaves", ["errors", "syntax", "names", "script", "trees", "runtime", "adjoints",
-                "checkpoints", "linalg_adjoints", "rules", "rules.runtime", "rules.builtins",
+                "checkpoints", "numba_checkpoints", "linalg_adjoints", "rules", "rules.runtime", "rules.builtins",
                 "rules.numpy", "rules.linalg", "rules.fft", "rules.scipy_special",
                 "rules.scipy_stats", "rules.scipy_signal", "rules.scipy", "rules.tangents", "rules.__main__"]),
     ("normal form", ["contexts", "lift", "factories", "parse", "fence", "form", "dataflow",

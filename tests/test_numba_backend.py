@@ -333,9 +333,72 @@ def test_array_code_keeps_numpy_and_logs_it(numba, caplog):
     assert same(got, derivo.grad(loss)(w))
 
 
-def test_checkpoint_loops_are_refused(numba):
-    with pytest.raises(derivo.DerivoError, match="does not compile loops='checkpoint'"):
-        derivo.grad(pendulum.simulate, loops="checkpoint", backend="numba")
+# --- checkpointed loops: the schedule run by compiled code ----------------------------
+
+def decaying(rate, x, steps):  # one state variable: bare values through the schedule
+    for _ in range(2, 2 + 3 * steps, 3):
+        x = x - 0.01 * rate * math.sin(x)
+    return x
+
+
+@pytest.mark.parametrize("schedule", ["revolve", "halving", "segments"])
+def test_checkpointed_loops_compile_and_equal_python(numba, schedule):
+    options = dict(wrt=("damping", "theta0"), loops="checkpoint", checkpoints=4,
+                   schedule=schedule)
+    compiled = derivo.grad(pendulum.simulate, backend="numba", **options)
+    python = derivo.grad(pendulum.simulate, **options)
+    assert "checkpoint_forward(" in compiled.source and "checkpoint_reverse(" in compiled.source
+    for steps in (0, 1, 2, 7, 300):
+        args = (0.3, 1.0, steps, 0.01)
+        assert same(compiled(*args), python(*args)), steps
+    args = (0.3, 1.0, 300, 0.01)
+    assert compiled(*args)[1] == pytest.approx(central(pendulum.simulate, args, 1), rel=1e-6)
+    single = derivo.grad(decaying, wrt=(0, 1), loops="checkpoint", checkpoints=3,
+                         schedule=schedule, backend="numba")
+    for steps in (0, 1, 40):
+        assert same(single(0.7, 0.4, steps), derivo.grad(decaying, wrt=(0, 1))(0.7, 0.4, steps))
+
+
+def test_a_checkpointed_while_loop_is_refused(numba):
+    def halve(x, y):
+        while x > 1.0:
+            x = x / 2.0 * y
+        return x
+
+    with pytest.raises(derivo.DerivoError, match="checkpointed while loop"):
+        derivo.grad(halve, loops="checkpoint", backend="numba")(10.0, 1.0)
+
+
+@pytest.mark.parametrize("schedule, code", [("revolve", 0), ("halving", 1), ("segments", 2)])
+def test_the_compiled_schedule_is_the_tapes(schedule, code):
+    """numba_checkpoints run as Python: the same adjoints and recomputed trips as
+    checkpoints.Tape for every slot count and trip count."""
+    from derivo import numba_checkpoints
+    from derivo.checkpoints import LAST_RUN
+
+    def oscillator(stiffness, x, steps):
+        v = 0.0
+        for _ in range(steps):
+            x += 0.01 * v
+            v -= 0.01 * stiffness * math.sin(x)
+        return x * x + v
+
+    for slots in (1, 2, 3, 5, 10):
+        gradient = derivo.grad(oscillator, wrt=(0, 1), loops="checkpoint", checkpoints=slots,
+                               schedule=schedule)
+        scope = gradient.derivo_function.__globals__
+        trips = scope["oscillator_trips"]
+        vjps = (scope["oscillator_trips_vjp"], None) if code == 2 else (
+            None, scope["oscillator_step_vjp"])
+        for steps in (0, 1, 2, 7, 50, 333):
+            LAST_RUN.clear()
+            stiffness_adjoint, x_adjoint = gradient(2.0, 0.3, steps)
+            (x, _), tape = numba_checkpoints.checkpoint_forward(
+                trips, range(steps), (0.3, 0.0), (2.0,), slots, code)
+            (bx, _, bstiffness), recomputed = numba_checkpoints.reversed_counting(
+                tape, trips, *vjps, (2 * x, 1.0), (0.0,))
+            assert (bstiffness, bx) == pytest.approx((stiffness_adjoint, x_adjoint), rel=1e-12)
+            assert recomputed == LAST_RUN.get("recomputed_steps", 0), (slots, steps)
 
 
 def first_of(x, y):

@@ -24,8 +24,12 @@ numba types by construction:
   out as a step count, a typed list of the values saved, and the inverse
   (:func:`_inline_undos`).
 
+- a checkpointed ``for`` loop runs its schedule in compiled code
+  (:mod:`derivo.numba_checkpoints`, :func:`_compiled_checkpoints`), its tape on
+  a typed stack.
+
 What it cannot make nopython is refused with the construct named: checkpointed
-loops (their schedule is run by derivo's Python ``Tape``), the other runtime
+``while`` loops (their online schedule is run by derivo's Python ``Tape``), the other runtime
 helpers (a list's adjoint, an item's), generators (``derivo.vjp``'s pullback),
 a called user function that reads a number from its globals (numba would
 freeze it), and at a call whatever numba cannot type for its arguments.  Array code (a function that uses NumPy) keeps NumPy's
@@ -54,7 +58,7 @@ import types
 
 import numpy
 
-from . import codegen, numba_cache, runtime
+from . import checkpoints, codegen, numba_cache, numba_checkpoints, runtime
 from . import syntax as S
 from .errors import DerivoError
 
@@ -75,6 +79,7 @@ def require():
                           "{}".format(INSTALL)) from None
     if not _implemented:
         _register_implementations(numba)
+        numba_checkpoints.register(numba)
         _implemented.append(True)
     return numba
 
@@ -87,11 +92,6 @@ def check_backend(backend, loops):
             backend, ", ".join(map(repr, BACKENDS))))
     if backend == "numba":
         require()
-        if loops == "checkpoint":
-            raise DerivoError(
-                "backend='numba' does not compile loops='checkpoint': its schedule runs in "
-                "derivo's Python Tape; use loops='stack' or loops='reversible' with numba, "
-                "or backend='python' for checkpointing")
     return backend
 
 
@@ -117,6 +117,7 @@ def nopython(functions, namespace):
                 ident))
     for function in functions:
         _placeholders(function)
+        _compiled_checkpoints(function, namespace)
         _typed_stacks(function, namespace)
         _counted_reverse_loops(function, namespace)
         _inline_undos(function, namespace)
@@ -127,6 +128,83 @@ def _fresh(taken, ident):
     while ident in taken:
         ident += "_"
     taken.add(ident)
+    return ident
+
+
+#: the schedules of checkpoints.checkpointed_for, as numba_checkpoints numbers them
+_SCHEDULE_CODES = {"revolve": 0, "halving": 1, "segments": 2}
+
+
+def _compiled_checkpoints(function, namespace):
+    """A checkpointed ``for`` loop run by compiled code (:mod:`derivo.numba_checkpoints`):
+    ``x1, v1 = checkpointed_for(push, f_trips, range(n), (x, v), (k,), ...)`` as
+    ``(x1, v1), f_tape = checkpoint_forward(f_trips, range(n), (x, v), (k,), slots,
+    schedule)`` and ``push(f_tape)``, and the tape's ``pop().reverse(f_..._vjp,
+    seeds, invariants=...)`` as ``f_tape = pop()`` and a call of
+    ``checkpoint_reverse`` with the invariants' adjoints starting at 0.0.  A
+    ``while`` loop's online schedule stays in derivo's Python Tape: refused."""
+    taken = {n.id for n in S.walk(function) if isinstance(n, S.Name)}
+    tapes = {}  # the base name of a loop's functions: (its tape's name, its trips function)
+
+    def rewrite(stmt):
+        call = getattr(stmt, "value", None)
+        if not isinstance(call, S.Call):
+            return None
+        callee = namespace.get(call.func.id) if isinstance(call.func, S.Name) else None
+        if callee is checkpoints.checkpointed_while:
+            raise _refusal(function, "a checkpointed while loop (its online schedule runs "
+                           "in derivo's Python Tape)")
+        if callee is checkpoints.checkpointed_for:
+            return _checkpoint_forward(stmt, call, namespace, taken, tapes)
+        if isinstance(call.func, S.Attribute) and call.func.attr == "reverse" and \
+                isinstance(call.func.value, S.Call) and not call.func.value.args:
+            return _checkpoint_reverse(function, stmt, call, namespace, tapes)
+        return None
+
+    _in_blocks(function, rewrite)
+
+
+def _checkpoint_forward(stmt, call, namespace, taken, tapes):
+    push, trips, iterations, state, invariants = call.args
+    options = {k.arg: k.value.value for k in call.keywords}
+    base = trips.id[:-len("_trips")]
+    tape = tapes[base][0] if base in tapes else _fresh(taken, base + "_tape")
+    tapes[base] = (tape, trips.id)
+    forward = _bound(namespace, "checkpoint_forward", numba_checkpoints.checkpoint_forward)
+    value = S.call(forward, trips, iterations, state, invariants,
+                   S.const(options.get("slots") or 0),
+                   S.const(_SCHEDULE_CODES[options.get("schedule", "revolve")]))
+    target = S.tuple_([stmt.targets[0], S.store(tape)], store_ctx=True)
+    out = [S.copy_location(S.assign(target, value), stmt)]
+    if isinstance(push, S.Name):
+        out.append(S.Expr(value=S.call(push.id, S.name(tape))))
+    return out
+
+
+def _checkpoint_reverse(function, stmt, call, namespace, tapes):
+    """The reverse sweep of a checkpointed loop (see _compiled_checkpoints)."""
+    vjp, seeds = call.args
+    base = next((b for b in tapes if vjp.id in (b + "_trips_vjp", b + "_step_vjp")), None)
+    if base is None or not isinstance(stmt, S.Assign):
+        raise _refusal(function, "a checkpointed loop's tape used as {}".format(
+            S.expr_source(call)))
+    tape, trips = tapes[base]
+    positions = next((k.value.value for k in call.keywords if k.arg == "invariants"), ())
+    totals = S.tuple_([S.const(0.0) for _ in positions])
+    reverse = _bound(namespace, "checkpoint_reverse", numba_checkpoints.checkpoint_reverse)
+    # (the VJP of a segment of trips, that of one trip: one of them, the other None)
+    vjps = (vjp, S.const(None)) if vjp.id == base + "_trips_vjp" else (S.const(None), vjp)
+    return [S.copy_location(S.assign(S.store(tape), call.func.value), stmt),
+            S.copy_location(S.assign(stmt.targets[0], S.call(
+                reverse, S.name(tape), S.name(trips), *vjps, seeds, totals)), stmt)]
+
+
+def _bound(namespace, ident, value):
+    """The name ``value`` has in ``namespace``, bound there as ``ident`` (or a
+    variant of it) when it has none."""
+    while namespace.get(ident, value) is not value:
+        ident += "_"
+    namespace[ident] = value
     return ident
 
 
@@ -621,7 +699,8 @@ _IMPLEMENTED = {"copysign_one": _copysign_one, "log": _log, "log_times": _log_ti
 
 def _implemented_helper(value):
     name = getattr(value, "__name__", None)
-    return name in _IMPLEMENTED and getattr(runtime, name) is value
+    return name in _IMPLEMENTED and getattr(runtime, name) is value or \
+        value in (numba_checkpoints.checkpoint_forward, numba_checkpoints.checkpoint_reverse)
 
 
 def _register_implementations(numba):

@@ -1,0 +1,290 @@
+"""Checkpointed ``for`` loops run by compiled code (``backend="numba"``).
+
+The numba backend rewrites the generated code's call of
+:func:`derivo.checkpoints.checkpointed_for` and its tape's ``reverse`` into
+calls of :func:`checkpoint_forward` and :func:`checkpoint_reverse`, which
+numba compiles together with the generated code (each specialised to the
+loop's ``trips`` function and VJP, passed as first-class functions).  They run
+the schedule of :class:`derivo.checkpoints.Tape` for counted loops (revolve,
+halving and segments, the same splits and so the same step counts), with the
+kept states in a list of ``slots`` state tuples allocated once and their trip
+numbers in an integer array: the tape is a tuple the generated code keeps on
+a typed stack.  The recursion of ``Tape.reverse_range`` is a loop over the
+kept states, the deepest one last.
+
+The functions are plain Python as well (tests run them without numba); the
+few operations on tuples of any length numba types only with constant
+indices (:func:`state_of`, :func:`taken`, ...) get numba implementations
+written out for each length (:func:`register`).
+"""
+
+from .checkpoints import (fewer_repetitions, halving_split, optimal_cost, optimal_split, repetitions,
+                          segment_length)
+
+
+def checkpoint_forward(trips, iterations, state, invariants, slots, schedule_code):
+    """The primal loop over ``iterations`` through ``trips(items, *state,
+    *invariants)`` (it returns the state, a bare value for one variable),
+    keeping the states the reverse sweep starts from: (the final state as the
+    generated code assigns it, the tape).  ``slots`` 0: ceil(log2 K), at least
+    2; ``schedule_code``: 0 revolve, 1 halving, 2 segments."""
+    steps = len(iterations)
+    if slots == 0:
+        slots = max(2, bit_length(steps - 1))
+    unit = segment_length(steps, slots) if schedule_code == 2 and steps > 1 else 1
+    budget = slots - unit + 1
+    kept = [state] * budget
+    starts = [0] * budget
+    last = state
+    count = 0
+    if steps > 0:
+        count = 1
+        start, length, free = 0, -(-steps // unit), budget
+        r = repetitions(length, free)
+        while length > 1 and free > 1:
+            split = split_of(schedule_code, length, free, r)
+            state = run(trips, iterations, state, invariants, start * unit,
+                        min((start + split) * unit, steps))
+            start, length, free = start + split, length - split, free - 1
+            if schedule_code != 1:
+                r = fewer_repetitions(length, free, r)
+            kept[count] = state
+            starts[count] = start
+            count += 1
+        state = run(trips, iterations, state, invariants, start * unit,
+                    (start + length - 1) * unit)
+        last = state
+        state = run(trips, iterations, state, invariants, (start + length - 1) * unit, steps)
+    shape = (steps, slots, unit, budget, schedule_code, count)
+    return bare_if_one(state), (shape, kept, starts, last, iterations, invariants)
+
+
+def split_of(schedule_code, length, free, r):
+    if schedule_code == 1:
+        return halving_split(length, free)
+    return optimal_split(length, free, r)
+
+
+def bit_length(n):
+    bits = 0
+    while n > 0:
+        n >>= 1
+        bits += 1
+    return bits
+
+
+def run(trips, iterations, state, invariants, first, stop):
+    """The state after trips first .. stop - 1 from ``state``, the one at ``first``."""
+    if stop <= first:
+        return state
+    return state_of(trips(items_of(iterations, first, stop), *state, *invariants), state)
+
+
+def checkpoint_reverse(tape, trips, segment_vjp, step_vjp, seeds, totals):
+    """The adjoints of :func:`reversed_counting`, without its count."""
+    return reversed_counting(tape, trips, segment_vjp, step_vjp, seeds, totals)[0]
+
+
+def reversed_counting(tape, trips, segment_vjp, step_vjp, seeds, totals):
+    """(the adjoints, the trips the reverse sweep recomputed) of the loop of
+    ``tape`` (what :func:`checkpoint_forward` returned with the final state).
+    The adjoints of the loop's state before it (then the invariants', ``totals``
+    summed over the trips) from ``seeds``, those after it, a bare value for one
+    state variable (and so is the result, for one adjoint), with one of
+    ``segment_vjp(seed, items, *state, *invariants)``, the VJP of a segment of
+    trips (the segments schedule), and ``step_vjp(seed, item, *state,
+    *invariants)``, that of one trip (the other schedules), the other None
+    (numba then compiles only the code calling the one given)."""
+    shape, kept, starts, last, iterations, invariants = tape
+    steps, slots, unit, budget, schedule_code, count = shape
+    seeds = as_tuple(seeds)
+    if steps == 0:
+        return bare_if_one(seeds + totals), 0
+    units = -(-steps // unit)
+    recomputed = 0
+    seeds, totals, extra = segment(segment_vjp, step_vjp, trips, iterations, invariants,
+                                   seeds, totals, units - 1, 1, last, unit, steps)
+    recomputed += extra
+    end, held = units - 1, count
+    while held > 0:
+        start, state = starts[held - 1], kept[held - 1]
+        length = end - start
+        free = budget - (held - 1)
+        if length <= 0:  # a state kept where the units left to reverse end
+            held -= 1
+            continue
+        if length > 1 and free > 1 and not (schedule_code != 1 and
+                                            length * unit <= free + unit - 1):
+            # Keep the state at the split, deeper; reverse the units after it first.
+            split = split_of(schedule_code, length, free, repetitions(length, free))
+            kept[held] = run(trips, iterations, state, invariants, start * unit,
+                             min((start + split) * unit, steps))
+            recomputed += min((start + split) * unit, steps) - start * unit
+            starts[held] = start + split
+            held += 1
+            continue
+        # Room for every state (or one unit): one segment.  One slot: each unit alone.
+        first = start if free > 1 else end - 1
+        if first > start:
+            state = run(trips, iterations, state, invariants, start * unit, first * unit)
+            recomputed += (first - start) * unit
+        seeds, totals, extra = segment(segment_vjp, step_vjp, trips, iterations, invariants,
+                                       seeds, totals, first, end - first, state, unit, steps)
+        recomputed += extra
+        end = first
+        if first == start:
+            held -= 1
+    return bare_if_one(seeds + totals), recomputed
+
+
+def segment(segment_vjp, step_vjp, trips, iterations, invariants, seeds, totals, start,
+            count, state, unit, steps):
+    """(seeds, totals, trips recomputed) after reversing ``count`` units from unit
+    ``start``, from ``state``, the state there: one call of the segment VJP, or
+    the states of the trips kept in a list and one call of the step's VJP each
+    (one of the two VJPs is None)."""
+    first = start * unit
+    stop = min(first + count * unit, steps)
+    if segment_vjp is not None:
+        result = segment_vjp(seed_of(seeds), items_of(iterations, first, stop), *state,
+                             *invariants)
+        seeds, totals = taken(result, seeds, totals)
+    if step_vjp is not None:
+        states = [state] * (stop - first)
+        for index in range(first + 1, stop):
+            states[index - first] = run(trips, iterations, states[index - first - 1],
+                                        invariants, index - 1, index)
+        for index in range(stop - 1, first - 1, -1):
+            result = step_vjp(seed_of(seeds), item_at(iterations, index),
+                              *states[index - first], *invariants)
+            seeds, totals = taken(result, seeds, totals)
+    return seeds, totals, stop - first - 1
+
+
+# --- operations numba types only for each length of tuple (see register) -----------------
+
+def items_of(iterations, first, stop):
+    """``iterations[first:stop]`` (numba's: a range of a range, see register)."""
+    return iterations[first:stop]
+
+
+def item_at(iterations, index):
+    return iterations[index]
+
+
+def state_of(value, like):
+    """The state tuple of what ``trips`` returned: a bare value for one variable."""
+    return (value,) if len(like) == 1 else value
+
+
+def as_tuple(value):
+    return value if isinstance(value, tuple) else (value,)
+
+
+def bare_if_one(values):
+    return values[0] if len(values) == 1 else values
+
+
+def seed_of(seeds):
+    """What a VJP takes as its seed: a bare value for one state variable."""
+    return seeds[0] if len(seeds) == 1 else seeds
+
+
+def taken(result, seeds, totals):
+    """(the new seeds, the totals plus the invariants' adjoints) from a VJP's result."""
+    count = len(seeds)
+    return result[:count], tuple(a + b for a, b in zip(totals, result[count:]))
+
+
+# --- numba implementations ---------------------------------------------------------------
+
+def register(numba):
+    """Give numba implementations of the tuple operations above, written out for
+    each length of tuple (numba indexes a tuple of mixed types only by constants),
+    and of the schedule's arithmetic (math.comb)."""
+    import math
+    import operator
+
+    from numba import types
+    from numba.extending import overload
+
+    def written(source, name, **scope):
+        exec(source, scope)
+        return scope[name]
+
+    @overload(state_of)
+    def _state_of(value, like):
+        if len(like) == 1:
+            return lambda value, like: (value,)
+        return lambda value, like: value
+
+    @overload(as_tuple)
+    def _as_tuple(value):
+        if isinstance(value, types.BaseTuple):
+            return lambda value: value
+        return lambda value: (value,)
+
+    @overload(bare_if_one)
+    def _bare_if_one(values):
+        if len(values) == 1:
+            return lambda values: values[0]
+        return lambda values: values
+
+    @overload(seed_of)
+    def _seed_of(seeds):
+        if len(seeds) == 1:
+            return lambda seeds: seeds[0]
+        return lambda seeds: seeds
+
+    @overload(taken)
+    def _taken(result, seeds, totals):
+        count = len(seeds)
+        sums = "".join("totals[{0}] + result[{1}], ".format(i, count + i)
+                       for i in range(len(totals)))
+        return written("def impl(result, seeds, totals):\n"
+                       "    return result[:{}], ({})\n".format(count, sums), "impl")
+
+    @overload(operator.getitem)
+    def _range_slice(iterations, part):
+        # a range of a range, as Python's: the items of a segment, reversed(items)
+        if isinstance(iterations, types.RangeType) and isinstance(part, types.SliceType):
+            def impl(iterations, part):
+                start, stop, step = part.indices(len(iterations))
+                return range(iterations.start + start * iterations.step,
+                             iterations.start + stop * iterations.step,
+                             iterations.step * step)
+            return impl
+        return None
+
+    @overload(item_at)
+    def _item_at(iterations, index):
+        if isinstance(iterations, types.RangeType):
+            return lambda iterations, index: iterations.start + index * iterations.step
+        return lambda iterations, index: iterations[index]
+
+    overload(math.comb)(lambda n, k: _comb if all(
+        isinstance(a, types.Integer) for a in (n, k)) else None)
+    for function in (repetitions, fewer_repetitions, optimal_cost, optimal_split, halving_split,
+                     segment_length, checkpoint_forward, checkpoint_reverse,
+                     reversed_counting, split_of, bit_length, run, segment, items_of):
+        overload(function)(_itself(function))
+
+
+def _itself(function):
+    """A numba typer compiling ``function`` itself (its signature, as numba wants)."""
+    def typer(*args):
+        return function
+    import inspect
+    typer.__signature__ = inspect.signature(function)
+    return typer
+
+
+def _comb(n, k):
+    """binom(n, k) for numba (math.comb's, as long as it fits int64)."""
+    if k < 0 or k > n:
+        return 0
+    k = min(k, n - k)
+    out = 1
+    for i in range(k):
+        out = out * (n - i) // (i + 1)
+    return out
