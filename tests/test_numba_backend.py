@@ -369,6 +369,13 @@ def test_a_checkpointed_while_loop_is_refused(numba):
         derivo.grad(halve, loops="checkpoint", backend="numba")(10.0, 1.0)
 
 
+def test_saving_a_compiled_checkpointed_loop_is_refused(numba, tmp_path):
+    gradient = derivo.grad(decaying, wrt=(0, 1), loops="checkpoint", backend="numba")
+    gradient(0.7, 0.4, 5)
+    with pytest.raises(derivo.DerivoError, match="cannot save a checkpointed loop compiled"):
+        gradient.save(str(tmp_path / "saved.py"))
+
+
 @pytest.mark.parametrize("schedule, code", [("revolve", 0), ("halving", 1), ("segments", 2)])
 def test_the_compiled_schedule_is_the_tapes(schedule, code):
     """numba_checkpoints run as Python: the same adjoints and recomputed trips as

@@ -752,6 +752,12 @@ def saved_module(source, namespace, name, guard):
     ``name`` (the derivative) a Python function that runs ``guard`` first (the
     statements refusing arrays, or "") and calls the compiled one."""
     numba = require()
+    schedules = (numba_checkpoints.checkpoint_forward, numba_checkpoints.checkpoint_reverse)
+    if any(value is schedule for value in namespace.values() for schedule in schedules):
+        raise DerivoError(
+            "{}: cannot save a checkpointed loop compiled by numba: the saved module would "
+            "need derivo's compiled schedule; save the derivative made with "
+            "backend='python' (the same code, run by CPython) or loops='stack'".format(name))
     tree = ast.parse(source)
     namespace = dict(namespace, numba=numba, math=math)
     used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
