@@ -274,13 +274,16 @@ def _ndim(value):
 
 
 def scalar_seed(result):
-    """1.0, the seed of ``grad``, after checking the result is a scalar: a
-    number, or an array of one element."""
+    """The seed of ``grad``, after checking the result is a scalar: 1.0 for a
+    number, ones of its shape for an array of one element (as autograd takes
+    ``np.atleast_2d(x)``-shaped losses: the derivative of its one element)."""
     if isinstance(result, (bool, np.bool_)) or \
             not isinstance(result, (int, float, complex, np.number, np.ndarray)):
         raise DerivoError("grad needs a function returning a number, got a {}; return the "
                           "loss alone, or pass has_aux=True and return (loss, aux)".format(
                               type(result).__name__))
+    if _ndim(result) != 0 and np.size(result) == 1:
+        return np.ones(np.shape(result))
     if _ndim(result) != 0:
         raise DerivoError("grad needs a function returning a scalar, got an array of shape "
                           "{}; return np.sum(...) of it for the gradient of its sum, or use "

@@ -836,6 +836,20 @@ def test_a_surely_scalar_result_needs_no_shape_check():
         derivo.grad(column_sums)(np.ones((2, 3)))
 
 
+def weighted_as_a_column(x):
+    return np.dot(np.atleast_2d(x), np.array([[1.0], [-2.0], [0.5]])) ** 2
+
+
+def test_a_result_of_one_element_is_a_scalar_as_in_autograd():
+    # autograd's bayesian_optimization.py minimises an acquisition of shape (1,)
+    x = np.array([0.3, -1.2, 2.0])
+    value, gradient = derivo.value_and_grad(weighted_as_a_column)(x)
+    assert np.shape(value) == (1, 1)
+    weights = np.array([1.0, -2.0, 0.5])
+    np.testing.assert_allclose(gradient, 2 * np.dot(x, weights) * weights, rtol=1e-14)
+    np.testing.assert_allclose(derivo.grad(lambda w: np.sin(w[:1]))(x), [np.cos(0.3), 0, 0])
+
+
 def test_forward_mode_over_a_loop_over_rows():
     x = rng(30).normal(size=(3, 2))
     w = rng(31).normal(size=(2,))

@@ -36,6 +36,20 @@ def test_the_derivatives_of_tanh_to_the_fourth(order):
     assert derivative(0.7) == pytest.approx(tanh_derivatives(0.7)[order], abs=1e-12)
 
 
+def tanh_by_exponentials(x):
+    return (1.0 - np.exp(-2 * x)) / (1.0 + np.exp(-(2 * x)))
+
+
+@pytest.mark.parametrize("order", [3, 4])
+def test_a_users_tanh_to_the_fourth(order):
+    # (autograd's examples/tanh.py) the third pass differentiates derivo's own
+    # np.broadcast_to of the second's adjoint code
+    derivative = tanh_by_exponentials
+    for _ in range(order):
+        derivative = d(derivative)
+    np.testing.assert_allclose(derivative(X), tanh_derivatives(X)[order], atol=1e-11)
+
+
 def test_a_users_elementwise_function_and_its_second_derivative():
     h = 1e-5
     np.testing.assert_allclose(d(softplus)(X), 1 / (1 + np.exp(-X)), rtol=1e-12)

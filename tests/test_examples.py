@@ -138,3 +138,14 @@ def central(f, x, h=1e-6):
         step[i] = h
         g[i] = (f(x + step) - f(x - step)) / (2 * h)
     return g
+
+
+def test_bayesian_optimization_acquisition_gradient_matches_differences():
+    from examples.bayesian_optimization import acquisition_value_and_grad, negative_acquisition
+    params, X, y = np.array([0.0, -3.0, 0.0, -2.0]), np.array([[0.2], [0.7]]), np.array([0.1, -0.4])
+    value, gradient = acquisition_value_and_grad(np.array([0.45]), params, X, y)
+    h = 1e-6
+    expected = (negative_acquisition(np.array([0.45 + h]), params, X, y)
+                - negative_acquisition(np.array([0.45 - h]), params, X, y)) / (2 * h)
+    assert np.shape(value) == (1,)
+    assert_close(gradient[0], float(expected[0]), rtol=1e-5)

@@ -105,6 +105,8 @@ EXAMPLE_ARGUMENTS = {
     "dask_loss_grad": (np.zeros(3), 0.1, *importlib.import_module("examples.logistic")
                        .binary_problem(n=6, d=3)[2:]),
     "tanh_jvp": (np.ones(3), np.linspace(-1.0, 1.0, 3)),
+    "acquisition_value_and_grad": (np.array([0.45]), np.array([0.0, -3.0, 0.0, -2.0]),
+                                   np.array([[0.2], [0.7]]), np.array([0.1, -0.4])),
     "gp_nll_grad": (0.1, -0.3, -2.0, *importlib.import_module("examples.gaussian_process").problem(8)),
     "log_likelihood_grad": (np.zeros(3), np.array([-1.0, 0.0, 1.0]), np.zeros(3),
                             importlib.import_module("examples.mixture_model").sample(20)),

@@ -184,3 +184,7 @@ nondifferentiable(
     Method("shape"), Method("ndim"), Method("size"), Method("dtype"), Method("argmax"),
     Method("argmin"), Method("any"), Method("all"), returns=NEW)
 without_rule(np.arange, np.linspace, returns=NEW)
+
+# --- broadcasting (realprogs: nested elementwise_grad meets it in derivo's own code) ---
+
+defvjp(np.broadcast_to, lambda g, ans, array, shape, subok=False: unbroadcast(g, array), CONSTANT, returns=0)

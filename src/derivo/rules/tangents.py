@@ -127,3 +127,7 @@ defjvp(GETITEM, lambda t, ans, x, index: t[index], CONSTANT)
 defjvp(FIELD, lambda t, ans, x, name: getattr(t, name), CONSTANT)
 defjvp(Method("values"), lambda t, ans, d: list(t.values()))
 defjvp(Method("items"), lambda t, ans, d: list(t.items()))
+
+# --- broadcasting (realprogs) ----------------------------------------------------------
+
+defjvp(np.broadcast_to, lambda t, ans, array, shape, subok=False: np.broadcast_to(t, np.shape(ans)), CONSTANT)
