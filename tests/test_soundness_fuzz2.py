@@ -19,7 +19,8 @@ issue 20's list of known bugs found, each fixed where it is owned:
   write into an item a loop takes from a list (``for r in [y]: r[0] = c``);
 - an array a helper changes in a loop is not loop-invariant, also where nothing
   differentiated reaches it, and a helper's change of what an adjoint reads
-  (``np.clip(y, -1.0, c)``) is refused, also where only c is differentiated.
+  (``np.clip(y, -1.0, c)``) is refused, also where only c is differentiated;
+- a local helper's signed number default (``def h(t, q=-0.5)``) is a constant.
 """
 
 import re
