@@ -19,7 +19,8 @@ issue 20's list of known bugs found, each fixed where it is owned:
   write into an item a loop takes from a list (``for r in [y]: r[0] = c``);
 - an array a helper changes in a loop is not loop-invariant, also where nothing
   differentiated reaches it, and a helper's change of what an adjoint reads
-  (``np.clip(y, -1.0, c)``) is refused, also where only c is differentiated.
+  (``np.clip(y, -1.0, c)``) is refused, also where only c is differentiated;
+- a local helper's signed number default (``def h(t, q=-0.5)``) is a constant.
 """
 
 import re
@@ -603,3 +604,22 @@ def test_an_update_through_a_list_of_arrays_is_differentiated_or_refused():
     assert value == pytest.approx(want)
     assert along_c == pytest.approx(
         numeric_grad(updates_an_array_through_a_list, (A.copy(), 0.7), wrt=1), rel=1e-6)
+
+
+def local_helper_with_signed_defaults(a):
+    def h(t, q=-0.5, *, r=2.0, s=+1.5):
+        return t ** r * s + q
+    return np.sum(h(a)) * h(a[0], r=3.0)
+
+
+def test_a_local_helper_with_a_negative_default_is_differentiated():
+    # A signed number is a constant default: it is lifted, not refused, and keeps its sign.
+    for mode in ({}, {"loops": "checkpoint"}):
+        value, gradient = derivo.value_and_grad(local_helper_with_signed_defaults, **mode)(A.copy())
+        assert value == pytest.approx(local_helper_with_signed_defaults(A.copy()))
+        assert gradient == pytest.approx(central(local_helper_with_signed_defaults, A.copy()),
+                                         rel=1e-6, abs=1e-8)
+    along = np.eye(4)[0]
+    _, tangent = derivo.jvp(local_helper_with_signed_defaults, (A.copy(),), (along,))
+    assert tangent == pytest.approx(central(local_helper_with_signed_defaults, A.copy())[0],
+                                    rel=1e-6)

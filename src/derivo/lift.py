@@ -270,6 +270,13 @@ def _is_definition_target(target, local):
         target is statement.targets[0]
 
 
+def _is_literal(node):
+    """Whether a default is a constant, a signed number like -0.5 included."""
+    if isinstance(node, S.UnaryOp) and isinstance(node.op, (S.USub, S.UAdd)):
+        node = node.operand
+    return isinstance(node, S.Constant)
+
+
 def _as_function(parsed, local, namer):
     """The FunctionDef of a local function, named for the module it goes to."""
     node = local.node
@@ -278,7 +285,7 @@ def _as_function(parsed, local, namer):
                            "cannot differentiate a decorated local function; define it at "
                            "module level", "decorator")
     for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
-        if not isinstance(default, S.Constant):
+        if not _is_literal(default):
             raise parsed.error(
                 UnsupportedSyntax, default,
                 "cannot differentiate a local function whose default is not a constant: "
