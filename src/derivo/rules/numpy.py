@@ -12,8 +12,9 @@ import numpy as np
 from .. import syntax as S
 from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
                        getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, is_real,
-                       kind_of, log_times, matmul_vjp_left, matmul_vjp_right, prod_vjp, size,
-                       split_like, transpose_vjp, transposed, unbroadcast, unstack, vstack_vjp)
+                       kind_of, log_times, matmul_vjp_left, matmul_vjp_right, prod_vjp,
+                       reduced_share, size, split_like, transpose_vjp, transposed, unbroadcast,
+                       unstack, vstack_vjp)
 from ..adjoints import (appended_sources, average_weights, column_stack_vjp, convolve_vjp,
                         correlate_vjp, diag_vjp, diff_vjp, gathered_vjp, pad_sources, positions,
                         ptp_weights, quantile_vjp, repeat_vjp, reverse_cumsum, rollaxis_vjp,
@@ -126,9 +127,9 @@ defvjp(np.einsum, CONSTANT, lambda g, ans, subscripts, a, b: einsum_vjp(g, subsc
 
 for _sum in (np.sum, Method("sum")):
     defvjp(_sum, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims), returns=NEW)
-# (an empty array's adjoint is empty, whatever the factor: not 1 / 0)
+# (the factor applied before the adjoint is spread, on fewer numbers)
 for _mean in (np.mean, Method("mean")):
-    defvjp(_mean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims) * (size(ans) / max(size(a), 1)), returns=NEW)
+    defvjp(_mean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g * reduced_share(a, axis), a, axis, keepdims), returns=NEW)
 for _prod in (np.prod, Method("prod")):
     defvjp(_prod, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: prod_vjp(g, ans, a, axis, keepdims), returns=NEW)
 for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")):
