@@ -6,14 +6,13 @@ def loss_value_and_grad(w, b, X, y):
     z = X @ w + b
     t2 = -y * z
     t1 = np.logaddexp(0.0, t2)
-    t3 = np.mean(t1)
-    t4 = w * w
-    result = t3 + 0.001 * np.sum(t4)
+    t3 = w * w
+    result = np.mean(t1) + 0.001 * np.sum(t3)
     # reverse sweep
     # line 27: return np.mean(np.logaddexp(0.0, -y * z)) + 1e-3 * np.sum(w * w)
-    bz = unbroadcast(-(expand(1.0, t1, None, False) * (size(t3) / max(size(t1), 1)) * np.exp(t2 - t1) * y), z)
-    bt4 = expand(0.001, t4, None, False)
-    bw = bt4 * w * 2
+    bz = unbroadcast(-(expand(reduced_share(t1, None), t1, None, False) * np.exp(t2 - t1) * y), z)
+    bt3 = expand(0.001, t3, None, False)
+    bw = bt3 * w * 2
     # line 26: z = X @ w + b
     bw = bw + matmul_vjp_right(bz, X, w)
     bb = unbroadcast(bz, b)
@@ -22,7 +21,13 @@ def loss_value_and_grad(w, b, X, y):
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
+import math
+
+
 _CONCRETE = (np.ndarray, np.generic, float, int)
+
+
+_SMALL = 1 << 16
 
 
 def unbroadcast(adjoint, like):
@@ -90,15 +95,30 @@ def expand(adjoint, like, axis, keepdims):
         spread = np.empty(shape)
         spread.fill(adjoint)
         return spread
-    if axis is None:
-        return np.broadcast_to(adjoint, shape)
-    if not keepdims:
+    if axis is not None and not keepdims:
         # the reduced axes back as length 1: a reshape, a fraction of np.expand_dims
         kept = list(shape)
         for a in (axis,) if type(axis) is int else axis:
             kept[a] = 1
         adjoint = np.reshape(adjoint, kept)
+    if type(adjoint) is np.ndarray and math.prod(shape) <= _SMALL:
+        # a copy: on a small array a broadcast view costs more to make, and
+        # makes the arithmetic that reads it slower, than copying the numbers
+        spread = np.empty(shape, dtype=adjoint.dtype)
+        spread[...] = adjoint
+        return spread
     return np.broadcast_to(adjoint, shape)
+
+
+def reduced_share(like, axis):
+    """Each element's share of a mean of ``like`` over ``axis``: one over the
+    count of elements it is taken over (1 over none: an empty array's adjoint
+    is empty, whatever the factor).  Read from the shape, so a derivative need
+    not keep the mean itself."""
+    shape = _shape(like)
+    if axis is None:
+        return 1 / max(math.prod(shape), 1)
+    return 1 / max(math.prod(shape[a] for a in ((axis,) if type(axis) is int else axis)), 1)
 
 
 def _arrays(a, b):
@@ -113,15 +133,6 @@ def as_array(value):
     """``value``, a list or a tuple made an array; any array as it is (a Dask
     array stays lazy: ``np.asarray`` would compute it)."""
     return np.asarray(value) if type(value) in (list, tuple) else value
-
-
-def size(value):
-    """``np.size(value)``, read from the attribute of an array of any library (a
-    Dask array's is known without computing it)."""
-    try:
-        return value.size
-    except AttributeError:
-        return np.size(value)
 
 
 def is_real(value):

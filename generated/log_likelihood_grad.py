@@ -12,10 +12,9 @@ def log_likelihood_grad(logits, means, log_scales, x):
     components = norm.logpdf(t2, loc=means, scale=t1)
     t4 = log_weights + components
     t3 = logsumexp(t4, axis=1)
-    result = np.mean(t3)
     # reverse sweep
     # line 22: return np.mean(logsumexp(log_weights + components, axis=1))
-    bt3 = expand(1.0, t3, None, False) * (size(result) / max(size(t3), 1))
+    bt3 = expand(reduced_share(t3, None), t3, None, False)
     bt4 = logsumexp_vjp(bt3, t3, t4, 1, None, False, False)
     blog_weights = unbroadcast(bt4, log_weights)
     bcomponents = unbroadcast(bt4, components)
@@ -29,7 +28,13 @@ def log_likelihood_grad(logits, means, log_scales, x):
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
+import math
+
+
 _CONCRETE = (np.ndarray, np.generic, float, int)
+
+
+_SMALL = 1 << 16
 
 
 def unbroadcast(adjoint, like):
@@ -90,24 +95,30 @@ def expand(adjoint, like, axis, keepdims):
         spread = np.empty(shape)
         spread.fill(adjoint)
         return spread
-    if axis is None:
-        return np.broadcast_to(adjoint, shape)
-    if not keepdims:
+    if axis is not None and not keepdims:
         # the reduced axes back as length 1: a reshape, a fraction of np.expand_dims
         kept = list(shape)
         for a in (axis,) if type(axis) is int else axis:
             kept[a] = 1
         adjoint = np.reshape(adjoint, kept)
+    if type(adjoint) is np.ndarray and math.prod(shape) <= _SMALL:
+        # a copy: on a small array a broadcast view costs more to make, and
+        # makes the arithmetic that reads it slower, than copying the numbers
+        spread = np.empty(shape, dtype=adjoint.dtype)
+        spread[...] = adjoint
+        return spread
     return np.broadcast_to(adjoint, shape)
 
 
-def size(value):
-    """``np.size(value)``, read from the attribute of an array of any library (a
-    Dask array's is known without computing it)."""
-    try:
-        return value.size
-    except AttributeError:
-        return np.size(value)
+def reduced_share(like, axis):
+    """Each element's share of a mean of ``like`` over ``axis``: one over the
+    count of elements it is taken over (1 over none: an empty array's adjoint
+    is empty, whatever the factor).  Read from the shape, so a derivative need
+    not keep the mean itself."""
+    shape = _shape(like)
+    if axis is None:
+        return 1 / max(math.prod(shape), 1)
+    return 1 / max(math.prod(shape[a] for a in ((axis,) if type(axis) is int else axis)), 1)
 
 
 def is_real(value):

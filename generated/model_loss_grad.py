@@ -58,6 +58,7 @@ def model_loss_grad(model, X, onehot):
 # runs without derivo installed
 
 import dataclasses
+import math
 
 
 try:
@@ -216,6 +217,9 @@ def rebuilt(value, grads):
 _CONCRETE = (np.ndarray, np.generic, float, int)
 
 
+_SMALL = 1 << 16
+
+
 def unbroadcast(adjoint, like):
     """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting;
     of a real ``like`` met with a complex value, the real part (the adjoint of a
@@ -300,14 +304,18 @@ def expand(adjoint, like, axis, keepdims):
         spread = np.empty(shape)
         spread.fill(adjoint)
         return spread
-    if axis is None:
-        return np.broadcast_to(adjoint, shape)
-    if not keepdims:
+    if axis is not None and not keepdims:
         # the reduced axes back as length 1: a reshape, a fraction of np.expand_dims
         kept = list(shape)
         for a in (axis,) if type(axis) is int else axis:
             kept[a] = 1
         adjoint = np.reshape(adjoint, kept)
+    if type(adjoint) is np.ndarray and math.prod(shape) <= _SMALL:
+        # a copy: on a small array a broadcast view costs more to make, and
+        # makes the arithmetic that reads it slower, than copying the numbers
+        spread = np.empty(shape, dtype=adjoint.dtype)
+        spread[...] = adjoint
+        return spread
     return np.broadcast_to(adjoint, shape)
 
 

@@ -17,29 +17,28 @@ def nll_grad_jvp(dtemperature, temperature, logits, labels):
     log_probs = shifted - t4
     t5 = log_probs * labels
     picked = np.sum(t5, axis=1)
-    t6 = np.mean(picked)
-    bpicked = expand(-1.0, picked, None, False) * (size(t6) / max(size(picked), 1))
+    bpicked = expand(-reduced_share(picked, None), picked, None, False)
     blog_probs = unbroadcast(expand(bpicked, t5, 1, False) * labels, log_probs)
     bshifted = unbroadcast(blog_probs, shifted)
     bt3 = unbroadcast(-blog_probs, t4) / t3
     dbt3 = dt3 * (-bt3 / t3)
-    # line 20: bshifted = bshifted + expand(bt3, t2, 1, True) * t2
-    t7 = expand(bt3, t2, 1, True)
-    bshifted1 = bshifted + t7 * t2
-    dbshifted1 = np.broadcast_to(expand(dbt3, t2, 1, True) * t2 + t7 * dt2, np.shape(bshifted1))
-    # line 22: bscaled = unbroadcast(bshifted, scaled)
+    # line 19: bshifted = bshifted + expand(bt3, t2, 1, True) * t2
+    t6 = expand(bt3, t2, 1, True)
+    bshifted1 = bshifted + t6 * t2
+    dbshifted1 = np.broadcast_to(expand(dbt3, t2, 1, True) * t2 + t6 * dt2, np.shape(bshifted1))
+    # line 21: bscaled = unbroadcast(bshifted, scaled)
     bscaled = unbroadcast(bshifted1, scaled)
     dbscaled = unbroadcast(dbshifted1, scaled)
-    # line 23: bt1 = unbroadcast(-bshifted, t1)
+    # line 22: bt1 = unbroadcast(-bshifted, t1)
     bt1 = unbroadcast(-bshifted1, t1)
     dbt1 = unbroadcast(-dbshifted1, t1)
-    # line 24: bscaled = bscaled + extremum_vjp(bt1, t1, scaled, 1, True)
+    # line 23: bscaled = bscaled + extremum_vjp(bt1, t1, scaled, 1, True)
     bscaled1 = bscaled + extremum_vjp(bt1, t1, scaled, 1, True)
     dbscaled1 = np.broadcast_to(dbscaled + extremum_vjp(dbt1, t1, scaled, 1, True), np.shape(bscaled1))
-    # line 26: btemperature = unbroadcast(bscaled * (-scaled / temperature), temperature)
-    t12 = -scaled / temperature
-    btemperature = unbroadcast(bscaled1 * t12, temperature)
-    dbtemperature = unbroadcast(dbscaled1 * t12 + bscaled1 * (-dscaled / temperature + dtemperature * (-t12 / temperature)), temperature)
+    # line 25: btemperature = unbroadcast(bscaled * (-scaled / temperature), temperature)
+    t11 = -scaled / temperature
+    btemperature = unbroadcast(bscaled1 * t11, temperature)
+    dbtemperature = unbroadcast(dbscaled1 * t11 + bscaled1 * (-dscaled / temperature + dtemperature * (-t11 / temperature)), temperature)
     return btemperature, dbtemperature
 
 
@@ -50,6 +49,9 @@ def nll_grad_grad(temperature, logits, labels):
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
+import math
+
+
 try:
     from derivo import DerivoError
 except ImportError:
@@ -58,6 +60,9 @@ except ImportError:
 
 
 _CONCRETE = (np.ndarray, np.generic, float, int)
+
+
+_SMALL = 1 << 16
 
 
 def unbroadcast(adjoint, like):
@@ -118,15 +123,30 @@ def expand(adjoint, like, axis, keepdims):
         spread = np.empty(shape)
         spread.fill(adjoint)
         return spread
-    if axis is None:
-        return np.broadcast_to(adjoint, shape)
-    if not keepdims:
+    if axis is not None and not keepdims:
         # the reduced axes back as length 1: a reshape, a fraction of np.expand_dims
         kept = list(shape)
         for a in (axis,) if type(axis) is int else axis:
             kept[a] = 1
         adjoint = np.reshape(adjoint, kept)
+    if type(adjoint) is np.ndarray and math.prod(shape) <= _SMALL:
+        # a copy: on a small array a broadcast view costs more to make, and
+        # makes the arithmetic that reads it slower, than copying the numbers
+        spread = np.empty(shape, dtype=adjoint.dtype)
+        spread[...] = adjoint
+        return spread
     return np.broadcast_to(adjoint, shape)
+
+
+def reduced_share(like, axis):
+    """Each element's share of a mean of ``like`` over ``axis``: one over the
+    count of elements it is taken over (1 over none: an empty array's adjoint
+    is empty, whatever the factor).  Read from the shape, so a derivative need
+    not keep the mean itself."""
+    shape = _shape(like)
+    if axis is None:
+        return 1 / max(math.prod(shape), 1)
+    return 1 / max(math.prod(shape[a] for a in ((axis,) if type(axis) is int else axis)), 1)
 
 
 def extremum_vjp(adjoint, ans, like, axis, keepdims):
@@ -140,15 +160,6 @@ def as_array(value):
     """``value``, a list or a tuple made an array; any array as it is (a Dask
     array stays lazy: ``np.asarray`` would compute it)."""
     return np.asarray(value) if type(value) in (list, tuple) else value
-
-
-def size(value):
-    """``np.size(value)``, read from the attribute of an array of any library (a
-    Dask array's is known without computing it)."""
-    try:
-        return value.size
-    except AttributeError:
-        return np.size(value)
 
 
 def is_real(value):

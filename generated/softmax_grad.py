@@ -15,7 +15,7 @@ def softmax_cross_entropy_value_and_grad(W, b, X, labels):
     result = np.mean(t6)
     # reverse sweep
     # line 34: return np.mean(logsumexp(Z) - picked)
-    bt6 = expand(1.0, t6, None, False) * (size(result) / max(size(t6), 1))
+    bt6 = expand(reduced_share(t6, None), t6, None, False)
     bt1 = unbroadcast(bt6, t1)
     bpicked = unbroadcast(-bt6, picked)
     bt4 = unbroadcast(bt1, t4)
@@ -35,7 +35,13 @@ def softmax_cross_entropy_value_and_grad(W, b, X, labels):
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
+import math
+
+
 _CONCRETE = (np.ndarray, np.generic, float, int)
+
+
+_SMALL = 1 << 16
 
 
 def unbroadcast(adjoint, like):
@@ -103,15 +109,30 @@ def expand(adjoint, like, axis, keepdims):
         spread = np.empty(shape)
         spread.fill(adjoint)
         return spread
-    if axis is None:
-        return np.broadcast_to(adjoint, shape)
-    if not keepdims:
+    if axis is not None and not keepdims:
         # the reduced axes back as length 1: a reshape, a fraction of np.expand_dims
         kept = list(shape)
         for a in (axis,) if type(axis) is int else axis:
             kept[a] = 1
         adjoint = np.reshape(adjoint, kept)
+    if type(adjoint) is np.ndarray and math.prod(shape) <= _SMALL:
+        # a copy: on a small array a broadcast view costs more to make, and
+        # makes the arithmetic that reads it slower, than copying the numbers
+        spread = np.empty(shape, dtype=adjoint.dtype)
+        spread[...] = adjoint
+        return spread
     return np.broadcast_to(adjoint, shape)
+
+
+def reduced_share(like, axis):
+    """Each element's share of a mean of ``like`` over ``axis``: one over the
+    count of elements it is taken over (1 over none: an empty array's adjoint
+    is empty, whatever the factor).  Read from the shape, so a derivative need
+    not keep the mean itself."""
+    shape = _shape(like)
+    if axis is None:
+        return 1 / max(math.prod(shape), 1)
+    return 1 / max(math.prod(shape[a] for a in ((axis,) if type(axis) is int else axis)), 1)
 
 
 def extremum_vjp(adjoint, ans, like, axis, keepdims):
@@ -133,15 +154,6 @@ def as_array(value):
     """``value``, a list or a tuple made an array; any array as it is (a Dask
     array stays lazy: ``np.asarray`` would compute it)."""
     return np.asarray(value) if type(value) in (list, tuple) else value
-
-
-def size(value):
-    """``np.size(value)``, read from the attribute of an array of any library (a
-    Dask array's is known without computing it)."""
-    try:
-        return value.size
-    except AttributeError:
-        return np.size(value)
 
 
 def is_real(value):

@@ -255,8 +255,171 @@ def convolve_vjp(adjoint, in1, in2, which, correlate):
     return np.real(result) if np.iscomplexobj(result) and not np.iscomplexobj(like) else result
 
 
+def correlate_vjp(adjoint, a, v, which):
+    """The adjoint in a (``which`` 0) or v (1) of ``np.correlate(a, v, mode)``,
+    which is np.convolve(a, reversed_conj(v), mode) but for a shorter than v,
+    where NumPy swaps them and so cuts mode 'same' from the full result one
+    place later when the cut is odd."""
+    adjoint = np.asarray(adjoint)
+    full = len(a) + len(v) - 1
+    if len(adjoint) != full:
+        cut = full - len(adjoint)
+        start = (cut + 1) // 2 if len(a) < len(v) else cut // 2
+        spread = np.zeros(full, dtype=np.result_type(adjoint, float))
+        spread[start:start + len(adjoint)] = adjoint
+        adjoint = spread
+    if which == 0:
+        return convolve_vjp(adjoint, a, reversed_conj(v), 0, np.correlate)
+    return reversed_conj(convolve_vjp(adjoint, a, reversed_conj(v), 1, np.correlate))
+
+
 def reversed_conj(x):
     """x reversed in every axis and conjugated: correlate(a, v) is convolve(a,
     reversed_conj(v)), and reversed_conj is its own adjoint (JAX's convention)."""
     flipped = np.flip(x)
     return np.conj(flipped) if np.iscomplexobj(flipped) else flipped
+
+
+# --- selections: adjoints scattered back through positions ---------------------------
+
+def positions(like):
+    """Each element's flat position in ``like``, in ``like``'s shape: a selection
+    (np.take, np.sort, np.pad...) applied to it says where each output came from."""
+    return np.arange(np.size(like)).reshape(np.shape(like))
+
+
+def gathered_vjp(adjoint, like, sources):
+    """The adjoint of a selection from ``like`` whose output element i came from
+    flat position ``sources[i]`` of ``like`` (-1: from nowhere, a constant): the
+    adjoint summed onto those positions, in ``like``'s shape."""
+    adjoint = np.asarray(adjoint)
+    if adjoint.dtype.kind == "c" and np.isrealobj(like):
+        adjoint = adjoint.real
+    total = np.zeros(np.size(like) + 1, dtype=np.result_type(adjoint, float))
+    np.add.at(total, np.ravel(sources) + 1, np.ravel(np.broadcast_to(adjoint, np.shape(sources))))
+    return total[1:].reshape(np.shape(like))
+
+
+#: np.pad's modes that copy elements of the array (the others compute statistics)
+COPYING_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
+
+
+def pad_sources(like, pad_width, mode):
+    """Where each element of ``np.pad(like, pad_width, mode)`` came from (-1 for
+    a constant), for :func:`gathered_vjp`."""
+    if mode not in COPYING_PAD_MODES:
+        raise DerivoError("np.pad(..., mode={!r}) has no derivative rule; derivo "
+                          "differentiates the modes {}".format(mode, ", ".join(COPYING_PAD_MODES)))
+    if mode == "constant":
+        return np.pad(positions(like), pad_width, mode, constant_values=-1)
+    return np.pad(positions(like), pad_width, mode)
+
+
+def appended_sources(arr, values, axis, which):
+    """Where each element of ``np.append(arr, values, axis)`` came from in ``arr``
+    (``which`` 0) or in ``values`` (1), -1 where from the other."""
+    parts = [np.full(np.shape(arr), -1), np.full(np.shape(values), -1)]
+    parts[which] = positions((arr, values)[which])
+    return np.append(parts[0], parts[1], axis)
+
+
+def column_stack_vjp(adjoint, arrays):
+    """The adjoint of ``np.column_stack(arrays)``: each array's columns."""
+    def sources(i):
+        return np.column_stack([positions(a) if j == i else np.full(np.shape(a), -1)
+                                for j, a in enumerate(arrays)])
+    return [gathered_vjp(adjoint, a, sources(i)) for i, a in enumerate(arrays)]
+
+
+def rollaxis_vjp(adjoint, like, axis, start):
+    """The adjoint of ``np.rollaxis(like, axis, start)``: the inverse permutation
+    (NumPy's rule: ``axis`` goes before ``start``, counted before it was removed)."""
+    ndim = np.ndim(like)
+    axis, start = axis % ndim, start + ndim if start < 0 else start
+    order = list(range(ndim))
+    order.remove(axis)
+    order.insert(start - 1 if axis < start else start, axis)
+    return np.transpose(adjoint, np.argsort(order))
+
+
+def split_vjp(adjoint, ans, axis):
+    """The adjoint of ``np.split`` (and array_split, hsplit...): the pieces' adjoints
+    joined along ``axis``, zeros for a piece no adjoint reached."""
+    pieces = [np.zeros(np.shape(piece)) if _unreached_part(adjoint, i) else adjoint[i]
+              for i, piece in enumerate(ans)]
+    return np.concatenate(pieces, axis)
+
+
+def _unreached_part(adjoint, i):
+    if not isinstance(adjoint, (list, tuple)):
+        return True  # a plain 0.0: no piece was used
+    return np.ndim(adjoint[i]) == 0 and adjoint[i] == 0
+
+
+
+# --- statistics ------------------------------------------------------------------------
+
+def ptp_weights(a, axis):
+    """d ptp(a) / d a along ``axis``: the max's share minus the min's (each
+    shared equally among the elements that attain it)."""
+    a = np.asarray(a)
+    top = a == np.max(a, axis=axis, keepdims=True)
+    bottom = a == np.min(a, axis=axis, keepdims=True)
+    return top / np.sum(top, axis=axis, keepdims=True) - \
+        bottom / np.sum(bottom, axis=axis, keepdims=True)
+
+
+def average_weights(a, weights, axis):
+    """np.average's weights in ``a``'s shape, divided by their sum along ``axis``
+    (a 1-d array of weights lies along ``axis``, as NumPy reads it)."""
+    if weights is None:
+        weights = np.ones(np.shape(a))
+    weights = np.asarray(weights, dtype=float)
+    if weights.shape != np.shape(a):
+        shape = [1] * np.ndim(a)
+        shape[axis] = weights.size
+        weights = np.broadcast_to(weights.reshape(shape), np.shape(a))
+    return weights / np.sum(weights, axis=axis, keepdims=True)
+
+
+def quantile_vjp(adjoint, a, q, axis, keepdims, method):
+    """The adjoint of ``np.quantile(a, q, axis, method="linear", keepdims)`` with
+    one q: the two order statistics q interpolates between get (1 - f) and f of
+    it (ties: the one np.argsort puts first)."""
+    if method != "linear" or np.ndim(q) or not (axis is None or type(axis) is int):
+        raise DerivoError("derivo differentiates np.quantile, np.percentile and np.median "
+                          "with one q, an int axis (or none) and method='linear'")
+    sources, values = positions(a), np.asarray(a)
+    if axis is None:
+        sources, values, axis = sources.ravel(), values.ravel(), 0
+    sorted_sources = np.take_along_axis(sources, np.argsort(values, axis=axis, kind="stable"), axis)
+    count = values.shape[axis]
+    virtual = q * (count - 1)
+    low = int(np.floor(virtual))
+    fraction = virtual - low
+    low_sources = np.take(sorted_sources, low, axis)
+    high_sources = np.take(sorted_sources, min(low + 1, count - 1), axis)
+    adjoint = np.reshape(adjoint, np.shape(low_sources))
+    return gathered_vjp(adjoint * (1 - fraction), a, low_sources) + \
+        gathered_vjp(adjoint * fraction, a, high_sources)
+
+
+def quantile_jvp(tangent, ans, a, q, axis, keepdims, method):
+    weights = quantile_vjp(np.ones(np.shape(ans)), a, q, axis, keepdims, method)
+    return np.sum(weights * tangent, axis=axis, keepdims=keepdims)
+
+
+def trapezoid_weights(y, x, dx, axis):
+    """d np.trapezoid(y, x, dx, axis) / d y, to broadcast against y: each sample
+    weighs half the widths of the intervals beside it."""
+    count = np.shape(y)[axis]
+    if x is None or np.ndim(x) == 1:
+        widths = dx * np.ones(count - 1) if x is None else np.diff(x)
+        weights = 0.5 * (np.pad(widths, (0, 1)) + np.pad(widths, (1, 0)))
+        shape = [1] * np.ndim(y)
+        shape[axis] = count
+        return weights.reshape(shape)
+    widths = np.moveaxis(np.diff(x, axis=axis), axis, -1)
+    ends = [(0, 0)] * (widths.ndim - 1)
+    weights = 0.5 * (np.pad(widths, ends + [(0, 1)]) + np.pad(widths, ends + [(1, 0)]))
+    return np.moveaxis(weights, -1, axis)

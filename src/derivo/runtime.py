@@ -15,6 +15,8 @@ from .trees import key_of, zeros_like_parts
 
 #: values whose numbers are at hand: an array that is not lazy, a number
 _CONCRETE = (np.ndarray, np.generic, float, int)
+#: arrays of at most this many elements are copied rather than viewed when spread
+_SMALL = 1 << 16
 
 
 def unbroadcast(adjoint, like):
@@ -117,15 +119,30 @@ def expand(adjoint, like, axis, keepdims):
         spread = np.empty(shape)
         spread.fill(adjoint)
         return spread
-    if axis is None:
-        return np.broadcast_to(adjoint, shape)
-    if not keepdims:
+    if axis is not None and not keepdims:
         # the reduced axes back as length 1: a reshape, a fraction of np.expand_dims
         kept = list(shape)
         for a in (axis,) if type(axis) is int else axis:
             kept[a] = 1
         adjoint = np.reshape(adjoint, kept)
+    if type(adjoint) is np.ndarray and math.prod(shape) <= _SMALL:
+        # a copy: on a small array a broadcast view costs more to make, and
+        # makes the arithmetic that reads it slower, than copying the numbers
+        spread = np.empty(shape, dtype=adjoint.dtype)
+        spread[...] = adjoint
+        return spread
     return np.broadcast_to(adjoint, shape)
+
+
+def reduced_share(like, axis):
+    """Each element's share of a mean of ``like`` over ``axis``: one over the
+    count of elements it is taken over (1 over none: an empty array's adjoint
+    is empty, whatever the factor).  Read from the shape, so a derivative need
+    not keep the mean itself."""
+    shape = _shape(like)
+    if axis is None:
+        return 1 / max(math.prod(shape), 1)
+    return 1 / max(math.prod(shape[a] for a in ((axis,) if type(axis) is int else axis)), 1)
 
 
 def extremum_vjp(adjoint, ans, like, axis, keepdims):

@@ -16,6 +16,7 @@ import pytest
 
 import derivo
 from derivo import rules
+from derivo.rules import Method
 from probing import Probe, normal, table_tests
 
 try:
@@ -162,6 +163,8 @@ for _expr, _shape in (("np.trace(x0)", (3, 3)), ("np.trace(x0)", (3, 4)),
                       ("np.trace(x0, 0, 1, 0)", (3, 4)), ("np.trace(x0, axis1=0, axis2=2)", (3, 2, 3)),
                       ("np.trace(x0, 1, 1, 2)", (2, 3, 4))):
     probe(np.trace, _expr, normal(*_shape))
+    probe(Method("trace"), _expr.replace("np.trace(x0, ", "x0.trace(").replace("np.trace(x0)", "x0.trace()"),
+          normal(*_shape))
 
 # --- scipy.linalg --------------------------------------------------------------------------
 

@@ -106,7 +106,7 @@ UNARY = [(np.exp, normal), (np.expm1, normal), (np.log, positive), (np.log1p, po
          (np.cbrt, nonzero), (np.exp2, normal), (np.log2, positive), (np.log10, positive),
          (np.arcsinh, normal), (np.arccosh, lambda *s: (lambda rng: positive(*s)(rng) + 1.0)),
          (np.arctanh, unit), (np.deg2rad, normal), (np.radians, normal), (np.rad2deg, normal),
-         (np.degrees, normal), (np.sinc, nonzero), (np.nan_to_num, normal)]
+         (np.degrees, normal), (np.sinc, nonzero), (np.nan_to_num, normal), (np.positive, normal)]
 for _f, _domain in UNARY:
     _name = "abs" if _f is np.abs else _f.__name__
     for _shape in ((3, 4), (5,), ()):
@@ -132,7 +132,10 @@ for _f, _first, _second in ((np.power, positive, normal), (np.maximum, normal, n
                             (np.minimum, normal, normal), (np.logaddexp, normal, normal),
                             (np.fmax, normal, normal), (np.fmin, normal, normal),
                             (np.logaddexp2, normal, normal), (np.arctan2, normal, nonzero),
-                            (np.hypot, nonzero, nonzero), (np.copysign, nonzero, nonzero)):
+                            (np.hypot, nonzero, nonzero), (np.copysign, nonzero, nonzero),
+                            (np.add, normal, normal), (np.subtract, normal, normal),
+                            (np.multiply, normal, normal), (np.divide, normal, nonzero),
+                            (np.true_divide, normal, nonzero)):
     for _a, _b in BROADCAST_PAIRS:
         probe(_f, "np.{}(x0, x1)".format(_f.__name__), _first(*_a), _second(*_b))
 probe(np.power, "np.power(x0, 3)", normal(3, 4))
@@ -144,6 +147,12 @@ probe(np.sinc, "np.sinc(x0 * 0.0)", normal(3))  # the partial at 0
 probe(np.nan_to_num, "np.nan_to_num(np.log(x0))", nonzero(3, 4))  # nan where x0 < 0
 
 probe(np.clip, "np.clip(x0, -0.5, 0.7)", avoiding(3, 4))
+probe(Method("clip"), "x0.clip(-0.5, 0.7)", avoiding(3, 4))
+probe(Method("clip"), "x0.clip(max=0.7)", avoiding(5))
+probe(Method("clip"), "x0.clip(min=LO)", avoiding(3, 4))
+probe(Method("clip"), "x0.clip(x1, x2)", normal(3, 4), normal(), positive(3, 1))
+probe(np.remainder, "np.remainder(x0, 2.5)", normal(3, 4))
+probe(np.remainder, "np.mod(x0, x1)", normal(3, 4), lambda rng: rng.uniform(1.5, 2.5, size=4))
 probe(np.clip, "np.clip(x0, a_min=-0.5, a_max=0.7)", avoiding(5))
 probe(np.clip, "np.clip(x0, LO, 0.7)", avoiding(3, 4))
 probe(np.clip, "np.clip(x0, LO, 0.7)", avoiding(3, 1))
@@ -359,6 +368,79 @@ probe(np.tile, "np.tile(x0, (2, 1, 2))", normal(2, 3))
 probe(np.broadcast_to, "np.broadcast_to(x0, (2, 3))", normal(3))
 probe(np.broadcast_to, "np.broadcast_to(x0, (3, 4))", normal(3, 1))
 probe(np.broadcast_to, "np.broadcast_to(x0, (2, 3, 4))", normal(1, 4))
+
+probe(np.rot90, "np.rot90(x0)", normal(3, 4))
+probe(np.rot90, "np.rot90(x0, 2)", normal(3, 4))
+probe(np.rot90, "np.rot90(x0, k=-1, axes=(1, 2))", normal(2, 3, 4))
+probe(np.rollaxis, "np.rollaxis(x0, 2)", normal(2, 3, 4))
+probe(np.rollaxis, "np.rollaxis(x0, 0, 3)", normal(2, 3, 4))
+probe(np.rollaxis, "np.rollaxis(x0, -1, start=1)", normal(2, 3, 4))
+probe(np.broadcast_to, "np.broadcast_to(x0, (3, 4))", normal(4))
+probe(np.broadcast_to, "np.broadcast_to(x0, (2, 3, 4))", normal(3, 1))
+probe(np.atleast_3d, "np.atleast_3d(x0)", normal(3, 4))
+probe(np.atleast_3d, "np.atleast_3d(x0)", normal(3))
+probe(np.column_stack, "np.column_stack([x0, x1])", normal(3), normal(3, 2))
+probe(np.column_stack, "np.column_stack((x0, x1, x0))", normal(4), normal(4))
+probe(np.append, "np.append(x0, x1)", normal(2, 3), normal(4))
+probe(np.append, "np.append(x0, x1, axis=0)", normal(2, 3), normal(1, 3))
+probe(np.append, "np.append(x0, x1, 1)", normal(2, 3), normal(2, 2))
+for _split, _expr, _shape in ((np.split, "np.split(x0, 3)", (6,)),
+                              (np.split, "np.split(x0, [1, 3], axis=1)", (2, 5)),
+                              (np.array_split, "np.array_split(x0, 3)", (7,)),
+                              (np.array_split, "np.array_split(x0, 2, 1)", (2, 5)),
+                              (np.hsplit, "np.hsplit(x0, 2)", (3, 4)),
+                              (np.hsplit, "np.hsplit(x0, [1])", (5,)),
+                              (np.vsplit, "np.vsplit(x0, 2)", (4, 3)),
+                              (np.dsplit, "np.dsplit(x0, [1])", (2, 2, 3))):
+    probe(_split, "np.sum({0}[0] ** 2) * np.sum({0}[-1]) + {0}[1]".format(_expr), normal(*_shape))
+probe(np.split, "np.split(x0, 3)[1]", normal(6))
+for _mode in ("full", "same", "valid"):
+    probe(np.correlate, "np.correlate(x0, x1, {!r})".format(_mode), normal(6), normal(3))
+    probe(np.correlate, "np.correlate(x0, x1, mode={!r})".format(_mode), normal(2), normal(5))
+probe(np.correlate, "np.correlate(x0, x1)", normal(5), normal(2))
+
+# Reductions beyond sums: NaN-skipping ones, ptp, weighted averages, quantiles, trapezoid.
+NANS = "np.where(MASK, x0, np.nan)"
+for _f in (np.nansum, np.nanmean):
+    for _keywords in ("", ", axis=0", ", axis=1, keepdims=True", ", axis=-1", ", 1"):
+        probe(_f, "np.{}({}{})".format(_f.__name__, NANS, _keywords), normal(3, 4))
+    probe(_f, "np.{}(x0)".format(_f.__name__), normal(5))
+for _keywords in ("", ", axis=0", ", axis=1, keepdims=True", ", keepdims=True", ", 1"):
+    probe(np.ptp, "np.ptp(x0{})".format(_keywords), normal(3, 4))
+probe(np.ptp, "np.ptp(x0, axis=(0, 2))", normal(2, 3, 4))
+for _keywords in ("", ", axis=0", ", axis=1, keepdims=True", ", weights=LO, axis=1",
+                  ", 0, ONES34 + LO", ", axis=None, weights=ONES34 + LO", ", axis=(0, 1)"):
+    probe(np.average, "np.average(x0{})".format(_keywords), normal(3, 4))
+for _f, _q in ((np.quantile, ", 0.3"), (np.quantile, ", q=0.75"), (np.percentile, ", 40"),
+               (np.percentile, ", q=90.0"), (np.median, "")):
+    for _keywords in ("", ", axis=0", ", axis=1, keepdims=True", ", keepdims=True", ", axis=-1"):
+        probe(_f, "np.{}(x0{}{})".format(_f.__name__, _q, _keywords), normal(3, 4))
+    probe(_f, "np.{}(x0{})".format(_f.__name__, _q), normal(6))
+for _keywords in ("", ", dx=0.5", ", axis=0", ", LO", ", x=LO, axis=-1", ", ONES34 + LO, axis=1",
+                  ", x=LO[:3], axis=0"):
+    probe(np.trapezoid, "np.trapezoid(x0{})".format(_keywords), normal(3, 4))
+probe(np.trapezoid, "np.trapezoid(x0)", normal(5))
+
+# Selections.
+probe(np.diagonal, "np.diagonal(x0)", normal(3, 4))
+probe(np.diagonal, "np.diagonal(x0, 1)", normal(3, 4))
+probe(np.diagonal, "np.diagonal(x0, offset=-1, axis1=1, axis2=2)", normal(2, 3, 4))
+probe(np.take, "np.take(x0, IDX)", normal(3, 4))
+probe(np.take, "np.take(x0, IDX, axis=1)", normal(3, 4))
+probe(np.take, "np.take(x0, [2, 0, 2], 0)", normal(3, 4))
+probe(np.take, "np.take(x0, 3)", normal(5))
+probe(np.take_along_axis, "np.take_along_axis(x0, np.argsort(x0, axis=1), axis=1)", normal(3, 4))
+probe(np.take_along_axis, "np.take_along_axis(x0, IDX[:3, None] % 3, 0)", normal(3, 4))
+probe(np.compress, "np.compress([True, False, True], x0, axis=0)", normal(3, 4))
+probe(np.compress, "np.compress(COND[0], x0, 1)", normal(3, 4))
+probe(np.compress, "np.compress(MASK.ravel(), x0)", normal(3, 4))
+for _mode in ("", ", 'constant'", ", mode='edge'", ", 'reflect'", ", mode='symmetric'", ", 'wrap'"):
+    probe(np.pad, "np.pad(x0, 2{})".format(_mode), normal(3, 4))
+    probe(np.pad, "np.pad(x0, ((1, 2), (0, 3)){})".format(_mode), normal(3, 4))
+probe(np.pad, "np.pad(x0, (2, 1))", normal(5))
+for _keywords in ("", ", axis=0", ", 1", ", axis=None", ", axis=-1, kind='stable'"):
+    probe(np.sort, "np.sort(x0{})".format(_keywords), normal(3, 4))
+probe(np.sort, "np.sort(x0)", normal(6))
 
 # Indexing reads.
 for _expr, _shape in (("x0[1]", (3, 4)), ("x0[-1]", (3, 4)), ("x0[1:3]", (5,)),

@@ -45,7 +45,7 @@ from ..linalg_adjoints import (block_diag_jvp, block_diag_vjp, cho_factor_jvp, c
                                scipy_solve_vjp_a, slogdet_jvp, slogdet_vjp, svd_jvp, svd_vjp,
                                tensordot_vjp_a, tensordot_vjp_b, trace_vjp)
 from ..runtime import norm_vjp, swap_last
-from . import CONSTANT, NEW, defjvp, defvjp
+from . import CONSTANT, NEW, Method, defjvp, defvjp
 
 # --- determinants, inverses, solves -----------------------------------------------------
 
@@ -111,8 +111,9 @@ defjvp(np.cross, lambda t, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None: n
 defvjp(np.vdot, lambda g, ans, a, b: real_like(np.reshape(np.conj(g * b), np.shape(a)), a),
        lambda g, ans, a, b: real_like(np.reshape(g * np.conj(a), np.shape(b)), b), returns=NEW)
 defjvp(np.vdot, lambda t, ans, a, b: np.vdot(t, b), lambda t, ans, a, b: np.vdot(a, t))
-defvjp(np.trace, lambda g, ans, a, offset=0, axis1=0, axis2=1, dtype=None: trace_vjp(g, a, offset, axis1, axis2), returns=NEW)
-defjvp(np.trace, lambda t, ans, a, offset=0, axis1=0, axis2=1, dtype=None: np.trace(t, offset, axis1, axis2))
+for _trace in (np.trace, Method("trace")):
+    defvjp(_trace, lambda g, ans, a, offset=0, axis1=0, axis2=1, dtype=None: trace_vjp(g, a, offset, axis1, axis2), returns=NEW)
+    defjvp(_trace, lambda t, ans, a, offset=0, axis1=0, axis2=1, dtype=None: np.trace(t, offset, axis1, axis2))
 
 
 def scipy_linalg():

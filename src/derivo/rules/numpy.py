@@ -12,10 +12,13 @@ import numpy as np
 from .. import syntax as S
 from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum_vjp,
                        getitem_vjp, hstack_vjp, inner_vjp_left, inner_vjp_right, is_real,
-                       kind_of, log_times, matmul_vjp_left, matmul_vjp_right, prod_vjp, size,
-                       split_like, transpose_vjp, transposed, unbroadcast, unstack, vstack_vjp)
-from ..adjoints import (convolve_vjp, diag_vjp, diff_vjp, repeat_vjp, reverse_cumsum,
-                        tile_vjp)
+                       kind_of, log_times, matmul_vjp_left, matmul_vjp_right, prod_vjp,
+                       reduced_share, size, split_like, transpose_vjp, transposed, unbroadcast,
+                       unstack, vstack_vjp)
+from ..adjoints import (appended_sources, average_weights, column_stack_vjp, convolve_vjp,
+                        correlate_vjp, diag_vjp, diff_vjp, gathered_vjp, pad_sources, positions,
+                        ptp_weights, quantile_vjp, repeat_vjp, reverse_cumsum, rollaxis_vjp,
+                        split_vjp, tile_vjp, trapezoid_weights)
 from . import CONSTANT, GETITEM, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
 
 # --- elementwise --------------------------------------------------------------
@@ -83,6 +86,18 @@ defpartials(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: n
 defpartials(np.clip, lambda ans, a, a_min, a_max: ans == a,
             lambda ans, a, a_min, a_max: (ans != a) & (ans == a_min),
             lambda ans, a, a_min, a_max: (ans != a) & (ans != a_min))
+defpartials(Method("clip"), lambda ans, a, min=None, max=None: ans == a,
+            lambda ans, a, min=None, max=None: (ans != a) & (ans == min),
+            lambda ans, a, min=None, max=None: (ans != a) & (ans != min))
+# the function spellings of the operators
+defpartials(np.add, lambda ans, x, y: 1, lambda ans, x, y: 1)
+defpartials(np.subtract, lambda ans, x, y: 1, lambda ans, x, y: -1)
+defpartials(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
+for _divide in (np.divide, np.true_divide):
+    defpartials(_divide, lambda ans, x, y: 1 / y, lambda ans, x, y: -ans / y)
+defpartials(np.positive, lambda ans, x: 1)
+# x mod y = x - floor(x / y) y (np.mod is np.remainder)
+defpartials(np.remainder, lambda ans, x, y: 1, lambda ans, x, y: -((x - ans) / y))
 defvjp(np.full, CONSTANT, lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
 defvjp(np.full_like, CONSTANT, lambda g, ans, a, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
 defvjp(Method("astype"), lambda g, ans, a, dtype, *options: np.reshape(g, np.shape(a)) if kind_of(ans) == "f" else np.zeros(np.shape(a)), returns=NEW)
@@ -112,9 +127,9 @@ defvjp(np.einsum, CONSTANT, lambda g, ans, subscripts, a, b: einsum_vjp(g, subsc
 
 for _sum in (np.sum, Method("sum")):
     defvjp(_sum, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims), returns=NEW)
-# (an empty array's adjoint is empty, whatever the factor: not 1 / 0)
+# (the factor applied before the adjoint is spread, on fewer numbers)
 for _mean in (np.mean, Method("mean")):
-    defvjp(_mean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g, a, axis, keepdims) * (size(ans) / max(size(a), 1)), returns=NEW)
+    defvjp(_mean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: expand(g * reduced_share(a, axis), a, axis, keepdims), returns=NEW)
 for _prod in (np.prod, Method("prod")):
     defvjp(_prod, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: prod_vjp(g, ans, a, axis, keepdims), returns=NEW)
 for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")):
@@ -132,6 +147,19 @@ for _cumsum in (np.cumsum, Method("cumsum")):
 for _cumprod in (np.cumprod, Method("cumprod")):
     defvjp(_cumprod, lambda g, ans, a, axis=None, dtype=None, out=None: reverse_cumsum(g * ans, a, axis) / a, returns=NEW)
 
+defvjp(np.nansum, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.where(np.isnan(a), 0.0, expand(g, a, axis, keepdims)), returns=NEW)
+defvjp(np.nanmean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.where(np.isnan(a), 0.0, expand(g, a, axis, keepdims) / np.sum(~np.isnan(a), axis=axis, keepdims=True)), returns=NEW)
+# max - min: each shared among the elements attaining it
+defvjp(np.ptp, lambda g, ans, a, axis=None, out=None, keepdims=False: expand(g, a, axis, keepdims) * ptp_weights(a, axis), returns=NEW)
+# the weights are options: a differentiated weight is refused (so is returned=)
+defvjp(np.average, lambda g, ans, a, axis=None, weights=None, keepdims=False: expand(g, a, axis, keepdims) * average_weights(a, weights, axis), returns=NEW)
+# linear interpolation between two order statistics (method="linear" only)
+defvjp(np.quantile, lambda g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: quantile_vjp(g, a, q, axis, keepdims, method), CONSTANT, returns=NEW)
+defvjp(np.percentile, lambda g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: quantile_vjp(g, a, q / 100, axis, keepdims, method), CONSTANT, returns=NEW)
+defvjp(np.median, lambda g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False: quantile_vjp(g, a, 0.5, axis, keepdims, "linear"), returns=NEW)
+# linear in y; the sample points x and the spacing dx are options (refused if differentiated)
+defvjp(np.trapezoid, lambda g, ans, y, x=None, dx=1.0, axis=-1: np.expand_dims(g, axis) * trapezoid_weights(y, x, dx, axis), returns=NEW)
+
 # --- shapes --------------------------------------------------------------------------
 
 # Functions that only rearrange (or copy) their argument: the adjoint is the
@@ -140,7 +168,7 @@ defvjp(np.reshape, lambda g, ans, a, shape=None, order="C": np.reshape(g, np.sha
 defvjp(np.ravel, lambda g, ans, a, order="C": np.reshape(g, np.shape(a), order=order), returns=0)
 defvjp(np.squeeze, lambda g, ans, a, axis=None: np.reshape(g, np.shape(a)), returns=0)
 defvjp(np.expand_dims, lambda g, ans, a, axis: np.reshape(g, np.shape(a)), returns=0)
-for _copy in (np.atleast_1d, np.atleast_2d, np.copy, np.asarray, np.array):
+for _copy in (np.atleast_1d, np.atleast_2d, np.atleast_3d, np.copy, np.asarray, np.array):
     defvjp(_copy, lambda g, ans, a, dtype=None: np.reshape(g, np.shape(a)), returns=NEW if _copy in (np.copy, np.array) else 0)
 defvjp(Method("reshape"), lambda g, ans, a, *shape: np.reshape(g, np.shape(a)), returns=0)
 for _method in ("ravel", "flatten", "copy"):
@@ -153,6 +181,14 @@ defvjp(np.concatenate, lambda g, ans, arrays, axis=0: split_like(g, arrays, axis
 defvjp(np.stack, lambda g, ans, arrays, axis=0: unstack(g, arrays, axis), returns=NEW)
 defvjp(np.hstack, lambda g, ans, arrays: hstack_vjp(g, arrays), returns=NEW)
 defvjp(np.vstack, lambda g, ans, arrays: vstack_vjp(g, arrays), returns=NEW)
+defvjp(np.column_stack, lambda g, ans, tup: column_stack_vjp(g, tup), returns=NEW)
+defvjp(np.append, lambda g, ans, arr, values, axis=None: gathered_vjp(g, arr, appended_sources(arr, values, axis, 0)),
+       lambda g, ans, arr, values, axis=None: gathered_vjp(g, values, appended_sources(arr, values, axis, 1)), returns=NEW)
+for _split in (np.split, np.array_split):
+    defvjp(_split, lambda g, ans, ary, indices_or_sections, axis=0: split_vjp(g, ans, axis), CONSTANT, returns=NEW)
+defvjp(np.hsplit, lambda g, ans, ary, indices_or_sections: split_vjp(g, ans, 1 if np.ndim(ary) > 1 else 0), CONSTANT, returns=NEW)
+defvjp(np.vsplit, lambda g, ans, ary, indices_or_sections: split_vjp(g, ans, 0), CONSTANT, returns=NEW)
+defvjp(np.dsplit, lambda g, ans, ary, indices_or_sections: split_vjp(g, ans, 2), CONSTANT, returns=NEW)
 
 # Rearrangements and selections: the adjoint is the output's adjoint moved back.
 defvjp(np.roll, lambda g, ans, a, shift, axis=None: np.roll(g, np.negative(shift), axis), returns=NEW)
@@ -164,9 +200,14 @@ defvjp(np.tril, lambda g, ans, m, k=0: np.tril(g, k), returns=NEW)
 defvjp(np.diag, lambda g, ans, v, k=0: diag_vjp(g, v, k), returns=NEW)
 defvjp(np.swapaxes, lambda g, ans, a, axis1, axis2: np.swapaxes(g, axis1, axis2), returns=0)
 defvjp(np.moveaxis, lambda g, ans, a, source, destination: np.moveaxis(g, destination, source), returns=0)
+defvjp(np.rot90, lambda g, ans, m, k=1, axes=None: np.rot90(g, -k, (0, 1) if axes is None else axes), returns=0)
+defvjp(np.rollaxis, lambda g, ans, a, axis, start=0: rollaxis_vjp(g, a, axis, start), returns=0)
+defvjp(np.broadcast_to, lambda g, ans, array, shape: unbroadcast(g, array), returns=0)
 defvjp(np.diff, lambda g, ans, a, n=1, axis=-1: diff_vjp(g, n, axis), returns=NEW)
 defvjp(np.convolve, lambda g, ans, a, v, mode="full": convolve_vjp(g, a, v, 0, np.correlate),
        lambda g, ans, a, v, mode="full": convolve_vjp(g, a, v, 1, np.correlate), CONSTANT, returns=NEW)
+defvjp(np.correlate, lambda g, ans, a, v, mode="valid": correlate_vjp(g, a, v, 0),
+       lambda g, ans, a, v, mode="valid": correlate_vjp(g, a, v, 1), CONSTANT, returns=NEW)
 defvjp(np.repeat, lambda g, ans, a, repeats, axis=None: repeat_vjp(g, a, repeats, axis), CONSTANT, returns=NEW)
 defvjp(np.tile, lambda g, ans, A, reps: tile_vjp(g, A, reps), CONSTANT, returns=NEW)
 
@@ -174,6 +215,15 @@ defvjp(np.tile, lambda g, ans, A, reps: tile_vjp(g, A, reps), CONSTANT, returns=
 
 defvjp(GETITEM, lambda g, ans, x, index: getitem_vjp(g, x, index), CONSTANT, label="[]",
        returns=0)
+# Selections: the adjoint goes back to the positions the primitive picked, found
+# by applying it to the array of positions.
+defvjp(np.diagonal, lambda g, ans, a, offset=0, axis1=0, axis2=1: gathered_vjp(g, a, np.diagonal(positions(a), offset, axis1, axis2)), returns=0)
+defvjp(np.take, lambda g, ans, a, indices, axis=None: gathered_vjp(g, a, np.take(positions(a), indices, axis)), CONSTANT, returns=NEW)
+defvjp(np.take_along_axis, lambda g, ans, arr, indices, axis: gathered_vjp(g, arr, np.take_along_axis(positions(arr), indices, axis)), CONSTANT, returns=NEW)
+defvjp(np.compress, CONSTANT, lambda g, ans, condition, a, axis=None: gathered_vjp(g, a, np.compress(condition, positions(a), axis)), returns=NEW)
+defvjp(np.pad, lambda g, ans, array, pad_width, mode="constant": gathered_vjp(g, array, pad_sources(array, pad_width, mode)), CONSTANT, returns=NEW)
+# (ties: sorted as np.argsort's stable sort orders them)
+defvjp(np.sort, lambda g, ans, a, axis=-1, kind=None: gathered_vjp(g, a, np.take_along_axis(positions(a), np.argsort(a, axis, kind="stable"), axis)), returns=NEW)
 
 nondifferentiable(
     np.shape, np.ndim, np.size, np.zeros, np.ones, np.zeros_like, np.ones_like, np.empty,

@@ -29,8 +29,8 @@ from ..runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_fie
                        inner_vjp_right, is_real, items_vjp, key_of, kind_of, log, log_times,
                        matmul_vjp_left, matmul_vjp_right, norm_vjp, one_like, owned, part,
                        pop_adjoint, pop_adjoint_in_place, power_exponent_jvp, raised,
-                       scalar_seed, shaped_like, size, sort_like, split_like, stop_gradient,
-                       sum_vjp, swap_last, tangent_owned, transpose_vjp, transposed,
+                       reduced_share, scalar_seed, shaped_like, size, sort_like, split_like,
+                       stop_gradient, sum_vjp, swap_last, tangent_owned, transpose_vjp, transposed,
                        unbroadcast, unshared, unsort, unpacked_vjp, unstack, values_vjp, vstack_vjp, zero_as,
                        zero_gradient, zeroed, zeroed_in_place, zeros_for)
 from . import CONSTANT, defjvp, defpartials, defvjp, nondifferentiable
@@ -41,8 +41,8 @@ from . import CONSTANT, defjvp, defpartials, defvjp, nondifferentiable
 # abs() sees is a step function.
 nondifferentiable(scalar_seed, zero_gradient, zeros_for, copysign_one, one_like)
 # unshared only checks (and returns None); raised tells which way a try went; the
-# others read an array's size and dtype.
-nondifferentiable(unshared, raised, size, kind_of, is_real)
+# others read an array's size (or its share of a mean) and dtype.
+nondifferentiable(unshared, raised, size, reduced_share, kind_of, is_real)
 
 # --- the scalar helpers of the builtins table ------------------------------------------
 

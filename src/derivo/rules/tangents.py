@@ -14,6 +14,7 @@ import operator
 import numpy as np
 
 from .. import syntax as S
+from ..adjoints import pad_sources, ptp_weights, quantile_jvp, trapezoid_weights
 from ..runtime import (as_array, expand, is_real, kind_of, power_exponent_jvp, prod_vjp, size,
                        sort_like)
 from . import CONSTANT, FIELD, GETITEM, Method, defjvp
@@ -85,9 +86,18 @@ for _cumsum in (np.cumsum, Method("cumsum")):
 for _cumprod in (np.cumprod, Method("cumprod")):
     defjvp(_cumprod, lambda t, ans, a, axis=None, dtype=None, out=None: ans * np.cumsum(t / a, axis=axis))
 
+defjvp(np.nansum, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.sum(np.where(np.isnan(a), 0.0, t), axis=axis, keepdims=keepdims))
+defjvp(np.nanmean, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.sum(np.where(np.isnan(a), 0.0, t), axis=axis, keepdims=keepdims) / np.sum(~np.isnan(a), axis=axis, keepdims=keepdims))
+defjvp(np.ptp, lambda t, ans, a, axis=None, out=None, keepdims=False: np.sum(t * ptp_weights(a, axis), axis=axis, keepdims=keepdims))
+defjvp(np.average, lambda t, ans, a, axis=None, weights=None, keepdims=False: np.average(t, axis, weights, keepdims=keepdims))
+defjvp(np.quantile, lambda t, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: quantile_jvp(t, ans, a, q, axis, keepdims, method), CONSTANT)
+defjvp(np.percentile, lambda t, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: quantile_jvp(t, ans, a, q / 100, axis, keepdims, method), CONSTANT)
+defjvp(np.median, lambda t, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False: quantile_jvp(t, ans, a, 0.5, axis, keepdims, "linear"))
+defjvp(np.trapezoid, lambda t, ans, y, x=None, dx=1.0, axis=-1: np.sum(t * trapezoid_weights(y, x, dx, axis), axis))
+
 # --- shapes --------------------------------------------------------------------------
 
-for _reshape in (np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.copy,
+for _reshape in (np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.copy,
                  np.asarray, np.array):
     defjvp(_reshape, lambda t, ans, a, *shape: np.reshape(t, np.shape(ans)))
 for _method in ("reshape", "squeeze"):
@@ -105,6 +115,14 @@ defjvp(np.concatenate, lambda t, ans, arrays, axis=0: np.concatenate(t, axis))
 defjvp(np.stack, lambda t, ans, arrays, axis=0: np.stack(t, axis))
 defjvp(np.hstack, lambda t, ans, arrays: np.hstack(t))
 defjvp(np.vstack, lambda t, ans, arrays: np.vstack(t))
+defjvp(np.column_stack, lambda t, ans, tup: np.column_stack(t))
+defjvp(np.append, lambda t, ans, arr, values, axis=None: np.append(t, np.zeros(np.shape(values)), axis),
+       lambda t, ans, arr, values, axis=None: np.append(np.zeros(np.shape(arr)), t, axis))
+defjvp(np.split, lambda t, ans, ary, indices_or_sections, axis=0: np.split(t, indices_or_sections, axis), CONSTANT)
+defjvp(np.array_split, lambda t, ans, ary, indices_or_sections, axis=0: np.array_split(t, indices_or_sections, axis), CONSTANT)
+defjvp(np.hsplit, lambda t, ans, ary, indices_or_sections: np.hsplit(t, indices_or_sections), CONSTANT)
+defjvp(np.vsplit, lambda t, ans, ary, indices_or_sections: np.vsplit(t, indices_or_sections), CONSTANT)
+defjvp(np.dsplit, lambda t, ans, ary, indices_or_sections: np.dsplit(t, indices_or_sections), CONSTANT)
 
 defjvp(np.roll, lambda t, ans, a, shift, axis=None: np.roll(t, shift, axis))
 defjvp(np.flip, lambda t, ans, a, axis=None: np.flip(t, axis))
@@ -115,15 +133,26 @@ defjvp(np.tril, lambda t, ans, m, k=0: np.tril(t, k))
 defjvp(np.diag, lambda t, ans, v, k=0: np.diag(t, k))
 defjvp(np.swapaxes, lambda t, ans, a, axis1, axis2: np.swapaxes(t, axis1, axis2))
 defjvp(np.moveaxis, lambda t, ans, a, source, destination: np.moveaxis(t, source, destination))
+defjvp(np.rot90, lambda t, ans, m, k=1, axes=None: np.rot90(t, k, (0, 1) if axes is None else axes))
+defjvp(np.rollaxis, lambda t, ans, a, axis, start=0: np.rollaxis(t, axis, start))
+defjvp(np.broadcast_to, lambda t, ans, array, shape: np.broadcast_to(t, shape))
 defjvp(np.diff, lambda t, ans, a, n=1, axis=-1: np.diff(t, n, axis))
 defjvp(np.convolve, lambda t, ans, a, v, mode="full": np.convolve(t, v, mode),
        lambda t, ans, a, v, mode="full": np.convolve(a, t, mode), CONSTANT)
+defjvp(np.correlate, lambda t, ans, a, v, mode="valid": np.correlate(t, v, mode),
+       lambda t, ans, a, v, mode="valid": np.correlate(a, t, mode), CONSTANT)
 defjvp(np.repeat, lambda t, ans, a, repeats, axis=None: np.repeat(t, repeats, axis), CONSTANT)
 defjvp(np.tile, lambda t, ans, A, reps: np.tile(t, reps), CONSTANT)
 
 # --- indexing ----------------------------------------------------------------------
 
 defjvp(GETITEM, lambda t, ans, x, index: t[index], CONSTANT)
+defjvp(np.diagonal, lambda t, ans, a, offset=0, axis1=0, axis2=1: np.diagonal(t, offset, axis1, axis2))
+defjvp(np.take, lambda t, ans, a, indices, axis=None: np.take(t, indices, axis), CONSTANT)
+defjvp(np.take_along_axis, lambda t, ans, arr, indices, axis: np.take_along_axis(t, indices, axis), CONSTANT)
+defjvp(np.compress, CONSTANT, lambda t, ans, condition, a, axis=None: np.compress(condition, t, axis))
+defjvp(np.pad, lambda t, ans, array, pad_width, mode="constant": np.append(np.ravel(t), 0.0)[pad_sources(array, pad_width, mode)], CONSTANT)
+defjvp(np.sort, lambda t, ans, a, axis=-1, kind=None: np.take_along_axis(t, np.argsort(a, axis, kind="stable"), axis))
 defjvp(FIELD, lambda t, ans, x, name: getattr(t, name), CONSTANT)
 defjvp(Method("values"), lambda t, ans, d: list(t.values()))
 defjvp(Method("items"), lambda t, ans, d: list(t.items()))
