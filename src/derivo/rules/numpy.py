@@ -202,7 +202,7 @@ defvjp(np.swapaxes, lambda g, ans, a, axis1, axis2: np.swapaxes(g, axis1, axis2)
 defvjp(np.moveaxis, lambda g, ans, a, source, destination: np.moveaxis(g, destination, source), returns=0)
 defvjp(np.rot90, lambda g, ans, m, k=1, axes=None: np.rot90(g, -k, (0, 1) if axes is None else axes), returns=0)
 defvjp(np.rollaxis, lambda g, ans, a, axis, start=0: rollaxis_vjp(g, a, axis, start), returns=0)
-defvjp(np.broadcast_to, lambda g, ans, array, shape: unbroadcast(g, array), returns=0)
+defvjp(np.broadcast_to, lambda g, ans, array, shape, subok=False: unbroadcast(g, array), CONSTANT, returns=0)
 defvjp(np.diff, lambda g, ans, a, n=1, axis=-1: diff_vjp(g, n, axis), returns=NEW)
 defvjp(np.convolve, lambda g, ans, a, v, mode="full": convolve_vjp(g, a, v, 0, np.correlate),
        lambda g, ans, a, v, mode="full": convolve_vjp(g, a, v, 1, np.correlate), CONSTANT, returns=NEW)
@@ -234,7 +234,3 @@ nondifferentiable(
     Method("shape"), Method("ndim"), Method("size"), Method("dtype"), Method("argmax"),
     Method("argmin"), Method("any"), Method("all"), returns=NEW)
 without_rule(np.arange, np.linspace, returns=NEW)
-
-# --- broadcasting (realprogs: nested elementwise_grad meets it in derivo's own code) ---
-
-defvjp(np.broadcast_to, lambda g, ans, array, shape, subok=False: unbroadcast(g, array), CONSTANT, returns=0)

@@ -135,7 +135,7 @@ defjvp(np.swapaxes, lambda t, ans, a, axis1, axis2: np.swapaxes(t, axis1, axis2)
 defjvp(np.moveaxis, lambda t, ans, a, source, destination: np.moveaxis(t, source, destination))
 defjvp(np.rot90, lambda t, ans, m, k=1, axes=None: np.rot90(t, k, (0, 1) if axes is None else axes))
 defjvp(np.rollaxis, lambda t, ans, a, axis, start=0: np.rollaxis(t, axis, start))
-defjvp(np.broadcast_to, lambda t, ans, array, shape: np.broadcast_to(t, shape))
+defjvp(np.broadcast_to, lambda t, ans, array, shape, subok=False: np.broadcast_to(t, np.shape(ans)), CONSTANT)
 defjvp(np.diff, lambda t, ans, a, n=1, axis=-1: np.diff(t, n, axis))
 defjvp(np.convolve, lambda t, ans, a, v, mode="full": np.convolve(t, v, mode),
        lambda t, ans, a, v, mode="full": np.convolve(a, t, mode), CONSTANT)
@@ -156,7 +156,3 @@ defjvp(np.sort, lambda t, ans, a, axis=-1, kind=None: np.take_along_axis(t, np.a
 defjvp(FIELD, lambda t, ans, x, name: getattr(t, name), CONSTANT)
 defjvp(Method("values"), lambda t, ans, d: list(t.values()))
 defjvp(Method("items"), lambda t, ans, d: list(t.items()))
-
-# --- broadcasting (realprogs) ----------------------------------------------------------
-
-defjvp(np.broadcast_to, lambda t, ans, array, shape, subok=False: np.broadcast_to(t, np.shape(ans)), CONSTANT)
