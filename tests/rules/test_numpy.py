@@ -364,7 +364,7 @@ probe(np.tile, "np.tile(x0, (2, 1))", normal(4))
 probe(np.tile, "np.tile(x0, (2, 3))", normal(2, 3))
 probe(np.tile, "np.tile(x0, 2)", normal(2, 3))
 probe(np.tile, "np.tile(x0, (2, 1, 2))", normal(2, 3))
-# broadcast_to (realprogs): a new leading axis, a size-1 axis stretched, both
+# broadcast_to: a new leading axis, a size-1 axis stretched, both
 probe(np.broadcast_to, "np.broadcast_to(x0, (2, 3))", normal(3))
 probe(np.broadcast_to, "np.broadcast_to(x0, (3, 4))", normal(3, 1))
 probe(np.broadcast_to, "np.broadcast_to(x0, (2, 3, 4))", normal(1, 4))
