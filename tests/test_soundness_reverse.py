@@ -424,3 +424,50 @@ def test_hessians_through_zero_as_and_sum_vjp():
                                np.diag(6 * A))
     (product,) = derivo.hvp(cubed_sum_of_rows, (X,), (np.ones_like(X),))
     np.testing.assert_allclose(product, np.broadcast_to(12 * sum(X), X.shape))
+
+
+# --- random draws in code the derivative runs again ---------------------------------
+
+RNG = np.random.RandomState(0)
+
+
+def noisy_steps(x):
+    s = x
+    for _ in range(5):
+        s = s + 0.1 * np.sin(s) * RNG.randn(3)
+    return np.sum(s)
+
+
+def noisy_sample(x, rng):
+    total = 0.0
+    for _ in range(2):
+        total = total + np.sum(rng.normal(size=3) * x)
+    return total
+
+
+def through_a_sampling_helper(x):
+    return noisy_sample(x, np.random.default_rng(1)) ** 2
+
+
+def reseeded(f):
+    def run(x):
+        RNG.seed(0)
+        return f(x)
+    return run
+
+
+def test_random_draws_in_a_loop_the_stack_reverses_are_differentiated():
+    gradient = reseeded(derivo.grad(noisy_steps))(A.copy())
+    np.testing.assert_allclose(gradient, numeric_gradient(reseeded(noisy_steps), A), rtol=1e-6)
+
+
+def test_a_checkpointed_loop_that_draws_random_numbers_is_refused():
+    with pytest.raises(derivo.DerivoError, match=r"'RNG.randn\(3\)' here: the derivative runs "
+                       "the trips of a checkpointed loop again"):
+        derivo.grad(noisy_steps, loops="checkpoint")(A.copy())
+
+
+def test_a_helper_with_a_loop_that_draws_random_numbers_is_refused():
+    with pytest.raises(derivo.DerivoError, match=r"'rng.normal\(size=3\)' here: the derivative "
+                       "runs 'noisy_sample', a function with a loop or a branch, again"):
+        derivo.grad(through_a_sampling_helper)(A.copy())

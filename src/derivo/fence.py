@@ -4,8 +4,13 @@
 refusal names the construct and points at the user's file, line and column.
 """
 
+import random
+
+import numpy as np
+
 from . import syntax as S
 from .errors import UnsupportedSyntax
+from .parse import MISSING
 
 # The fence: statements and expressions outside derivo's subset, and why.
 REFUSED = {
@@ -86,3 +91,39 @@ def check_supported(parsed, tree):
             raise parsed.error(UnsupportedSyntax, node,
                                "cannot differentiate '*' unpacking outside a call's arguments: "
                                "write the items one by one", "*")
+
+
+# --- code derivo runs twice ------------------------------------------------------------
+
+#: The generators whose methods draw from hidden state (np.random.normal is one of
+#: the global RandomState's)
+RANDOM_SOURCES = (np.random.RandomState, np.random.Generator, random.Random)
+#: Methods of those, known by name where the receiver is a local value (rng.normal)
+RANDOM_METHODS = {
+    "beta", "binomial", "bytes", "choice", "dirichlet", "exponential", "gamma", "gauss",
+    "integers", "laplace", "logistic", "lognormal", "multinomial", "multivariate_normal",
+    "normal", "normalvariate", "permutation", "poisson", "rand", "randint", "randn", "random",
+    "random_sample", "sample", "shuffle", "standard_normal", "standard_t", "uniform"}
+
+
+def draws_random(parsed, call):
+    """Whether ``call`` draws random numbers: running it again gives others."""
+    callee = parsed.resolve_callee(call)
+    if isinstance(getattr(callee, "__self__", None), RANDOM_SOURCES):
+        return True
+    receiver = call.func.value if isinstance(call.func, S.Attribute) else None
+    return receiver is not None and call.func.attr in RANDOM_METHODS and \
+        parsed.resolve_expression(receiver) is MISSING
+
+
+def refuse_random_draws(parsed, body, why):
+    """Refuse a random draw in ``body``, code derivo runs again (``why`` says
+    when): the second run would draw other numbers than the value was made of."""
+    for node in S.walk(body):
+        if isinstance(node, S.Call) and draws_random(parsed, node):
+            raise parsed.error(
+                UnsupportedSyntax, node,
+                "cannot differentiate {!r} here: {}, where this would draw other numbers "
+                "than the value was computed from; draw them once outside "
+                "(eps = rng.standard_normal(shape)) and pass them in".format(
+                    parsed.words(node), why), "random draw")

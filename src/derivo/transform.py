@@ -20,6 +20,7 @@ import numpy as np
 from . import codegen, runtime, trees
 from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
+from .fence import refuse_random_draws
 from .forward import forward
 from .names import Namer, identifier
 from .parse import GENERATED_PREFIX, MISSING, Outlined, parse, too_deep
@@ -156,6 +157,10 @@ class Build:
         try:
             normalized = inline_calls(self.with_array_code(normalize(parsed)),
                                       self.normalize_callee)
+            if kind == "vjp" and (call is not None or isinstance(func, Outlined)):
+                refuse_random_draws(normalized.parsed, normalized.tree.body, _RUN_AGAIN.format(
+                    "the trips of a checkpointed loop" if isinstance(func, Outlined) else
+                    "{!r}, a function with a loop or a branch,".format(func.__name__)))
             name = name or self.names.fresh("{}_{}".format(parsed.tree.name, KIND_SUFFIX[kind]))
             self.names.taken.add(name)
             self.bind_free_names(parsed, normalized.tree)
@@ -374,6 +379,10 @@ class Build:
 
     def source(self):
         return codegen.render(self.functions, self.comments)
+
+
+#: Why code that draws random numbers is refused in a VJP that recomputes it
+_RUN_AGAIN = "the derivative runs {} again in its reverse sweep"
 
 
 def is_generated(func):
