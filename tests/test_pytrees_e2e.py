@@ -508,3 +508,23 @@ def builds_a_line(x):
 
 def test_building_a_namedtuple_inside():
     assert derivo.grad(builds_a_line)(1.5) == pytest.approx(4 * 1.5)  # d(2 x * x)/dx
+
+
+def weighted_in_key_order(params, x):
+    total = 0.0
+    for i, (name, p) in enumerate(sorted(params.items())):
+        total = total + (i + 1.0) * np.sum(p * x)
+    return total
+
+
+def test_sorted_items_of_a_dict_in_both_modes():
+    # the adjoint of sorted(d.items()) indexed the view: an AttributeError, not a gradient
+    params = {"b": np.array([1.0, 2.0]), "a": np.array([3.0, -1.0]), "c": np.array([0.5, 0.5])}
+    x = np.array([2.0, -3.0])
+    grads = derivo.grad(weighted_in_key_order)(params, x)
+    assert list(grads) == ["b", "a", "c"]
+    for name, weight in (("a", 1.0), ("b", 2.0), ("c", 3.0)):
+        np.testing.assert_allclose(grads[name], weight * x, rtol=1e-12)
+    tangents = {"b": np.ones(2), "a": np.zeros(2), "c": np.array([1.0, 0.0])}
+    _, tangent = derivo.jvp(weighted_in_key_order, (params, x), (tangents, np.zeros(2)))
+    assert tangent == pytest.approx(2.0 * x.sum() + 3.0 * x[0], rel=1e-12)

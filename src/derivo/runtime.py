@@ -474,8 +474,15 @@ def first_equal_vjp(adjoint, result, items):
     return out
 
 
+def _listed(items):
+    """``items`` as a sequence read by position: a dict's view (``d.items()``) or
+    another iterable sorted was given, listed."""
+    return items if isinstance(items, (list, tuple, np.ndarray)) else list(items)
+
+
 def _sorting_order(items):
     """The positions of ``items`` in the order ``sorted(items)`` lists them (both stable)."""
+    items = _listed(items)
     return sorted(range(len(items)), key=items.__getitem__)
 
 
@@ -491,7 +498,7 @@ def unsort(adjoint, items):
     """Adjoint of ``sorted(items)``: each item's adjoint back where the item was."""
     if _unreached(adjoint):
         return adjoint
-    out = zeros_for(items)
+    out = zeros_for(_listed(items))
     for position, value in zip(_sorting_order(items), adjoint):
         out[position] = value
     return out
