@@ -5,6 +5,7 @@ differences.  A gradient has the structure and the types of its argument;
 leaves that are not floats get None."""
 
 import dataclasses
+import itertools
 from typing import NamedTuple
 
 import numpy as np
@@ -520,3 +521,55 @@ def penalised_step(params, lr):
 def test_a_dict_comprehension_over_params_in_every_mode():
     params = {"w": np.array([0.5, -1.0]), "b": 0.3, "frozen": np.array([2.0])}
     check_modes(penalised_step, params, 0.1)
+
+def weighted_in_key_order(params, x):
+    total = 0.0
+    for i, (name, p) in enumerate(sorted(params.items())):
+        total = total + (i + 1.0) * np.sum(p * x)
+    return total
+
+
+def test_sorted_items_of_a_dict_in_both_modes():
+    # the adjoint of sorted(d.items()) indexed the view: an AttributeError, not a gradient
+    params = {"b": np.array([1.0, 2.0]), "a": np.array([3.0, -1.0]), "c": np.array([0.5, 0.5])}
+    x = np.array([2.0, -3.0])
+    grads = derivo.grad(weighted_in_key_order)(params, x)
+    assert list(grads) == ["b", "a", "c"]
+    for name, weight in (("a", 1.0), ("b", 2.0), ("c", 3.0)):
+        np.testing.assert_allclose(grads[name], weight * x, rtol=1e-12)
+    tangents = {"b": np.ones(2), "a": np.zeros(2), "c": np.array([1.0, 0.0])}
+    _, tangent = derivo.jvp(weighted_in_key_order, (params, x), (tangents, np.zeros(2)))
+    assert tangent == pytest.approx(2.0 * x.sum() + 3.0 * x[0], rel=1e-12)
+
+
+def _dense(params, x):
+    for layer in params[:-1]:
+        x = np.tanh(x @ layer["W"] + layer["b"])
+    return x @ params[-1]["W"] + params[-1]["b"]
+
+
+def dense_with_penalty(params, x):
+    out = _dense(params, x)
+    penalty = sum(np.sum(layer["W"] ** 2) for layer in params)
+    return np.mean(out ** 2) + penalty
+
+
+def test_two_adjoints_of_a_list_of_dicts_add_key_by_key():
+    # a loop over the list and a call both reach it: adding their adjoints added
+    # the dicts with +, a TypeError
+    rng = np.random.default_rng(0)
+    params = [{"W": rng.normal(size=(3, 4)), "b": np.zeros(4)},
+              {"W": rng.normal(size=(4, 2)), "b": np.zeros(2)}]
+    x = rng.normal(size=(5, 3))
+    grads = derivo.grad(dense_with_penalty)(params, x)
+    assert [list(g) for g in grads] == [["W", "b"], ["W", "b"]]
+    h = 1e-6
+    for i, name in itertools.product(range(2), ("W", "b")):
+        direction = rng.normal(size=params[i][name].shape)
+
+        def moved(step):
+            changed = [dict(layer) for layer in params]
+            changed[i][name] = params[i][name] + step * direction
+            return dense_with_penalty(changed, x)
+        expected = (moved(h) - moved(-h)) / (2 * h)
+        assert np.sum(grads[i][name] * direction) == pytest.approx(expected, rel=1e-6)

@@ -908,3 +908,25 @@ def test_a_loop_over_a_slice_that_never_runs_beside_another_read():
     # add_at, not getitem_vjp, scatters the slice's 0.0 here
     assert derivo.grad(slice_then_item)([1.0, 2.0, 3.0], 0) == [1.0, 0.0, 0.0]
     assert derivo.grad(slice_then_item)([1.0, 2.0, 3.0], 2) == [3.0, 4.0, 0.0]
+
+
+def pair_energy(points, pairs, weights):
+    total = 0.0
+    for (i, j), w in zip(pairs, weights):
+        total = total + w * (points[i] - points[j]) ** 2
+    return total
+
+
+def test_a_zip_whose_items_are_unpacked_in_nested_targets_is_walked_back_as_a_list():
+    # the reverse loop could not run the zip object backwards (TypeError: not reversible)
+    points = np.array([0.5, -1.0, 2.0])
+    pairs, weights = [(0, 1), (1, 2), (2, 0)], [1.0, 2.0, 3.0]
+    expected = np.zeros(3)
+    for (i, j), w in zip(pairs, weights):
+        expected[i] += 2 * w * (points[i] - points[j])
+        expected[j] -= 2 * w * (points[i] - points[j])
+    np.testing.assert_allclose(derivo.grad(pair_energy)(points, pairs, weights), expected,
+                               rtol=1e-12)
+    _, tangent = derivo.jvp(pair_energy, (points, pairs, weights),
+                            (np.ones(3), None, None))
+    assert tangent == pytest.approx(expected.sum(), abs=1e-12)

@@ -1051,7 +1051,13 @@ def _bound_parts(func):
     ``functools.partial``, a user object's ``__call__``, a derivative of one of
     those (its generated code, bound alike); None for anything else."""
     if hasattr(func, "derivo_bound"):
-        return func.derivo_bound
+        entry, args, keywords = func.derivo_bound
+        if not hasattr(entry, "derivo_function"):  # transformed at its first call
+            raise DerivoError("{} is transformed at its first call, for the functions it "
+                              "is given: call it once before differentiating it".format(
+                                  func.__wrapped__.__qualname__ if hasattr(
+                                      func.__wrapped__, "__qualname__") else func.__wrapped__))
+        return entry.derivo_function, args, keywords
     if isinstance(func, types.MethodType) and not isinstance(func.__self__, Derivative):
         inner = _bound_parts(func.__func__)
         if inner is None:
@@ -1088,7 +1094,7 @@ def _of_bound(func, bound, wrt, kind, loops, has_aux):
                       "_repr_html_", "_repr_markdown_"):
         setattr(derivative, attribute, getattr(entry, attribute))
     derivative.__wrapped__ = func
-    derivative.derivo_bound = (entry.derivo_function, args, keywords)  # to nest it
+    derivative.derivo_bound = (entry, args, keywords)  # to nest it
     return derivative
 
 

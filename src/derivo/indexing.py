@@ -82,15 +82,17 @@ class Indexing:
             return False
         if overwritten is not None:
             raise self.parsed.error(
-                UnsupportedSyntax, stmt, "cannot differentiate this loop over {}(...): "
+                UnsupportedSyntax, stmt, "cannot differentiate this loop over {}: "
                 "its body changes {!r}, which it iterates over; loop over "
                 "range(len(...)) and index instead".format(
-                    kind, self.parsed.words(overwritten)), "loop over an iterator")
+                    "an iterator" if kind == "iterator" else kind + "(...)",
+                    self.parsed.words(overwritten)), "loop over an iterator")
         self.items.append((body, targets))
         block[:] = [s for s in block if s not in dropped]
         # the keys reversed(d) yields are not d[i]: a reversed loop whose items are not
         # differentiated indexes a list of them
-        listed = kind == "reversed" and targets[0] not in self.activity.active
+        listed = kind == "iterator" or kind == "reversed" and \
+            targets[0] not in self.activity.active
         sequence_names = [self._named(block, stmt, items, listed) for items in sequences]
         heads = []
         if kind == "enumerate" and start is None and targets[0] not in written:
@@ -182,7 +184,8 @@ class Indexing:
     def _loop_form(self, block, loop):
         """(kind, sequences, targets, start, statements to drop) of a for loop over
         values ("values"), ``enumerate(X[, start])``, ``zip(X, Y, ...)`` or
-        ``reversed(X)``, or None.  ssa left ``for x, y in zip(xs, ys)`` as
+        ``reversed(X)``, or ("iterator", [the call], ...) for one of those whose
+        items are read otherwise (``for (i, j), w in zip(pairs, ws)``).  ssa left ``for x, y in zip(xs, ys)`` as
         ``seq1 = zip(xs, ys)`` before the loop (and what it hoisted out of it),
         ``for item1 in seq1: seq2 = item1; x = seq2[0]; y = seq2[1]``."""
         iterable, dropped = loop.iter, []
@@ -203,22 +206,25 @@ class Indexing:
             return ("values", [loop.iter], [loop.target.id], None, [])
         args = iterable.args
         counts = {"enumerate": (1, 2), "zip": range(1, len(args) + 1), "reversed": (1,)}
+        # an iterator whose items are not read as the indexed forms read them (nested
+        # unpacking, keywords, starred arguments): the reverse loop indexes a list of it
+        listed = ("iterator", [iterable], [loop.target.id], None, dropped)
         if iterable.keywords or len(args) not in counts[kind] or \
                 any(isinstance(a, S.gast.Starred) for a in args) or \
                 kind == "zip" and len(args) > 1 and self.parsed.resolve("min") is not min:
-            return None
+            return listed
         if kind == "reversed":
             return (kind, args, [loop.target.id], None, dropped)
         width = 2 if kind == "enumerate" else len(args)
         unpack = _unpacking(loop, width)
         if unpack is None:
-            return None
+            return listed
         targets = [s.targets[0].id for s in unpack[1:]]
         sequences = args[:1] if kind == "enumerate" else args
         start = args[1] if kind == "enumerate" and len(args) == 2 else None
         if start is not None and not (isinstance(start, S.Constant) or isinstance(
                 start, S.Name) and start.id not in S.stored_names(loop.body)):
-            return None
+            return listed
         return (kind, sequences, targets, start, dropped + unpack)
 
 
