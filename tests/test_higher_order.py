@@ -82,3 +82,23 @@ def test_newton_fits_the_temperature():
     assert nll(fitted, logits, labels) < nll(1.0, logits, labels)
     assert nll_curvature(fitted, logits, labels) == pytest.approx(
         second_difference(lambda t: nll(t, logits, labels), fitted, h=1e-3), rel=1e-4)
+
+
+def test_second_derivatives_of_an_einsum_of_three_and_four_operands():
+    A = np.arange(12.0).reshape(3, 4) / 10
+    B = np.arange(16.0).reshape(4, 4) / 7
+    M = A @ B
+    x = np.linspace(0.1, 1.0, 4)
+
+    def quadratic(x):
+        return np.einsum("i,ij,jk,k->", x[:3], A, B, x)
+
+    def squared_chain(x):
+        return np.sum(np.einsum("ij,jk,k->i", A, B, x) ** 2)
+
+    expected = np.zeros((4, 4))
+    expected[:3] = M
+    np.testing.assert_allclose(derivo.hessian(quadratic)(x), expected + expected.T, rtol=1e-12)
+    np.testing.assert_allclose(derivo.hessian(squared_chain)(x), 2 * M.T @ M, rtol=1e-12)
+    gradient_norm = derivo.grad(lambda x: np.sum(derivo.grad(squared_chain)(x) ** 2))
+    np.testing.assert_allclose(gradient_norm(x), 8 * M.T @ M @ M.T @ M @ x, rtol=1e-12)

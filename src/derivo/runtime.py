@@ -608,6 +608,23 @@ def einsum_vjp(adjoint, subscripts, operands, index):
     return reduced
 
 
+def einsum_vjp_operands_vjp(g, adjoint, subscripts, operands, index):
+    """The adjoints of ``operands`` in ``einsum_vjp(adjoint, subscripts, operands,
+    index)`` given ``g``, its result's: linear in each other operand (the einsum
+    with ``g`` in operand index's place), none for the one at index."""
+    with_g = operands[:index] + [g] + operands[index + 1:]
+    return [np.zeros(np.shape(operand)) if j == index else
+            einsum_vjp(adjoint, subscripts, with_g, j) for j, operand in enumerate(operands)]
+
+
+def einsum_vjp_operands_jvp(t, adjoint, subscripts, operands, index):
+    """The tangent of ``einsum_vjp(adjoint, subscripts, operands, index)`` along
+    ``t``, the operands' tangents: a sum over the operands other than index."""
+    shares = [einsum_vjp(adjoint, subscripts, operands[:j] + [t[j]] + operands[j + 1:], index)
+              for j in range(len(operands)) if j != index]
+    return sum(shares[1:], shares[0]) if shares else np.zeros(np.shape(operands[index]))
+
+
 def _einsum_parts(subscripts, count):
     subscripts = subscripts.replace(" ", "")
     if "->" in subscripts:

@@ -196,6 +196,12 @@ for _subscripts, _shapes in (("ij,jk->ik", ((2, 3), (3, 4))), ("ij,ij->", ((2, 3
                              ("i,i->", ((4,), (4,))), ("ij,kj->ikj", ((2, 3), (4, 3)))):
     probe(np.einsum, "np.einsum({!r}, x0, x1)".format(_subscripts),
           *(normal(*s) for s in _shapes), arity=3)
+for _subscripts, _shapes in (("ij,jk,kl->il", ((2, 3), (3, 4), (4, 2))),
+                             ("i,ij,j->", ((3,), (3, 4), (4,))), ("bi,ij,bj->b", ((2, 3), (3, 4), (2, 4))),
+                             ("ij,jk,kl,lm->im", ((2, 3), (3, 2), (2, 4), (4, 3)))):
+    probe(np.einsum, "np.einsum({!r}, {})".format(_subscripts, ", ".join(
+        "x{}".format(i) for i in range(len(_shapes)))), *(normal(*s) for s in _shapes),
+        arity=len(_shapes) + 1)
 for _subscripts, _shape in (("ij->j", (3, 4)), ("ij->", (3, 4)), ("ij->ji", (3, 4)),
                             ("ijk->ki", (2, 3, 4))):
     probe(np.einsum, "np.einsum({!r}, x0)".format(_subscripts), normal(*_shape), arity=2)

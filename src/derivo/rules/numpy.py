@@ -122,6 +122,13 @@ defvjp(np.outer, lambda g, ans, a, b: np.reshape(g @ np.ravel(b), np.shape(a)),
 defvjp(np.einsum, CONSTANT, lambda g, ans, subscripts, a: einsum_vjp(g, subscripts, [a], 0))
 defvjp(np.einsum, CONSTANT, lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 0),
        lambda g, ans, subscripts, a, b: einsum_vjp(g, subscripts, [a, b], 1))
+defvjp(np.einsum, CONSTANT, lambda g, ans, subscripts, a, b, c: einsum_vjp(g, subscripts, [a, b, c], 0),
+       lambda g, ans, subscripts, a, b, c: einsum_vjp(g, subscripts, [a, b, c], 1),
+       lambda g, ans, subscripts, a, b, c: einsum_vjp(g, subscripts, [a, b, c], 2))
+defvjp(np.einsum, CONSTANT, lambda g, ans, subscripts, a, b, c, d: einsum_vjp(g, subscripts, [a, b, c, d], 0),
+       lambda g, ans, subscripts, a, b, c, d: einsum_vjp(g, subscripts, [a, b, c, d], 1),
+       lambda g, ans, subscripts, a, b, c, d: einsum_vjp(g, subscripts, [a, b, c, d], 2),
+       lambda g, ans, subscripts, a, b, c, d: einsum_vjp(g, subscripts, [a, b, c, d], 3))
 
 # --- reductions ------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_field_in_place,
                        addable, as_array, copy_of, copy_vjp, copysign_one, dot_vjp_left,
-                       dot_vjp_right, einsum_vjp, expand, extremum_vjp, field_vjp,
+                       dot_vjp_right, einsum_vjp, einsum_vjp_operands_jvp, einsum_vjp_operands_vjp, expand, extremum_vjp, field_vjp,
                        first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
                        inner_vjp_right, is_real, items_vjp, key_of, kind_of, log, log_times,
                        matmul_vjp_left, matmul_vjp_right, norm_vjp, one_like, owned, part,
@@ -109,13 +109,12 @@ defvjp(inner_vjp_right, lambda g, ans, adjoint, a, b: np.inner(a, g),
 defjvp(inner_vjp_right, lambda t, ans, adjoint, a, b: inner_vjp_right(t, a, b),
        lambda t, ans, adjoint, a, b: inner_vjp_right(adjoint, t, b), CONSTANT)
 # einsum_vjp(adjoint, subscripts, operands, index) is the einsum with the adjoint
-# in operand index's place (derivo's einsum rules have one or two operands):
-# linear in the adjoint and in the other operand; the operand at index only
-# gives a shape.
+# in operand index's place: linear in the adjoint and in each other operand; the
+# operand at index only gives a shape.
 defvjp(einsum_vjp, lambda g, ans, adjoint, subscripts, operands, index: np.einsum(subscripts, *(operands[:index] + [g] + operands[index + 1:])), CONSTANT,
-       lambda g, ans, adjoint, subscripts, operands, index: [np.zeros(np.shape(operands[0]))] if len(operands) == 1 else [np.zeros(np.shape(operands[0])), einsum_vjp(adjoint, subscripts, [g, operands[1]], 1)] if index == 0 else [einsum_vjp(adjoint, subscripts, [operands[0], g], 0), np.zeros(np.shape(operands[1]))], CONSTANT)
+       lambda g, ans, adjoint, subscripts, operands, index: einsum_vjp_operands_vjp(g, adjoint, subscripts, operands, index), CONSTANT)
 defjvp(einsum_vjp, lambda t, ans, adjoint, subscripts, operands, index: einsum_vjp(t, subscripts, operands, index), CONSTANT,
-       lambda t, ans, adjoint, subscripts, operands, index: np.zeros(np.shape(ans)) if len(operands) == 1 else einsum_vjp(adjoint, subscripts, [operands[0], t[1]] if index == 0 else [t[0], operands[1]], index), CONSTANT)
+       lambda t, ans, adjoint, subscripts, operands, index: einsum_vjp_operands_jvp(t, adjoint, subscripts, operands, index), CONSTANT)
 
 # --- shapes ----------------------------------------------------------------------------
 

@@ -65,6 +65,13 @@ defjvp(np.outer, lambda t, ans, a, b: np.outer(t, b), lambda t, ans, a, b: np.ou
 defjvp(np.einsum, CONSTANT, lambda t, ans, subscripts, a: np.einsum(subscripts, t))
 defjvp(np.einsum, CONSTANT, lambda t, ans, subscripts, a, b: np.einsum(subscripts, t, b),
        lambda t, ans, subscripts, a, b: np.einsum(subscripts, a, t))
+defjvp(np.einsum, CONSTANT, lambda t, ans, subscripts, a, b, c: np.einsum(subscripts, t, b, c),
+       lambda t, ans, subscripts, a, b, c: np.einsum(subscripts, a, t, c),
+       lambda t, ans, subscripts, a, b, c: np.einsum(subscripts, a, b, t))
+defjvp(np.einsum, CONSTANT, lambda t, ans, subscripts, a, b, c, d: np.einsum(subscripts, t, b, c, d),
+       lambda t, ans, subscripts, a, b, c, d: np.einsum(subscripts, a, t, c, d),
+       lambda t, ans, subscripts, a, b, c, d: np.einsum(subscripts, a, b, t, d),
+       lambda t, ans, subscripts, a, b, c, d: np.einsum(subscripts, a, b, c, t))
 
 # --- reductions ------------------------------------------------------------------
 
