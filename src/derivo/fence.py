@@ -4,10 +4,6 @@
 refusal names the construct and points at the user's file, line and column.
 """
 
-import random
-
-import numpy as np
-
 from . import syntax as S
 from .errors import UnsupportedSyntax
 from .parse import MISSING
@@ -95,9 +91,10 @@ def check_supported(parsed, tree):
 
 # --- code derivo runs twice ------------------------------------------------------------
 
-#: The generators whose methods draw from hidden state (np.random.normal is one of
-#: the global RandomState's)
-RANDOM_SOURCES = (np.random.RandomState, np.random.Generator, random.Random)
+#: The modules of the generators whose methods draw from hidden state
+#: (np.random.normal is a method of NumPy's global RandomState, random.gauss of
+#: Python's Random); read off the object, so derivo imports neither
+RANDOM_MODULES = ("numpy.random", "random")
 #: Methods of those, known by name where the receiver is a local value (rng.normal)
 RANDOM_METHODS = {
     "beta", "binomial", "bytes", "choice", "dirichlet", "exponential", "gamma", "gauss",
@@ -108,8 +105,10 @@ RANDOM_METHODS = {
 
 def draws_random(parsed, call):
     """Whether ``call`` draws random numbers: running it again gives others."""
-    callee = parsed.resolve_callee(call)
-    if isinstance(getattr(callee, "__self__", None), RANDOM_SOURCES):
+    owner = getattr(parsed.resolve_callee(call), "__self__", None)
+    module = type(owner).__module__ or ""
+    if owner is not None and any(module == m or module.startswith(m + ".")
+                                 for m in RANDOM_MODULES):
         return True
     receiver = call.func.value if isinstance(call.func, S.Attribute) else None
     return receiver is not None and call.func.attr in RANDOM_METHODS and \
