@@ -83,6 +83,9 @@ def negative_acquisition_value_and_grad(xstar, params, X, y):
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
 
+import math
+
+
 try:
     from derivo import DerivoError
 except ImportError:
@@ -91,6 +94,9 @@ except ImportError:
 
 
 _CONCRETE = (np.ndarray, np.generic, float, int)
+
+
+_SMALL = 1 << 16
 
 
 def unbroadcast(adjoint, like):
@@ -177,14 +183,18 @@ def expand(adjoint, like, axis, keepdims):
         spread = np.empty(shape)
         spread.fill(adjoint)
         return spread
-    if axis is None:
-        return np.broadcast_to(adjoint, shape)
-    if not keepdims:
+    if axis is not None and not keepdims:
         # the reduced axes back as length 1: a reshape, a fraction of np.expand_dims
         kept = list(shape)
         for a in (axis,) if type(axis) is int else axis:
             kept[a] = 1
         adjoint = np.reshape(adjoint, kept)
+    if type(adjoint) is np.ndarray and math.prod(shape) <= _SMALL:
+        # a copy: on a small array a broadcast view costs more to make, and
+        # makes the arithmetic that reads it slower, than copying the numbers
+        spread = np.empty(shape, dtype=adjoint.dtype)
+        spread[...] = adjoint
+        return spread
     return np.broadcast_to(adjoint, shape)
 
 

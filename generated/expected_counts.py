@@ -228,13 +228,16 @@ def _ndim(value):
 
 
 def scalar_seed(result):
-    """1.0, the seed of ``grad``, after checking the result is a scalar: a
-    number, or an array of one element."""
+    """The seed of ``grad``, after checking the result is a scalar: 1.0 for a
+    number, ones of its shape for an array of one element (as autograd takes
+    ``np.atleast_2d(x)``-shaped losses: the derivative of its one element)."""
     if isinstance(result, (bool, np.bool_)) or \
             not isinstance(result, (int, float, complex, np.number, np.ndarray)):
         raise DerivoError("grad needs a function returning a number, got a {}; return the "
                           "loss alone, or pass has_aux=True and return (loss, aux)".format(
                               type(result).__name__))
+    if _ndim(result) != 0 and np.size(result) == 1:
+        return np.ones(np.shape(result))
     if _ndim(result) != 0:
         raise DerivoError("grad needs a function returning a scalar, got an array of shape "
                           "{}; return np.sum(...) of it for the gradient of its sum, or use "
@@ -400,9 +403,9 @@ _FLOAT = np.dtype(float)
 
 def add_adjoints(first, second):
     """The sum of two adjoints of one value, a new one (derivo.accumulate counts
-    on that): lists of adjoints (for a list) add element by element, lists in
-    them too (the adjoint of a list of lists or tuples), and a zero (``0.0``)
-    adds nothing."""
+    on that): lists of adjoints (for a list) add element by element, lists and
+    dicts in them too (the adjoint of a list of lists, tuples or dicts), and a
+    zero (``0.0``) adds nothing."""
     if isinstance(first, dict) or isinstance(second, dict):
         return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
@@ -414,7 +417,8 @@ def add_adjoints(first, second):
     if not isinstance(second, list):
         return list(first) if np.ndim(second) == 0 and second == 0 else \
             [a + second for a in first]
-    return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
+    # a list's items may be adjoints of containers: lists, or dicts (a list of dicts)
+    return [add_adjoints(a, b) if type(a) in (list, dict) or type(b) in (list, dict) else a + b
             for a, b in zip(first, second)]
 
 

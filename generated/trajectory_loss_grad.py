@@ -588,9 +588,9 @@ _FLOAT = np.dtype(float)
 
 def add_adjoints(first, second):
     """The sum of two adjoints of one value, a new one (derivo.accumulate counts
-    on that): lists of adjoints (for a list) add element by element, lists in
-    them too (the adjoint of a list of lists or tuples), and a zero (``0.0``)
-    adds nothing."""
+    on that): lists of adjoints (for a list) add element by element, lists and
+    dicts in them too (the adjoint of a list of lists, tuples or dicts), and a
+    zero (``0.0``) adds nothing."""
     if isinstance(first, dict) or isinstance(second, dict):
         return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
@@ -602,7 +602,8 @@ def add_adjoints(first, second):
     if not isinstance(second, list):
         return list(first) if np.ndim(second) == 0 and second == 0 else \
             [a + second for a in first]
-    return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
+    # a list's items may be adjoints of containers: lists, or dicts (a list of dicts)
+    return [add_adjoints(a, b) if type(a) in (list, dict) or type(b) in (list, dict) else a + b
             for a, b in zip(first, second)]
 
 

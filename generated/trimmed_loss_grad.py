@@ -92,8 +92,15 @@ def first_equal_vjp(adjoint, result, items):
     return out
 
 
+def _listed(items):
+    """``items`` as a sequence read by position: a dict's view (``d.items()``) or
+    another iterable sorted was given, listed."""
+    return items if isinstance(items, (list, tuple, np.ndarray)) else list(items)
+
+
 def _sorting_order(items):
     """The positions of ``items`` in the order ``sorted(items)`` lists them (both stable)."""
+    items = _listed(items)
     return sorted(range(len(items)), key=items.__getitem__)
 
 
@@ -101,7 +108,7 @@ def unsort(adjoint, items):
     """Adjoint of ``sorted(items)``: each item's adjoint back where the item was."""
     if _unreached(adjoint):
         return adjoint
-    out = zeros_for(items)
+    out = zeros_for(_listed(items))
     for position, value in zip(_sorting_order(items), adjoint):
         out[position] = value
     return out
@@ -138,9 +145,9 @@ def pop_adjoint_in_place(adjoints):
 
 def add_adjoints(first, second):
     """The sum of two adjoints of one value, a new one (derivo.accumulate counts
-    on that): lists of adjoints (for a list) add element by element, lists in
-    them too (the adjoint of a list of lists or tuples), and a zero (``0.0``)
-    adds nothing."""
+    on that): lists of adjoints (for a list) add element by element, lists and
+    dicts in them too (the adjoint of a list of lists, tuples or dicts), and a
+    zero (``0.0``) adds nothing."""
     if isinstance(first, dict) or isinstance(second, dict):
         return _add_keyed(first, second)
     if not isinstance(first, list) and not isinstance(second, list):
@@ -152,7 +159,8 @@ def add_adjoints(first, second):
     if not isinstance(second, list):
         return list(first) if np.ndim(second) == 0 and second == 0 else \
             [a + second for a in first]
-    return [a + b if type(a) is not list and type(b) is not list else add_adjoints(a, b)
+    # a list's items may be adjoints of containers: lists, or dicts (a list of dicts)
+    return [add_adjoints(a, b) if type(a) in (list, dict) or type(b) in (list, dict) else a + b
             for a, b in zip(first, second)]
 
 
