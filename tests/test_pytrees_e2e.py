@@ -573,3 +573,25 @@ def test_two_adjoints_of_a_list_of_dicts_add_key_by_key():
             return dense_with_penalty(changed, x)
         expected = (moved(h) - moved(-h)) / (2 * h)
         assert np.sum(grads[i][name] * direction) == pytest.approx(expected, rel=1e-6)
+
+
+def rescaled_each_trip(x):
+    p = {"a": x, "b": x ** 2}
+    for i in range(2):
+        p = {k: v * x[i] for k, v in p.items()}
+    return np.sum(p["a"] * p["b"])
+
+
+def exponentiated_nested(x):
+    p = {"a": {"u": x, "v": x ** 2}}
+    q = {k: {kk: np.exp(vv) for kk, vv in d.items()} for k, d in p.items()}
+    return np.sum(q["a"]["u"] * q["a"]["v"])
+
+
+@pytest.mark.parametrize("f", [rescaled_each_trip, exponentiated_nested])
+def test_dict_comprehensions_in_loops_and_nested(f):
+    x = np.array([0.3, -0.7, 1.1])
+    expected = numeric_tree_grad(f, x)
+    assert_same_tree(derivo.grad(f)(x), expected)
+    _, slope = derivo.jvp(f, (x,), (np.ones(3),))
+    assert slope == pytest.approx(np.sum(expected), rel=1e-6)

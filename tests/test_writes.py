@@ -250,3 +250,36 @@ def test_a_change_in_place_inside_a_loop_is_refused_by_every_strategy(loops):
 def test_the_same_change_written_as_an_item_write_is_differentiated(loops):
     np.testing.assert_allclose(derivo.grad(put_then_written_by_item, loops=loops)(X.copy()),
                                central_differences(put_then_written_by_item, X), rtol=1e-6)
+
+
+def updated_under_a_row_a_list_holds(x):
+    A = np.outer(x, x)
+    rows = [A[1]]
+    A += 1.0
+    return np.sum(rows[0] ** 2)
+
+
+def written_under_a_row_a_dict_holds(x):
+    A = np.outer(x, x)
+    rows = {"r": A[1]}
+    A[1, 0] = x[2]
+    return np.sum(rows["r"] ** 2)
+
+
+def updated_after_a_list_holds_a_copy(x):
+    A = np.outer(x, x)
+    rows = [A[1] * 1.0]
+    A += 1.0
+    return np.sum(rows[0] ** 2) + np.sum(A)
+
+
+@pytest.mark.parametrize("f", [updated_under_a_row_a_list_holds,
+                               written_under_a_row_a_dict_holds])
+def test_a_change_under_a_view_a_container_holds_is_refused(f):
+    with pytest.raises(DerivoError, match="sharing memory with 'rows'|'rows' sharing memory"):
+        derivo.grad(f)(X.copy())
+
+
+def test_a_change_after_a_container_holds_a_copy_is_differentiated():
+    f = updated_after_a_list_holds_a_copy
+    np.testing.assert_allclose(derivo.grad(f)(X.copy()), central_differences(f, X), rtol=1e-6)

@@ -726,8 +726,9 @@ def _conflict(kind, changed, seen, other):
     whole = {o for o in changed.views if o[0] != "item"}
     if whole & seen.everything():
         return kind
-    if whole & {o[1] for o in seen.views if o[0] == "item"}:
-        return "item"  # other may be an item of the array changed: a row, or a number
+    if whole & {o[1] for o in seen.everything() if o[0] == "item"}:
+        # other may be an item of the array changed (a row, or a number), or hold one
+        return "item"
     items = {o for o in changed.views if o[0] == "item"}
     # a change of an item changes its array when the item is a row; an update
     # (x += e) of a number does not, which only the run tells: for an update only
@@ -806,8 +807,10 @@ class Flow:
         state = self.refs.before.get(id(at))
         if state is None:
             return frozenset()
-        return frozenset(("new", o[1]) if o[0] == "old" else o
-                         for o in _bases(self.refs.of(S.name(name), state).views))
+        statements = {id(stmt): stmt for stmt in self.order}
+        return frozenset(o for o in (("new", o[1]) if o[0] == "old" else o for o in
+                                     _bases(self.refs.of(S.name(name), state).views))
+                         if not _makes_a_container(statements.get(o[1])))
 
     def sharing(self, name, at):
         """{other name: "view" or "item"} of the names that, before the statement
@@ -825,6 +828,15 @@ class Flow:
             found[other] = "view" if {o for o in ref.views if o[0] != "item"} & changed \
                 else "item"
         return found
+
+
+def _makes_a_container(stmt):
+    """Whether ``stmt`` assigns a new dict or list (``d = {}``, ``xs = [a, b]``),
+    whose item writes rebind an item and change no value."""
+    value = getattr(stmt, "value", None)
+    return isinstance(value, (S.gast.Dict, S.List, S.gast.DictComp, S.gast.ListComp)) or \
+        isinstance(value, S.Call) and isinstance(value.func, S.Name) and \
+        value.func.id in ("dict", "list") and not value.args[1:]
 
 
 def _bases(objects):

@@ -531,6 +531,7 @@ def test_table_covers_the_issue_list():
 
 @pytest.mark.parametrize("expr", ["np.einsum('ii->i', x0)",
                                   "np.einsum('...i,i->...', x0, x0[0])",
+                                  "np.percentile(x0, [30, 70])",
                                   # np.dot pairs a's rows with b's stacks, unlike matmul
                                   "np.dot(x0, np.stack([x0, x0]))"])
 def test_refused_forms_raise_derivo_error(expr, tmp_path):

@@ -162,7 +162,7 @@ defvjp(np.ptp, lambda g, ans, a, axis=None, out=None, keepdims=False: expand(g, 
 defvjp(np.average, lambda g, ans, a, axis=None, weights=None, keepdims=False: expand(g, a, axis, keepdims) * average_weights(a, weights, axis), returns=NEW)
 # linear interpolation between two order statistics (method="linear" only)
 defvjp(np.quantile, lambda g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: quantile_vjp(g, a, q, axis, keepdims, method), CONSTANT, returns=NEW)
-defvjp(np.percentile, lambda g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: quantile_vjp(g, a, q / 100, axis, keepdims, method), CONSTANT, returns=NEW)
+defvjp(np.percentile, lambda g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: quantile_vjp(g, a, np.divide(q, 100), axis, keepdims, method), CONSTANT, returns=NEW)
 defvjp(np.median, lambda g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False: quantile_vjp(g, a, 0.5, axis, keepdims, "linear"), returns=NEW)
 # linear in y; the sample points x and the spacing dx are options (refused if differentiated)
 defvjp(np.trapezoid, lambda g, ans, y, x=None, dx=1.0, axis=-1: np.expand_dims(g, axis) * trapezoid_weights(y, x, dx, axis), returns=NEW)

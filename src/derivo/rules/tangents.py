@@ -98,7 +98,7 @@ defjvp(np.nanmean, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=F
 defjvp(np.ptp, lambda t, ans, a, axis=None, out=None, keepdims=False: np.sum(t * ptp_weights(a, axis), axis=axis, keepdims=keepdims))
 defjvp(np.average, lambda t, ans, a, axis=None, weights=None, keepdims=False: np.average(t, axis, weights, keepdims=keepdims))
 defjvp(np.quantile, lambda t, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: quantile_jvp(t, ans, a, q, axis, keepdims, method), CONSTANT)
-defjvp(np.percentile, lambda t, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: quantile_jvp(t, ans, a, q / 100, axis, keepdims, method), CONSTANT)
+defjvp(np.percentile, lambda t, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False: quantile_jvp(t, ans, a, np.divide(q, 100), axis, keepdims, method), CONSTANT)
 defjvp(np.median, lambda t, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False: quantile_jvp(t, ans, a, 0.5, axis, keepdims, "linear"))
 defjvp(np.trapezoid, lambda t, ans, y, x=None, dx=1.0, axis=-1: np.sum(t * trapezoid_weights(y, x, dx, axis), axis))
 
