@@ -1091,3 +1091,21 @@ def test_a_list_of_tuples_read_by_index_in_a_checkpointed_loop():
         assert abs(bpairs[k][j] - central) < 1e-7
     assert_close(by, numeric_grad(revisits_pairs, (pairs, y), 1))
     assert bpairs == derivo.grad(revisits_pairs, wrt=(0, 1))(pairs, y)[0]
+
+
+def columns_summed_while(x):
+    A = np.outer(x, x)
+    s = 0.0
+    i = 0
+    while i < 2:
+        s = s + np.sum(A[1:, i] * x[1:]) + np.sum(A[i, :])
+        i += 1
+    return s
+
+
+def test_a_checkpointed_while_loop_indexing_with_slices_and_its_counter():
+    x = np.array([0.3, -0.7, 1.1])
+    gradient = derivo.grad(columns_summed_while, loops="checkpoint")(x)
+    expected = [(columns_summed_while(x + 1e-6 * e) - columns_summed_while(x - 1e-6 * e)) / 2e-6
+                for e in np.eye(3)]
+    np.testing.assert_allclose(gradient, expected, rtol=1e-6)

@@ -362,7 +362,10 @@ class Sweep:
             new = S.deepcopy(node) if isinstance(node, (S.Name, S.Constant)) else \
                 type(node)(**{f: _map(build, getattr(node, f)) for f in node._fields})
             if id(node) in plan.stored:
-                steps.append(S.copy_location(S.assign(plan.stored[id(node)], new), stmt))
+                # an index with slices (A[:, i]) is kept as the value it stands for
+                value = index_value(new) if isinstance(node, (S.Slice, S.Tuple)) and any(
+                    isinstance(n, S.Slice) for n in S.walk(node)) else new
+                steps.append(S.copy_location(S.assign(plan.stored[id(node)], value), stmt))
                 return S.name(plan.stored[id(node)])
             return new
 
