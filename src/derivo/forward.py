@@ -23,7 +23,6 @@ head) and one of them has a tangent.
 
 import builtins
 import functools
-import inspect
 
 import numpy as np
 
@@ -619,8 +618,7 @@ class ExpressionTangent:
         expression = template.instantiate(bindings, sweep.module.template_names(
             template, sweep.parsed.local_names))
         return _drop_unset(expression, {marker: template.defaults[p]
-                                        for p, marker in unset.items()},
-                           sweep.module.namespace)
+                                        for p, marker in unset.items()})
 
     def value(self, node, primal=False):
         """An expression for ``node``'s value.  A value the tangent reads is
@@ -712,16 +710,13 @@ def _effect(stmt):
     return stmt
 
 
-def _drop_unset(expression, defaults, namespace):
-    """Leave out keywords whose value is an unset option's marker where the
-    called function (looked up in ``namespace``) has that default itself;
-    elsewhere the marker stands for the option's default."""
+def _drop_unset(expression, defaults):
+    """Leave out keywords whose value is an unset option's marker; elsewhere
+    the marker stands for the option's default."""
     class Drop(S.NodeTransformer):
         def visit_Call(self, call):
-            own = _own_defaults(call.func, namespace)
             call.keywords = [k for k in call.keywords if not (
-                isinstance(k.value, S.Name) and k.value.id in defaults and
-                _same_default(own.get(k.arg, _NO_DEFAULT), defaults[k.value.id]))]
+                isinstance(k.value, S.Name) and k.value.id in defaults)]
             return self.generic_visit(call)
 
         def visit_Name(self, name):
@@ -730,35 +725,6 @@ def _drop_unset(expression, defaults, namespace):
             return name
 
     return Drop().visit(expression)
-
-
-_NO_DEFAULT = object()
-
-
-def _own_defaults(func, namespace):
-    """{parameter: default} of the function the expression ``func`` (``np.sum``)
-    names in ``namespace``; empty when it cannot be looked up or inspected."""
-    path = []
-    while isinstance(func, S.Attribute):
-        path.append(func.attr)
-        func = func.value
-    obj = namespace.get(func.id, getattr(builtins, func.id, None)) \
-        if isinstance(func, S.Name) else None
-    for attr in reversed(path):
-        obj = getattr(obj, attr, None)
-    try:
-        parameters = inspect.signature(obj).parameters.values()
-    except (TypeError, ValueError):
-        return {}
-    return {p.name: p.default for p in parameters if p.default is not p.empty}
-
-
-def _same_default(own, template_default):
-    """Whether leaving a keyword out gives the template's default: NumPy's
-    ``np._NoValue`` default stands for the documented one the template spells."""
-    return own is getattr(np, "_NoValue", _NO_DEFAULT) or \
-        own is not _NO_DEFAULT and isinstance(template_default, S.Constant) and \
-        type(own) is type(template_default.value) and own == template_default.value
 
 
 def _negated(term):
