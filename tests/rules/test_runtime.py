@@ -392,6 +392,10 @@ WITHOUT_RULES = {
     "split_stacked": "called by hstack_vjp and vstack_vjp only, never by generated code",
     "gradient_by_tangents": "its derivative needs the tangents of the tangent function it is "
                             "given: a third derivative of array code, refused",
+    "einsum_vjp_operands_vjp": "in einsum_vjp's second-order rules only: a third derivative "
+                               "of array code, refused",
+    "einsum_vjp_operands_jvp": "in einsum_vjp's second-order rules only: a third derivative "
+                               "of array code, refused",
 }
 
 
