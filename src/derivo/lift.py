@@ -141,7 +141,6 @@ class _MapsAsGenerators(S.NodeTransformer):
                 S.copy_location(part, node)
         return S.copy_location(made, node)
 
-
     def visit_FunctionDef(self, node):
         self.assigned = self.assigned | S.stored_names(node)  # (an outer def's too)
         return self.generic_visit(node)
