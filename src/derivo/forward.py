@@ -119,7 +119,8 @@ class Tangents:
         self.written = {stmt.targets[0].value.id for stmt in S.walk(tree)
                         if is_item_write(stmt)}
         self.writes_in_place = bool(self.written & self.analysis.active)
-        self.stacks = self.find_stacks(tree)
+        self.stacks, self.item_pops = _stacks_with_tangents(
+            tree, self.analysis.active, self.parsed)
         # Arrays the function writes into in place are copies, and so are their tangents.
         out = []
         for ident, other, message in getattr(tree, "apart", []):
@@ -141,54 +142,10 @@ class Tangents:
             kwonly=[a.id for a in args.kwonlyargs], kw_defaults=S.deepcopy(args.kw_defaults))
         return optimize.optimize(function)
 
-    def find_stacks(self, tree):
-        """``push = stack.append`` and ``pop = stack.pop`` (how reverse-mode code
-        saves values) -> {alias: (stack, 'append' | 'pop')}, for the stacks some
-        differentiated value goes through.  Their pushes push tangents too, and
-        their pops pop them, so that ``grad`` code has a tangent (a Hessian)."""
-        aliases = {}
-        for stmt in S.walk(tree):
-            if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
-                    isinstance(stmt.value, S.Attribute) and \
-                    stmt.value.attr in ("append", "pop") and \
-                    isinstance(stmt.value.value, S.Name):
-                aliases[stmt.targets[0].id] = (stmt.value.value.id, stmt.value.attr)
-        active = self.analysis.active
-        self.item_pops = _item_pops(tree, aliases)
-        pushed, popped = {}, {}
-        for stmt in S.walk(tree):
-            alias = _stack_use(stmt, aliases)
-            if alias is not None:
-                stack = aliases[alias][0]
-                if isinstance(stmt, S.Expr):
-                    pushed.setdefault(stack, set()).update(
-                        _pushed_name(a) for a in stmt.value.args)
-                else:
-                    popped.setdefault(stack, set()).add(
-                        self.item_pops.get(id(stmt), stmt.targets[0].id))
-        carried = {}
-        for stack in set(pushed) | set(popped):
-            names = pushed.get(stack, set()) | popped.get(stack, set())
-            if not names & active:
-                continue
-            # Each push of x is undone by an ``x = pop()``, as in reverse-mode code: then
-            # a tangent goes on the stack exactly when its value's name has one.
-            if pushed.get(stack) != popped.get(stack):
-                stmt = next(s for s in S.walk(tree) if _stack_use(s, aliases) is not None
-                            and aliases[_stack_use(s, aliases)][0] == stack)
-                raise self.parsed.error(
-                    UnsupportedSyntax, stmt, "cannot differentiate the list {!r} in forward "
-                    "mode: differentiated values go through it, and only lists where each "
-                    "'push(x)' is undone by an 'x = pop()' are supported".format(stack),
-                    "list")
-            carried[stack] = names
-        return {alias: use for alias, use in aliases.items() if use[0] in carried}
-
     def stack_operation(self, stmt):
         """``push(x)``: ``push(x)`` then ``push(dx)``; ``x = pop()``: ``dx = pop()``
         then ``x = pop()`` (the tangent was pushed last)."""
-        copy = S.deepcopy(stmt)
-        copy.effects = True
+        copy = _effect(S.deepcopy(stmt))
         alias = _stack_use(stmt, self.stacks)
         if isinstance(stmt, S.Expr):
             (item,) = stmt.value.args
@@ -267,9 +224,7 @@ class Tangents:
             return [jump]
         if isinstance(stmt, S.gast.Raise):
             self.zero = None
-        copy = S.deepcopy(stmt)
-        copy.effects = True
-        return [copy]
+        return [_effect(S.deepcopy(stmt))]
 
     def is_trip_counter(self, stmt, block, index):
         """``n = 0`` before a loop that counts its trips: the count is for the
@@ -334,26 +289,9 @@ class Tangents:
             return False  # arithmetic makes a new array, or an immutable number
         if isinstance(tangent, S.IfExp):
             return any(map(self.may_be_a_tangents_memory, (tangent.body, tangent.orelse)))
-        if isinstance(tangent, S.Call) and self.makes_a_new_array(tangent):
+        if isinstance(tangent, S.Call) and _makes_a_new_array(tangent, self.module.namespace):
             return False
         return bool(_names(tangent) & set(self.tangents.values()))
-
-    def makes_a_new_array(self, call):
-        """Whether the generated code's ``call`` (``np.dot(a, b)``) gives a new
-        array: a ufunc, derivo's own copy or zeros, or a primitive the rule tables
-        declare ``returns=NEW`` (see memory.call_result)."""
-        function = call.func
-        if isinstance(function, S.Attribute) and isinstance(function.value, S.Name):
-            owner = self.module.namespace.get(function.value.id)
-            callee = getattr(owner, function.attr, None) if owner is np else None
-        elif isinstance(function, S.Name):
-            callee = self.module.namespace.get(function.id)
-        else:
-            return False
-        if isinstance(callee, np.ufunc) or callee in (runtime.owned, runtime.zero_gradient):
-            return True
-        return callee is not None and rules.returns(
-            callee, len(call.args), [k.arg for k in call.keywords]) == rules.NEW
 
     def commented(self, stmt, code):
         """Point back at the user's line where derivo rewrote it (``s *= c``
@@ -369,8 +307,7 @@ class Tangents:
 
     def call(self, stmt):
         """``t = helper(x, n)`` becomes ``t, dt = helper_jvp(dx, x, n)``."""
-        copy = S.deepcopy(stmt)
-        copy.effects = True
+        copy = _effect(S.deepcopy(stmt))
         target = stmt.targets[0]
         names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
         active = [n for n in names if n in self.analysis.active]
@@ -412,8 +349,7 @@ class Tangents:
 
     def append(self, stmt):
         """``xs.append(v)``, and ``dxs.append(dv)`` if xs has a tangent."""
-        copy = S.deepcopy(stmt)
-        copy.effects = True
+        copy = _effect(S.deepcopy(stmt))
         items, item = stmt.value.func.value.id, stmt.value.args[0]
         if items not in self.analysis.active:
             return [copy]
@@ -425,8 +361,7 @@ class Tangents:
 
     def item_write(self, stmt):
         """``x[i] = v``: ``dx[i] = dv`` first (the index may read x)."""
-        copy = S.deepcopy(stmt)
-        copy.effects = True
+        copy = _effect(S.deepcopy(stmt))
         item, value = stmt.targets[0], stmt.value
         array = item.value.id
         if array not in self.analysis.active:
@@ -664,6 +599,50 @@ class ExpressionTangent:
         return copy
 
 
+def _stacks_with_tangents(tree, active, parsed):
+    """``push = stack.append`` and ``pop = stack.pop`` (how reverse-mode code
+    saves values) -> ({alias: (stack, 'append' | 'pop')}, the pops restoring
+    an array's part, see :func:`_item_pops`), for the stacks some
+    differentiated value goes through.  Their pushes push tangents too, and
+    their pops pop them, so that ``grad`` code has a tangent (a Hessian)."""
+    aliases = {}
+    for stmt in S.walk(tree):
+        if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name) and \
+                isinstance(stmt.value, S.Attribute) and \
+                stmt.value.attr in ("append", "pop") and \
+                isinstance(stmt.value.value, S.Name):
+            aliases[stmt.targets[0].id] = (stmt.value.value.id, stmt.value.attr)
+    item_pops = _item_pops(tree, aliases)
+    pushed, popped = {}, {}
+    for stmt in S.walk(tree):
+        alias = _stack_use(stmt, aliases)
+        if alias is not None:
+            stack = aliases[alias][0]
+            if isinstance(stmt, S.Expr):
+                pushed.setdefault(stack, set()).update(
+                    _pushed_name(a) for a in stmt.value.args)
+            else:
+                popped.setdefault(stack, set()).add(
+                    item_pops.get(id(stmt), stmt.targets[0].id))
+    carried = {}
+    for stack in set(pushed) | set(popped):
+        names = pushed.get(stack, set()) | popped.get(stack, set())
+        if not names & active:
+            continue
+        # Each push of x is undone by an ``x = pop()``, as in reverse-mode code: then
+        # a tangent goes on the stack exactly when its value's name has one.
+        if pushed.get(stack) != popped.get(stack):
+            stmt = next(s for s in S.walk(tree) if _stack_use(s, aliases) is not None
+                        and aliases[_stack_use(s, aliases)][0] == stack)
+            raise parsed.error(
+                UnsupportedSyntax, stmt, "cannot differentiate the list {!r} in forward "
+                "mode: differentiated values go through it, and only lists where each "
+                "'push(x)' is undone by an 'x = pop()' are supported".format(stack),
+                "list")
+        carried[stack] = names
+    return {alias: use for alias, use in aliases.items() if use[0] in carried}, item_pops
+
+
 def _stack_use(stmt, aliases):
     """The alias ``stmt`` pushes with (``push(x)``) or pops with (``x = pop()``)."""
     if isinstance(stmt, S.Expr):
@@ -703,6 +682,24 @@ def _item_pops(tree, aliases):
                     and following.value.id == stmt.targets[0].id:
                 found[id(stmt)] = following.targets[0].value.id
     return found
+
+
+def _makes_a_new_array(call, namespace):
+    """Whether the generated code's ``call`` (``np.dot(a, b)``) gives a new
+    array: a ufunc, derivo's own copy or zeros, or a primitive the rule tables
+    declare ``returns=NEW`` (see memory.call_result)."""
+    function = call.func
+    if isinstance(function, S.Attribute) and isinstance(function.value, S.Name):
+        owner = namespace.get(function.value.id)
+        callee = getattr(owner, function.attr, None) if owner is np else None
+    elif isinstance(function, S.Name):
+        callee = namespace.get(function.id)
+    else:
+        return False
+    if isinstance(callee, np.ufunc) or callee in (runtime.owned, runtime.zero_gradient):
+        return True
+    return callee is not None and rules.returns(
+        callee, len(call.args), [k.arg for k in call.keywords]) == rules.NEW
 
 
 def _effect(stmt):
@@ -769,7 +766,6 @@ def _insert_before(block, node, stmts):
         if isinstance(stmt, S.If):
             _insert_before(stmt.body, node, stmts)
             _insert_before(stmt.orelse, node, stmts)
-
 
 
 def _refuse_checked_undos(normalized):
