@@ -20,7 +20,7 @@ LAYERS = [
                   "analyze"]),
     ("modes", ["optimize", "accumulate", "forward", "reverse"]),
     ("emit", ["codegen", "numba_cache", "numba_backend", "save", "display"]),
-    ("API", ["cache", "specialise", "transform", "graph", "api", "elementwise", "integrate",
+    ("API", ["cache", "specialise", "transform", "graph", "api", "jacobians", "elementwise", "integrate",
              "check", "cli", "__init__", "__main__"]),
 ]
 ORDER = [module for _, modules in LAYERS for module in modules]

@@ -12,8 +12,9 @@ from .errors import DerivoError, NoDerivativeRule, SourceUnavailable, Unsupporte
 from .rules import defjvp, defpartials, defvjp, nondifferentiable, primitive  # noqa: E402
 from .runtime import stop_gradient  # noqa: E402
 from .trees import register_container  # noqa: E402
-from .api import (Derivative, cache_info, grad, hessian, hvp, jacobian, jvp,  # noqa: E402
-                  save_module, source, tangent, value_and_grad, vjp)
+from .api import (Derivative, cache_info, grad, jvp, save_module, source, tangent,  # noqa: E402
+                  value_and_grad, vjp)
+from .jacobians import hessian, hvp, jacobian  # noqa: E402
 from .check import check_grad, forward_gradient  # noqa: E402
 from .elementwise import elementwise_grad  # noqa: E402
 from .checkpoints import checkpointed  # noqa: E402

@@ -39,6 +39,8 @@ from .statements import assigned_names, is_item_write, names_of
 #: Rules whose VJPs sum an adjoint broadcast to more than the value's shape down
 #: to it (see runtime.matmul_vjp_left)
 _SUMS_ITS_ADJOINT = (S.MatMult, np.matmul)
+#: the modules of the public functions that make derivatives (derivo.grad, derivo.hessian)
+API_MODULES = ("derivo.api", "derivo.jacobians")
 
 
 class Node:
@@ -331,7 +333,7 @@ class Planner:
                        "derivo differentiates array code up to second order "
                        "(derivo.hessian, derivo.hvp)".format(
                            user, self.parsed.tree.name, site.label))
-        elif S.is_derivo(site.key) and getattr(site.key, "__module__", "") == "derivo.api" \
+        elif S.is_derivo(site.key) and getattr(site.key, "__module__", "") in API_MODULES \
                 or _calls_derivo_api(node, self.parsed, self.normalized.tree):
             message = ("cannot differentiate through {!r} called inside the differentiated "
                        "function: make the derivative once outside it "
@@ -404,4 +406,4 @@ def _calls_derivo_api(node, parsed, tree):
     if not isinstance(callee, S.Call):
         return False
     made_by = parsed.resolve_callee(callee)
-    return S.is_derivo(made_by) and getattr(made_by, "__module__", "") == "derivo.api"
+    return S.is_derivo(made_by) and getattr(made_by, "__module__", "") in API_MODULES
