@@ -193,8 +193,8 @@ def sequence_arithmetic(func, _seen=frozenset()):
     ``(ANY, Field("w"))``: the field w of any item), through calls of user
     functions too, each with the error to raise (at the first such operand).
     Called with a container in which a path reaches a list or a tuple, the
-    function joins or repeats sequences (see ``api.Derivative._refuse_joined``).  Read from the statement form,
-    where a rebinding at the top level is a new name (``xs = np.asarray(xs)``
+    function joins or repeats sequences (see ``api._ArgumentChecks.refuse_joined``).
+    Read from the statement form, where a rebinding at the top level is a new name (``xs = np.asarray(xs)``
     is an array); an operation derivo would not differentiate counts too."""
     normalized = normalize(parse(func))
     parsed, tree = normalized.parsed, normalized.tree

@@ -208,6 +208,97 @@ class _DerivativeType(type):
             "derivo_function" in getattr(getattr(obj, "__func__", None), "__dict__", {})
 
 
+class _ArgumentChecks:
+    """What a derivative checks of the arguments it differentiates, on every
+    call: that each is real, or a container of reals, and that the function
+    does not join or repeat a list it differentiates (its adjoint would be
+    silently wrong).  ``checked`` holds (position or None, name) per argument."""
+
+    def __init__(self, func, checked):
+        self.func = func
+        self.checked = checked
+
+    def __call__(self, args, kwargs, item_types):
+        """Refuse a differentiated argument that is not real: a string, None, a
+        bool or a complex number would give a meaningless derivative.  Refuse a
+        list or tuple the function would join or repeat with + or *, whose
+        adjoint would be silently wrong.
+
+        Returns the differentiated arguments (``_DEFAULT`` for one left to its
+        default value).
+        """
+        values = []
+        for index, name in self.checked:
+            value = args[index] if index is not None and index < len(args) else \
+                kwargs.get(name, _DEFAULT)
+            values.append(value)
+            if value is not _DEFAULT and _is_tree(value):
+                self.check_tree(name, value)
+                continue
+            flat = isinstance(value, (list, tuple)) and item_types[id(value)] <= _PLAIN_REALS
+            if value is not _DEFAULT and not flat and not _is_real(value):
+                raise DerivoError(
+                    "{}: cannot differentiate with respect to {}={}: derivo differentiates "
+                    "real numbers (float, int, NumPy arrays of them) and containers of them "
+                    "(lists, tuples, dicts, dataclasses, NamedTuples, classes registered with "
+                    "derivo.register_container), got {}{}".format(
+                        self.func.__qualname__, name, _short_repr(value),
+                        type(value).__name__, _LAZY_ARRAY if _is_lazy_array(value) else ""))
+            floats = flat and item_types[id(value)] is _FLOATS  # told at C speed
+            if value is not _DEFAULT and not floats and _integral(value):
+                raise DerivoError(
+                    "{0}: cannot differentiate with respect to {1}={2}, which holds integers: "
+                    "derivo differentiates floats (as JAX does), and {0} may use {1} as an "
+                    "integer (math.factorial({1}), range({1})), whose derivative is not its "
+                    "change with {1}; if {0} is smooth in {1}, pass {3}, else leave {1} out "
+                    "of wrt".format(self.func.__qualname__, name, _short_repr(value),
+                                    _as_floats_hint(name, value)))
+            if isinstance(value, (list, tuple)):
+                self.refuse_joined(name, value, flat)
+        return values
+
+    def check_tree(self, name, value):
+        """Refuse the container ``value`` given for the parameter ``name`` when it
+        holds a complex number, whose derivative derivo does not take, or when
+        the function may join or repeat a list in it; its other leaves that are
+        not floats (ints, strings, flags) pass through and get None.  A container
+        given for a parameter the function reads only as a number is refused."""
+        if name not in self.read_whole:
+            raise DerivoError(
+                "{}: cannot differentiate with respect to {}={}: derivo differentiates real "
+                "numbers, and containers of them that the function reads by part ({}[...], "
+                "{}.field), but {} uses {} only as a number".format(
+                    self.func.__qualname__, name, _short_repr(value), name, name,
+                    self.func.__qualname__, name))
+        for leaf in trees.leaves(value):
+            if trees.is_complex(leaf):
+                raise DerivoError(
+                    "{}: cannot differentiate with respect to {}={}: it holds the complex "
+                    "number {}, and derivo differentiates real numbers; pass its real and "
+                    "imaginary parts as floats".format(
+                        self.func.__qualname__, name, _short_repr(value),
+                        _short_repr(leaf)))
+        if trees.holds_sequence(value):  # (else nothing in it can be joined)
+            self.refuse_joined(name, value, False)
+
+    def refuse_joined(self, name, value, flat):
+        """Refuse the container ``value`` given for the parameter ``name`` if
+        the function may join or repeat it, or a list inside it, with + or *: its
+        adjoint would be silently wrong.  ``flat``: its items are plain numbers
+        (only the list itself, or a tuple zip makes of its items, can be joined)."""
+        for path, error in self.sequence_arithmetic.get(name, {}).items():
+            if (not path or path[0] is trees.ZIPPED) if flat else trees.sequence_on(value, path):
+                raise error
+
+    @functools.cached_property
+    def read_whole(self):
+        return parameters_read_whole(self.func)
+
+    @functools.cached_property
+    def sequence_arithmetic(self):
+        return sequence_arithmetic(self.func)
+
+
 class Derivative(metaclass=_DerivativeType):
     """A generated derivative: call it like the function it was made from.
 
@@ -234,9 +325,9 @@ class Derivative(metaclass=_DerivativeType):
                  has_aux=False, pullback=False, bound=((), {})):
         func = _as_python(func)
         positional = [p.name for p in _parameters(func) if p.kind != p.KEYWORD_ONLY]
-        # (position or None, name) of each argument whose type is checked
-        self._checked = [(positional.index(n) if n in positional else None, n) for n in wrt] \
-            if kind in _TYPE_CHECKED_KINDS else []
+        self._arguments = _ArgumentChecks(func, [
+            (positional.index(n) if n in positional else None, n) for n in wrt
+        ] if kind in _TYPE_CHECKED_KINDS else [])
         self.__wrapped__ = func
         self.kind = kind
         self.wrt = wrt
@@ -360,7 +451,8 @@ class Derivative(metaclass=_DerivativeType):
         # the types of each list's items, collected once at C speed for the checks
         # and the gradients' structure: this runs on every call with a list
         item_types = {id(v): _item_types(v) for v in values if isinstance(v, (list, tuple))}
-        differentiated = self._check_arguments(args, kwargs, item_types) if self._checked else ()
+        differentiated = self._arguments(args, kwargs, item_types) \
+            if self._arguments.checked else ()
         result = self._code_to_run(values, item_types)(*args, **kwargs)
         if any(map(_low_precision, differentiated)):
             result = self._gradients_in_precision(result, differentiated)
@@ -426,86 +518,6 @@ class Derivative(metaclass=_DerivativeType):
         scalar in ``values`` (the differentiated arguments) of its dtype, as JAX
         gives it: the generated code computes in float64 where NumPy promotes."""
         return self._with_gradients(result, list(map(_of_dtype, self._gradients(result), values)))
-
-    def _check_arguments(self, args, kwargs, item_types):
-        """Refuse a differentiated argument that is not real: a string, None, a
-        bool or a complex number would give a meaningless derivative.  Refuse a
-        list or tuple the function would join or repeat with + or *, whose
-        adjoint would be silently wrong.
-
-        Returns the differentiated arguments (``_DEFAULT`` for one left to its
-        default value).
-        """
-        values = []
-        for index, name in self._checked:
-            value = args[index] if index is not None and index < len(args) else \
-                kwargs.get(name, _DEFAULT)
-            values.append(value)
-            if value is not _DEFAULT and _is_tree(value):
-                self._check_tree(name, value)
-                continue
-            flat = isinstance(value, (list, tuple)) and item_types[id(value)] <= _PLAIN_REALS
-            if value is not _DEFAULT and not flat and not _is_real(value):
-                raise DerivoError(
-                    "{}: cannot differentiate with respect to {}={}: derivo differentiates "
-                    "real numbers (float, int, NumPy arrays of them) and containers of them "
-                    "(lists, tuples, dicts, dataclasses, NamedTuples, classes registered with "
-                    "derivo.register_container), got {}{}".format(
-                        self.__wrapped__.__qualname__, name, _short_repr(value),
-                        type(value).__name__, _LAZY_ARRAY if _is_lazy_array(value) else ""))
-            floats = flat and item_types[id(value)] is _FLOATS  # told at C speed
-            if value is not _DEFAULT and not floats and _integral(value):
-                raise DerivoError(
-                    "{0}: cannot differentiate with respect to {1}={2}, which holds integers: "
-                    "derivo differentiates floats (as JAX does), and {0} may use {1} as an "
-                    "integer (math.factorial({1}), range({1})), whose derivative is not its "
-                    "change with {1}; if {0} is smooth in {1}, pass {3}, else leave {1} out "
-                    "of wrt".format(self.__wrapped__.__qualname__, name, _short_repr(value),
-                                    _as_floats_hint(name, value)))
-            if isinstance(value, (list, tuple)):
-                self._refuse_joined(name, value, flat)
-        return values
-
-    def _check_tree(self, name, value):
-        """Refuse the container ``value`` given for the parameter ``name`` when it
-        holds a complex number, whose derivative derivo does not take, or when
-        the function may join or repeat a list in it; its other leaves that are
-        not floats (ints, strings, flags) pass through and get None.  A container
-        given for a parameter the function reads only as a number is refused."""
-        if name not in self._read_whole:
-            raise DerivoError(
-                "{}: cannot differentiate with respect to {}={}: derivo differentiates real "
-                "numbers, and containers of them that the function reads by part ({}[...], "
-                "{}.field), but {} uses {} only as a number".format(
-                    self.__wrapped__.__qualname__, name, _short_repr(value), name, name,
-                    self.__wrapped__.__qualname__, name))
-        for leaf in trees.leaves(value):
-            if trees.is_complex(leaf):
-                raise DerivoError(
-                    "{}: cannot differentiate with respect to {}={}: it holds the complex "
-                    "number {}, and derivo differentiates real numbers; pass its real and "
-                    "imaginary parts as floats".format(
-                        self.__wrapped__.__qualname__, name, _short_repr(value),
-                        _short_repr(leaf)))
-        if trees.holds_sequence(value):  # (else nothing in it can be joined)
-            self._refuse_joined(name, value, False)
-
-    def _refuse_joined(self, name, value, flat):
-        """Refuse the container ``value`` given for the parameter ``name`` if
-        the function may join or repeat it, or a list inside it, with + or *: its
-        adjoint would be silently wrong.  ``flat``: its items are plain numbers
-        (only the list itself, or a tuple zip makes of its items, can be joined)."""
-        for path, error in self._sequence_arithmetic.get(name, {}).items():
-            if (not path or path[0] is trees.ZIPPED) if flat else trees.sequence_on(value, path):
-                raise error
-
-    @functools.cached_property
-    def _read_whole(self):
-        return parameters_read_whole(self.__wrapped__)
-
-    @functools.cached_property
-    def _sequence_arithmetic(self):
-        return sequence_arithmetic(self.__wrapped__)
 
     def _for_arrays(self):
         """The array code of the function as it is now (see _bring_up_to_date)."""
@@ -1374,13 +1386,13 @@ def _copied(value):
 
 def _refuse_joined_sequences(derivative, func, args, positions):
     """Refuse the lists and tuples among ``args`` (at ``positions``) that ``func``
-    may join or repeat (see Derivative._refuse_joined)."""
+    may join or repeat (see _ArgumentChecks.refuse_joined)."""
     names = [p.name for p in _parameters(func)]
     for index in positions:
         value = args[index]
         if isinstance(value, (list, tuple)):
-            derivative.__self__._refuse_joined(names[index], value,
-                                               _item_types(value) <= _PLAIN_REALS)
+            derivative.__self__._arguments.refuse_joined(names[index], value,
+                                                         _item_types(value) <= _PLAIN_REALS)
 
 
 def _differentiable(value):

@@ -20,7 +20,7 @@ same dataclass or NamedTuple, ``unflatten(aux, parts)`` for a registered class.
 A leaf that is not a float or a float array (an int, a bool, a string, None, any
 other object) is not differentiated: its gradient is ``None``.  (A list or a
 tuple of plain numbers holding an int is refused at the call instead, as an int
-argument is: see ``api.Derivative._check_arguments``.)
+argument is: see ``api._ArgumentChecks``.)
 """
 
 import dataclasses
