@@ -1635,3 +1635,53 @@ def test_the_copy_a_refusal_suggests_is_of_the_whole_expression():
     error = refusal(written_through_a_chosen_alias, np.ones(3), np.ones(3), 0.5)
     assert_points_at(error, line_of(written_through_a_chosen_alias, "b = y if"), "copy")
     assert "b = (y if c > 0.11 else z).copy()" in str(error)
+
+
+# ---------------------------------------------------------------------------
+# refusals the generated code's run time makes
+# ---------------------------------------------------------------------------
+
+def written_through_a_repeated_index(x, c):
+    y = x * 1.0
+    y[[1, 1]] += c
+    return np.sum(y * y)
+
+
+def repeats_in_a_helper(y, c):
+    y = y * 1.0
+    y[np.array([0, 0])] += c
+    return y
+
+
+def calls_a_helper_that_repeats(x, c):
+    return np.sum(repeats_in_a_helper(x, c) ** 2)
+
+
+def an_array_result(x):
+    y = x * 2.0
+    return y
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"wrt": (0, 1)}])
+def test_a_refusal_at_run_time_points_at_the_line_its_code_reverses(kwargs):
+    # the repeats are seen only when the index's value is: by the generated code
+    err = refusal(written_through_a_repeated_index, np.array([0.5, -0.8, 0.9]), 0.6, **kwargs)
+    assert_points_at(err, line_of(written_through_a_repeated_index, "y[[1, 1]]"), "repeats")
+    assert err.col == 4
+
+
+def test_a_refusal_at_run_time_in_a_helper_points_into_the_helper():
+    err = refusal(calls_a_helper_that_repeats, np.ones(3), 0.5, wrt=1)
+    assert_points_at(err, line_of(repeats_in_a_helper, "y[np.array"), "repeats")
+
+
+def test_a_refusal_of_the_result_at_run_time_points_at_the_function():
+    err = refusal(an_array_result, np.ones(3))
+    assert_points_at(err, line_of(an_array_result, "def "), "scalar")
+
+
+def test_a_refusal_of_an_argument_names_the_function_not_a_line():
+    with pytest.raises(DerivoError) as info:
+        derivo.grad(an_array_result)("a string")
+    assert info.value.filename is None
+    assert str(info.value).startswith("an_array_result: cannot differentiate")

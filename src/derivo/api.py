@@ -17,7 +17,7 @@ import numpy as np
 
 from . import __version__, cache, codegen, display, numba_backend, rules, save, specialise, trees
 from . import syntax as S
-from .errors import DerivoError
+from .errors import GENERATED_ORIGINS, DerivoError
 from .fence import check_supported
 from .parse import (GENERATED_PREFIX, MISSING, parse, parsing_once, recording_reads,
                     too_deep)
@@ -885,6 +885,7 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
         live = cache.LiveReads(reads.values(), generation)
         namespace = codegen.compile_module(source, module.namespace, name)
         compiled, entry_source = namespace[name], source
+        GENERATED_ORIGINS[compiled.__code__.co_filename] = module.origins
         if loops[3] == "numba":
             compiled, entry_source = numba_backend.compiled(
                 namespace, [f.name for f in module.functions], name)

@@ -1,5 +1,19 @@
 """derivo's error hierarchy: every refusal names the construct and the user's file:line:col."""
 
+import linecache
+import re
+import sys
+
+#: {file name of generated code: {generated function name: (the file of the user's
+#: function it was made from, the line of its ``def``)}}, filled as code is compiled
+GENERATED_ORIGINS = {}
+
+#: how generated code points back at the user's line (see reverse.Sweep.commented)
+_LINE_COMMENT = re.compile(r"\s*# line (\d+): ")
+#: modules whose errors are about the call or the transformation, not about a
+#: line of the user's that generated code runs: their raisers locate them
+_LOCATED_BY_RAISER = ("derivo.api", "derivo.jacobians", "derivo.transform")
+
 
 class DerivoError(Exception):
     """Something derivo cannot differentiate, or a call that makes no sense.
@@ -9,6 +23,8 @@ class DerivoError(Exception):
     """
 
     def __init__(self, message, filename=None, lineno=None, col=None, construct=None):
+        if filename is None:  # raised by derivo's code that generated code calls
+            filename, lineno, col = _running_user_line()
         self.message = message
         self.filename = filename
         self.lineno = lineno
@@ -25,6 +41,30 @@ class DerivoError(Exception):
             if self.col is not None:
                 where.append(str(self.col))
         return ":".join(where) + ": " + self.message
+
+
+def _running_user_line():
+    """(file, line, col) of the user's line whose generated code runs now, in the
+    innermost frame of generated code: the nearest ``# line N:`` comment above
+    the frame's line, else the user's ``def``; Nones outside generated code."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_globals.get("__name__") in _LOCATED_BY_RAISER:
+            break
+        code = frame.f_code
+        origin = GENERATED_ORIGINS.get(code.co_filename, {}).get(code.co_name)
+        if origin is not None:
+            filename, lineno = origin
+            generated = linecache.getlines(code.co_filename)
+            for text in reversed(generated[code.co_firstlineno:frame.f_lineno]):
+                comment = _LINE_COMMENT.match(text)
+                if comment:
+                    lineno = int(comment.group(1))
+                    break
+            text = linecache.getline(filename, lineno)
+            return filename, lineno, len(text) - len(text.lstrip())
+        frame = frame.f_back
+    return None, None, None
 
 
 class UnsupportedSyntax(DerivoError):

@@ -99,6 +99,7 @@ class Build:
         self.functions = []
         self.namespace = {}           # free name -> object, shared by all functions
         self.user_sources = {}        # name -> source of a user function the primal calls
+        self.origins = {}             # generated name -> (user's file, line of its def)
         self.comments = S.Comments()
         self.names = Namer()
         self.vjps = {}                # (code object, params) -> generated name
@@ -163,6 +164,7 @@ class Build:
                     "{!r}, a function with a loop or a branch,".format(func.__name__)))
             name = name or self.names.fresh("{}_{}".format(parsed.tree.name, KIND_SUFFIX[kind]))
             self.names.taken.add(name)
+            self.origins[name] = (parsed.filename, parsed.tree.lineno)
             self.bind_free_names(parsed, normalized.tree)
             if kind == "jvp":
                 self.functions.append(forward(normalized, wrt, self, name, self.arrays))
