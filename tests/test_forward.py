@@ -696,3 +696,38 @@ def test_jvp_refuses_a_tuple_joined_to_another():
     # its tangent code indexed past the tangent's end (IndexError), as grad refuses it
     with pytest.raises(derivo.DerivoError, match="joins such sequences"):
         derivo.jvp(prepended, ((2.0, 3.0),), ((1.0, 0.0),))
+
+
+def grown_by_a_join(x, y):
+    items = [x]
+    items += [y]
+    return items[0] * 3.0 + items[1] * 5.0
+
+
+def tuple_joined(x, y):
+    pair = (x, 2.0)
+    triple = pair + (y * y,)
+    return triple[0] * triple[2] + triple[1]
+
+
+def joined_twice(x, y):
+    head = [x * y]
+    tail = [math.sin(x), y]
+    both = head + tail + [x]
+    return both[0] + both[1] * both[2] + both[3] ** 2
+
+
+@pytest.mark.parametrize("f", [grown_by_a_join, tuple_joined, joined_twice])
+@pytest.mark.parametrize("wrt", [0, 1])
+def test_the_tangent_of_a_join_of_built_sequences_keeps_each_items_place(f, wrt):
+    # a symbolic zero on one side is written out as zeros of that side's length
+    point = [0.7, 0.3]
+    tangents = [0.0, 0.0]
+    tangents[wrt] = 1.0
+    value, tangent = derivo.jvp(f, point, tangents)
+    h = 1e-6
+    up, down = list(point), list(point)
+    up[wrt] += h
+    down[wrt] -= h
+    assert value == pytest.approx(f(*point))
+    assert tangent == pytest.approx((f(*up) - f(*down)) / (2 * h), rel=1e-6)

@@ -23,6 +23,8 @@ The refusals of in-place changes derivo cannot follow are :mod:`derivo.writes`'s
 of joined sequences.
 """
 
+import functools
+
 from . import form, rules, trees
 from . import syntax as S
 from .activity import Activity
@@ -73,19 +75,28 @@ class Analysis:
         numbers and arrays, so the derivative would be silently wrong.  (A list
         the caller passes is checked when the call comes: see
         :func:`sequence_arithmetic`.)"""
-        tuples = {s.targets[0].id for s in S.walk(self.normalized.tree)
-                  if isinstance(s, S.Assign) and isinstance(s.targets[0], S.Name)
-                  and isinstance(s.value, S.Tuple)}
         for node in S.walk(self.normalized.tree):
             if not (isinstance(node, S.BinOp) and isinstance(node.op, (S.Add, S.Mult))):
                 continue
             for operand in (node.left, node.right):
-                built = isinstance(operand, (S.List, S.Tuple, S.gast.ListComp)) or \
-                    isinstance(operand, S.Name) and operand.id in self.lists | tuples or \
-                    isinstance(operand, S.Call) and \
-                    self.parsed.callee_key(operand) in (list, tuple, sorted)
-                if built and self.differentiable_names(operand) & self.active:
+                if self.builds_a_sequence(operand) and \
+                        self.differentiable_names(operand) & self.active:
                     raise _joined_sequence_error(self.parsed, node, operand)
+
+    def builds_a_sequence(self, operand):
+        """Whether ``operand`` may be a list or a tuple the function builds (a
+        display, a comprehension, list(...), a name assigned one), which + joins."""
+        return isinstance(operand, (S.List, S.Tuple, S.gast.ListComp)) or \
+            isinstance(operand, S.Name) and operand.id in self.lists | self.tuples or \
+            isinstance(operand, S.Call) and \
+            self.parsed.callee_key(operand) in (list, tuple, sorted)
+
+    @functools.cached_property
+    def tuples(self):
+        """The names the function assigns a tuple display."""
+        return {s.targets[0].id for s in S.walk(self.normalized.tree)
+                if isinstance(s, S.Assign) and isinstance(s.targets[0], S.Name)
+                and isinstance(s.value, S.Tuple)}
 
     # --- the phases --------------------------------------------------------
 

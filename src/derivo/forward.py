@@ -88,7 +88,7 @@ class Tangents:
             return S.call(S.attribute(S.name(self.builtin("dict")), "fromkeys"), S.name(ident),
                           S.const(0.0))
         if ident in self.analysis.lists or (ident in self.written and not self.arrays):
-            return S.binop(S.gast.List(elts=[S.const(0.0)], ctx=S.Load()), S.Mult(),
+            return S.binop(S.list_([S.const(0.0)]), S.Mult(),
                            S.call(self.builtin("len"), S.name(ident)))
         return self.zero_like(S.name(ident))
 
@@ -247,8 +247,7 @@ class Tangents:
         tangent = expression.tangent(stmt.value)
         if tangent is None and target in self.analysis.lists and isinstance(stmt.value, S.List):
             # A list that grows or is written gets a tangent list from the start.
-            tangent = S.gast.List(elts=[expression.zero(e) for e in stmt.value.elts],
-                                  ctx=S.Load())
+            tangent = S.list_(expression.zero(e) for e in stmt.value.elts)
         if tangent is None:
             self.zero.add(target)
             return [copy]
@@ -490,7 +489,30 @@ class ExpressionTangent:
             if isinstance(node, S.gast.Dict):
                 return S.gast.Dict(keys=[S.deepcopy(k) for k in node.keys], values=elements)
             return type(node)(elts=elements, ctx=S.Load())
+        if isinstance(node, S.BinOp) and isinstance(node.op, S.Add) and \
+                any(map(sweep.analysis.builds_a_sequence, (node.left, node.right))):
+            return self.joined_tangent(node)
         return self.rule_tangent(node, entry)
+
+    def joined_tangent(self, node):
+        """``a + b`` of lists or tuples joins them, and its tangent joins theirs:
+        a symbolic zero is written out, as zeros of its operand's length."""
+        operands = (node.left, node.right)
+        tangents = [self.tangent(operand) for operand in operands]
+        if all(t is None for t in tangents):
+            return None
+        for index, operand in enumerate(operands):
+            if tangents[index] is not None:
+                continue
+            if isinstance(operand, (S.List, S.Tuple)):  # a display: as many zeros
+                tangents[index] = type(operand)(elts=[S.const(0.0) for _ in operand.elts],
+                                                ctx=S.Load())
+                continue
+            tuple_ = isinstance(operand, S.Name) and operand.id in self.sweep.analysis.tuples
+            zero = (S.tuple_ if tuple_ else S.list_)([S.const(0.0)])
+            tangents[index] = S.binop(zero, S.Mult(), S.call(
+                self.sweep.builtin("len"), self.value(operand)))
+        return S.binop(tangents[0], S.Add(), tangents[1])
 
     def zero(self, node):
         """A zero tangent shaped like ``node``'s value."""

@@ -277,6 +277,10 @@ def tuple_(elts, store_ctx=False):
     return gast.Tuple(elts=list(elts), ctx=gast.Store() if store_ctx else gast.Load())
 
 
+def list_(elts):
+    return gast.List(elts=list(elts), ctx=gast.Load())
+
+
 def compare_is_none(operand):
     """``operand is None``; ``operand`` a name or a node."""
     operand = name(operand) if isinstance(operand, str) else operand
