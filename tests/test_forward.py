@@ -731,3 +731,33 @@ def test_the_tangent_of_a_join_of_built_sequences_keeps_each_items_place(f, wrt)
     down[wrt] -= h
     assert value == pytest.approx(f(*point))
     assert tangent == pytest.approx((f(*up) - f(*down)) / (2 * h), rel=1e-6)
+
+
+def nested_displays(x, y):
+    c = [(x,), (1.0, y)]
+    return c[1][1] * 3.0 + c[0][0]
+
+
+def nested_dict_display(x, y):
+    c = {"a": [x, 2.0], "b": (1.0, {"k": y})}
+    return c["b"][1]["k"] * 3.0 + c["a"][0] * c["a"][1]
+
+
+def display_of_a_list(x, y):
+    inner = [1.0, 2.0]
+    c = [inner, x]
+    return c[0][1] * x + c[1] * y
+
+
+@pytest.mark.parametrize("f", [nested_displays, nested_dict_display, display_of_a_list])
+@pytest.mark.parametrize("tangents", [(1.0, None), (None, 1.0), (1.0, 0.5)])
+def test_an_item_of_a_display_with_a_zero_tangent_keeps_its_structure(f, tangents):
+    # the zero of (1.0, y) with y's tangent None was the number 0.0, then subscripted
+    point = (0.7, 0.2)
+    direction = [t or 0.0 for t in tangents]
+    h = 1e-6
+    expected = (f(*[p + h * d for p, d in zip(point, direction)]) -
+                f(*[p - h * d for p, d in zip(point, direction)])) / (2 * h)
+    value, tangent = derivo.jvp(f, point, tangents)
+    assert value == pytest.approx(f(*point))
+    assert tangent == pytest.approx(expected, rel=1e-6)

@@ -484,7 +484,7 @@ class ExpressionTangent:
             elements = [self.tangent(e) for e in entry.operands]
             if all(t is None for t in elements):
                 return None
-            elements = [self.zero(e) if t is None else t
+            elements = [self.zero_shaped(e) if t is None else t
                         for e, t in zip(entry.operands, elements)]
             if isinstance(node, S.gast.Dict):
                 return S.gast.Dict(keys=[S.deepcopy(k) for k in node.keys], values=elements)
@@ -517,6 +517,19 @@ class ExpressionTangent:
     def zero(self, node):
         """A zero tangent shaped like ``node``'s value."""
         return self.sweep.zero_like(self.value(node) if self.sweep.arrays else None)
+
+    def zero_shaped(self, node):
+        """A zero tangent for an item of a display: a display of zeros for a
+        display (``[(x,), (1.0, y)]`` has the tangent ``[(dx,), (0.0, 0.0)]``), a
+        name's zero as its variable's (a list's is a list), else :meth:`zero`."""
+        if isinstance(node, (S.List, S.Tuple)):
+            return type(node)(elts=list(map(self.zero_shaped, node.elts)), ctx=S.Load())
+        if isinstance(node, S.gast.Dict) and None not in node.keys:
+            return S.gast.Dict(keys=[S.deepcopy(k) for k in node.keys],
+                               values=list(map(self.zero_shaped, node.values)))
+        if isinstance(node, S.Name):
+            return self.sweep.zero_of(node.id)
+        return self.zero(node)
 
     def rule_tangent(self, node, entry):
         rule = entry.rule
