@@ -17,7 +17,7 @@ import numpy as np
 
 from . import __version__, cache, codegen, display, numba_backend, rules, save, specialise, trees
 from . import syntax as S
-from .errors import GENERATED_ORIGINS, DerivoError
+from .errors import GENERATED_ORIGINS, DerivoError, user_line
 from .fence import check_supported
 from .parse import (GENERATED_PREFIX, MISSING, parse, parsing_once, recording_reads,
                     too_deep)
@@ -1006,12 +1006,19 @@ def _refused_again(error, user):
                       "" if write is None else " (line {}: {})".format(
                           write.lineno, parse(user).source_line(write.lineno)), label))
     else:
+        found = user_line(error.filename, error.lineno) if error.lineno else None
+        if found is not None and code is not None and found[0] == code.co_filename:
+            where = found[1]
         reason = ("derivo refuses line {} of the derivative it generated for it ({}); "
                   "differentiate a version of {} without this construct".format(
                       error.lineno, error.message, label))
-    return type(error)(
-        "cannot differentiate {} a second time: {}".format(label, reason),
-        code.co_filename if code else None, where, None, error.construct)
+    filename = code.co_filename if code else None
+    col = None
+    if filename is not None:
+        text = linecache.getline(filename, where)
+        col = len(text) - len(text.lstrip())
+    return type(error)("cannot differentiate {} a second time: {}".format(label, reason),
+                       filename, where, col, error.construct)
 
 
 def _first_write_in_place(func):

@@ -10,6 +10,7 @@ GENERATED_ORIGINS = {}
 
 #: how generated code points back at the user's line (see reverse.Sweep.commented)
 _LINE_COMMENT = re.compile(r"\s*# line (\d+): ")
+_DEFINITION = re.compile(r"def (\w+)\(")
 #: modules whose errors are about the call or the transformation, not about a
 #: line of the user's that generated code runs: their raisers locate them
 _LOCATED_BY_RAISER = ("derivo.api", "derivo.jacobians", "derivo.transform")
@@ -45,26 +46,40 @@ class DerivoError(Exception):
 
 def _running_user_line():
     """(file, line, col) of the user's line whose generated code runs now, in the
-    innermost frame of generated code: the nearest ``# line N:`` comment above
-    the frame's line, else the user's ``def``; Nones outside generated code."""
+    innermost frame of generated code; Nones outside generated code."""
     frame = sys._getframe(2)
     while frame is not None:
         if frame.f_globals.get("__name__") in _LOCATED_BY_RAISER:
             break
-        code = frame.f_code
-        origin = GENERATED_ORIGINS.get(code.co_filename, {}).get(code.co_name)
-        if origin is not None:
-            filename, lineno = origin
-            generated = linecache.getlines(code.co_filename)
-            for text in reversed(generated[code.co_firstlineno:frame.f_lineno]):
-                comment = _LINE_COMMENT.match(text)
-                if comment:
-                    lineno = int(comment.group(1))
-                    break
-            text = linecache.getline(filename, lineno)
-            return filename, lineno, len(text) - len(text.lstrip())
+        found = user_line(frame.f_code.co_filename, frame.f_lineno)
+        if found is not None:
+            return found
         frame = frame.f_back
     return None, None, None
+
+
+def user_line(filename, lineno):
+    """(file, line, col) of the user's line that line ``lineno`` of the generated
+    code in ``filename`` comes from: the nearest ``# line N:`` comment above it in
+    its function, else the user's ``def``; None if derivo did not generate it."""
+    functions = GENERATED_ORIGINS.get(filename)
+    if not functions:
+        return None
+    commented = None
+    for text in reversed(linecache.getlines(filename)[:lineno]):
+        comment = _LINE_COMMENT.match(text)
+        if comment and commented is None:
+            commented = int(comment.group(1))
+        definition = _DEFINITION.match(text)
+        if definition:
+            origin = functions.get(definition.group(1))
+            if origin is None:
+                return None
+            user_file, def_line = origin
+            line = commented or def_line
+            text = linecache.getline(user_file, line)
+            return user_file, line, len(text) - len(text.lstrip())
+    return None
 
 
 class UnsupportedSyntax(DerivoError):
