@@ -761,3 +761,15 @@ def test_an_item_of_a_display_with_a_zero_tangent_keeps_its_structure(f, tangent
     value, tangent = derivo.jvp(f, point, tangents)
     assert value == pytest.approx(f(*point))
     assert tangent == pytest.approx(expected, rel=1e-6)
+
+
+def doubled_by_a_dict_comprehension(x, y):
+    d = {"a": x, "b": y}
+    e = {k: v * 2.0 for k, v in d.items()}
+    return e["a"] + e["b"] * e["a"]
+
+
+def test_the_hessian_through_a_dict_the_gradient_code_copies():
+    # grad's code builds the dict in a copy (e = owned(items)): its tangent is a dict too
+    H = derivo.hessian(doubled_by_a_dict_comprehension, wrt=(0, 1))(0.7, -0.4)
+    assert np.allclose(H, [[0.0, 4.0], [4.0, 0.0]])

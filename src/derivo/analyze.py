@@ -157,6 +157,10 @@ class Analysis:
         return self.kinds.lists
 
     @property
+    def dicts(self):
+        return self.kinds.dicts
+
+    @property
     def containers(self):
         return self.kinds.containers
 

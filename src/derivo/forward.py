@@ -22,7 +22,6 @@ head) and one of them has a tangent.
 """
 
 import builtins
-import functools
 
 import numpy as np
 
@@ -84,20 +83,13 @@ class Tangents:
         # a global (written into, as only a used name gets here) surely holds a value
         if ident not in self.defined and ident in self.analysis.local_names:
             return S.const(0.0)
-        if ident in self.dicts:  # a dict's tangent is a dict, written into by key
+        if ident in self.analysis.dicts:  # a dict's tangent is a dict, written into by key
             return S.call(S.attribute(S.name(self.builtin("dict")), "fromkeys"), S.name(ident),
                           S.const(0.0))
         if ident in self.analysis.lists or (ident in self.written and not self.arrays):
             return S.binop(S.list_([S.const(0.0)]), S.Mult(),
                            S.call(self.builtin("len"), S.name(ident)))
         return self.zero_like(S.name(ident))
-
-    @functools.cached_property
-    def dicts(self):
-        """The names the function assigns a dict display (``out = {}``)."""
-        return {stmt.targets[0].id for stmt in S.walk(self.normalized.tree)
-                if isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)
-                and isinstance(stmt.value, S.gast.Dict)}
 
     def owned(self, ident):
         """``x = owned(x)``: a copy generated code may write into."""

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from . import form, rules
+from . import form, rules, runtime
 from . import syntax as S
 from .ssa import CONSUMERS, is_append
 from .statements import assigned_names, is_item_write, is_range
@@ -97,15 +97,17 @@ class Kinds:
         loop's list is a list the function never appends to).  The adjoint of a
         container may be a list of adjoints, added element by element."""
         tree = self.normalized.tree
+        assigned = [(s.targets[0].id, s.value) for s in S.walk(tree)
+                    if isinstance(s, S.Assign) and isinstance(s.targets[0], S.Name)]
         self.lists = {s.value.func.value.id for s in S.walk(tree) if is_append(s)}
-        self.lists |= {s.targets[0].id for s in S.walk(tree)
-                       if isinstance(s, S.Assign) and isinstance(s.targets[0], S.Name)
-                       and isinstance(s.value, S.List)}
-        copies = [(s.targets[0].id, s.value.id) for s in S.walk(tree) if isinstance(s, S.Assign)
-                  and isinstance(s.targets[0], S.Name) and isinstance(s.value, S.Name)]
-        while any(source in self.lists and target not in self.lists
-                  for target, source in copies):  # ys = items1: a list too
-            self.lists |= {target for target, source in copies if source in self.lists}
+        self.lists |= {target for target, value in assigned if isinstance(value, S.List)}
+        self.dicts = {target for target, value in assigned if isinstance(value, S.gast.Dict)}
+        # ys = items1, e = owned(items): a copy holds what its source holds
+        copies = [(target, self._copied_name(value)) for target, value in assigned
+                  if self._copied_name(value) is not None]
+        for kind in (self.lists, self.dicts):
+            while any(source in kind and target not in kind for target, source in copies):
+                kind |= {target for target, source in copies if source in kind}
         self.containers = self.lists | {n.value.id for n in S.walk(tree)
                                         if isinstance(n, (S.Subscript, S.Attribute))
                                         and isinstance(n.value, S.Name)
@@ -117,6 +119,16 @@ class Kinds:
         self.containers |= {argument.id for call in S.walk(tree) if isinstance(call, S.Call)
                             for argument in self._iterated_whole(call)
                             if isinstance(argument, S.Name)}
+
+    def _copied_name(self, value):
+        """``y`` for ``y`` and for ``owned(y)`` (derivo's copy, in generated code)."""
+        if isinstance(value, S.Name):
+            return value.id
+        if isinstance(value, S.Call) and len(value.args) == 1 and not value.keywords and \
+                isinstance(value.args[0], S.Name) and \
+                self.normalized.parsed.callee_key(value) is runtime.owned:
+            return value.args[0].id
+        return None
 
     def _is_item_read(self, node):
         """Whether ``node`` reads an item (``x[i]``) or a container's field (``p.w``)."""
