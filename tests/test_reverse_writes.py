@@ -521,3 +521,41 @@ def swapped_items(x):
 @pytest.mark.parametrize("f", [copied_before_the_write, swapped_items])
 def test_copies_and_item_values_are_not_refused(f):
     check(f, np.array([0.5, -1.2, 0.9, 0.3]), wrt=(0,))
+
+
+def written_into_integers(x, c):
+    y = np.zeros(3, dtype=int)
+    y[0] = c * 10.0
+    return np.sum(y * x)
+
+
+def written_into_a_full_of_ints(x, c):
+    y = np.full(3, 2)
+    y[1] = c * 3.0
+    return np.sum(y * x * c)
+
+
+def written_into_a_mask(x, c):
+    m = x > 0.0
+    m[0] = c
+    return np.sum(m * x)
+
+
+def written_through_a_mask_into_ints(x, c):
+    y = np.ones(3, dtype=np.int64)
+    y[x > 0.0] = x[x > 0.0] * c * 5.0
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize("f", [written_into_integers, written_into_a_full_of_ints,
+                               written_into_a_mask, written_through_a_mask_into_ints])
+def test_a_value_written_into_an_integer_array_has_no_derivative(f):
+    # NumPy truncates it (a bool array tests it): it does not change with the value
+    x, c, h = np.array([0.5, -0.2, 0.3]), 0.37, 1e-6
+    fd_c = (f(x, c + h) - f(x, c - h)) / (2 * h)
+    fd_x = np.array([(f(x + h * e, c) - f(x - h * e, c)) / (2 * h) for e in np.eye(3)])
+    for loops in ("stack", "checkpoint"):
+        gx, gc = derivo.grad(f, wrt=(0, 1), loops=loops)(x, c)
+        assert np.allclose(gx, fd_x) and np.isclose(gc, fd_c), loops
+    _, tangent = derivo.jvp(f, (x, c), (np.zeros(3), 1.0))
+    assert np.isclose(tangent, fd_c)

@@ -359,7 +359,11 @@ class Tangents:
             return [copy]
         before = self.materialize([array]) if array in self.zero else []
         self.zero.discard(array)
-        tangent = self.name_tangent(value) or self.zero_like(None)
+        tangent = self.name_tangent(value)
+        if tangent is None:
+            tangent = self.zero_like(None)
+        elif self.arrays:  # (an integer array stores v truncated, which has no tangent)
+            tangent = S.call(self.runtime("stored_tangent"), tangent, S.name(array))
         part = S.gast.Subscript(value=S.name(self.tangent(array)), slice=S.deepcopy(item.slice),
                                 ctx=S.Store())
         write = S.assign(part, tangent)

@@ -559,11 +559,13 @@ class Sweep:
         array = item.value.id
         if array not in self.analysis.active or array in self.zero:
             return []
-        part = S.call(self.runtime("part"), S.name(self.adjoint(array)),
-                      index_value(item.slice))
         out = []
         value = stmt.value
         if isinstance(value, S.Name) and value.id in self.analysis.active:
+            # (an integer array stores v truncated: stored_part gives it no adjoint)
+            part = S.call(self.runtime("stored_part" if self.arrays else "part"),
+                          S.name(self.adjoint(array)),
+                          *([S.name(array)] if self.arrays else []), index_value(item.slice))
             contribution = S.call(self.runtime("unbroadcast"), part, S.deepcopy(value))
             ExpressionAdjoint(self, _name_plan(value), out).contribute(value.id, contribution, out)
         out.append(S.assign(self.adjoint(array), S.call(

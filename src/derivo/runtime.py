@@ -759,6 +759,21 @@ def part(adjoint, index):
     return adjoint
 
 
+def stored_part(adjoint, array, index):
+    """The adjoint of the value ``array[index] = v`` stored: ``part(adjoint,
+    index)``, or zeros when ``array`` holds integers or bools, which NumPy turns
+    ``v`` into (a truncated value does not change with ``v``)."""
+    return stored_tangent(part(adjoint, index), array)
+
+
+def stored_tangent(tangent, array):
+    """The tangent of the value ``array[index] = v`` stores: ``v``'s tangent, or
+    zeros when ``array`` holds integers or bools (see :func:`stored_part`)."""
+    if type(array) is np.ndarray and array.dtype.kind in "biu":
+        return np.zeros(np.shape(tangent)) if np.ndim(tangent) else 0.0
+    return tangent
+
+
 def _refuse_repeats(adjoint, index):
     positions = np.arange(adjoint.size).reshape(adjoint.shape)[index]
     if np.unique(positions).size < np.size(positions):

@@ -64,7 +64,8 @@ from derivo.runtime import (add_adjoints, add_at, add_at_in_place, addable, as_a
                             inner_vjp_left, inner_vjp_right, log, log_times, matmul_vjp_left,
                             matmul_vjp_right, norm_vjp, owned, part, pop_adjoint,
                             pop_adjoint_in_place, power_exponent_jvp, scalar_seed, shaped_like,
-                            sort_like, split_like, sum_vjp, swap_last, tangent_owned,
+                            sort_like, split_like, stored_part, stored_tangent, sum_vjp,
+                            swap_last, tangent_owned,
                             transpose_vjp, transposed, unbroadcast, unsort, unstack, vstack_vjp,
                             zero_as, zero_gradient, zeroed, zeroed_in_place)
 
@@ -77,6 +78,8 @@ L234 = np.zeros((2, 3, 4))
 LIST3 = [1.0, 2.0, 3.0]
 UNSORTED = [2.0, -1.0, 2.0, 0.5]
 IDX = np.array([0, 2, 2, 1])
+FLOATS34 = np.zeros((3, 4))
+INTS34 = np.zeros((3, 4), dtype=int)
 PERM = np.array([1, 2, 0])
 MASK = np.array([[True, False, True, True],
                  [False, False, True, False],
@@ -255,6 +258,11 @@ for _expr, _shape in (("part(x0, 1)", (3, 4)), ("part(x0, (slice(None), 2))", (3
                       ("part(x0, IDX[[0, 1, 3]])", (3, 4)), ("part(x0, MASK)", (3, 4)),
                       ("part(x0, 2)", ())):
     probe(runtime.part, _expr, normal(*_shape))
+# stored_part: part for a float array, zero for an integer one (which truncates what it stores)
+for _array in ("FLOATS34", "INTS34"):
+    probe(runtime.stored_part, "stored_part(x0, {}, (slice(None), 2))".format(_array),
+          normal(3, 4))
+    probe(runtime.stored_tangent, "stored_tangent(x0, {})".format(_array), normal(3))
 for _expr, _shape in (("zeroed(x0, 1)", (3, 4)), ("zeroed(x0, (slice(None), 2))", (3, 4)),
                       ("zeroed(x0, IDX)", (3, 4)), ("zeroed(x0, MASK)", (3, 4)),
                       ("zeroed(x0, 0)", ())):

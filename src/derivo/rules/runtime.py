@@ -30,6 +30,7 @@ from ..runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_fie
                        matmul_vjp_left, matmul_vjp_right, norm_vjp, one_like, owned, part,
                        pop_adjoint, pop_adjoint_in_place, power_exponent_jvp, raised,
                        reduced_share, scalar_seed, shaped_like, size, sort_like, split_like,
+                       stored_part, stored_tangent,
                        stop_gradient, sum_vjp, swap_last, tangent_owned, transpose_vjp, transposed,
                        unbroadcast, unshared, unsort, unpacked_vjp, unstack, values_vjp, vstack_vjp, zero_as,
                        zero_gradient, zeroed, zeroed_in_place, zeros_for)
@@ -166,6 +167,11 @@ defjvp(zero_as, lambda t, ans, adjoint, like: zero_as(t, like), CONSTANT)
 
 defvjp(part, lambda g, ans, adjoint, index: getitem_vjp(g, adjoint, index) if np.ndim(adjoint) else unbroadcast(g, adjoint), CONSTANT)
 defjvp(part, lambda t, ans, adjoint, index: part(t, index), CONSTANT)
+# stored_part is part, or zero for an integer array (which stored_tangent zeroes too)
+defvjp(stored_part, lambda g, ans, adjoint, array, index: stored_tangent(getitem_vjp(g, adjoint, index) if np.ndim(adjoint) else unbroadcast(g, adjoint), array), CONSTANT, CONSTANT)
+defjvp(stored_part, lambda t, ans, adjoint, array, index: stored_part(t, array, index), CONSTANT, CONSTANT)
+defvjp(stored_tangent, lambda g, ans, tangent, array: stored_tangent(g, array), CONSTANT)
+defjvp(stored_tangent, lambda t, ans, tangent, array: stored_tangent(t, array), CONSTANT)
 # zeroed is a projection (it zeroes adjoint[index]): its own transpose.  zeroed_in_place
 # is zeroed in place (see derivo.accumulate): the same numbers, the same rules.
 for _zeroed in (zeroed, zeroed_in_place):
