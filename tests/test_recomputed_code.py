@@ -175,6 +175,25 @@ def test_a_branching_helper_that_draws_is_refused_saying_why():
     assert "draw the numbers in the caller and pass them in" in message
 
 
+def noisy_energy(q):
+    return q * q * np.random.randn()
+
+
+noisy_force = derivo.grad(noisy_energy)
+
+
+def through_a_derivative(x):
+    s = x
+    for i in range(3):
+        s = s - 0.1 * noisy_force(s)
+    return s
+
+
+def test_a_draw_in_the_function_of_a_derivative_called_in_a_checkpointed_loop_is_refused():
+    error = refusal(lambda: derivo.grad(through_a_derivative, loops="checkpoint")(1.0))
+    assert_refused_at(error, noisy_energy, "np.random.randn()")
+
+
 # --- what passes: known functions, followed helpers, function values ------------------
 
 def smooth_step(s, k):
@@ -199,6 +218,25 @@ def test_a_checkpointed_loop_of_known_calls_is_differentiated(schedule):
     gradient = derivo.grad(deterministic, loops="checkpoint", checkpoints=2,
                            schedule=schedule)(0.3, weights)
     assert_close(gradient, numeric_grad(deterministic, (0.3, weights)), rtol=1e-6)
+
+
+def energy(q):
+    return q * q * 0.5 + math.cos(q)
+
+
+force = derivo.grad(energy)
+
+
+def through_a_force(x):
+    s = x
+    for i in range(5):
+        s = s - 0.1 * force(s)
+    return s
+
+
+def test_a_derivative_called_in_a_checkpointed_loop_is_differentiated():
+    gradient = derivo.grad(through_a_force, loops="checkpoint", checkpoints=2)(0.8)
+    assert_close(gradient, numeric_grad(through_a_force, (0.8,)), rtol=1e-6)
 
 
 def test_a_branching_helper_of_known_calls_is_differentiated():

@@ -1,7 +1,10 @@
-"""The fence: the Python constructs derivo refuses, and why, in one table.
+"""The fence: the Python constructs derivo refuses, and why, in one table;
+and the calls refused in code derivo runs twice.
 
 ``ssa`` calls :func:`check_supported` before normalising a function, so every
 refusal names the construct and points at the user's file, line and column.
+``transform`` calls :func:`refuse_rerun_calls` on a checkpointed loop's body
+and a helper's, which the reverse sweep runs again.
 """
 
 import functools
@@ -14,7 +17,7 @@ from . import syntax as S
 from .callees import given_functions
 from .errors import SourceUnavailable, UnsupportedSyntax
 from .memory import user_function
-from .parse import MISSING, parse
+from .parse import MISSING, is_derivative, parse
 from .trees import builds_a_record
 
 # The fence: statements and expressions outside derivo's subset, and why.
@@ -207,9 +210,11 @@ def rerun_reason(parsed, call, seen):
                      "runs".format(source), True)
     if _is_known(callee):
         return _reason_in_arguments(parsed, call, seen)
+    while is_derivative(callee):  # derivo.grad(energy): it runs energy's code
+        callee = callee.__wrapped__
     function, given = user_function(callee)
     if function is None:
-        return Rerun(parsed, call, "derivo has no rule for {!r}, so it cannot tell that it "
+        return Rerun(parsed, call, "derivo has no rule for {!r} and cannot tell that it "
                      "gives the same result each time".format(parsed.words(call.func)), False)
     function = given_functions(function, call, parsed) or function
     found = _reason_in_body(function, _self_of(callee) if given else None, seen)
@@ -275,7 +280,14 @@ def refuse_rerun_calls(parsed, body, why, instead):
     derivo runs ``body`` again (``why`` says when), and a second run computing
     other numbers than the first would make a wrong derivative.  The error
     points at the call itself, inside the user function that makes it;
-    ``instead`` says what to write."""
+    ``instead`` says what to write.
+
+    Refused, not saved: a checkpointed loop could keep each trip's results of
+    such calls and replay them when it recomputes the trip, but those grow with
+    the trips, the memory checkpointing exists not to spend (``loops="stack"``
+    makes that trade for a whole loop, an array drawn before the loop makes it
+    in sight), and a replay would need the trip number wherever a trip is
+    recomputed (the step's VJP, a segment's VJP, numba's compiled runner)."""
     found = first_rerun_reason(parsed, body)
     if found is None:
         return
@@ -286,7 +298,7 @@ def refuse_rerun_calls(parsed, body, why, instead):
         "derivo.nondifferentiable (or give it a rule); else " + instead
     raise found.parsed.error(
         UnsupportedSyntax, found.node,
-        "cannot differentiate {!r}{} here: {}, and {}, so running it again may compute "
-        "other numbers than the value was made of; {}".format(
+        "cannot differentiate {!r}{} here: {}; {}, so a second run may compute other "
+        "numbers than the value was made of; {}".format(
             found.parsed.words(found.node), via, why, found.reason, advice),
         "random draw" if found.random else "call run again")
