@@ -15,7 +15,7 @@ import numpy as np
 from . import rules
 from . import syntax as S
 from .callees import given_functions
-from .errors import SourceUnavailable, UnsupportedSyntax
+from .errors import UnsupportedSyntax
 from .memory import user_function
 from .parse import MISSING, is_derivative, parse
 from .trees import builds_a_record
@@ -117,12 +117,12 @@ RERUN_BUILTINS = frozenset({
     print, range, repr, reversed, round, set, slice, sorted, str, sum, tuple, type, zip})
 #: Modules every function of which depends on its arguments alone
 RERUN_MODULES = ("math", "cmath", "operator")
-#: Methods of lists, dicts and arrays the rule tables do not list, known by name on a
-#: local value (none is a method of a random generator)
+#: Methods of lists, dicts, strings and arrays the rule tables do not list, known by
+#: name on a local value (none is a method of a random generator)
 RERUN_METHODS = frozenset({
     "append", "extend", "insert", "pop", "index", "count", "get", "setdefault", "update",
     "item", "tolist", "fill", "sort", "reverse", "round", "nonzero", "diagonal", "repeat",
-    "swapaxes", "cumsum", "dot", "conj"})
+    "swapaxes", "format", "join", "split", "strip", "startswith", "endswith", "replace"})
 #: The modules of the generators whose functions and methods draw from hidden state
 #: (np.random.normal is a method of NumPy's global RandomState, random.gauss of
 #: Python's Random): refused even where a rule table lists one
@@ -249,14 +249,11 @@ def _reason_in_arguments(parsed, call, seen):
 def _reason_in_body(function, owner, seen):
     """The first call in the body of the user function ``function`` (a method of
     ``owner``, when not None) that may give another result when run again."""
-    code = function.__code__
-    if code in seen:
+    key = getattr(function, "derivo_key", function.__code__)  # (a copy: see callees)
+    if key in seen:
         return None
-    seen.add(code)
-    try:
-        parsed = parse(function)
-    except SourceUnavailable:
-        return None  # (its transformation says why it cannot read it)
+    seen.add(key)
+    parsed = parse(function)  # (SourceUnavailable names the function: derivo reads it)
     if owner is not None and parsed.tree.args.args:
         parsed.fixed.setdefault(parsed.tree.args.args[0].id, owner)
     return first_rerun_reason(parsed, parsed.tree.body, seen)
@@ -267,8 +264,12 @@ def first_rerun_reason(parsed, body, seen=None):
     with ``parsed``) that may give another result when run again, as a
     :class:`Rerun`, following the user functions it calls; None if none may."""
     seen = set() if seen is None else seen
+    # what a raise or an assert computes is never a value: it stops the run
+    messages = [getattr(stop, "exc" if isinstance(stop, S.gast.Raise) else "msg")
+                for stop in S.walk(body) if isinstance(stop, (S.gast.Raise, S.gast.Assert))]
+    stopped = {id(n) for n in S.walk([m for m in messages if m is not None])}
     for node in S.walk(body):
-        if isinstance(node, S.Call):
+        if isinstance(node, S.Call) and id(node) not in stopped:
             found = rerun_reason(parsed, node, seen)
             if found is not None:
                 return found
