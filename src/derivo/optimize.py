@@ -194,13 +194,19 @@ def _float_names(function, floats):
                 t for t in [getattr(stmt, "target", None)] if t is not None]
             unknown |= {n.id for n in S.walk(targets) if isinstance(n, S.Name)}
     known = set(floats)
-    while True:
-        found = {name for name, assigned in values.items()
-                 if name not in known and name not in unknown and
-                 not any(_may_be_whole(value, known | {name}) for value in assigned)}
-        if not found:
-            return known
-        known |= found
+    pending = [name for name in values if name not in known and name not in unknown]
+    changed = True
+    while changed:  # in the order of the code: one pass for a chain of assignments
+        changed = False
+        for name in pending:
+            if name in known:
+                continue
+            known.add(name)  # (its own value before, as s = s * 0.5 reads it: by induction)
+            if any(_may_be_whole(value, known) for value in values[name]):
+                known.discard(name)
+            else:
+                changed = True
+    return known
 
 
 def _commuted_products(left, right):
