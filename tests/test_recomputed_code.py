@@ -241,6 +241,35 @@ def test_a_derivative_called_in_a_checkpointed_loop_is_differentiated():
     assert_close(gradient, numeric_grad(through_a_force, (0.8,)), rtol=1e-6)
 
 
+GRID = np.linspace(0.0, 1.0, 5)
+
+
+def binned(x):
+    s = x
+    for i in range(4):
+        k = np.searchsorted(GRID, 0.3 * i)  # NumPy's, no rule, not differentiated
+        s = s * (1.0 + 0.1 * k)
+    return s
+
+
+def test_a_numpy_function_without_a_rule_is_run_again_in_a_checkpointed_loop():
+    gradient = derivo.grad(binned, loops="checkpoint", checkpoints=2)(0.8)
+    assert_close(gradient, numeric_grad(binned, (0.8,)), rtol=1e-6)
+
+
+def seeded_inside(x):
+    s = x
+    for i in range(3):
+        s = s + 0.1 * np.random.default_rng(i).normal()
+    return s
+
+
+def test_a_generator_made_in_the_loop_is_refused_at_its_making():
+    error = refusal(lambda: derivo.grad(seeded_inside, loops="checkpoint")(1.0))
+    assert_refused_at(error, seeded_inside, "np.random.default_rng(i)")
+    assert "numpy.random.default_rng" in str(error)
+
+
 def test_a_branching_helper_of_known_calls_is_differentiated():
     def f(x):
         return smooth_step(x, 0.3) * smooth_step(-x, 0.2)

@@ -115,8 +115,9 @@ RERUN_BUILTINS = frozenset({
     abs, all, any, bool, callable, chr, complex, dict, divmod, enumerate, float, format,
     frozenset, getattr, hasattr, int, isinstance, issubclass, len, list, max, min, ord, pow,
     print, range, repr, reversed, round, set, slice, sorted, str, sum, tuple, type, zip})
-#: Modules every function of which depends on its arguments alone
-RERUN_MODULES = ("math", "cmath", "operator")
+#: Modules every function of which depends on its arguments alone (NumPy's random
+#: module aside: the calls of RANDOM_MODULES are refused before these are allowed)
+RERUN_MODULES = ("math", "cmath", "operator", "numpy")
 #: Methods of lists, dicts, strings and arrays the rule tables do not list, known by
 #: name on a local value (none is a method of a random generator)
 RERUN_METHODS = frozenset({
@@ -206,8 +207,8 @@ def rerun_reason(parsed, call, seen):
                      "code".format(call.func.attr, parsed.words(call.func.value)), False)
     source = random_source(callee)
     if source is not None:
-        return Rerun(parsed, call, "it draws random numbers ({}), other ones each time it "
-                     "runs".format(source), True)
+        return Rerun(parsed, call, "it draws random numbers ({}), from a generator's state "
+                     "that running it again does not restore".format(source), True)
     if _is_known(callee):
         return _reason_in_arguments(parsed, call, seen)
     while is_derivative(callee):  # derivo.grad(energy): it runs energy's code
@@ -262,18 +263,21 @@ def _reason_in_body(function, owner, seen):
 def first_rerun_reason(parsed, body, seen=None):
     """The first call in ``body`` (the user's statements or expressions, read
     with ``parsed``) that may give another result when run again, as a
-    :class:`Rerun`, following the user functions it calls; None if none may."""
+    :class:`Rerun`, following the user functions it calls (the first random draw
+    among them if there is one); None if none may."""
     seen = set() if seen is None else seen
     # what a raise or an assert computes is never a value: it stops the run
     messages = [getattr(stop, "exc" if isinstance(stop, S.gast.Raise) else "msg")
                 for stop in S.walk(body) if isinstance(stop, (S.gast.Raise, S.gast.Assert))]
     stopped = {id(n) for n in S.walk([m for m in messages if m is not None])}
+    first = None
     for node in S.walk(body):
         if isinstance(node, S.Call) and id(node) not in stopped:
             found = rerun_reason(parsed, node, seen)
-            if found is not None:
-                return found
-    return None
+            if found is not None and found.random:
+                return found  # a draw before the call of what it made (default_rng().normal)
+            first = first or found
+    return first
 
 
 def refuse_rerun_calls(parsed, body, why, instead):
