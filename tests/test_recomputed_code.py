@@ -173,6 +173,7 @@ def test_a_branching_helper_that_draws_is_refused_saying_why():
     assert "a function with a loop or a branch gets a VJP of its own" in message
     assert "draws random numbers" in message
     assert "draw the numbers in the caller and pass them in" in message
+    assert "then branching_draw(..., eps)" in message
 
 
 def noisy_energy(q):

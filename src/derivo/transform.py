@@ -142,7 +142,7 @@ class Build:
         parsed.fixed.update(fixed)
         if kind == "vjp" and call is not None:
             refuse_rerun_calls(parsed, parsed.tree.body, _HELPER_RUN_AGAIN.format(
-                func.__name__), _HELPER_INSTEAD)
+                func.__name__), _HELPER_INSTEAD.format(func.__name__))
         if kind != "jvp" and not isinstance(func, Outlined):
             whole = parsed
             parsed = outline_loops(parsed, self.loops, self.checkpoints, self.schedule,
@@ -392,7 +392,7 @@ _HELPER_RUN_AGAIN = ("the derivative runs {!r} again in its reverse sweep: a fun
                      "loop or a branch gets a VJP of its own, which runs its body again to "
                      "find the values its derivative reads")
 _HELPER_INSTEAD = ("draw the numbers in the caller and pass them in (eps = "
-                   "rng.standard_normal(shape), then helper(x, eps))")
+                   "rng.standard_normal(shape), then {}(..., eps))")
 
 
 def is_generated(func):
