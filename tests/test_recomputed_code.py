@@ -100,6 +100,36 @@ def test_a_method_derivo_does_not_know_of_a_local_object_is_refused():
     assert "declare it with derivo.nondifferentiable" in str(error)
 
 
+def through_a_list_of_functions(x):
+    noises = [np.random.randn]
+    s = x
+    for i in range(3):
+        s = s + 0.1 * noises[0]()
+    return s
+
+
+def test_a_function_derivo_cannot_see_is_refused():
+    error = refusal(lambda: derivo.grad(through_a_list_of_functions, loops="checkpoint")(1.0))
+    assert_refused_at(error, through_a_list_of_functions, "noises[0]()")
+    assert "'noises[0]' holds a function derivo cannot see" in str(error)
+
+
+def draw_key(v):
+    return np.random.rand()
+
+
+def through_a_key(x, ws):
+    s = x
+    for i in range(3):
+        s = s * max(ws, key=draw_key)
+    return s
+
+
+def test_a_function_given_to_a_known_call_is_checked_too():
+    error = refusal(lambda: derivo.grad(through_a_key, loops="checkpoint")(1.0, [0.5, 0.9]))
+    assert_refused_at(error, draw_key, "np.random.rand()")
+
+
 def test_the_stack_differentiates_the_draws_the_refusal_points_to():
     def at(x):
         return through_a_local_alias(x, np.random.default_rng(0))
