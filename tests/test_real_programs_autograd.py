@@ -408,7 +408,8 @@ def test_mixture_variational_inference_is_refused_where_it_would_draw_again():
                                             for i in range(k)])
     # mixture_lower_bound (it loops) gets a VJP that runs it again: other samples
     with pytest.raises(derivo.DerivoError, match=r"'rs.randn\(num_samples.*runs "
-                       "'mixture_lower_bound', a function with a loop or a branch, again"):
+                       "'mixture_lower_bound' again in its reverse sweep: a function with a "
+                       "loop or a branch gets a VJP of its own"):
         derivo.grad(build_mog_elbo(two_bumps, 10, k, np.random.RandomState(0)))(params, 0)
 
 

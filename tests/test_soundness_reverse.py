@@ -469,5 +469,6 @@ def test_a_checkpointed_loop_that_draws_random_numbers_is_refused():
 
 def test_a_helper_with_a_loop_that_draws_random_numbers_is_refused():
     with pytest.raises(derivo.DerivoError, match=r"'rng.normal\(size=3\)' here: the derivative "
-                       "runs 'noisy_sample', a function with a loop or a branch, again"):
+                       "runs 'noisy_sample' again in its reverse sweep: a function with a loop "
+                       "or a branch gets a VJP of its own"):
         derivo.grad(through_a_sampling_helper)(A.copy())

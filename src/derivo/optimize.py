@@ -53,6 +53,9 @@ def _constant(value):
 
 
 class _Simplify(S.NodeTransformer):
+    def __init__(self, floats=None):
+        self.floats = floats  # the names surely holding floats (None: not known)
+
     def visit_Call(self, node):
         self.generic_visit(node)
         # getattr(dp, 'w'), a field read's tangent, is dp.w
@@ -84,9 +87,9 @@ class _Simplify(S.NodeTransformer):
                 Fraction(a) / Fraction(b) == Fraction(a / b):
             return _constant(a / b)  # only exact quotients: 1.0 / 2.0, not 1 / 3
         if isinstance(op, S.Mult):
-            if is_literal(right, 1) and not _makes_float(right, left):
+            if is_literal(right, 1) and not _makes_float(right, left, self.floats):
                 return left
-            if is_literal(left, 1) and not _makes_float(left, right):
+            if is_literal(left, 1) and not _makes_float(left, right, self.floats):
                 return right
             if is_literal(right, -1):
                 return self.visit(S.neg(left))
@@ -97,6 +100,12 @@ class _Simplify(S.NodeTransformer):
             if isinstance(left, S.UnaryOp) and isinstance(left.op, S.USub) and \
                     _number(left) is None:
                 return S.neg(S.binop(left.operand, S.Mult(), right))
+        if isinstance(op, (S.Add, S.Sub)) and self.floats is not None:
+            # a float plus 1.0 * v is a float plus v
+            if not _may_be_whole(left, self.floats):
+                right = node.right = _without_float_one(right)
+            if not _may_be_whole(right, self.floats):
+                left = node.left = _without_float_one(left)
         if isinstance(op, S.Add) and isinstance(right, S.UnaryOp) and \
                 isinstance(right.op, S.USub) and _number(right) is None:
             return S.binop(left, S.Sub(), right.operand)
@@ -111,19 +120,93 @@ class _Simplify(S.NodeTransformer):
         return node
 
 
-#: Builtins whose result is a bool or an int (or, given arrays, an array of them).
-_WHOLE_NUMBER_CALLS = {"any", "all", "bool", "len", "int"}
+#: Builtins whose result is a bool or an int (or, given arrays, an array of them),
+#: and math functions whose result is an int.
+_WHOLE_NUMBER_CALLS = {"any", "all", "bool", "len", "int", "round"}
+_WHOLE_NUMBER_MATH = {"floor", "ceil", "trunc", "factorial", "comb", "perm", "gcd", "lcm",
+                      "isqrt"}
 
 
-def _makes_float(one, value):
-    """Whether ``one * value`` (``one`` a literal 1) is a float where ``value`` is
-    not: ``one`` is 1.0 and value a comparison or ``any(...)``, a bool (or a bool
-    array), so that the gradient of ``(x > 1.0) * x`` stays a float."""
+def _makes_float(one, value, floats=None):
+    """Whether ``one * value`` (``one`` a literal 1) is a float where ``value`` may
+    not be: ``one`` is 1.0 and value a comparison or ``any(...)``, a bool (or a
+    bool array), so that the gradient of ``(x > 1.0) * x`` stays a float; or,
+    knowing the names that hold ``floats``, a value that may be a whole number
+    (``i`` of ``i * x``, an int), so that a gradient with respect to a float is
+    a float."""
     return type(_number(one)) is float and (
-        isinstance(value, S.Compare) or
-        isinstance(value, S.UnaryOp) and isinstance(value.op, S.Not) or
-        isinstance(value, S.Call) and isinstance(value.func, S.Name) and
-        value.func.id in _WHOLE_NUMBER_CALLS)
+        _is_whole_number(value) or floats is not None and _may_be_whole(value, floats))
+
+
+def _is_whole_number(value):
+    """Whether ``value`` is surely a bool or an int (or an array of them)."""
+    func = value.func if isinstance(value, S.Call) else None
+    return isinstance(value, S.Compare) or \
+        isinstance(value, S.UnaryOp) and isinstance(value.op, S.Not) or \
+        isinstance(func, S.Name) and func.id in _WHOLE_NUMBER_CALLS or \
+        isinstance(func, S.Attribute) and isinstance(func.value, S.Name) and \
+        func.value.id == "math" and func.attr in _WHOLE_NUMBER_MATH
+
+
+def _may_be_whole(value, floats):
+    """Whether ``value`` may be a bool or an int, by its form, where the names in
+    ``floats`` hold floats: a float literal, a quotient or a call (of math and
+    NumPy functions, which give floats from floats) is not; a name, an item or
+    an attribute not known to be, and arithmetic of those alone, may be."""
+    if isinstance(value, S.Constant):
+        return type(value.value) is not float
+    if isinstance(value, S.Name):
+        return value.id not in floats
+    if isinstance(value, S.UnaryOp):
+        return _may_be_whole(value.operand, floats)
+    if isinstance(value, S.BinOp):
+        return not isinstance(value.op, S.Div) and _may_be_whole(value.left, floats) and \
+            _may_be_whole(value.right, floats)
+    if isinstance(value, S.gast.IfExp):
+        return _may_be_whole(value.body, floats) or _may_be_whole(value.orelse, floats)
+    if isinstance(value, S.Call):
+        return _is_whole_number(value)
+    return True
+
+
+def _without_float_one(node):
+    """``v`` for ``1.0 * v`` or ``v * 1.0``, else ``node``."""
+    if isinstance(node, S.BinOp) and isinstance(node.op, S.Mult):
+        for one, value in ((node.left, node.right), (node.right, node.left)):
+            if is_literal(one, 1) and type(_number(one)) is float:
+                return value
+    return node
+
+
+def _float_names(function, floats):
+    """``floats`` and the names of ``function`` every assignment of which gives a
+    float by its form (``t1 = math.exp(x)``; see :func:`_may_be_whole`)."""
+    values, unknown = {}, set(S.param_names(function))  # (a parameter holds what it is given)
+    for stmt in S.statements(function):
+        if isinstance(stmt, S.Assign) and len(stmt.targets) == 1 and \
+                isinstance(stmt.targets[0], S.Name):
+            values.setdefault(stmt.targets[0].id, []).append(stmt.value)
+        elif isinstance(stmt, S.AugAssign) and isinstance(stmt.target, S.Name):
+            values.setdefault(stmt.target.id, []).append(
+                S.binop(S.name(stmt.target.id), stmt.op, stmt.value))
+        else:  # a loop's target, an unpacking, a with's: their values are not seen
+            targets = getattr(stmt, "targets", []) + [
+                t for t in [getattr(stmt, "target", None)] if t is not None]
+            unknown |= {n.id for n in S.walk(targets) if isinstance(n, S.Name)}
+    known = set(floats)
+    pending = [name for name in values if name not in known and name not in unknown]
+    changed = True
+    while changed:  # in the order of the code: one pass for a chain of assignments
+        changed = False
+        for name in pending:
+            if name in known:
+                continue
+            known.add(name)  # (its own value before, as s = s * 0.5 reads it: by induction)
+            if any(_may_be_whole(value, known) for value in values[name]):
+                known.discard(name)
+            else:
+                changed = True
+    return known
 
 
 def _commuted_products(left, right):
@@ -166,12 +249,14 @@ class _FoldTests(S.NodeTransformer):
         return node
 
 
-def simplify(expression):
-    """``expression`` with exact algebraic identities applied."""
-    return _Simplify().visit(_FoldTests().visit(expression))
+def simplify(expression, floats=None):
+    """``expression`` with exact algebraic identities applied; ``floats``: the
+    names known to hold floats, when they are known (then ``1.0 * v`` stays
+    where ``v`` may be an int)."""
+    return _Simplify(floats).visit(_FoldTests().visit(expression))
 
 
-def optimize(function, shape_readers=(), spreaders=(), in_place=()):
+def optimize(function, shape_readers=(), spreaders=(), in_place=(), floats=frozenset()):
     """Fold seeds, drop copies and recomputations between names assigned once,
     let calls of ``shape_readers`` (names of helpers that read their second
     argument only for its shape) read a shape from where it came from, multiply
@@ -181,8 +266,11 @@ def optimize(function, shape_readers=(), spreaders=(), in_place=()):
     nothing reads, unless marked ``effects`` (a pop, or a call derivo cannot see
     into).  Finish a product in the new array its first factors made where it
     is assigned to one of ``in_place`` (in array code, the adjoints of values
-    that may be arrays)."""
-    _fold_seeds(function)
+    that may be arrays).  ``floats``: the names that surely hold floats (the
+    adjoints, the differentiated values), which a seed of 1.0 multiplies
+    exactly."""
+    floats = _float_names(function, floats)
+    _fold_seeds(function, floats)
     _drop_copies(function)
     _read_through_copies_in_blocks(function)
     _drop_recomputations(function)
@@ -193,7 +281,7 @@ def optimize(function, shape_readers=(), spreaders=(), in_place=()):
         if isinstance(node, S.AugAssign) and isinstance(node.op, S.Add) and \
                 isinstance(node.value, S.UnaryOp) and isinstance(node.value.op, S.USub):
             node.op, node.value = S.Sub(), node.value.operand
-    _merge_contributions(function)
+    _merge_contributions(function, floats)
     _fold_single_uses(function)
     _store_where_computed(function)
     _return_short_results(function)
@@ -205,7 +293,7 @@ def optimize(function, shape_readers=(), spreaders=(), in_place=()):
     return function
 
 
-def _fold_seeds(function):
+def _fold_seeds(function, floats):
     """Replace a seed (``bout = 1.0``, marked ``seed``) that is never reassigned
     by its value, simplifying where it lands: ``bx = bout / x`` becomes
     ``bx = 1.0 / x``, ``bx += -bout * math.cos(x)`` becomes ``bx += -math.cos(x)``.
@@ -231,7 +319,7 @@ def _fold_seeds(function):
                     stmt.value = fold.visit(stmt.value)
                     if not fold.folded:
                         continue
-                    stmt.value = simplify(stmt.value)
+                    stmt.value = simplify(stmt.value, set(floats) | set(seeds))
                     target = getattr(stmt, "targets", [None])[0]
                     if isinstance(target, S.Name) and is_number(stmt.value) and \
                             stores.get(target.id) == 1 and target.id not in seeds:
@@ -440,7 +528,7 @@ def _exposed_to_changes(function, harmless=()):
     return exposed
 
 
-def _merge_contributions(function):
+def _merge_contributions(function, floats):
     """``bx = e1`` directly followed by ``bx += e2`` (or ``-=``, or array code's
     ``bx = bx + e2``) becomes ``bx = e1 + e2``: one expression, as a person
     writes it, and no second store.  The value is the same: the sum is evaluated
@@ -454,7 +542,7 @@ def _merge_contributions(function):
             update = _update_of(second, name) if name else None
             if update is not None and name not in S.loaded_names(update[1]) and \
                     not any(getattr(s, "effects", False) for s in (first, second)):
-                first.value = simplify(S.binop(first.value, *update))
+                first.value = simplify(S.binop(first.value, *update), floats)
                 del statements[index + 1]
             else:
                 index += 1

@@ -41,7 +41,8 @@ ITERATIONS = "(iterations)"  # the parameter of a for loop's call that takes its
 class Loop:
     """The callee of the call that replaces a checkpointed loop."""
 
-    def __init__(self, node, step, runner, state, invariants, slots, schedule):
+    def __init__(self, parsed, node, step, runner, state, invariants, slots, schedule):
+        self.parsed = parsed          # the function holding the loop
         self.node = node              # the user's loop, for messages
         self.kind = "for" if isinstance(node, S.For) else "while"
         self.step = step              # Outlined: one trip, returning the state (for its VJP)
@@ -51,6 +52,12 @@ class Loop:
         self.slots = slots            # None: the runtime's default
         self.schedule = schedule      # 'revolve' or 'halving' (for loops)
         self.params = ([ITERATIONS] if self.kind == "for" else []) + state + invariants
+
+    @property
+    def rerun(self):
+        """The code the reverse sweep runs again: the body, and a while loop's test
+        (a for loop's iterable is read once)."""
+        return ([self.node.test] if self.kind == "while" else []) + self.node.body
 
 
 def outline_loops(parsed, loops, slots, schedule, names):
@@ -166,7 +173,7 @@ def _outline(parsed, tree, loop, slots, schedule, names):
     runner = Outlined(parsed, _located(_runner(
         names.fresh(parsed.tree.name + "_trips"), loop, state, invariants, parsed.local_names),
         loop))
-    callee = Loop(loop, step, runner, state, invariants, slots, schedule)
+    callee = Loop(parsed, loop, step, runner, state, invariants, slots, schedule)
     iterations = [S.deepcopy(loop.iter)] if isinstance(loop, S.For) else []
     call = S.call(base + "_loop", *iterations, *[S.name(n) for n in state + invariants])
     call.user_function = callee

@@ -170,7 +170,9 @@ class Sweep:
                      if obj is runtime.expand and self.kind != "vjp"}
         in_place = {adjoint for name, adjoint in self.adjoints.items()
                     if name not in self.analysis.scalars} if self.arrays else ()
-        function = optimize.optimize(function, shape_readers, spreaders, in_place)
+        # adjoints and differentiated values hold floats (derivo differentiates floats)
+        floats = set(self.adjoints.values()) | set(self.analysis.active)
+        function = optimize.optimize(function, shape_readers, spreaders, in_place, floats)
         accumulate.add_in_place(function, namespace, self.runtime)
         return function
 

@@ -20,7 +20,7 @@ import numpy as np
 from . import codegen, runtime, trees
 from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
-from .fence import refuse_random_draws
+from .fence import refuse_rerun_calls
 from .forward import forward
 from .names import Namer, identifier
 from .parse import GENERATED_PREFIX, MISSING, Outlined, parse, too_deep
@@ -141,6 +141,9 @@ class Build:
             return self.add_over_tangents(func, wrt, kind, tuple_wrt, name, call)
         parsed = parse(func)
         parsed.fixed.update(fixed)
+        if kind == "vjp" and call is not None:
+            refuse_rerun_calls(parsed, parsed.tree.body, _HELPER_RUN_AGAIN.format(
+                func.__name__), _HELPER_INSTEAD.format(func.__name__))
         if kind != "jvp" and not isinstance(func, Outlined):
             whole = parsed
             parsed = outline_loops(parsed, self.loops, self.checkpoints, self.schedule,
@@ -158,10 +161,6 @@ class Build:
         try:
             normalized = inline_calls(self.with_array_code(normalize(parsed)),
                                       self.normalize_callee)
-            if kind == "vjp" and (call is not None or isinstance(func, Outlined)):
-                refuse_random_draws(normalized.parsed, normalized.tree.body, _RUN_AGAIN.format(
-                    "the trips of a checkpointed loop" if isinstance(func, Outlined) else
-                    "{!r}, a function with a loop or a branch,".format(func.__name__)))
             name = name or self.names.fresh("{}_{}".format(parsed.tree.name, KIND_SUFFIX[kind]))
             self.names.taken.add(name)
             self.origins[name] = (parsed.filename, parsed.tree.lineno)
@@ -300,6 +299,7 @@ class Build:
             else loop.step
         key = (function, params)
         if key not in self.vjps:
+            refuse_rerun_calls(loop.parsed, loop.rerun, _LOOP_RUN_AGAIN, _LOOP_INSTEAD)
             self.vjps[key] = self.names.fresh(function.__name__ + "_vjp")
             self.add(function, list(params), "vjp", tuple_wrt=True, name=self.vjps[key],
                      loops="stack" if function is loop.runner else None)
@@ -383,8 +383,18 @@ class Build:
         return codegen.render(self.functions, self.comments)
 
 
-#: Why code that draws random numbers is refused in a VJP that recomputes it
-_RUN_AGAIN = "the derivative runs {} again in its reverse sweep"
+#: When the reverse sweep runs code again (see derivo.fence.refuse_rerun_calls), and
+#: what to write instead of a call that may give other numbers the second time
+_LOOP_RUN_AGAIN = ("the derivative runs the trips of a checkpointed loop again in its "
+                   "reverse sweep, from the loop states it kept")
+_LOOP_INSTEAD = ("draw the numbers before the loop and index them in it (eps = "
+                 "rng.standard_normal((steps, n)), then eps[i] in trip i), or reverse the "
+                 "loop with loops=\"stack\", which keeps what each trip computed")
+_HELPER_RUN_AGAIN = ("the derivative runs {!r} again in its reverse sweep: a function with a "
+                     "loop or a branch gets a VJP of its own, which runs its body again to "
+                     "find the values its derivative reads")
+_HELPER_INSTEAD = ("draw the numbers in the caller and pass them in (eps = "
+                   "rng.standard_normal(shape), then {}(..., eps))")
 
 
 def is_generated(func):
