@@ -773,3 +773,23 @@ def test_the_hessian_through_a_dict_the_gradient_code_copies():
     # grad's code builds the dict in a copy (e = owned(items)): its tangent is a dict too
     H = derivo.hessian(doubled_by_a_dict_comprehension, wrt=(0, 1))(0.7, -0.4)
     assert np.allclose(H, [[0.0, 4.0], [4.0, 0.0]])
+
+
+def larger_pair_first(x, y):
+    return max((x, 1.0), (y, 2.0))[0] * 3.0
+
+
+def larger_and_smaller(x, y):
+    return max(x, y) * 2.0 + min(x * y, 1.0)
+
+
+@pytest.mark.parametrize("f", [larger_pair_first, larger_and_smaller])
+@pytest.mark.parametrize("point", [(0.7, -0.4), (-0.7, 0.4)])
+@pytest.mark.parametrize("tangents", [(1.0, None), (None, 1.0), (1.0, 0.5)])
+def test_the_tangent_of_max_and_min_is_the_chosen_operands(f, point, tangents):
+    # max of tuples: a product of the tangent (dx, 0.0) with the partial 1.0 raised TypeError
+    direction = [t or 0.0 for t in tangents]
+    h = 1e-6
+    expected = (f(*[p + h * d for p, d in zip(point, direction)]) -
+                f(*[p - h * d for p, d in zip(point, direction)])) / (2 * h)
+    assert derivo.jvp(f, point, tangents)[1] == pytest.approx(expected, rel=1e-6, abs=1e-9)

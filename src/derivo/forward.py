@@ -529,6 +529,9 @@ class ExpressionTangent:
 
     def rule_tangent(self, node, entry):
         rule = entry.rule
+        selected = self.selected_tangent(node, entry)
+        if selected is not None:
+            return selected
         terms, broadcast = [], bool(entry.reduce)
         for index in entry.active:
             param, operand, template = entry.operands[index]
@@ -567,6 +570,34 @@ class ExpressionTangent:
         if broadcast and self.sweep.arrays:
             total = self.instantiate(_BROADCAST, node, entry, {"t": total})
         return total
+
+    def selected_tangent(self, node, entry):
+        """The tangent of an operation whose partials choose one operand (max(a, b):
+        ``1.0 if a >= b else 0.0`` and its complement): the chosen one's tangent,
+        ``da if a >= b else db``, which holds for tuples too, where a product
+        with the partial would not.  None if the partials are not such a choice,
+        or no operand has a tangent."""
+        if entry.rule.style != "partial" or any(entry.rule.jvps):
+            return None
+        tangents = [self.tangent(operand) if index in entry.active else None
+                    for index, (_, operand, _) in enumerate(entry.operands)]
+        if all(t is None for t in tangents):
+            return None
+        chosen, test = {}, None
+        for index, (_, operand, template) in enumerate(entry.operands):
+            partial = self.instantiate(template, node, entry, {})
+            arms = _choice_arms(partial)
+            if arms is None or test is not None and \
+                    S.expr_source(partial.test) != S.expr_source(test):
+                return None
+            test = partial.test
+            chosen[arms] = index
+        if set(chosen) != {True, False}:
+            return None
+        when_true, when_false = (
+            tangents[chosen[arm]] or self.zero_shaped(entry.operands[chosen[arm]][1])
+            for arm in (True, False))
+        return S.gast.IfExp(test=test, body=when_true, orelse=when_false)
 
     def instantiate(self, template, node, entry, bindings):
         bindings = dict(bindings)
@@ -753,6 +784,14 @@ def _drop_unset(expression, defaults):
             return name
 
     return Drop().visit(expression)
+
+
+def _choice_arms(partial):
+    """True for ``1.0 if test else 0.0``, False for ``0.0 if test else 1.0``, else None."""
+    if not isinstance(partial, S.gast.IfExp) or not all(
+            isinstance(arm, S.Constant) for arm in (partial.body, partial.orelse)):
+        return None
+    return {(1.0, 0.0): True, (0.0, 1.0): False}.get((partial.body.value, partial.orelse.value))
 
 
 def _negated(term):
