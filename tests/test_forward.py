@@ -8,6 +8,7 @@ grow with the number of loop trips, the generated source is deterministic, and
 what forward mode cannot differentiate is refused with a DerivoError.
 """
 
+import functools
 import importlib.util
 import math
 import os
@@ -636,9 +637,10 @@ def writes_a_global(x):
     return np.sum(GLOBAL_ARRAY)
 
 
-def test_forward_mode_writing_into_a_global_array():
-    # the tangent of the global started as 0.0 and could not be written into
-    assert derivo.jvp(writes_a_global, (1.3,), (1.0,))[1] == pytest.approx(2.6)
+def test_forward_mode_refuses_a_differentiated_write_into_a_global_array():
+    # as reverse mode does: a later call would read the value back with no tangent
+    with pytest.raises(derivo.DerivoError, match="write into 'GLOBAL_ARRAY', a module global"):
+        derivo.jvp(writes_a_global, (1.3,), (1.0,))
 
 
 def pair_times(p, x):
@@ -793,3 +795,40 @@ def test_the_tangent_of_max_and_min_is_the_chosen_operands(f, point, tangents):
     expected = (f(*[p + h * d for p, d in zip(point, direction)]) -
                 f(*[p - h * d for p, d in zip(point, direction)])) / (2 * h)
     assert derivo.jvp(f, point, tangents)[1] == pytest.approx(expected, rel=1e-6, abs=1e-9)
+
+
+def memoized(fn):
+    cache = {}
+
+    @functools.wraps(fn)
+    def wrapper(z):
+        if z not in cache:
+            cache[z] = fn(z)
+        return cache[z]
+    return wrapper
+
+
+@memoized
+def cached_square(z):
+    return z * z
+
+
+def calls_a_memoized_square(x):
+    return cached_square(x) * 3.0
+
+
+GLOBAL_SCALE = [0.0]
+
+
+def writes_a_constant_into_a_global(x):
+    GLOBAL_SCALE[0] = 1.5
+    return x * GLOBAL_SCALE[0]
+
+
+def test_forward_mode_refuses_to_store_a_tangent_in_memory_it_does_not_own():
+    # a later call reads the cache back with no tangent: the JVP would be silently 0.0
+    with pytest.raises(derivo.DerivoError, match="write into 'cache', an enclosing"):
+        derivo.jvp(calls_a_memoized_square, (0.7,), (1.0,))
+    # a value that carries no tangent may go there, as the function writes it
+    assert derivo.jvp(writes_a_constant_into_a_global, (0.7,), (1.0,)) == \
+        pytest.approx((1.05, 1.5))

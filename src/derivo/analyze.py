@@ -314,9 +314,9 @@ MEMORY_REFUSALS = ("aliased write", "aliased update", "write into a loop item", 
 _ALL = ("reverse", "forward", "memory")
 #: The phases in the order they run, each with the modes that run it: "reverse"
 #: all of them; "forward" no saving (nothing is saved) and no refusal of what
-#: only a reverse sweep gets wrong (a write into a global, which forward mode
-#: makes as the function does; + of lists); "memory" the refusals of in-place
-#: changes alone (see ``transform.refuse_memory_faults``).
+#: only a reverse sweep gets wrong (+ of lists, whose tangents forward mode
+#: joins); "memory" the refusals of in-place changes alone (see
+#: ``transform.refuse_memory_faults``).
 PHASES = (
     (Analysis.compute_activity, _ALL),
     (Analysis.compute_kinds, _ALL),
@@ -326,7 +326,7 @@ PHASES = (
     # tangents share memory as the values do: forward mode refuses no shared write
     (lambda analysis: refuse_shared_writes(analysis, writes=analysis.reverse), _ALL),
     (Analysis.refuse_joined_sequences, ("reverse",)),
-    (refuse_writes_into_globals, ("reverse",)),
+    (refuse_writes_into_globals, ("reverse", "forward")),
     (Analysis.plan_statements, _ALL),
     (Analysis.compute_saving, ("reverse",)),
 )

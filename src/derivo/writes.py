@@ -90,19 +90,22 @@ def refuse_shared_writes(analysis, writes=True):
 def refuse_writes_into_globals(analysis):
     """Refuse ``x[i] = v`` and ``x.append(v)`` into a name the function does
     not bind (a module global, an enclosing function's variable): memory
-    derivo does not own, which the reverse sweep would change back.  (Forward
-    mode writes only what the function writes.)"""
+    derivo does not own, which the reverse sweep would change back.  Forward
+    mode writes only what the function writes, but a differentiated value
+    stored there has no tangent where it is read again (by a later call: a
+    memoizing decorator's cache), so it refuses those writes."""
     tree = analysis.normalized.tree
     local = set(all_params(tree)) | {n.id for n in S.walk(tree) if isinstance(n, S.Name)
                                       and isinstance(n.ctx, S.Store)}
     for stmt in S.walk(tree):
         if is_item_write(stmt):
-            written = stmt.targets[0].value.id
+            written, value = stmt.targets[0].value.id, stmt.value
         elif is_append(stmt):
-            written = stmt.value.func.value.id
+            written, value = stmt.value.func.value.id, stmt.value.args[0]
         else:
             continue
-        if written not in local:
+        differentiated = analysis.differentiable_names(value) & analysis.active
+        if written not in local and (analysis.reverse or differentiated):
             owner = "an enclosing function's variable" if written in analysis.parsed.closure \
                 else "a module global"
             raise analysis.parsed.error(
