@@ -50,7 +50,7 @@ class Site:
         else:
             self.args += [(None, arg, None) for arg in extras]
         for k in keywords:
-            index = self.rule.params.index(k.arg)
+            index = self.rule.params.index(k.arg) if k.arg in self.rule.params else len(templates)
             self.args.append((k.arg, k.value, templates[index]
                               if index < len(templates) else None))
 
