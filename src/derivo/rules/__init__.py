@@ -260,6 +260,15 @@ class Rule:
             raise DerivoError("the partials of {} must each take (ans, *args) with {} "
                               "args".format(label, len(self.templates)))
 
+    def templates_for(self, forward):
+        """The templates that say which arguments have a rule: the partials or
+        VJPs; in forward mode, an argument with a tangent rule only (one whose
+        second derivative in reverse mode derivo lacks) has one too."""
+        if not forward:
+            return self.templates
+        return [template if template is not None or i >= len(self.jvps) else self.jvps[i]
+                for i, template in enumerate(self.templates)]
+
     @property
     def arity(self):
         return len(self.params)
