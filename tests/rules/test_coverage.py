@@ -21,7 +21,7 @@ SCOPE = {
     "elementwise": ["np." + name for name in (
         "fabs reciprocal cbrt exp2 log2 log10 arcsinh arccosh arctanh deg2rad radians rad2deg "
         "degrees sinc real imag conj angle nan_to_num fmax fmin logaddexp2 arctan2 hypot "
-        "copysign clip " + _OPERATORS).split()] + [".clip", ".conj"],
+        "copysign clip heaviside " + _OPERATORS).split()] + [".clip", ".conj"],
     "reductions": ["np." + name for name in (
         "var std cumsum cumprod nansum nanmean average median quantile percentile ptp "
         "trapezoid").split()] + ["scipy.special.logsumexp", ".var", ".std", ".cumsum",
@@ -29,7 +29,7 @@ SCOPE = {
     "shapes and indexing": ["np." + name for name in (
         "roll flip flipud fliplr rot90 diag diagonal triu tril swapaxes moveaxis rollaxis "
         "broadcast_to repeat tile atleast_3d split array_split hsplit vsplit dsplit "
-        "column_stack append pad take take_along_axis compress select sort partition diff "
+        "column_stack row_stack append pad take take_along_axis compress select sort partition diff "
         "gradient interp convolve correlate einsum").split()],
     "linalg": ["np.linalg." + name for name in (
         "det slogdet inv pinv solve lstsq cholesky qr eigh eigvalsh eig eigvals svd norm "

@@ -151,6 +151,8 @@ probe(np.power, "np.power(2.0, x0)", normal(3, 4))
 probe(np.maximum, "np.maximum(x0, 0.0)", nonzero(3, 4))
 probe(np.minimum, "np.minimum(x0, 0.0)", nonzero(3, 4))
 probe(np.sinc, "np.sinc(x0 * 0.0)", normal(3))  # the partial at 0
+probe(np.heaviside, "np.heaviside(LO, x0)", normal(4))  # x0 where LO is 0
+probe(np.heaviside, "np.heaviside(x0, x1) * x0", nonzero(3, 4), normal())
 probe(np.nan_to_num, "np.nan_to_num(np.log(x0))", nonzero(3, 4))  # nan where x0 < 0
 
 probe(np.clip, "np.clip(x0, -0.5, 0.7)", avoiding(3, 4))
@@ -317,6 +319,8 @@ probe(np.hstack, "np.hstack((x0, x1, x0))", normal(2, 3), normal(2, 1))
 probe(np.vstack, "np.vstack([x0, x1])", normal(3), normal(3))
 probe(np.vstack, "np.vstack((x0, x1))", normal(2, 3), normal(1, 3))
 probe(np.vstack, "np.vstack([x0, x1])", normal(3), normal(2, 3))
+if hasattr(np, "row_stack"):
+    probe(np.row_stack, "np.row_stack([x0, x1])", normal(3), normal(2, 3))
 
 # Statistics and running sums.
 for _name in ("var", "std"):

@@ -78,6 +78,8 @@ defpartials(np.fmin, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
 defpartials(np.logaddexp2, lambda ans, x, y: np.exp2(x - ans), lambda ans, x, y: np.exp2(y - ans))
 defpartials(np.arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
 defpartials(np.hypot, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
+# a step in x1; x2 is the value where x1 == 0
+defpartials(np.heaviside, CONSTANT, lambda ans, x1, x2: x1 == 0)
 defpartials(np.copysign, lambda ans, x, y: np.sign(x) * np.copysign(1.0, y), CONSTANT)
 defpartials(np.power, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_times(ans, x))
 defpartials(np.maximum, lambda ans, x, y: x >= y, lambda ans, x, y: x < y)
@@ -193,6 +195,8 @@ defvjp(np.concatenate, lambda g, ans, arrays, axis=0: split_like(g, arrays, axis
 defvjp(np.stack, lambda g, ans, arrays, axis=0: unstack(g, arrays, axis), returns=NEW)
 defvjp(np.hstack, lambda g, ans, arrays: hstack_vjp(g, arrays), returns=NEW)
 defvjp(np.vstack, lambda g, ans, arrays: vstack_vjp(g, arrays), returns=NEW)
+if hasattr(np, "row_stack"):  # (NumPy 2 deprecates it, for np.vstack)
+    defvjp(np.row_stack, lambda g, ans, tup: vstack_vjp(g, tup), returns=NEW)
 defvjp(np.column_stack, lambda g, ans, tup: column_stack_vjp(g, tup), returns=NEW)
 defvjp(np.append, lambda g, ans, arr, values, axis=None: gathered_vjp(g, arr, appended_sources(arr, values, axis, 0)),
        lambda g, ans, arr, values, axis=None: gathered_vjp(g, values, appended_sources(arr, values, axis, 1)), returns=NEW)
@@ -249,7 +253,7 @@ nondifferentiable(
     np.eye, np.identity, np.sign,
     np.argmax, np.argmin, np.argsort, np.argpartition, np.floor, np.ceil, np.round, np.rint, np.isnan,
     np.isinf, np.isfinite, np.allclose, np.isclose, np.array_equal, np.any, np.all,
-    np.greater, np.less, np.equal, np.count_nonzero, np.isrealobj, np.heaviside,
+    np.greater, np.less, np.equal, np.count_nonzero, np.isrealobj,
     Method("shape"), Method("ndim"), Method("size"), Method("dtype"), Method("argmax"),
     Method("argmin"), Method("argsort"), Method("argpartition"), Method("any"), Method("all"), returns=NEW)
 without_rule(np.arange, np.linspace, returns=NEW)

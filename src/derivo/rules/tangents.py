@@ -126,6 +126,8 @@ defjvp(np.concatenate, lambda t, ans, arrays, axis=0: np.concatenate(t, axis))
 defjvp(np.stack, lambda t, ans, arrays, axis=0: np.stack(t, axis))
 defjvp(np.hstack, lambda t, ans, arrays: np.hstack(t))
 defjvp(np.vstack, lambda t, ans, arrays: np.vstack(t))
+if hasattr(np, "row_stack"):
+    defjvp(np.row_stack, lambda t, ans, tup: np.vstack(t))
 defjvp(np.column_stack, lambda t, ans, tup: np.column_stack(t))
 defjvp(np.append, lambda t, ans, arr, values, axis=None: np.append(t, np.zeros(np.shape(values)), axis),
        lambda t, ans, arr, values, axis=None: np.append(np.zeros(np.shape(arr)), t, axis))
