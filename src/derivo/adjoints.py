@@ -482,11 +482,22 @@ def interp_x_partial(x, xp, fp, left, right, period):
     return InterpSegments(x, xp, left, right, period).slope(fp)
 
 
+def _real_part(adjoint):
+    """The adjoint of a real value (x and xp are): the real part of what reached
+    it (JAX's convention; a complex fp makes a complex result)."""
+    return np.real(adjoint) if np.iscomplexobj(adjoint) else adjoint
+
+
+def interp_x_vjp(adjoint, x, xp, fp, left, right, period):
+    return _real_part(adjoint * interp_x_partial(x, xp, fp, left, right, period))
+
+
 def interp_fp_vjp(adjoint, x, xp, fp, left, right, period):
     """The adjoint in fp: each x's adjoint shared between its two knots."""
     segments = InterpSegments(x, xp, left, right, period)
     below, above = segments.weights()
-    adjoint = np.broadcast_to(adjoint, np.shape(below))
+    adjoint = np.broadcast_to(adjoint if np.iscomplexobj(fp) else _real_part(adjoint),
+                              np.shape(below))
     total = np.zeros(np.shape(fp), dtype=np.result_type(adjoint, float))
     np.add.at(total, segments.below, below * adjoint)
     np.add.at(total, segments.above, above * adjoint)
@@ -516,7 +527,7 @@ def interp_xp_vjp(adjoint, x, xp, fp, left, right, period):
     total = np.zeros(np.shape(xp), dtype=np.result_type(adjoint, below))
     np.add.at(total, segments.below, below * adjoint)
     np.add.at(total, segments.above, above * adjoint)
-    return total
+    return _real_part(total)
 
 
 def interp_xp_jvp(tangent, x, xp, fp, left, right, period):

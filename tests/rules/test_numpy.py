@@ -494,6 +494,9 @@ probe(np.interp, "np.interp(XS, XP, x0, period=1.5)", normal(4))
 probe(np.interp, "np.interp(XS, x0, x1, period=2.5)", knots(4), normal(4))
 probe(np.interp, "np.interp(x0, [0.7], x1)", avoiding(3, points=(0.7,)), normal(1))
 probe(np.interp, "np.interp(x0, XP, x1)", avoiding(points=(0.0, 0.5, 1.2, 2.0)), normal(4))
+# complex values fp: a real x's and xp's adjoint is the real part of what reaches them
+probe(np.interp, "np.abs(np.interp(x0, x1, x2 * (1 + 2j) - 0.5j)) ** 2",
+      avoiding(3, points=(0.0, 0.45, 0.9)), knots(3), normal(3))
 
 # Indexing reads.
 for _expr, _shape in (("x0[1]", (3, 4)), ("x0[-1]", (3, 4)), ("x0[1:3]", (5,)),

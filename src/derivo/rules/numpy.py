@@ -17,7 +17,7 @@ from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum
                        unstack, vstack_vjp)
 from ..adjoints import (appended_sources, average_weights, column_stack_vjp, convolve_vjp,
                         correlate_vjp, diag_vjp, diff_vjp, gathered_vjp, gradient_vjp,
-                        interp_fp_vjp, interp_x_partial, interp_xp_vjp, pad_sources,
+                        interp_fp_vjp, interp_x_vjp, interp_xp_vjp, pad_sources,
                         partition_sources, positions, ptp_weights, quantile_vjp, repeat_vjp,
                         reverse_cumsum, rollaxis_vjp, select_choices, select_vjp, split_vjp,
                         tile_vjp, trapezoid_weights)
@@ -223,7 +223,7 @@ defvjp(np.diff, lambda g, ans, a, n=1, axis=-1: diff_vjp(g, n, axis), returns=NE
 # linear in f; the spacings (numbers or coordinates) are constants (refused if differentiated)
 defvjp(np.gradient, lambda g, ans, f, *varargs, axis=None, edge_order=1: gradient_vjp(g, f, varargs, axis, edge_order), returns=NEW)
 # piecewise linear: in x the segment's slope, in fp and xp the segment's knots move it
-defvjp(np.interp, lambda g, ans, x, xp, fp, left=None, right=None, period=None: g * interp_x_partial(x, xp, fp, left, right, period),
+defvjp(np.interp, lambda g, ans, x, xp, fp, left=None, right=None, period=None: interp_x_vjp(g, x, xp, fp, left, right, period),
        lambda g, ans, x, xp, fp, left=None, right=None, period=None: interp_xp_vjp(g, x, xp, fp, left, right, period),
        lambda g, ans, x, xp, fp, left=None, right=None, period=None: interp_fp_vjp(g, x, xp, fp, left, right, period), returns=NEW)
 defvjp(np.convolve, lambda g, ans, a, v, mode="full": convolve_vjp(g, a, v, 0, np.correlate),
