@@ -360,7 +360,10 @@ def select_choices(condlist):
     """For each element of ``np.select(condlist, choicelist, default)``, the index
     of the choice it came from (the first condition that holds), or
     ``len(condlist)`` where it came from ``default``."""
-    return np.select(condlist, list(range(len(condlist))), len(condlist))
+    chosen = len(condlist)
+    for index in range(len(condlist) - 1, -1, -1):  # (the first true condition last)
+        chosen = np.where(condlist[index], index, chosen)
+    return chosen
 
 
 def select_vjp(adjoint, condlist, choicelist):

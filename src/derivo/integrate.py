@@ -137,7 +137,6 @@ def adjoints_tangent(adjoint, ys, func, times, args, rtol, atol, tfirst, adjoint
     args = tuple(args or ())
     g = np.reshape(adjoint, (len(times), -1))
     states = np.reshape(ys, (len(times), -1))
-    size = states.shape[1]
     moved_g = np.zeros(g.shape) if adjoint_tangent is None else np.reshape(adjoint_tangent, g.shape)
     moved_states = np.zeros(states.shape) if ys_tangent is None else \
         np.reshape(ys_tangent, states.shape)
