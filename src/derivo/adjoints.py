@@ -352,8 +352,9 @@ def partition_sources(a, ans, axis):
     if axis is None:
         sources, values, axis = sources.ravel(), values.ravel(), 0
     ascending = np.take_along_axis(sources, np.argsort(values, axis, kind="stable"), axis)
-    ranks = np.argsort(np.argsort(ans, axis, kind="stable"), axis, kind="stable")
-    return np.take_along_axis(ascending, ranks, axis)
+    found = np.empty_like(ascending)
+    np.put_along_axis(found, np.argsort(ans, axis, kind="stable"), ascending, axis)
+    return found
 
 
 def select_choices(condlist):
@@ -404,17 +405,25 @@ def gradient_vjp(adjoint, f, spacing, axis, edge_order):
     else:  # one adjoint per axis (a plain 0.0 when no derivative was used)
         parts = list(adjoint) if isinstance(adjoint, (list, tuple)) or np.ndim(adjoint) \
             else [0.0] * len(axes)
-    total = np.zeros(np.shape(f))
+    total = np.zeros(np.shape(f), dtype=np.result_type(f, float))
     for part, along, step in zip(parts, axes, gradient_spacings(f, spacing, axis)):
         if np.ndim(part) == 0 and part == 0:
             continue
-        weights, columns = gradient_stencil(np.shape(f)[along], step, edge_order)
+        if total.dtype.kind != "c":  # a real f's adjoint: the real part of what reaches it
+            part = np.real(part)
+        count = np.shape(f)[along]
+        weights, columns = gradient_stencil(count, step, edge_order)
         moved = np.moveaxis(np.broadcast_to(part, np.shape(f)), along, 0)
-        spread = np.zeros(moved.shape)
+        rest = moved.shape[1:]
+        points = np.arange(count).reshape((count,) + (1,) * len(rest))
         for k in range(3):
-            np.add.at(spread, columns[:, k], np.expand_dims(weights[:, k], tuple(
-                range(1, moved.ndim))) * moved)
-        total += np.moveaxis(spread, 0, along)
+            weighted = np.expand_dims(weights[:, k], tuple(range(1, moved.ndim))) * moved
+            # row i, between the first and the last, reads point i - 1 + k (built
+            # whole, not written into zeros: the adjoint may be a lazy Dask array)
+            spread = np.concatenate([np.zeros((k,) + rest), weighted[1:count - 1],
+                                     np.zeros((2 - k,) + rest)]) \
+                + (points == columns[0, k]) * weighted[0] + (points == columns[-1, k]) * weighted[-1]
+            total = total + np.moveaxis(spread, 0, along)
     return total
 
 

@@ -481,6 +481,8 @@ for _arguments in ("", ", 0.2", ", XS", ", XS, edge_order=2", ", edge_order=2"):
     probe(np.gradient, "np.gradient(x0{})".format(_arguments), normal(5))
 probe(np.gradient, "np.gradient(x0)", normal(2))
 probe(np.gradient, "np.gradient(x0, 0.5)[1]", normal(3, 4))
+probe(np.gradient, "np.abs(np.gradient(x0 * (1 + 2j), 0.5)) ** 2", normal(5))  # complex f
+probe(np.gradient, "np.abs(np.gradient(x0, edge_order=2) * (1 - 1j))", nonzero(5))
 probe(np.gradient, "np.gradient(x0, axis=(0, 2), edge_order=2)[0]", normal(3, 2, 4))
 
 # np.interp: x (away from the knots), the knots xp and the values fp; ends and a period
