@@ -221,8 +221,6 @@ def test_numpy_rule_tangent(p, tmp_path):
     np.testing.assert_allclose(tangent, numeric, rtol=1e-5, atol=1e-7)
 
 
-#: Rules forward mode refuses at the user's line (tests/test_integrate.py checks it)
-REVERSE_ONLY = {"scipy.integrate.solve_ivp"}
 
 
 def test_every_vector_jacobian_rule_has_a_tangent_rule():
@@ -231,8 +229,7 @@ def test_every_vector_jacobian_rule_has_a_tangent_rule():
                       for rule in by_arity.values() if rule.style == "vjp" and not rule.jvps
                       and rule.table != rules.RECORDS  # (made per user class: see record_rule)
                       # (a user's rule that a test module registers, as users do)
-                      and not getattr(rule.primitive, "__module__", "").startswith("test_")
-                      and rule.label not in REVERSE_ONLY})
+                      and not getattr(rule.primitive, "__module__", "").startswith("test_")})
     assert not missing, "add their JVPs to src/derivo/rules/tangents.py: " + ", ".join(missing)
 
 

@@ -27,9 +27,11 @@ DIFFERENTIABLE_OPS = (S.Add, S.Sub, S.Mult, S.Div, S.Pow, S.Mod, S.MatMult)
 
 class Site:
     """One application of a primitive: its rule and its arguments bound to the
-    rule's parameter names, ``[(param, argument node, template or None)]``."""
+    rule's parameter names, ``[(param, argument node, template or None)]``
+    (``forward``: for forward mode, where an argument with only a tangent rule
+    has a rule: see :meth:`derivo.rules.Rule.templates_for`)."""
 
-    def __init__(self, key, positional, keywords, label=None):
+    def __init__(self, key, positional, keywords, label=None, forward=False):
         self.key = key
         self._label = label  # how messages name it, or a function that says (see label)
         self.npositional = len(positional)
@@ -40,7 +42,7 @@ class Site:
             self.args = [(None, a, None) for a in positional] + \
                 [(k.arg, k.value, None) for k in keywords]
             return
-        templates = self.rule.templates
+        templates = self.rule.templates_for(forward)
         self.args = [(param, arg, templates[i] if i < len(templates) else None)
                      for i, (param, arg) in enumerate(zip(self.rule.params, positional))]
         extras = positional[len(self.rule.params):]
@@ -50,7 +52,7 @@ class Site:
         else:
             self.args += [(None, arg, None) for arg in extras]
         for k in keywords:
-            index = self.rule.params.index(k.arg)
+            index = self.rule.params.index(k.arg) if k.arg in self.rule.params else len(templates)
             self.args.append((k.arg, k.value, templates[index]
                               if index < len(templates) else None))
 
@@ -67,8 +69,9 @@ class Activity:
     ``active`` names, found by :meth:`propagate`.  ``local_names``: the
     function's locals, a set the indexing of loops adds to (see ``indexing``)."""
 
-    def __init__(self, normalized, local_names):
+    def __init__(self, normalized, local_names, forward=False):
         self.normalized = normalized
+        self.forward = forward  # for forward mode (see Site)
         self.parsed = normalized.parsed
         self.local_names = local_names
         self.varied = self.useful = self.active = set()
@@ -128,7 +131,8 @@ class Activity:
                     "derivative of a version with loops='stack' and no derivo.checkpointed",
                     "checkpointed loop")
             return Site(key, args, node.keywords,
-                        label=functools.partial(self.parsed.words, node.func))
+                        label=functools.partial(self.parsed.words, node.func),
+                        forward=self.forward)
         if isinstance(node, S.Attribute):
             key = rules.Method(node.attr)
             if rules.is_nondifferentiable(key) or isinstance(node.value, S.Name) and \

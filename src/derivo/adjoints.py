@@ -342,6 +342,213 @@ def rollaxis_vjp(adjoint, like, axis, start):
     return np.transpose(adjoint, np.argsort(order))
 
 
+def partition_sources(a, ans, axis):
+    """Where each element of ``ans = np.partition(a, kth, axis)`` came from in
+    ``a`` (flat positions, for :func:`gathered_vjp`): the r-th smallest of a
+    lane of ``ans`` is the r-th smallest of that lane of ``a`` (ties in the
+    order a stable sort gives them).  Matched by value, because np.partition
+    and np.argpartition may arrange the elements differently."""
+    sources, values, ans = positions(a), np.asarray(a), np.asarray(ans)
+    if axis is None:
+        sources, values, axis = sources.ravel(), values.ravel(), 0
+    ascending = np.take_along_axis(sources, np.argsort(values, axis, kind="stable"), axis)
+    found = np.empty_like(ascending)
+    np.put_along_axis(found, np.argsort(ans, axis, kind="stable"), ascending, axis)
+    return found
+
+
+def select_choices(condlist):
+    """For each element of ``np.select(condlist, choicelist, default)``, the index
+    of the choice it came from (the first condition that holds), or
+    ``len(condlist)`` where it came from ``default``."""
+    chosen = len(condlist)
+    for index in range(len(condlist) - 1, -1, -1):  # (the first true condition last)
+        chosen = np.where(condlist[index], index, chosen)
+    return chosen
+
+
+def select_vjp(adjoint, condlist, choicelist):
+    """The adjoints of np.select's choices: each gets the output's adjoint where
+    it was chosen, summed to its shape."""
+    from .runtime import unbroadcast
+    chosen = select_choices(condlist)
+    return [unbroadcast(np.where(chosen == index, adjoint, 0.0), choice)
+            for index, choice in enumerate(choicelist)]
+
+
+def gradient_spacings(f, spacing, axis):
+    """np.gradient's spacing of each axis it differentiates along (a number or
+    the coordinates), read as NumPy reads ``varargs``: none (1.0), one number
+    for every axis, or one per axis."""
+    axes = _gradient_axes(f, axis)
+    if not spacing:
+        return [1.0] * len(axes)
+    if len(spacing) == 1 and np.ndim(spacing[0]) == 0:
+        return list(spacing) * len(axes)
+    return list(spacing)
+
+
+def _gradient_axes(f, axis):
+    ndim = np.ndim(f)
+    if axis is None:
+        return list(range(ndim))
+    return [a % ndim for a in ((axis,) if np.ndim(axis) == 0 else axis)]
+
+
+def gradient_vjp(adjoint, f, spacing, axis, edge_order):
+    """The adjoint of ``np.gradient(f, *spacing, axis=axis, edge_order=edge_order)``
+    in f: the sum over the axes of each derivative's transposed stencil applied
+    to its adjoint (a tuple of them for several axes; 0.0 for one not used)."""
+    axes = _gradient_axes(f, axis)
+    if len(axes) == 1:
+        parts = [adjoint]
+    else:  # one adjoint per axis (a plain 0.0 when no derivative was used)
+        parts = list(adjoint) if isinstance(adjoint, (list, tuple)) or np.ndim(adjoint) \
+            else [0.0] * len(axes)
+    total = np.zeros(np.shape(f), dtype=np.result_type(f, float))
+    for part, along, step in zip(parts, axes, gradient_spacings(f, spacing, axis)):
+        if np.ndim(part) == 0 and part == 0:
+            continue
+        if total.dtype.kind != "c":  # a real f's adjoint: the real part of what reaches it
+            part = np.real(part)
+        count = np.shape(f)[along]
+        weights, columns = gradient_stencil(count, step, edge_order)
+        moved = np.moveaxis(np.broadcast_to(part, np.shape(f)), along, 0)
+        rest = moved.shape[1:]
+        points = np.arange(count).reshape((count,) + (1,) * len(rest))
+        for k in range(3):
+            weighted = np.expand_dims(weights[:, k], tuple(range(1, moved.ndim))) * moved
+            # row i, between the first and the last, reads point i - 1 + k (built
+            # whole, not written into zeros: the adjoint may be a lazy Dask array)
+            spread = np.concatenate([np.zeros((k,) + rest), weighted[1:count - 1],
+                                     np.zeros((2 - k,) + rest)]) \
+                + (points == columns[0, k]) * weighted[0] + (points == columns[-1, k]) * weighted[-1]
+            total = total + np.moveaxis(spread, 0, along)
+    return total
+
+
+def gradient_stencil(count, step, edge_order):
+    """np.gradient's weights along one axis of ``count`` points: ``(weights,
+    columns)``, each (count, 3), with derivative i = sum over k of weights[i, k]
+    f[columns[i, k]].  Each derivative reads three neighbouring points (the
+    first and last, the three at their end), so np.gradient applied to the
+    indicator of the points i with i % 3 == r gives, at row i, the weight of
+    the one point of its three with that remainder: NumPy's own numbers."""
+    rows = np.arange(count)
+    first = np.clip(rows - 1, 0, max(count - 3, 0))
+    columns = np.minimum(first[:, None] + np.arange(3), count - 1)
+    indicators = [(rows % 3 == r).astype(float) for r in range(3)]
+    derivatives = [np.gradient(indicator, step, edge_order=edge_order)
+                   for indicator in indicators]
+    weights = np.stack([np.choose(columns[:, k] % 3, derivatives) for k in range(3)], axis=1)
+    # a column repeated (fewer than three points) is counted once
+    weights[:, 1:][columns[:, 1:] == columns[:, :-1]] = 0.0
+    return weights, columns
+
+
+class InterpSegments:
+    """Where each x of ``np.interp(x, xp, fp, left, right, period)`` falls:
+    between the knots at positions ``below`` and ``above`` of xp (and fp), a
+    ``fraction`` of the way (0 at below, 1 at above), so that the result is
+    ``(1 - fraction) fp[below] + fraction fp[above]`` where ``inside`` (x within
+    the knots), and ``fp[below]`` (``fp[above]``) left (right) of them unless
+    ``left`` (``right``) is given.  With a period, x and xp are taken modulo
+    it and the knots sorted and extended by one at either end, as NumPy does
+    (each still a knot of xp, moved by a multiple of the period)."""
+
+    def __init__(self, x, xp, left, right, period):
+        x, xp = np.asarray(x, dtype=float), np.asarray(xp, dtype=float)
+        sources = np.arange(len(xp))
+        knots = xp
+        if period is not None:
+            period = abs(period)
+            x, xp = x % period, xp % period
+            order = np.argsort(xp, kind="stable")
+            sources = np.concatenate([order[-1:], order, order[:1]])
+            knots = np.concatenate([xp[order[-1:]] - period, xp[order], xp[order[:1]] + period])
+        if len(knots) == 1:  # one knot: fp[0] wherever left and right do not say otherwise
+            sources, knots = np.repeat(sources, 2), np.repeat(knots, 2)
+        segment = np.clip(np.searchsorted(knots, x, side="right") - 1, 0, len(knots) - 2)
+        self.below, self.above = sources[segment], sources[segment + 1]
+        self.width = knots[segment + 1] - knots[segment]
+        opened = self.width > 0
+        self.fraction = np.clip(np.where(opened, x - knots[segment], 0.0)
+                                / np.where(opened, self.width, 1.0), 0.0, 1.0)
+        self.inside = (x >= knots[0]) & (x <= knots[-1]) & opened
+        # outside the knots the result is an end of fp, or left/right when given
+        self.kept = ~((x < knots[0]) & (left is not None) | (x > knots[-1]) & (right is not None))
+
+    def weights(self):
+        """fp's weights at below and at above."""
+        return (1 - self.fraction) * self.kept, self.fraction * self.kept
+
+    def slope(self, fp):
+        """d result / d x: the slope of fp over the segment, 0 outside the knots."""
+        fp = np.asarray(fp)
+        rise = fp[self.above] - fp[self.below]
+        return np.where(self.inside, rise, 0.0) / np.where(self.inside, self.width, 1.0)
+
+
+def interp_x_partial(x, xp, fp, left, right, period):
+    """d np.interp(x, xp, fp, ...) / d x, elementwise in x."""
+    return InterpSegments(x, xp, left, right, period).slope(fp)
+
+
+def _real_part(adjoint):
+    """The adjoint of a real value (x and xp are): the real part of what reached
+    it (JAX's convention; a complex fp makes a complex result)."""
+    return np.real(adjoint) if np.iscomplexobj(adjoint) else adjoint
+
+
+def interp_x_vjp(adjoint, x, xp, fp, left, right, period):
+    return _real_part(adjoint * interp_x_partial(x, xp, fp, left, right, period))
+
+
+def interp_fp_vjp(adjoint, x, xp, fp, left, right, period):
+    """The adjoint in fp: each x's adjoint shared between its two knots."""
+    segments = InterpSegments(x, xp, left, right, period)
+    below, above = segments.weights()
+    adjoint = np.broadcast_to(adjoint if np.iscomplexobj(fp) else _real_part(adjoint),
+                              np.shape(below))
+    total = np.zeros(np.shape(fp), dtype=np.result_type(adjoint, float))
+    np.add.at(total, segments.below, below * adjoint)
+    np.add.at(total, segments.above, above * adjoint)
+    return total
+
+
+def interp_fp_jvp(tangent, x, xp, left, right, period):
+    segments = InterpSegments(x, xp, left, right, period)
+    below, above = segments.weights()
+    tangent = np.asarray(tangent)
+    return below * tangent[segments.below] + above * tangent[segments.above]
+
+
+def _interp_knot_partials(segments, fp):
+    """d result / d xp[below] and d result / d xp[above]: moving a knot moves
+    the segment under x, by slope (fraction - 1) and by -slope fraction."""
+    slope = segments.slope(fp)
+    return slope * (segments.fraction - 1), -slope * segments.fraction
+
+
+def interp_xp_vjp(adjoint, x, xp, fp, left, right, period):
+    """The adjoint in xp (the knots), inside the knots' range only (outside, the
+    result is an end value or left/right, which do not move with xp)."""
+    segments = InterpSegments(x, xp, left, right, period)
+    below, above = _interp_knot_partials(segments, fp)
+    adjoint = np.broadcast_to(adjoint, np.shape(below))
+    total = np.zeros(np.shape(xp), dtype=np.result_type(adjoint, below))
+    np.add.at(total, segments.below, below * adjoint)
+    np.add.at(total, segments.above, above * adjoint)
+    return _real_part(total)
+
+
+def interp_xp_jvp(tangent, x, xp, fp, left, right, period):
+    segments = InterpSegments(x, xp, left, right, period)
+    below, above = _interp_knot_partials(segments, fp)
+    tangent = np.asarray(tangent)
+    return below * tangent[segments.below] + above * tangent[segments.above]
+
+
 def split_vjp(adjoint, ans, axis):
     """The adjoint of ``np.split`` (and array_split, hsplit...): the pieces' adjoints
     joined along ``axis``, zeros for a piece no adjoint reached."""

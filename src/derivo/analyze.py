@@ -62,7 +62,7 @@ class Analysis:
         self.local_names = self.parsed.local_names | {
             n.id for n in S.walk(normalized.tree) if isinstance(n, S.Name)
             and isinstance(n.ctx, (S.Store, S.gast.Param))}
-        self.activity = Activity(normalized, self.local_names)
+        self.activity = Activity(normalized, self.local_names, forward=not reverse)
         self.kinds = self.planner = self.saving = None
         self.plans, self.calls = {}, []
 

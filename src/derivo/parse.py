@@ -21,6 +21,7 @@ from .errors import SourceUnavailable, UnsupportedSyntax
 from .contexts import lower_with_blocks
 from .factories import call_returned_functions, make_inner_derivatives, pass_closed_over_locals
 from .lift import lift_local_functions
+from .names import Namer, names_in
 
 MISSING = object()
 #: The start of the file name of a module derivo generated (see codegen)
@@ -556,7 +557,9 @@ def _unfreeze_distributions(parsed):
     """Call a frozen distribution's method on its family, with the parameters it
     was frozen with after the method's own arguments: ``norm(mu, s).logpdf(x)``
     becomes ``norm.logpdf(x, mu, s)``, as SciPy's frozen methods compute it, so
-    the family's rule applies."""
+    the family's rule applies (a distribution frozen into a name first: see
+    _refreeze_where_called)."""
+    _refreeze_where_called(parsed)
     for call in S.walk(parsed.tree):
         if not (isinstance(call, S.Call) and isinstance(call.func, S.Attribute)
                 and isinstance(call.func.value, S.Call)):
@@ -568,6 +571,67 @@ def _unfreeze_distributions(parsed):
         call.func = S.copy_location(S.attribute(frozen.func, call.func.attr), call.func)
         call.args = call.args + frozen.args
         call.keywords = call.keywords + frozen.keywords
+
+
+def _refreeze_where_called(parsed):
+    """Freeze a distribution held in a name again where its methods are called:
+    ``d = norm(mu, 2.0)`` becomes ``d_arg = mu`` (the values it froze, but
+    constants), and ``d.logpdf(x)`` ``norm(d_arg, 2.0).logpdf(x)``.  Only of a
+    name the function assigns once, a distribution; the assignment stays if the
+    name is read otherwise too."""
+    tree = parsed.tree
+    stores, reads = {}, {}
+    for node in S.walk(tree):
+        if isinstance(node, S.Name):
+            counts = stores if isinstance(node.ctx, (S.Store, S.gast.Param)) else reads
+            counts[node.id] = counts.get(node.id, 0) + 1
+        elif isinstance(node, (S.gast.Global, S.gast.Nonlocal)):
+            stores.update(dict.fromkeys(node.names, 2))
+    namer = Namer(names_in(tree) | set(parsed.globals) | set(parsed.closure))
+    for body in _statement_lists(tree):
+        for stmt in list(body):
+            if not (isinstance(stmt, S.Assign) and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], S.Name) and isinstance(stmt.value, S.Call)
+                    and stores.get(stmt.targets[0].id) == 1):
+                continue
+            frozen = stmt.value
+            if any(isinstance(a, S.gast.Starred) for a in frozen.args) or None in [
+                    k.arg for k in frozen.keywords] or \
+                    not is_distribution(parsed.resolve_callee(frozen)):
+                continue
+            held = stmt.targets[0].id
+            captured = []  # (name, value) of the parameters that are not constants
+
+            def capture(value, base):
+                if isinstance(value, S.Constant):
+                    return S.deepcopy(value)
+                captured.append((namer.fresh(base), value))
+                return S.name(captured[-1][0])
+
+            refrozen = S.call(S.deepcopy(frozen.func),
+                              *[capture(a, held + "_arg") for a in frozen.args],
+                              keywords=[S.gast.keyword(arg=k.arg, value=capture(
+                                  k.value, "{}_{}".format(held, k.arg)))
+                                  for k in frozen.keywords])
+            methods = [call for call in S.walk(tree) if isinstance(call, S.Call)
+                       and isinstance(call.func, S.Attribute)
+                       and isinstance(call.func.value, S.Name) and call.func.value.id == held]
+            for call in methods:
+                call.func.value = S.copy_location(S.deepcopy(refrozen), call.func.value)
+            at = body.index(stmt)
+            if reads.get(held, 0) == len(methods) and (captured or len(body) > 1):
+                body.pop(at)
+            body[at:at] = [S.copy_location(S.assign(name, S.deepcopy(value)), stmt)
+                           for name, value in captured]
+
+
+def _statement_lists(tree):
+    """Every list of statements in ``tree`` (bodies, else branches, handlers')."""
+    for node in S.walk(tree):
+        for part in ("body", "orelse", "finalbody"):
+            body = getattr(node, part, None)
+            if isinstance(body, list) and body and isinstance(body[0], S.gast.stmt):
+                yield body
 
 
 def is_distribution(obj):

@@ -342,7 +342,8 @@ class Planner:
         elif is_distribution(site.key):
             message = ("cannot differentiate {0!r} frozen into a value: derivo "
                        "differentiates a frozen distribution's method called on it where "
-                       "it is made, {0}(...).logpdf(x), or on the family, "
+                       "it is made, {0}(...).logpdf(x), or held in a name assigned once "
+                       "and only called, or on the family, "
                        "{0}.logpdf(x, ...)".format(site.label))
         elif isinstance(site.key, type) and (dataclasses.is_dataclass(site.key) or issubclass(
                 site.key, tuple) and hasattr(site.key, "_fields")):

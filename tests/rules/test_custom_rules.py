@@ -87,3 +87,42 @@ def test_stop_gradient_makes_a_constant():
 
     w = np.array([0.1, -0.5])
     np.testing.assert_allclose(derivo.grad(g)(w), np.tanh(w), rtol=1e-15)
+
+
+def scaled_sine(x, scale):
+    return scale * math.sin(x)
+
+
+derivo.defvjp(scaled_sine, lambda g, ans, x, scale: g * scale * math.cos(x), None)
+derivo.defjvp(scaled_sine, lambda t, ans, x, scale: t * scale * math.cos(x),
+              lambda t, ans, x, scale: t * math.sin(x))
+
+
+def uses_scaled_sine(x, scale):
+    return scaled_sine(x, scale) * x
+
+
+def test_an_argument_with_a_tangent_rule_only_is_differentiated_in_forward_mode_only():
+    # (as derivo.integrate.adjoints: its Hessian's rule, forward over reverse)
+    assert_close(derivo.jvp(uses_scaled_sine, (0.4, 2.0), (None, 1.0))[1],
+                 central(lambda s: uses_scaled_sine(0.4, s), 2.0), rtol=1e-8)
+    with pytest.raises(derivo.NoDerivativeRule, match="its argument 'scale'"):
+        derivo.grad(uses_scaled_sine, wrt=1)(0.4, 2.0)
+
+
+def spaced_sum(x, *spacing, scale=1.0):
+    return scale * sum(x) / (spacing[0] if spacing else 1.0)
+
+
+derivo.defvjp(spaced_sum, lambda g, ans, x, *spacing, scale=1.0: [g * scale / (spacing[0] if spacing else 1.0)] * len(x))
+derivo.defjvp(spaced_sum, lambda t, ans, x, *spacing, scale=1.0: scale * sum(t) / (spacing[0] if spacing else 1.0))
+
+
+def uses_spaced_sum(a, b):
+    return spaced_sum([a, b], 2.0, scale=3.0) + spaced_sum([a, a], scale=0.5)
+
+
+def test_a_template_takes_keyword_only_options_after_its_args():
+    # the positional 2.0 goes to *spacing, scale= by keyword
+    assert_close(derivo.grad(uses_spaced_sum, wrt=(0, 1))(0.3, 0.7), (2.5, 1.5), rtol=1e-12)
+    assert_close(derivo.jvp(uses_spaced_sum, (0.3, 0.7), (1.0, 0.0))[1], 2.5, rtol=1e-12)

@@ -56,6 +56,8 @@ COND = np.array([[True, False, True, False],
                  [True, True, False, False]])
 LO = np.array([-0.9, -0.3, 0.0, 0.3])
 ONES34 = np.ones((3, 4))
+XS = np.array([-0.4, 0.3, 1.1, 1.7, 2.6])
+XP = np.array([0.0, 0.5, 1.2, 2.0])
 """
 CLIP_POINTS = (-0.9, -0.5, -0.3, 0.0, 0.3, 0.7)
 
@@ -85,6 +87,11 @@ def avoiding(*shape, points=CLIP_POINTS):
             x = np.where(near, p + 0.05 * np.where(x >= p, 1.0, -1.0) + 0.01 * (x - p), x)
         return float(x) if shape == () else x
     return make
+
+
+def knots(count):
+    """Increasing points from 0, 0.3 to 0.7 apart (np.interp's xp)."""
+    return lambda rng: np.cumsum(np.concatenate([[0.0], rng.uniform(0.3, 0.7, size=count - 1)]))
 
 
 # --- the probes ------------------------------------------------------------------------
@@ -144,6 +151,8 @@ probe(np.power, "np.power(2.0, x0)", normal(3, 4))
 probe(np.maximum, "np.maximum(x0, 0.0)", nonzero(3, 4))
 probe(np.minimum, "np.minimum(x0, 0.0)", nonzero(3, 4))
 probe(np.sinc, "np.sinc(x0 * 0.0)", normal(3))  # the partial at 0
+probe(np.heaviside, "np.heaviside(LO, x0)", normal(4))  # x0 where LO is 0
+probe(np.heaviside, "np.heaviside(x0, x1) * x0", nonzero(3, 4), normal())
 probe(np.nan_to_num, "np.nan_to_num(np.log(x0))", nonzero(3, 4))  # nan where x0 < 0
 
 probe(np.clip, "np.clip(x0, -0.5, 0.7)", avoiding(3, 4))
@@ -310,6 +319,8 @@ probe(np.hstack, "np.hstack((x0, x1, x0))", normal(2, 3), normal(2, 1))
 probe(np.vstack, "np.vstack([x0, x1])", normal(3), normal(3))
 probe(np.vstack, "np.vstack((x0, x1))", normal(2, 3), normal(1, 3))
 probe(np.vstack, "np.vstack([x0, x1])", normal(3), normal(2, 3))
+if hasattr(np, "row_stack"):
+    probe(np.row_stack, "np.row_stack([x0, x1])", normal(3), normal(2, 3))
 
 # Statistics and running sums.
 for _name in ("var", "std"):
@@ -447,6 +458,47 @@ probe(np.pad, "np.pad(x0, (2, 1))", normal(5))
 for _keywords in ("", ", axis=0", ", 1", ", axis=None", ", axis=-1, kind='stable'"):
     probe(np.sort, "np.sort(x0{})".format(_keywords), normal(3, 4))
 probe(np.sort, "np.sort(x0)", normal(6))
+for _keywords in ("2", "1, axis=0", "[0, 3]", "-1, axis=None", "(1, 2), -1"):
+    probe(np.partition, "np.partition(x0, {})".format(_keywords), normal(3, 4))
+probe(np.partition, "np.partition(x0, 200)", normal(400))  # where NumPy's arrangement differs
+probe(np.partition, "np.partition(x0, kth=1)", normal(5))
+
+# np.select: the first true condition's choice, else the default (each may broadcast)
+probe(np.select, "np.select([COND, x0 > 0.0], [x0, x1])", nonzero(3, 4), normal(3, 4))
+probe(np.select, "np.select([x0 > 0.5, x0 < -0.5], [x0 * x0, np.sin(x0)], default=x1)",
+      avoiding(3, 4, points=(-0.5, 0.5)), normal(4))
+probe(np.select, "np.select([COND], [x0], x1)", normal(3, 1), normal())
+probe(np.select, "np.select((MASK, COND), (x0, 2.0), default=x0)", normal(4))
+
+# np.gradient: spacing none, a number, numbers per axis, coordinates; an axis; both edge orders
+# (a tuple of derivatives, one per axis, stacked: the probes' cotangent is an array)
+for _arguments in ("", ", 0.5", ", 2.0, 0.5", ", LO[:3] + 1.0, XP", ", 0.3, edge_order=2",
+                   ", [0.0, 0.5, 1.5], XS[1:], edge_order=2", ", axis=(1, 0)"):
+    probe(np.gradient, "np.stack(np.gradient(x0{}))".format(_arguments), normal(3, 4))
+for _arguments in (", LO, axis=1", ", axis=0", ", axis=-1, edge_order=2"):
+    probe(np.gradient, "np.gradient(x0{})".format(_arguments), normal(3, 4))
+for _arguments in ("", ", 0.2", ", XS", ", XS, edge_order=2", ", edge_order=2"):
+    probe(np.gradient, "np.gradient(x0{})".format(_arguments), normal(5))
+probe(np.gradient, "np.gradient(x0)", normal(2))
+probe(np.gradient, "np.gradient(x0, 0.5)[1]", normal(3, 4))
+probe(np.gradient, "np.abs(np.gradient(x0 * (1 + 2j), 0.5)) ** 2", normal(5))  # complex f
+probe(np.gradient, "np.abs(np.gradient(x0, edge_order=2) * (1 - 1j))", nonzero(5))
+probe(np.gradient, "np.gradient(x0, axis=(0, 2), edge_order=2)[0]", normal(3, 2, 4))
+
+# np.interp: x (away from the knots), the knots xp and the values fp; ends and a period
+probe(np.interp, "np.interp(XS, XP, x0)", normal(4))
+probe(np.interp, "np.interp(x0, XP, x1)", avoiding(6, points=(0.0, 0.5, 1.2, 2.0)), normal(4))
+probe(np.interp, "np.interp(XS, x0, x1)", knots(4), normal(4))
+probe(np.interp, "np.interp(x0, x1, x2)", avoiding(3, points=(0.0, 0.45, 0.9)), knots(3), normal(3))
+probe(np.interp, "np.interp(XS, x0, x1, left=0.5, right=-1.0)", knots(4), normal(4))
+probe(np.interp, "np.interp(x0, XP, x1, 2.0, 3.0)", avoiding(5, points=(0.0, 0.5, 1.2, 2.0)), normal(4))
+probe(np.interp, "np.interp(XS, XP, x0, period=1.5)", normal(4))
+probe(np.interp, "np.interp(XS, x0, x1, period=2.5)", knots(4), normal(4))
+probe(np.interp, "np.interp(x0, [0.7], x1)", avoiding(3, points=(0.7,)), normal(1))
+probe(np.interp, "np.interp(x0, XP, x1)", avoiding(points=(0.0, 0.5, 1.2, 2.0)), normal(4))
+# complex values fp: a real x's and xp's adjoint is the real part of what reaches them
+probe(np.interp, "np.abs(np.interp(x0, x1, x2 * (1 + 2j) - 0.5j)) ** 2",
+      avoiding(3, points=(0.0, 0.45, 0.9)), knots(3), normal(3))
 
 # Indexing reads.
 for _expr, _shape in (("x0[1]", (3, 4)), ("x0[-1]", (3, 4)), ("x0[1:3]", (5,)),
@@ -533,7 +585,13 @@ def test_table_covers_the_issue_list():
                                   "np.einsum('...i,i->...', x0, x0[0])",
                                   "np.percentile(x0, [30, 70])",
                                   # np.dot pairs a's rows with b's stacks, unlike matmul
-                                  "np.dot(x0, np.stack([x0, x0]))"])
+                                  "np.dot(x0, np.stack([x0, x0]))",
+                                  # spacings, ends and periods are constants
+                                  "np.gradient(x0, x0[0, 0])",
+                                  "np.gradient(x0, axis=0, edge_order=x0[0, 0])",
+                                  "np.interp(x0, [0.0, 1.0], [1.0, 2.0], left=x0[0, 0])",
+                                  "np.interp(x0, [0.0, 1.0], [1.0, 2.0], None, x0[0, 0])",
+                                  "np.interp(x0, [0.0, 1.0], [1.0, 2.0], period=x0[0, 0])"])
 def test_refused_forms_raise_derivo_error(expr, tmp_path):
     """Forms the table does not differentiate say so instead of returning a number."""
     arguments = [np.random.default_rng(1).normal(size=(3, 3))]

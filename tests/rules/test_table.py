@@ -1,5 +1,6 @@
 """derivo.rules.table() and ``python -m derivo.rules`` list the registered primitives."""
 
+import os
 import subprocess
 import sys
 
@@ -24,7 +25,12 @@ def test_table_groups_primitives_by_rule_table():
 
 
 def test_the_command_prints_counts():
-    out = subprocess.run([sys.executable, "-m", "derivo.rules"], capture_output=True, text=True)
+    # the derivo under test (this checkout's src/), not the one the environment installed
+    source = os.path.dirname(os.path.dirname(os.path.dirname(rules.__file__)))
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [source] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    out = subprocess.run([sys.executable, "-m", "derivo.rules"], capture_output=True, text=True,
+                         env=environment)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     numpy_line = next(line for line in lines if line.startswith("numpy ("))

@@ -90,9 +90,20 @@ class Template:
         self.params = list(code.co_varnames[:code.co_argcount])
         self.varargs = code.co_varnames[code.co_argcount + code.co_kwonlyargcount] \
             if code.co_flags & inspect.CO_VARARGS else None
+        #: options given by keyword only (``np.gradient(f, *varargs, axis=None)``)
+        self.keyword_only = list(code.co_varnames[
+            code.co_argcount:code.co_argcount + code.co_kwonlyargcount])
         self.globals = _Scope(fn)
         self.optional = len(fn.__defaults__ or ())  # how many trailing params have defaults
-        if any(type(value) not in S.LITERAL_TYPES for value in fn.__defaults__ or ()):
+        if set(self.keyword_only) - set(fn.__kwdefaults__ or ()):
+            raise DerivoError("{}:{}: a derivative template's keyword-only parameters must have "
+                              "defaults".format(code.co_filename, code.co_firstlineno))
+        if fn.__name__ != "<lambda>" and self.keyword_only:
+            raise DerivoError("{}:{}: a def derivative rule takes no keyword-only parameters; "
+                              "write it as a lambda".format(code.co_filename,
+                                                            code.co_firstlineno))
+        if any(type(value) not in S.LITERAL_TYPES
+               for value in (fn.__defaults__ or ()) + tuple((fn.__kwdefaults__ or {}).values())):
             raise DerivoError("{}:{}: a derivative template's defaults must be literals (a "
                               "number, a string, None): generated code holds their values"
                               .format(code.co_filename, code.co_firstlineno))
@@ -119,12 +130,12 @@ class Template:
     @functools.cached_property
     def uses(self):
         """The placeholders the body reads."""
-        return self._used & (set(self.params) | {self.varargs})
+        return self._used & (set(self.params) | set(self.keyword_only) | {self.varargs})
 
     @functools.cached_property
     def free_names(self):
         """The other names the body reads (``math``, ``np``), sorted."""
-        return sorted(self._used - set(self.params) - {self.varargs})
+        return sorted(self._used - set(self.params) - set(self.keyword_only) - {self.varargs})
 
     @functools.cached_property
     def _used(self):
@@ -236,16 +247,27 @@ class Rule:
         self.table = first.fn.__module__ if first else None  # where the rule was written
         lead = 1 if style == "partial" else 2
         self.params = first.params[lead:] if first else []
+        self.keyword_only = first.keyword_only if first else []
         self.required = len(self.params) - first.optional if first else 0
         #: the parameters the result is constant in (CONSTANT in their place)
         self.constant = {p for p, t in zip(self.params, templates) if t is CONSTANT}
         for template in self.templates:
-            if template is not None and template.params[lead:] != self.params:
+            if template is not None and (template.params[lead:] != self.params
+                                         or template.keyword_only != self.keyword_only):
                 raise DerivoError("the templates of {} must all take ({}*args) with the "
                                   "same args".format(label, "ans, " if lead == 1 else "g, ans, "))
         if style == "partial" and len(self.params) != len(self.templates):
             raise DerivoError("the partials of {} must each take (ans, *args) with {} "
                               "args".format(label, len(self.templates)))
+
+    def templates_for(self, forward):
+        """The templates that say which arguments have a rule: the partials or
+        VJPs; in forward mode, an argument with a tangent rule only (one whose
+        second derivative in reverse mode derivo lacks) has one too."""
+        if not forward:
+            return self.templates
+        return [template if template is not None or i >= len(self.jvps) else self.jvps[i]
+                for i, template in enumerate(self.templates)]
 
     @property
     def arity(self):
@@ -261,7 +283,7 @@ class Rule:
         given = set(self.params[:nargs]) | set(keywords)
         return (all(p in given for p in self.params[:self.required])
                 and (varargs or nargs <= len(self.params))
-                and all(k in self.params[nargs:] for k in keywords))
+                and all(k in self.params[nargs:] or k in self.keyword_only for k in keywords))
 
     def __call__(self, *args):
         """The primitive itself, evaluated (operators through :mod:`operator`)."""
@@ -547,6 +569,7 @@ def _lambda_tree(fn):
     lambda_ = S.from_ast(candidates[0])
     values = fn.__defaults__ or ()  # what the lambda holds, not the text that made it
     defaults = dict(zip(params[len(params) - len(values):], map(S.const, values)))
+    defaults.update({name: S.const(value) for name, value in (fn.__kwdefaults__ or {}).items()})
     return lambda_.body, defaults
 
 

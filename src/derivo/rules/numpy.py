@@ -16,9 +16,11 @@ from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum
                        reduced_share, size, split_like, transpose_vjp, transposed, unbroadcast,
                        unstack, vstack_vjp)
 from ..adjoints import (appended_sources, average_weights, column_stack_vjp, convolve_vjp,
-                        correlate_vjp, diag_vjp, diff_vjp, gathered_vjp, pad_sources, positions,
-                        ptp_weights, quantile_vjp, repeat_vjp, reverse_cumsum, rollaxis_vjp,
-                        split_vjp, tile_vjp, trapezoid_weights)
+                        correlate_vjp, diag_vjp, diff_vjp, gathered_vjp, gradient_vjp,
+                        interp_fp_vjp, interp_x_vjp, interp_xp_vjp, pad_sources,
+                        partition_sources, positions, ptp_weights, quantile_vjp, repeat_vjp,
+                        reverse_cumsum, rollaxis_vjp, select_choices, select_vjp, split_vjp,
+                        tile_vjp, trapezoid_weights)
 from . import CONSTANT, GETITEM, NEW, Method, defpartials, defvjp, nondifferentiable, without_rule
 
 # --- elementwise --------------------------------------------------------------
@@ -76,6 +78,8 @@ defpartials(np.fmin, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
 defpartials(np.logaddexp2, lambda ans, x, y: np.exp2(x - ans), lambda ans, x, y: np.exp2(y - ans))
 defpartials(np.arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
 defpartials(np.hypot, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
+# a step in x1; x2 is the value where x1 == 0
+defpartials(np.heaviside, CONSTANT, lambda ans, x1, x2: x1 == 0)
 defpartials(np.copysign, lambda ans, x, y: np.sign(x) * np.copysign(1.0, y), CONSTANT)
 defpartials(np.power, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_times(ans, x))
 defpartials(np.maximum, lambda ans, x, y: x >= y, lambda ans, x, y: x < y)
@@ -101,6 +105,9 @@ defpartials(np.remainder, lambda ans, x, y: 1, lambda ans, x, y: -((x - ans) / y
 defvjp(np.full, CONSTANT, lambda g, ans, shape, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
 defvjp(np.full_like, CONSTANT, lambda g, ans, a, fill_value, dtype=None: unbroadcast(g, fill_value), returns=NEW)
 defvjp(Method("astype"), lambda g, ans, a, dtype, *options: np.reshape(g, np.shape(a)) if kind_of(ans) == "f" else np.zeros(np.shape(a)), returns=NEW)
+# np.select: each element is its first true condition's choice, or the default
+defvjp(np.select, CONSTANT, lambda g, ans, condlist, choicelist, default=0: select_vjp(g, condlist, choicelist),
+       lambda g, ans, condlist, choicelist, default=0: unbroadcast(np.where(select_choices(condlist) == len(condlist), g, 0.0), default), returns=NEW)
 defvjp(np.where, CONSTANT,
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, g, 0.0), x),
        lambda g, ans, condition, x, y: unbroadcast(np.where(condition, 0.0, g), y), returns=NEW)
@@ -188,6 +195,8 @@ defvjp(np.concatenate, lambda g, ans, arrays, axis=0: split_like(g, arrays, axis
 defvjp(np.stack, lambda g, ans, arrays, axis=0: unstack(g, arrays, axis), returns=NEW)
 defvjp(np.hstack, lambda g, ans, arrays: hstack_vjp(g, arrays), returns=NEW)
 defvjp(np.vstack, lambda g, ans, arrays: vstack_vjp(g, arrays), returns=NEW)
+if hasattr(np, "row_stack"):  # (NumPy 2 deprecates it, for np.vstack)
+    defvjp(np.row_stack, lambda g, ans, tup: vstack_vjp(g, tup), returns=NEW)
 defvjp(np.column_stack, lambda g, ans, tup: column_stack_vjp(g, tup), returns=NEW)
 defvjp(np.append, lambda g, ans, arr, values, axis=None: gathered_vjp(g, arr, appended_sources(arr, values, axis, 0)),
        lambda g, ans, arr, values, axis=None: gathered_vjp(g, values, appended_sources(arr, values, axis, 1)), returns=NEW)
@@ -211,6 +220,12 @@ defvjp(np.rot90, lambda g, ans, m, k=1, axes=None: np.rot90(g, -k, (0, 1) if axe
 defvjp(np.rollaxis, lambda g, ans, a, axis, start=0: rollaxis_vjp(g, a, axis, start), returns=0)
 defvjp(np.broadcast_to, lambda g, ans, array, shape, subok=False: unbroadcast(g, array), CONSTANT, returns=0)
 defvjp(np.diff, lambda g, ans, a, n=1, axis=-1: diff_vjp(g, n, axis), returns=NEW)
+# linear in f; the spacings (numbers or coordinates) are constants (refused if differentiated)
+defvjp(np.gradient, lambda g, ans, f, *varargs, axis=None, edge_order=1: gradient_vjp(g, f, varargs, axis, edge_order), returns=NEW)
+# piecewise linear: in x the segment's slope, in fp and xp the segment's knots move it
+defvjp(np.interp, lambda g, ans, x, xp, fp, left=None, right=None, period=None: interp_x_vjp(g, x, xp, fp, left, right, period),
+       lambda g, ans, x, xp, fp, left=None, right=None, period=None: interp_xp_vjp(g, x, xp, fp, left, right, period),
+       lambda g, ans, x, xp, fp, left=None, right=None, period=None: interp_fp_vjp(g, x, xp, fp, left, right, period), returns=NEW)
 defvjp(np.convolve, lambda g, ans, a, v, mode="full": convolve_vjp(g, a, v, 0, np.correlate),
        lambda g, ans, a, v, mode="full": convolve_vjp(g, a, v, 1, np.correlate), CONSTANT, returns=NEW)
 defvjp(np.correlate, lambda g, ans, a, v, mode="valid": correlate_vjp(g, a, v, 0),
@@ -231,13 +246,14 @@ defvjp(np.compress, CONSTANT, lambda g, ans, condition, a, axis=None: gathered_v
 defvjp(np.pad, lambda g, ans, array, pad_width, mode="constant": gathered_vjp(g, array, pad_sources(array, pad_width, mode)), CONSTANT, returns=NEW)
 # (ties: sorted as np.argsort's stable sort orders them)
 defvjp(np.sort, lambda g, ans, a, axis=-1, kind=None: gathered_vjp(g, a, np.take_along_axis(positions(a), np.argsort(a, axis, kind="stable"), axis)), returns=NEW)
+defvjp(np.partition, lambda g, ans, a, kth, axis=-1, kind="introselect", order=None: gathered_vjp(g, a, partition_sources(a, ans, axis)), CONSTANT, returns=NEW)
 
 nondifferentiable(
     np.shape, np.ndim, np.size, np.zeros, np.ones, np.zeros_like, np.ones_like, np.empty,
     np.eye, np.identity, np.sign,
-    np.argmax, np.argmin, np.argsort, np.floor, np.ceil, np.round, np.rint, np.isnan,
+    np.argmax, np.argmin, np.argsort, np.argpartition, np.floor, np.ceil, np.round, np.rint, np.isnan,
     np.isinf, np.isfinite, np.allclose, np.isclose, np.array_equal, np.any, np.all,
-    np.greater, np.less, np.equal, np.count_nonzero, np.isrealobj, np.heaviside,
+    np.greater, np.less, np.equal, np.count_nonzero, np.isrealobj,
     Method("shape"), Method("ndim"), Method("size"), Method("dtype"), Method("argmax"),
-    Method("argmin"), Method("any"), Method("all"), returns=NEW)
+    Method("argmin"), Method("argsort"), Method("argpartition"), Method("any"), Method("all"), returns=NEW)
 without_rule(np.arange, np.linspace, returns=NEW)

@@ -14,7 +14,9 @@ import operator
 import numpy as np
 
 from .. import syntax as S
-from ..adjoints import pad_sources, ptp_weights, quantile_jvp, trapezoid_weights
+from ..adjoints import (interp_fp_jvp, interp_x_partial, interp_xp_jvp, pad_sources,
+                        partition_sources, ptp_weights, quantile_jvp, select_choices,
+                        trapezoid_weights)
 from ..runtime import (as_array, expand, is_real, kind_of, power_exponent_jvp, prod_vjp, size,
                        sort_like)
 from . import CONSTANT, FIELD, GETITEM, Method, defjvp
@@ -51,6 +53,8 @@ for _imag in (np.imag, Method("imag")):
 for _conj in (np.conj, Method("conj"), Method("conjugate")):
     defjvp(_conj, lambda t, ans, x: np.conj(t))
 defjvp(np.angle, lambda t, ans, z, deg=False: np.imag(t / np.where(z == 0, 1, z)) * (180 / np.pi if deg else 1) if not is_real(z) else np.zeros(np.shape(z)))
+defjvp(np.select, CONSTANT, lambda t, ans, condlist, choicelist, default=0: np.select(condlist, t, 0.0),
+       lambda t, ans, condlist, choicelist, default=0: np.where(select_choices(condlist) == len(condlist), t, 0.0))
 defjvp(np.where, CONSTANT, lambda t, ans, condition, x, y: np.where(condition, t, 0.0),
        lambda t, ans, condition, x, y: np.where(condition, 0.0, t))
 
@@ -122,6 +126,8 @@ defjvp(np.concatenate, lambda t, ans, arrays, axis=0: np.concatenate(t, axis))
 defjvp(np.stack, lambda t, ans, arrays, axis=0: np.stack(t, axis))
 defjvp(np.hstack, lambda t, ans, arrays: np.hstack(t))
 defjvp(np.vstack, lambda t, ans, arrays: np.vstack(t))
+if hasattr(np, "row_stack"):
+    defjvp(np.row_stack, lambda t, ans, tup: np.vstack(t))
 defjvp(np.column_stack, lambda t, ans, tup: np.column_stack(t))
 defjvp(np.append, lambda t, ans, arr, values, axis=None: np.append(t, np.zeros(np.shape(values)), axis),
        lambda t, ans, arr, values, axis=None: np.append(np.zeros(np.shape(arr)), t, axis))
@@ -144,6 +150,10 @@ defjvp(np.rot90, lambda t, ans, m, k=1, axes=None: np.rot90(t, k, (0, 1) if axes
 defjvp(np.rollaxis, lambda t, ans, a, axis, start=0: np.rollaxis(t, axis, start))
 defjvp(np.broadcast_to, lambda t, ans, array, shape, subok=False: np.broadcast_to(t, np.shape(ans)), CONSTANT)
 defjvp(np.diff, lambda t, ans, a, n=1, axis=-1: np.diff(t, n, axis))
+defjvp(np.gradient, lambda t, ans, f, *varargs, axis=None, edge_order=1: np.gradient(t, *varargs, axis=axis, edge_order=edge_order))
+defjvp(np.interp, lambda t, ans, x, xp, fp, left=None, right=None, period=None: t * interp_x_partial(x, xp, fp, left, right, period),
+       lambda t, ans, x, xp, fp, left=None, right=None, period=None: interp_xp_jvp(t, x, xp, fp, left, right, period),
+       lambda t, ans, x, xp, fp, left=None, right=None, period=None: interp_fp_jvp(t, x, xp, left, right, period))
 defjvp(np.convolve, lambda t, ans, a, v, mode="full": np.convolve(t, v, mode),
        lambda t, ans, a, v, mode="full": np.convolve(a, t, mode), CONSTANT)
 defjvp(np.correlate, lambda t, ans, a, v, mode="valid": np.correlate(t, v, mode),
@@ -160,6 +170,7 @@ defjvp(np.take_along_axis, lambda t, ans, arr, indices, axis: np.take_along_axis
 defjvp(np.compress, CONSTANT, lambda t, ans, condition, a, axis=None: np.compress(condition, t, axis))
 defjvp(np.pad, lambda t, ans, array, pad_width, mode="constant": np.append(np.ravel(t), 0.0)[pad_sources(array, pad_width, mode)], CONSTANT)
 defjvp(np.sort, lambda t, ans, a, axis=-1, kind=None: np.take_along_axis(t, np.argsort(a, axis, kind="stable"), axis))
+defjvp(np.partition, lambda t, ans, a, kth, axis=-1, kind="introselect", order=None: np.ravel(t)[partition_sources(a, ans, axis)], CONSTANT)
 defjvp(FIELD, lambda t, ans, x, name: getattr(t, name), CONSTANT)
 defjvp(Method("values"), lambda t, ans, d: list(t.values()))
 defjvp(Method("items"), lambda t, ans, d: list(t.items()))
