@@ -585,10 +585,12 @@ class ExpressionTangent:
             return None
         chosen, test = {}, None
         for index, (_, operand, template) in enumerate(entry.operands):
+            # (a constant argument has no template: then no operand is chosen)
+            if template is None or _choice_arms(template.body) is None:
+                return None
             partial = self.instantiate(template, node, entry, {})
             arms = _choice_arms(partial)
-            if arms is None or test is not None and \
-                    S.expr_source(partial.test) != S.expr_source(test):
+            if test is not None and S.expr_source(partial.test) != S.expr_source(test):
                 return None
             test = partial.test
             chosen[arms] = index
