@@ -577,7 +577,10 @@ class ExpressionTangent:
         ``da if a >= b else db``, which holds for tuples too, where a product
         with the partial would not.  None if the partials are not such a choice,
         or no operand has a tangent."""
-        if entry.rule.style != "partial" or any(entry.rule.jvps):
+        # (a constant argument has no template: then no operand is chosen)
+        if entry.rule.style != "partial" or any(entry.rule.jvps) or any(
+                template is None or _choice_arms(template.body) is None
+                for _, _, template in entry.operands):
             return None
         tangents = [self.tangent(operand) if index in entry.active else None
                     for index, (_, operand, _) in enumerate(entry.operands)]
@@ -585,9 +588,6 @@ class ExpressionTangent:
             return None
         chosen, test = {}, None
         for index, (_, operand, template) in enumerate(entry.operands):
-            # (a constant argument has no template: then no operand is chosen)
-            if template is None or _choice_arms(template.body) is None:
-                return None
             partial = self.instantiate(template, node, entry, {})
             arms = _choice_arms(partial)
             if test is not None and S.expr_source(partial.test) != S.expr_source(test):

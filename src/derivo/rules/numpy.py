@@ -182,6 +182,10 @@ defvjp(np.reshape, lambda g, ans, a, shape=None, order="C": np.reshape(g, np.sha
 defvjp(np.ravel, lambda g, ans, a, order="C": np.reshape(g, np.shape(a), order=order), returns=0)
 defvjp(np.squeeze, lambda g, ans, a, axis=None: np.reshape(g, np.shape(a)), returns=0)
 defvjp(np.expand_dims, lambda g, ans, a, axis: np.reshape(g, np.shape(a)), returns=0)
+# np.float64(x): the number as NumPy's double, the same value
+defpartials(np.float64, lambda ans, x: 1.0, returns=NEW)
+# a.item(): the one element of a size-1 array, as a Python number
+defvjp(Method("item"), lambda g, ans, a: np.reshape(g, np.shape(a)), returns=NEW)
 for _copy in (np.atleast_1d, np.atleast_2d, np.atleast_3d, np.copy, np.asarray, np.array):
     defvjp(_copy, lambda g, ans, a, dtype=None: np.reshape(g, np.shape(a)), returns=NEW if _copy in (np.copy, np.array) else 0)
 defvjp(Method("reshape"), lambda g, ans, a, *shape: np.reshape(g, np.shape(a)), returns=0)

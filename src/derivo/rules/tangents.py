@@ -111,7 +111,7 @@ defjvp(np.trapezoid, lambda t, ans, y, x=None, dx=1.0, axis=-1: np.sum(t * trape
 for _reshape in (np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.copy,
                  np.asarray, np.array):
     defjvp(_reshape, lambda t, ans, a, *shape: np.reshape(t, np.shape(ans)))
-for _method in ("reshape", "squeeze"):
+for _method in ("reshape", "squeeze", "item"):
     defjvp(Method(_method), lambda t, ans, a, *shape: np.reshape(t, np.shape(ans)))
 defjvp(np.reshape, lambda t, ans, a, shape=None, order="C": np.reshape(t, np.shape(ans), order=order))
 for _ravel in (np.ravel, Method("ravel"), Method("flatten"), Method("copy")):
