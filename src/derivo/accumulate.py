@@ -67,6 +67,8 @@ def add_in_place(function, namespace, bind):
     params = {a.id for a in function.args.args + function.args.kwonlyargs}
     sweep = _Owners(namespace, S.stored_names(function.body) | params)
     sweep.track(function)
+    if not sweep.tracked:
+        return  # no update to rewrite
     sweep.run(function.body, frozenset())
     for stmt in [stmt for stmt, _ in sweep.before.values()]:
         if not sweep.owns(stmt):
