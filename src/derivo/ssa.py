@@ -874,25 +874,18 @@ def _share_repeated_terms(tree, namer, written):
     args = tree.args
     stable = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs} - \
         S.stored_names(tree.body) - written
+    terms = _Terms(stable)
+    for stmt in tree.body:
+        terms.add(stmt)
     while True:
-        found, shapes = {}, {}
-        for position, stmt in enumerate(tree.body):
-            sometimes = _conditional_parts(stmt)
-            for node in S.walk(stmt):
-                if isinstance(node, S.BinOp) and _arithmetic(node, stable.__contains__, True):
-                    found.setdefault(S.shape(node, shapes), []).append(
-                        (position, id(node) in sometimes, node))
-        # the longest term first, by its printed source (printed only when repeated)
-        repeated = [(len(source), source, key) for key, places in found.items()
-                    if len(places) > 1 and not all(nested for _, nested, _ in places)
-                    for source in [S.expr_source(places[0][2])]]
-        if not repeated:
+        key = terms.longest_repeated()
+        if key is None:
             return
-        key = max(repeated, key=lambda term: term[:2])[2]
-        first = min(position for position, _, _ in found[key])
+        holding = terms.statements_holding(key)
+        first = next(position for position, stmt in enumerate(tree.body)
+                     if id(stmt) in holding)
         temp = namer.numbered("t")
-
-        places = {id(node) for _, _, node in found[key]}  # every occurrence
+        places = terms.places(key)  # every occurrence
 
         class Share(S.NodeTransformer):
             def visit(self, node):
@@ -900,11 +893,75 @@ def _share_repeated_terms(tree, namer, written):
                     return S.copy_location(S.name(temp), node)
                 return self.generic_visit(node)
 
-        term = S.deepcopy(found[key][0][2])
-        holding = {position for position, _, _ in found[key]}
-        tree.body = [Share().visit(stmt) if position in holding else stmt
-                     for position, stmt in enumerate(tree.body)]
+        term = S.deepcopy(terms.first_place(tree.body[first], key))
+        for stmt in tree.body:
+            if id(stmt) in holding:
+                terms.remove(stmt)
+                Share().visit(stmt)
+                terms.add(stmt)
         tree.body.insert(first, S.copy_location(S.assign(temp, term), tree.body[first]))
+        terms.add(tree.body[first])
+
+
+class _Terms:
+    """The arithmetic terms on the names ``stable`` in the statements added (see
+    :func:`_share_repeated_terms`): {shape of a term: {id(node): (its statement,
+    whether a call may not evaluate it, the node)}}, a statement taken out
+    before it changes and added again after."""
+
+    def __init__(self, stable):
+        self.stable = stable
+        self.found = {}
+        self.repeated = set()  # the shapes of more than one term
+        self.of_statement = {}  # id(statement) -> [(shape, id(node))] of its terms
+        self.sources = {}  # shape -> the source its terms print as
+
+    def add(self, stmt):
+        sometimes, shapes = _conditional_parts(stmt), {}
+        held = self.of_statement[id(stmt)] = []
+        for node in S.walk(stmt):
+            if isinstance(node, S.BinOp) and _arithmetic(node, self.stable.__contains__, True):
+                key = S.shape(node, shapes)
+                places = self.found.setdefault(key, {})
+                places[id(node)] = (stmt, id(node) in sometimes, node)
+                if len(places) > 1:
+                    self.repeated.add(key)
+                held.append((key, id(node)))
+
+    def remove(self, stmt):
+        for key, ident in self.of_statement.pop(id(stmt)):
+            places = self.found[key]
+            del places[ident]
+            if len(places) < 2:
+                self.repeated.discard(key)
+            if not places:
+                del self.found[key]
+
+    def longest_repeated(self):
+        """The shape of the longest term written more than once, not only where a
+        call may not evaluate it, by its printed source (printed only when
+        repeated); None when there is none.  (Two shapes never print alike.)"""
+        candidates = [(len(source), source, key) for key in self.repeated
+                      if not all(nested for _, nested, _ in self.found[key].values())
+                      for source in [self.source(key)]]
+        return max(candidates, key=lambda term: term[:2])[2] if candidates else None
+
+    def source(self, key):
+        if key not in self.sources:
+            self.sources[key] = S.expr_source(next(iter(self.found[key].values()))[2])
+        return self.sources[key]
+
+    def places(self, key):
+        """{id(node): node} of the terms of shape ``key`` (holding the nodes keeps
+        their ids theirs while the tree changes)."""
+        return {ident: node for ident, (_, _, node) in self.found[key].items()}
+
+    def statements_holding(self, key):
+        return {id(stmt) for stmt, _, _ in self.found[key].values()}
+
+    def first_place(self, stmt, key):
+        """The first term of shape ``key`` in ``stmt``, in :func:`syntax.walk`'s order."""
+        return next(node for node in S.walk(stmt) if id(node) in self.found[key])
 
 
 def _conditional_parts(stmt):
