@@ -440,9 +440,9 @@ def _drop_recomputations(function, uses):
     computed, renames, body, dropped = {}, {}, [], []
     for stmt in function.body:
         target = S.single_target(stmt)
-        if target and unchanging(target) and target not in exposed and \
-                not getattr(stmt, "effects", False) and _pure_arithmetic(stmt.value) and \
-                all(unchanging(name) for name in S.loaded_names(stmt.value)):
+        reads = _arithmetic_reads(stmt.value) if target and unchanging(target) and \
+            target not in exposed and not getattr(stmt, "effects", False) else None
+        if reads is not None and all(map(unchanging, reads)):
             key = S.shape(stmt.value)
             if key in computed:
                 renames[target] = computed[key]
@@ -554,10 +554,26 @@ def _rename(function, renames, uses):
     uses.renamed(renames)
 
 
+_ARITHMETIC_NODES = (S.BinOp, S.UnaryOp, S.Name, S.Constant, S.gast.operator, S.gast.unaryop,
+                     S.gast.expr_context)
+
+
+def _arithmetic_reads(node):
+    """The names ``node`` reads when it is operators on names and constants
+    alone, else None."""
+    if not isinstance(node, (S.BinOp, S.UnaryOp)):
+        return None
+    reads = set()
+    for n in S.walk(node):
+        if not isinstance(n, _ARITHMETIC_NODES):
+            return None
+        if n.__class__ is S.Name:
+            reads.add(n.id)
+    return reads
+
+
 def _pure_arithmetic(node):
-    return isinstance(node, (S.BinOp, S.UnaryOp)) and all(
-        isinstance(n, (S.BinOp, S.UnaryOp, S.Name, S.Constant, S.gast.operator,
-                       S.gast.unaryop, S.gast.expr_context)) for n in S.walk(node))
+    return _arithmetic_reads(node) is not None
 
 
 def _exposed_to_changes(function, harmless=()):
