@@ -83,7 +83,9 @@ def normalize(parsed):
     tree = S.deepcopy(parsed.tree)
     namer = Namer(names_in(tree) | set(parsed.globals) | set(parsed.closure))
     built = set()
-    _lower_comprehensions(tree.body, namer, built, parsed)
+    # (the pass looks for them statement by statement, field by field)
+    if any(isinstance(n, _COMPREHENSIONS) for n in S.walk(tree.body)):
+        _lower_comprehensions(tree.body, namer, built, parsed)
     check_supported(parsed, tree)
     _ReturnLowering(parsed, namer).run(tree)
     *body, final = tree.body
@@ -903,6 +905,33 @@ def _share_repeated_terms(tree, namer, written):
         terms.add(tree.body[first])
 
 
+def _arithmetic_terms(nodes, readable):
+    """The ids of the BinOps among ``nodes`` (a :func:`syntax.walk` of a tree:
+    parents before children) that are arithmetic reading only names in
+    ``readable``, as :func:`_arithmetic` (raising allowed) finds each, from the
+    leaves up in one pass."""
+    arithmetic, named = {}, {}  # id(node) -> whether it is; whether it reads a name
+    terms = set()
+    for node in reversed(nodes):
+        ident = id(node)
+        if isinstance(node, S.Name):
+            arithmetic[ident], named[ident] = node.id in readable, True
+        elif isinstance(node, S.Constant):
+            arithmetic[ident], named[ident] = True, False
+        elif isinstance(node, S.BinOp):
+            left, right = id(node.left), id(node.right)
+            arithmetic[ident] = isinstance(node.op, _ARITHMETIC_OPS) and \
+                arithmetic.get(left, False) and arithmetic.get(right, False)
+            named[ident] = named.get(left, False) or named.get(right, False)
+            if arithmetic[ident] and named[ident]:
+                terms.add(ident)
+        elif isinstance(node, S.UnaryOp):
+            arithmetic[ident] = isinstance(node.op, (S.USub, S.UAdd)) and \
+                arithmetic.get(id(node.operand), False)
+            named[ident] = named.get(id(node.operand), False)
+    return terms
+
+
 class _Terms:
     """The arithmetic terms on the names ``stable`` in the statements added (see
     :func:`_share_repeated_terms`): {shape of a term: {id(node): (its statement,
@@ -919,8 +948,10 @@ class _Terms:
     def add(self, stmt):
         sometimes, shapes = _conditional_parts(stmt), {}
         held = self.of_statement[id(stmt)] = []
-        for node in S.walk(stmt):
-            if isinstance(node, S.BinOp) and _arithmetic(node, self.stable.__contains__, True):
+        nodes = list(S.walk(stmt))
+        terms = _arithmetic_terms(nodes, self.stable)
+        for node in nodes:
+            if id(node) in terms:
                 key = S.shape(node, shapes)
                 places = self.found.setdefault(key, {})
                 places[id(node)] = (stmt, id(node) in sometimes, node)
@@ -1030,6 +1061,9 @@ _EVALUATED_FIRST = {S.Assign: "value", S.gast.AugAssign: "value", S.gast.AnnAssi
 #: The functions that consume an iterable whole (given a generator expression, ssa
 #: lowers it into the list it would be).
 CONSUMERS = (sum, min, max, any, all, list, tuple, sorted, math.fsum, math.prod)
+
+
+_COMPREHENSIONS = (S.gast.ListComp, S.gast.DictComp, S.gast.GeneratorExp)
 
 
 def _lower_comprehensions(block, namer, built, parsed):
