@@ -253,7 +253,9 @@ def simplify(expression, floats=None):
     """``expression`` with exact algebraic identities applied; ``floats``: the
     names known to hold floats, when they are known (then ``1.0 * v`` stays
     where ``v`` may be an int)."""
-    return _Simplify(floats).visit(_FoldTests().visit(expression))
+    if any(isinstance(node, (S.Compare, S.IfExp)) for node in S.walk(expression)):
+        expression = _FoldTests().visit(expression)  # (a walk costs less than its visit)
+    return _Simplify(floats).visit(expression)
 
 
 def optimize(function, shape_readers=(), spreaders=(), in_place=(), floats=frozenset()):
