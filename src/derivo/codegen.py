@@ -106,7 +106,7 @@ def _math_by_name(definition, namespace):
     name ``cos`` and ``math`` is the global (not a parameter or local of that
     name); return the globals that makes ({"cos": math.cos})."""
     taken, local, places = set(), set(), []
-    for node in ast.walk(definition):  # one walk: the names, and where math.f stands
+    for node in S.walk(definition):  # one walk: the names, and where math.f stands
         if isinstance(node, ast.Name):
             taken.add(node.id)
             if not isinstance(node.ctx, ast.Load):
