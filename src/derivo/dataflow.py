@@ -18,7 +18,9 @@ sweeps below follow exactly those edges:
 An analysis subclasses one and says what a simple statement does to the
 state (``simple``) and, where it must, what a compound statement's header
 reads (``enter``).  States are values (frozensets, tuples): a sweep never
-changes one in place.  :func:`after` and :func:`before` name the code that may
+changes one in place (a forward sweep may change a copy of its own through a
+run of simple statements: see :meth:`Forward.straight`).  :func:`after` and
+:func:`before` name the code that may
 run after, or must have run before, a statement, by these same edges.
 """
 
