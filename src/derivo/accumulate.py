@@ -29,6 +29,7 @@ where paths meet, a name owns its value only if it does on each of them.
 """
 
 import builtins
+import functools
 import types
 
 from . import dataflow, runtime
@@ -64,9 +65,10 @@ def add_in_place(function, namespace, bind):
     again, a gradient's own updates may be pushed and read back) into the
     functional one; ``namespace`` is the generated module's and ``bind(name)``
     gives the name the code calls a :mod:`derivo.runtime` helper by."""
-    params = {a.id for a in function.args.args + function.args.kwonlyargs}
-    sweep = _Owners(namespace, S.stored_names(function.body) | params)
+    sweep = _Owners(namespace, function)
     sweep.track(function)
+    if not sweep.tracked:
+        return  # no update to rewrite
     sweep.run(function.body, frozenset())
     for stmt in [stmt for stmt, _ in sweep.before.values()]:
         if not sweep.owns(stmt):
@@ -97,10 +99,17 @@ def _own_before_a_loop(function, stmt, sweep, bind):
 class _Owners(dataflow.Forward):
     """The names that own their values (a frozenset), before each statement."""
 
-    def __init__(self, namespace, local):
-        self.namespace, self.local = namespace, local
+    def __init__(self, namespace, function):
+        self.namespace, self.function = namespace, function
         self.before = {}  # id(update) -> (the update, the names owning their values before it)
         self.tracked = set()  # the names the state may hold
+
+    @functools.cached_property
+    def local(self):
+        """The function's parameters and the names it assigns (the rewrites add
+        none: a copy before a loop assigns the update's receiver)."""
+        args = self.function.args
+        return S.stored_names(self.function.body) | {a.id for a in args.args + args.kwonlyargs}
 
     def track(self, function):
         """Hold in the state only the names ``function``'s updates change: whether

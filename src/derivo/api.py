@@ -340,7 +340,8 @@ class Derivative(metaclass=_DerivativeType):
         # whether a call gave an argument holding a record, whose gradient a saved
         # module then rebuilds in its type (a dict's is a dict as it is)
         self._record_gradients = False
-        with parsing_once():
+        # (parsing makes as many tree nodes as a transform: see collection_paused)
+        with parsing_once(), collection_paused():
             # the parameters that may say what the function calls (see specialise)
             self._callee_parameters = specialise.callee_parameters(func, wrt)
             # (``bound``: the arguments a bound method or a partial gives first)
@@ -870,11 +871,12 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
         except RecursionError:
             raise too_deep(func) from None
 
+    # (the collector paused for printing, reading and compiling the source too,
+    # not only for Build.add: each collection walks every tree node alive)
+    @collection_paused()
     def transformed():
         generation = rules.generation
-        # (the collector paused for printing and reading the source too, not only
-        # for Build.add: each collection walks every tree node alive)
-        with recording_reads() as reads, collection_paused():
+        with recording_reads() as reads:
             module = Build(arrays, *loops[:3])
             name = module.add(func, list(names), kind, tuple_wrt, has_aux=has_aux,
                               pullback=pullback, fixed=fixed)

@@ -26,12 +26,12 @@ _FILE_COUNTER = [0]
 def render(functions, comments):
     """The source of a list of FunctionDefs, empty blocks filled with ``pass``."""
     for function in functions:
-        for node in S.walk(function):
-            for field in ("body", "orelse"):
-                block = getattr(node, field, None)
-                if isinstance(block, list) and block and all(map(S.is_comment, block)) \
-                        or field == "body" and block == []:
-                    block.append(S.Pass())  # a block of comments alone is no block
+        for block in S.blocks(function):
+            if block and all(map(S.is_comment, block)):
+                block.append(S.Pass())  # a block of comments alone is no block
+        for body in S.blocks(function, fields=("body",)):
+            if not body:
+                body.append(S.Pass())
     return "\n\n".join(S.to_source(f, comments).rstrip() + "\n" for f in functions)
 
 
@@ -106,7 +106,7 @@ def _math_by_name(definition, namespace):
     name ``cos`` and ``math`` is the global (not a parameter or local of that
     name); return the globals that makes ({"cos": math.cos})."""
     taken, local, places = set(), set(), []
-    for node in ast.walk(definition):  # one walk: the names, and where math.f stands
+    for node in S.walk(definition):  # one walk: the names, and where math.f stands
         if isinstance(node, ast.Name):
             taken.add(node.id)
             if not isinstance(node.ctx, ast.Load):

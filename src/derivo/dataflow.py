@@ -18,7 +18,9 @@ sweeps below follow exactly those edges:
 An analysis subclasses one and says what a simple statement does to the
 state (``simple``) and, where it must, what a compound statement's header
 reads (``enter``).  States are values (frozensets, tuples): a sweep never
-changes one in place.  :func:`after` and :func:`before` name the code that may
+changes one in place (a forward sweep may change a copy of its own through a
+run of simple statements: see :meth:`Forward.straight`).  :func:`after` and
+:func:`before` name the code that may
 run after, or must have run before, a statement, by these same edges.
 """
 
@@ -28,6 +30,8 @@ from . import syntax as S
 
 LOOPS = (S.For, S.While)
 _ENDS = (S.Return, S.gast.Raise)
+#: The statements that move control elsewhere than to the next one
+_CONTROL = (S.If, *LOOPS, S.Break, S.Continue, *_ENDS)
 
 
 class Exits:
@@ -43,6 +47,18 @@ class Forward:
 
     def simple(self, stmt, state):
         """The state after a statement that is not a branch, a loop or a jump."""
+        return state
+
+    def straight(self, stmts, state):
+        """The state after ``stmts``, statements that are not branches, loops or
+        jumps, run one after the other (each :meth:`at`, then :meth:`simple`).
+        A sweep whose states grow with the function may instead change a copy of
+        ``state`` of its own in place, one copy for the whole run (copying per
+        statement costs the square of the run's length); it then calls no
+        :meth:`at`."""
+        for stmt in stmts:
+            self.at(stmt, state)
+            state = self.simple(stmt, state)
         return state
 
     def join(self, one, other):
@@ -90,7 +106,12 @@ class Forward:
     def run(self, block, state):
         """The :class:`Exits` of ``block`` entered with ``state``."""
         breaks = continues = None
+        straight = []  # the statements since the last that moves control elsewhere
         for stmt in block:
+            if not isinstance(stmt, _CONTROL):
+                straight.append(stmt)
+                continue
+            state, straight = self.straight(straight, state), []
             self.at(stmt, state)
             if isinstance(stmt, S.If):
                 state = self.enter(stmt, state)
@@ -107,12 +128,10 @@ class Forward:
                 return Exits(None, self.meet(breaks, state), continues)
             elif isinstance(stmt, S.Continue):
                 return Exits(None, breaks, self.meet(continues, state))
-            elif isinstance(stmt, _ENDS):
+            else:  # a return or a raise
                 self.stop(stmt, self.simple(stmt, state))
                 return Exits(None, breaks, continues)
-            else:
-                state = self.simple(stmt, state)
-        return Exits(state, breaks, continues)
+        return Exits(self.straight(straight, state), breaks, continues)
 
     def loop(self, loop, state):
         """The state after ``loop``: its head iterated to a fixpoint."""

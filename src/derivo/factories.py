@@ -38,16 +38,21 @@ from .names import identifier
 def call_returned_functions(parsed, parse):
     """Rewrite, in place, the closure factories ``parsed``'s function calls (see
     the module's docstring); ``parse`` reads a user function."""
-    counts = S.store_counts(parsed.tree)
+    counts = collections.Counter()  # {name: how many times it is assigned}
     loads = collections.defaultdict(list)  # {name: the Names that read it}
+    called, assignments = set(), []  # ids of the called expressions; each ``name = call()``
     for node in S.walk(parsed.tree):
-        if isinstance(node, S.Name) and isinstance(node.ctx, S.Load):
-            loads[node.id].append(node)
-    called = {id(n.func) for n in S.walk(parsed.tree) if isinstance(n, S.Call)}
-    for stmt in list(S.walk(parsed.tree)):
-        if not (isinstance(stmt, S.Assign) and len(stmt.targets) == 1 and
-                isinstance(stmt.targets[0], S.Name) and isinstance(stmt.value, S.Call)):
-            continue
+        if isinstance(node, S.Name):
+            if isinstance(node.ctx, S.Load):
+                loads[node.id].append(node)
+            else:
+                counts[node.id] += 1
+        elif isinstance(node, S.Call):
+            called.add(id(node.func))
+        elif isinstance(node, S.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], S.Name) and isinstance(node.value, S.Call):
+            assignments.append(node)
+    for stmt in assignments:
         name = stmt.targets[0].id
         uses = loads[name]
         if counts[name] != 1 or not uses or any(id(n) not in called for n in uses):

@@ -253,7 +253,9 @@ def simplify(expression, floats=None):
     """``expression`` with exact algebraic identities applied; ``floats``: the
     names known to hold floats, when they are known (then ``1.0 * v`` stays
     where ``v`` may be an int)."""
-    return _Simplify(floats).visit(_FoldTests().visit(expression))
+    if any(isinstance(node, (S.Compare, S.IfExp)) for node in S.walk(expression)):
+        expression = _FoldTests().visit(expression)  # (a walk costs less than its visit)
+    return _Simplify(floats).visit(expression)
 
 
 def optimize(function, shape_readers=(), spreaders=(), in_place=(), floats=frozenset()):
@@ -270,65 +272,101 @@ def optimize(function, shape_readers=(), spreaders=(), in_place=(), floats=froze
     adjoints, the differentiated values), which a seed of 1.0 multiplies
     exactly."""
     floats = _float_names(function, floats)
-    _fold_seeds(function, floats)
-    _drop_copies(function)
-    _read_through_copies_in_blocks(function)
-    _drop_recomputations(function)
-    _shapes_from_sources(function, shape_readers)
-    _multiply_by_the_sum_adjoint(function, spreaders)
+    uses = _Uses(function)
+    _fold_seeds(function, floats, uses)
+    _drop_copies(function, uses)
+    _read_through_copies_in_blocks(function, uses)
+    _drop_recomputations(function, uses)
+    _shapes_from_sources(function, shape_readers, uses)
+    _multiply_by_the_sum_adjoint(function, spreaders, uses)
     for node in S.statements(function):
         # bx += -e reads better as bx -= e
         if isinstance(node, S.AugAssign) and isinstance(node.op, S.Add) and \
                 isinstance(node.value, S.UnaryOp) and isinstance(node.value.op, S.USub):
             node.op, node.value = S.Sub(), node.value.operand
-    _merge_contributions(function, floats)
-    _fold_single_uses(function)
-    _store_where_computed(function)
-    _return_short_results(function)
+    _merge_contributions(function, floats, uses)
+    _fold_single_uses(function, uses)
+    _store_where_computed(function, uses)
+    _return_short_results(function, uses)
     dead = _DeadCode()
-    dead.run(function.body, set())
     dead.remove = True
     dead.run(function.body, set())
     _finish_in_place(function, set(in_place))
     return function
 
 
-def _fold_seeds(function, floats):
+class _Uses:
+    """How many times each name is assigned (``stores``, a parameter once) and
+    read (``loads``) in the function :func:`optimize` works on: counted in one
+    walk, then kept equal to a new count by every pass before the dead-code
+    removal, each of which reports what it takes out of the tree
+    (:meth:`removed`), puts in (:meth:`added`) or renames (:meth:`renamed`)."""
+
+    def __init__(self, function):
+        self.stores, self.loads = S.name_counts(function)
+
+    def added(self, *trees, sign=1):
+        for node in S.walk(list(trees)):
+            if isinstance(node, S.Name):
+                counts = self.loads if isinstance(node.ctx, S.Load) else self.stores
+                counts[node.id] += sign
+
+    def removed(self, *trees):
+        self.added(*trees, sign=-1)
+
+    def renamed(self, renames):
+        """Every occurrence of each key of ``renames`` became one of its value."""
+        for counts in (self.stores, self.loads):
+            for old, new in renames.items():
+                counts[new] += counts.pop(old, 0)
+
+
+def _fold_seeds(function, floats, uses):
     """Replace a seed (``bout = 1.0``, marked ``seed``) that is never reassigned
     by its value, simplifying where it lands: ``bx = bout / x`` becomes
     ``bx = 1.0 / x``, ``bx += -bout * math.cos(x)`` becomes ``bx += -math.cos(x)``.
     An assignment that folding leaves a number (``bt = bout``) is folded next."""
-    stores = S.store_counts(function)
+    stores = uses.stores
     seeds = {s.targets[0].id: s.value for s in S.statements(function)
              if getattr(s, "seed", False) and stores.get(s.targets[0].id) == 1}
+    if not seeds:
+        return
+    readers = {}  # name -> the assignments whose value reads it, in program order
+    for statements in S.blocks(function):
+        for stmt in statements:
+            if isinstance(stmt, (S.Assign, S.AugAssign)):
+                for name in S.loaded_names(stmt.value):
+                    readers.setdefault(name, []).append(stmt)
 
     class Fold(S.NodeTransformer):
         def visit_Name(self, node):
             if isinstance(node.ctx, S.Load) and node.id in seeds:
                 self.folded = True
+                uses.loads[node.id] -= 1
                 return S.deepcopy(seeds[node.id])
             return node
 
     while seeds:
         found = {}
-        for statements in S.blocks(function):
-            for stmt in statements:
-                if isinstance(stmt, (S.Assign, S.AugAssign)):
-                    fold = Fold()
-                    fold.folded = False
-                    stmt.value = fold.visit(stmt.value)
-                    if not fold.folded:
-                        continue
-                    stmt.value = simplify(stmt.value, set(floats) | set(seeds))
-                    target = getattr(stmt, "targets", [None])[0]
-                    if isinstance(target, S.Name) and is_number(stmt.value) and \
-                            stores.get(target.id) == 1 and target.id not in seeds:
-                        stmt.seed = True
-                        found[target.id] = stmt.value
+        reading = {id(stmt): stmt for name in seeds for stmt in readers.get(name, ())}
+        for stmt in reading.values():
+            fold = Fold()
+            fold.folded = False
+            value = fold.visit(stmt.value)
+            if not fold.folded:
+                continue
+            uses.removed(value)  # (the reads of seeds it replaced are uncounted already)
+            stmt.value = simplify(value, set(floats) | set(seeds))
+            uses.added(stmt.value)
+            target = getattr(stmt, "targets", [None])[0]
+            if isinstance(target, S.Name) and is_number(stmt.value) and \
+                    stores.get(target.id) == 1 and target.id not in seeds:
+                stmt.seed = True
+                found[target.id] = stmt.value
         seeds = found
 
 
-def _drop_copies(function):
+def _drop_copies(function, uses):
     """``a = b`` at the top level, with a and b each assigned once and b not a
     parameter: b is renamed a and the copy goes (``by1 = bresult1`` after
     ``bresult, bresult1 = bresults`` becomes ``bresult, by1 = bresults``).
@@ -336,32 +374,34 @@ def _drop_copies(function):
     if not any(isinstance(getattr(stmt, "value", None), S.Name) and S.single_target(stmt)
                for stmt in function.body):
         return
-    stores = S.store_counts(function)
-    for arg in function.args.args + function.args.kwonlyargs:
-        stores[arg.id] = 2  # a parameter is assigned by every call: never renamed
-    renames, body, index = {}, function.body, 0
+    stores = uses.stores
+    # a parameter is assigned by every call: never renamed
+    params = {arg.id for arg in function.args.args + function.args.kwonlyargs}
+    renames, copies, body, index = {}, [], function.body, 0
     while index < len(body):
         stmt = body[index]
         a = S.single_target(stmt)
         b = stmt.value.id if a and isinstance(stmt.value, S.Name) else None
         if b and not getattr(stmt, "effects", False) and stores.get(a) == 1 and \
-                stores.get(b) == 1 and b not in renames.values() and \
+                stores.get(b) == 1 and not {a, b} & params and b not in renames.values() and \
                 a not in renames and b not in renames:
             renames[b] = a
+            copies.append(stmt)
             index = _remove(body, index)
         else:
             index += 1
-    _rename(function, renames)
+    uses.removed(*copies)
+    _rename(function, renames, uses)
 
 
-def _read_through_copies_in_blocks(function):
+def _read_through_copies_in_blocks(function, uses):
     """``a = b`` in a loop's or a branch's block, a assigned nowhere else and read
     only further down that block: a's readers read b, and the copy goes (the
     reverse loop of ``sum(f(x) for x in xs)`` had ``bt4 = bt3; bt2 = bt4``).  b is
     not assigned further down the block, so it holds the copied value wherever a
     was read.  (Copies at the top level are :func:`_drop_copies`'.)"""
     nested = [block for block in S.blocks(function) if block is not function.body]
-    stores = S.store_counts(function) if nested else None
+    stores = uses.stores
     for statements in nested:
         index = 0
         while index < len(statements):
@@ -375,12 +415,15 @@ def _read_through_copies_in_blocks(function):
                 if all(id(n) in below for n in readers) and b not in S.stored_names(after):
                     for reader in readers:
                         reader.id = b
+                    uses.loads[a] -= len(readers)
+                    uses.loads[b] += len(readers)
+                    uses.removed(copy)
                     index = _remove(statements, index)
                     continue
             index += 1
 
 
-def _drop_recomputations(function):
+def _drop_recomputations(function, uses):
     """``b = e`` at the top level after ``a = e`` (the same arithmetic on names
     that keep one value) becomes a read of a: a gradient that calls a gradient
     recomputes the callee's temporaries so (``bt2 = 2 * (x * x - 1.0)`` after
@@ -390,30 +433,31 @@ def _drop_recomputations(function):
     changed in place: arithmetic alone (a list display would be a new list), and
     neither name written into, given to a call, or asked for a method.
     """
-    stores = S.store_counts(function.body)
-    params = {arg.id for arg in function.args.args + function.args.kwonlyargs}
+    stores = uses.stores
     exposed = _exposed_to_changes(function)
 
     def unchanging(name):  # one value wherever it is read after its assignment
-        return name not in stores if name in params else stores.get(name) == 1
+        return stores.get(name) == 1  # (a parameter's one assignment: the call's)
 
-    computed, renames, body = {}, {}, []
+    computed, renames, body, dropped = {}, {}, [], []
     for stmt in function.body:
         target = S.single_target(stmt)
-        if target and unchanging(target) and target not in exposed and \
-                not getattr(stmt, "effects", False) and _pure_arithmetic(stmt.value) and \
-                all(unchanging(name) for name in S.loaded_names(stmt.value)):
+        reads = _arithmetic_reads(stmt.value) if target and unchanging(target) and \
+            target not in exposed and not getattr(stmt, "effects", False) else None
+        if reads is not None and all(map(unchanging, reads)):
             key = S.shape(stmt.value)
             if key in computed:
                 renames[target] = computed[key]
+                dropped.append(stmt)
                 continue
             computed[key] = target
         body.append(stmt)
     function.body[:] = body
-    _rename(function, renames)
+    uses.removed(*dropped)
+    _rename(function, renames, uses)
 
 
-def _shapes_from_sources(function, shape_readers):
+def _shapes_from_sources(function, shape_readers, uses):
     """``expand(g, t7, None, False)`` reads t7 only for its shape.  When
     ``t7 = r * r`` (or ``r / r``, ``r * 2.0``, ``-r``), r has that shape, and
     reading r instead lets ``t7 = r * r`` go if nothing else reads it: the
@@ -427,7 +471,7 @@ def _shapes_from_sources(function, shape_readers):
                   for target in [S.single_target(stmt)] if target and _shape_source(stmt.value)]
     if not candidates or not shape_readers:
         return
-    stores = S.store_counts(function)
+    stores = uses.stores
     exposed = _exposed_to_changes(function, harmless=shape_readers)
     same_shape = {target: source for target, source in candidates
                   if stores[target] == 1 and stores[source] == 1 and source not in exposed}
@@ -438,6 +482,8 @@ def _shapes_from_sources(function, shape_readers):
             name = node.args[1].id
             while name in same_shape:
                 name = same_shape[name]
+            uses.loads[node.args[1].id] -= 1
+            uses.loads[name] += 1
             node.args[1] = S.name(name)
 
 
@@ -458,7 +504,7 @@ def _shape_source(value):
     return None
 
 
-def _multiply_by_the_sum_adjoint(function, spreaders):
+def _multiply_by_the_sum_adjoint(function, spreaders, uses):
     """``bt7 = expand(g, r, None, False)`` is the adjoint of ``np.sum(r * r)``:
     an array of r's shape filled with the number g.  When its one reader
     multiplies it by r itself (``br = bt7 * r * 2``), the product has r's shape
@@ -471,7 +517,7 @@ def _multiply_by_the_sum_adjoint(function, spreaders):
                  stmt.value.func.id in spreaders]
     if not spreading:
         return
-    stores, loads = S.name_counts(function)
+    stores, loads = uses.stores, uses.loads
     spreads = {}
     for stmt in spreading:
         name = S.single_target(stmt)
@@ -490,7 +536,9 @@ def _multiply_by_the_sum_adjoint(function, spreaders):
             stmt = spreads.get(getattr(spread, "id", None))
             if stmt is not None and isinstance(other, S.Name) and \
                     other.id == stmt.value.args[1].id:
+                uses.removed(spread, stmt.value)
                 setattr(product, side, stmt.value.args[0])
+                uses.added(stmt.value.args[0])
                 stmt.value = S.const(None)  # dead now: dead-code removal drops it
                 del spreads[spread.id]
                 break
@@ -500,16 +548,34 @@ def _is_constant(node, value):
     return isinstance(node, S.Constant) and node.value is value
 
 
-def _rename(function, renames):
+def _rename(function, renames, uses):
+    """Rename every name of ``function`` that is a key of ``renames`` to its value."""
     for node in S.walk(function) if renames else ():
         if isinstance(node, S.Name) and node.id in renames:
             node.id = renames[node.id]
+    uses.renamed(renames)
+
+
+_ARITHMETIC_NODES = (S.BinOp, S.UnaryOp, S.Name, S.Constant, S.gast.operator, S.gast.unaryop,
+                     S.gast.expr_context)
+
+
+def _arithmetic_reads(node):
+    """The names ``node`` reads when it is operators on names and constants
+    alone, else None."""
+    if not isinstance(node, (S.BinOp, S.UnaryOp)):
+        return None
+    reads = set()
+    for n in S.walk(node):
+        if not isinstance(n, _ARITHMETIC_NODES):
+            return None
+        if n.__class__ is S.Name:
+            reads.add(n.id)
+    return reads
 
 
 def _pure_arithmetic(node):
-    return isinstance(node, (S.BinOp, S.UnaryOp)) and all(
-        isinstance(n, (S.BinOp, S.UnaryOp, S.Name, S.Constant, S.gast.operator,
-                       S.gast.unaryop, S.gast.expr_context)) for n in S.walk(node))
+    return _arithmetic_reads(node) is not None
 
 
 def _exposed_to_changes(function, harmless=()):
@@ -528,7 +594,7 @@ def _exposed_to_changes(function, harmless=()):
     return exposed
 
 
-def _merge_contributions(function, floats):
+def _merge_contributions(function, floats, uses):
     """``bx = e1`` directly followed by ``bx += e2`` (or ``-=``, or array code's
     ``bx = bx + e2``) becomes ``bx = e1 + e2``: one expression, as a person
     writes it, and no second store.  The value is the same: the sum is evaluated
@@ -542,7 +608,9 @@ def _merge_contributions(function, floats):
             update = _update_of(second, name) if name else None
             if update is not None and name not in S.loaded_names(update[1]) and \
                     not any(getattr(s, "effects", False) for s in (first, second)):
+                uses.removed(first, second)
                 first.value = simplify(S.binop(first.value, *update), floats)
+                uses.added(first)
                 del statements[index + 1]
             else:
                 index += 1
@@ -551,7 +619,7 @@ def _merge_contributions(function, floats):
 _TEMPORARY = re.compile(r"t\d+$")
 
 
-def _fold_single_uses(function):
+def _fold_single_uses(function, uses):
     """``t3 = a + b`` directly followed by ``t4 = np.exp(t3)``, t3 a temporary read
     nowhere else, becomes ``t4 = np.exp(a + b)``: the user's expression back in
     one piece, and with arrays one array fewer alive until the function returns.
@@ -559,7 +627,7 @@ def _fold_single_uses(function):
     Only arithmetic moves, and only into the first operand of the next
     statement: nothing else is evaluated between its old place and its new one.
     """
-    stores, loads = S.name_counts(function)
+    stores, loads = uses.stores, uses.loads
     for statements in S.blocks(function):
         index = 0
         while index + 1 < len(statements):
@@ -571,12 +639,14 @@ def _fold_single_uses(function):
                     use.id == name and not any(getattr(s, "effects", False)
                                                for s in (first, second)):
                 second.value = _replace(second.value, use, first.value)
+                stores[name] -= 1
+                loads[name] -= 1
                 del statements[index]
             else:
                 index += 1
 
 
-def _store_where_computed(function):
+def _store_where_computed(function, uses):
     """``bc = e`` whose one reader is a later ``bX[i] += bc`` (or ``=``) in the same
     block becomes ``bX[i] += e`` in bc's place: the reverse of ``value = value * x
     + c`` in ``for c in X`` adds ``bvalue`` to X's adjoint straight away, as a
@@ -593,7 +663,7 @@ def _store_where_computed(function):
                    if _item_store_of(stmt, _name_of(getattr(stmt, "value", None)))}
     if not item_stored:
         return
-    stores, loads = S.name_counts(function)
+    stores, loads = uses.stores, uses.loads
     held = _held_elsewhere(function)
     for statements in S.blocks(function):
         for index, computed in enumerate(statements):
@@ -610,6 +680,8 @@ def _store_where_computed(function):
                     if all(S.is_comment(s) or _assigned_name(s) not in touched | {None}
                            and container not in S.loaded_names(s) for s in between):
                         stmt.value = computed.value
+                        stores[name] -= 1
+                        loads[name] -= 1
                         if isinstance(stmt.value, S.Name):
                             item_stored.add(stmt.value.id)
                         statements[index] = stmt
@@ -667,7 +739,7 @@ def _made_with(node, ident):
 _RETURN_WIDTH = 79  # a folded return longer than a line is harder to read than the names
 
 
-def _return_short_results(function):
+def _return_short_results(function, uses):
     """``bx1 = e1; bx2 = e2; return bx1, bx2`` becomes ``return e1, e2`` when each
     result is arithmetic (of names, numbers and calls like ``math.cos(x)``) and
     the return fits on a line: as a person writes a short gradient, and two
@@ -682,7 +754,7 @@ def _return_short_results(function):
     if not isinstance(final, S.Return) or final.value is None:
         return
     results = final.value.elts if isinstance(final.value, S.Tuple) else [final.value]
-    stores, loads = S.name_counts(function)
+    stores, loads = uses.stores, uses.loads
     assigned = [stmt for stmt in body[:-1] if not S.is_comment(stmt)][-len(results):]
     if len(assigned) != len(results) or any(
             not isinstance(result, S.Name) or S.single_target(stmt) != result.id or
@@ -693,6 +765,9 @@ def _return_short_results(function):
     values = [stmt.value for stmt in assigned]
     value = S.tuple_(values) if isinstance(final.value, S.Tuple) else values[0]
     if len("    return " + S.expr_source(value)) <= _RETURN_WIDTH:
+        for result in results:
+            stores[result.id] -= 1
+            loads[result.id] -= 1
         final.value = value
         body[:-1] = [stmt for stmt in body[:-1] if not any(stmt is a for a in assigned)]
 

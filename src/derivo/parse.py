@@ -651,6 +651,9 @@ def _hold_defaults(parsed):
     closure's."""
     func, args = parsed.func, parsed.tree.args
     values = list(func.__defaults__ or ())
+    keywords = func.__kwdefaults__ or {}
+    if not (values or keywords or args.defaults or any(args.kw_defaults)):
+        return  # no default, in the source or the function object
     taken = set(parsed.globals) | set(parsed.closure) | {
         n.id for n in S.walk(parsed.tree) if isinstance(n, S.Name)}
 
@@ -669,7 +672,6 @@ def _hold_defaults(parsed):
 
     with_defaults = args.args[len(args.args) - len(values):] if values else []
     args.defaults = [held(a.id, v, w) for a, v, w in zip(with_defaults, values, args.defaults)]
-    keywords = func.__kwdefaults__ or {}
     args.kw_defaults = [None if a.id not in keywords else held(a.id, keywords[a.id], w or a)
                         for a, w in zip(args.kwonlyargs, args.kw_defaults)]
 

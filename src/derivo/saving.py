@@ -218,10 +218,10 @@ class Saving:
 
     def _save_for(self, stmt, read, assigned, read_memory):
         """The data-flow's step over the assignment ``stmt``: record what it saves
-        (or how its reverse undoes it) and return what is read after it."""
+        (or how its reverse undoes it), and change ``read`` and ``assigned``, sets
+        of the data-flow's own, in place into what is read and assigned after it."""
         names = self.planner.stored(stmt) + assigned_names(stmt)
-        reads = self.planner.statement_reads(stmt)
-        read = set(read) | reads
+        read |= self.planner.statement_reads(stmt)
         if is_item_write(stmt) and self.memory is not None and \
                 self.memory.written(stmt.targets[0].value.id, stmt) & read_memory:
             # An adjoint may read a view of (or an item of, a container holding)
@@ -235,19 +235,20 @@ class Saving:
         if undo is not None:
             self.inverses[id(stmt)] = undo
             self.undone.add(id(stmt))
-            read = read | (names_of(undo[1]) - {undo[0]})  # the undo reads these
+            read |= names_of(undo[1]) - {undo[0]}  # the undo reads these
         elif saved:
             self.undone.discard(id(stmt))
             self.pushes[id(stmt)] = saved
             self.init_none |= set(saved) - assigned
-        read = (read - set(names)) | self.planner.statement_reads_after(stmt)
+        read -= set(names)
+        read |= self.planner.statement_reads_after(stmt)
         if undo is not None:
             read.add(undo[0])  # the undo starts from the value this left
         elif saved and is_item_write(stmt):
             # x[i] = pop() writes into the array this wrote into: a later
             # x = e must save x, or the reverse writes into e's array
             read.add(stmt.targets[0].value.id)
-        return read, assigned | set(names)
+        assigned |= set(names)
 
 
 class _Flow(dataflow.Forward):
@@ -263,21 +264,32 @@ class _Flow(dataflow.Forward):
     def join(self, one, other):
         return one[0] | other[0], one[1] & other[1], one[2] | other[2]
 
+    def straight(self, stmts, state):
+        """(The run's statements change a copy of the state of its own in place;
+        this sweep reads no state at a statement.)"""
+        if not stmts:
+            return state
+        read, assigned, read_memory = (set(part) for part in state)
+        for stmt in stmts:
+            self.step(stmt, read, assigned, read_memory)
+        return frozenset(read), frozenset(assigned), frozenset(read_memory)
+
     def simple(self, stmt, state):
-        read, assigned, read_memory = state
+        return self.straight([stmt], state)
+
+    def step(self, stmt, read, assigned, read_memory):
+        """Change the state's three sets in place into those after ``stmt``."""
         if isinstance(stmt, S.Assign):
             # the memory adjoints read stays read: a later write into it is saved
-            read_memory = read_memory | self.saving._memory_read_by(stmt)
-            read, assigned = self.saving._save_for(stmt, read, assigned, read_memory)
-            return frozenset(read), frozenset(assigned), read_memory
-        if is_append(stmt):
+            read_memory |= self.saving._memory_read_by(stmt)
+            self.saving._save_for(stmt, read, assigned, read_memory)
+        elif is_append(stmt):
             # Undone by xs.pop() in the reverse sweep when xs is read before.
             items = stmt.value.func.value.id
             if items in read:
                 self.saving.undone.add(id(stmt))  # xs.pop() needs xs as this left it
             else:
-                read = read - {items}
-        return read, assigned, read_memory
+                read.discard(items)
 
     def leave(self, stmt, state):
         # the reverse of a branch reads its test wherever control leaves it

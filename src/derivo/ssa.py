@@ -83,7 +83,9 @@ def normalize(parsed):
     tree = S.deepcopy(parsed.tree)
     namer = Namer(names_in(tree) | set(parsed.globals) | set(parsed.closure))
     built = set()
-    _lower_comprehensions(tree.body, namer, built, parsed)
+    # (the pass looks for them statement by statement, field by field)
+    if any(isinstance(n, _COMPREHENSIONS) for n in S.walk(tree.body)):
+        _lower_comprehensions(tree.body, namer, built, parsed)
     check_supported(parsed, tree)
     _ReturnLowering(parsed, namer).run(tree)
     *body, final = tree.body
@@ -874,25 +876,18 @@ def _share_repeated_terms(tree, namer, written):
     args = tree.args
     stable = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs} - \
         S.stored_names(tree.body) - written
+    terms = _Terms(stable)
+    for stmt in tree.body:
+        terms.add(stmt)
     while True:
-        found, shapes = {}, {}
-        for position, stmt in enumerate(tree.body):
-            sometimes = _conditional_parts(stmt)
-            for node in S.walk(stmt):
-                if isinstance(node, S.BinOp) and _arithmetic(node, stable.__contains__, True):
-                    found.setdefault(S.shape(node, shapes), []).append(
-                        (position, id(node) in sometimes, node))
-        # the longest term first, by its printed source (printed only when repeated)
-        repeated = [(len(source), source, key) for key, places in found.items()
-                    if len(places) > 1 and not all(nested for _, nested, _ in places)
-                    for source in [S.expr_source(places[0][2])]]
-        if not repeated:
+        key = terms.longest_repeated()
+        if key is None:
             return
-        key = max(repeated, key=lambda term: term[:2])[2]
-        first = min(position for position, _, _ in found[key])
+        holding = terms.statements_holding(key)
+        first = next(position for position, stmt in enumerate(tree.body)
+                     if id(stmt) in holding)
         temp = namer.numbered("t")
-
-        places = {id(node) for _, _, node in found[key]}  # every occurrence
+        places = terms.places(key)  # every occurrence
 
         class Share(S.NodeTransformer):
             def visit(self, node):
@@ -900,11 +895,104 @@ def _share_repeated_terms(tree, namer, written):
                     return S.copy_location(S.name(temp), node)
                 return self.generic_visit(node)
 
-        term = S.deepcopy(found[key][0][2])
-        holding = {position for position, _, _ in found[key]}
-        tree.body = [Share().visit(stmt) if position in holding else stmt
-                     for position, stmt in enumerate(tree.body)]
+        term = S.deepcopy(terms.first_place(tree.body[first], key))
+        for stmt in tree.body:
+            if id(stmt) in holding:
+                terms.remove(stmt)
+                Share().visit(stmt)
+                terms.add(stmt)
         tree.body.insert(first, S.copy_location(S.assign(temp, term), tree.body[first]))
+        terms.add(tree.body[first])
+
+
+def _arithmetic_terms(nodes, readable):
+    """The ids of the BinOps among ``nodes`` (a :func:`syntax.walk` of a tree:
+    parents before children) that are arithmetic reading only names in
+    ``readable``, as :func:`_arithmetic` (raising allowed) finds each, from the
+    leaves up in one pass."""
+    arithmetic, named = {}, {}  # id(node) -> whether it is; whether it reads a name
+    terms = set()
+    for node in reversed(nodes):
+        ident = id(node)
+        if isinstance(node, S.Name):
+            arithmetic[ident], named[ident] = node.id in readable, True
+        elif isinstance(node, S.Constant):
+            arithmetic[ident], named[ident] = True, False
+        elif isinstance(node, S.BinOp):
+            left, right = id(node.left), id(node.right)
+            arithmetic[ident] = isinstance(node.op, _ARITHMETIC_OPS) and \
+                arithmetic.get(left, False) and arithmetic.get(right, False)
+            named[ident] = named.get(left, False) or named.get(right, False)
+            if arithmetic[ident] and named[ident]:
+                terms.add(ident)
+        elif isinstance(node, S.UnaryOp):
+            arithmetic[ident] = isinstance(node.op, (S.USub, S.UAdd)) and \
+                arithmetic.get(id(node.operand), False)
+            named[ident] = named.get(id(node.operand), False)
+    return terms
+
+
+class _Terms:
+    """The arithmetic terms on the names ``stable`` in the statements added (see
+    :func:`_share_repeated_terms`): {shape of a term: {id(node): (its statement,
+    whether a call may not evaluate it, the node)}}, a statement taken out
+    before it changes and added again after."""
+
+    def __init__(self, stable):
+        self.stable = stable
+        self.found = {}
+        self.repeated = set()  # the shapes of more than one term
+        self.of_statement = {}  # id(statement) -> [(shape, id(node))] of its terms
+        self.sources = {}  # shape -> the source its terms print as
+
+    def add(self, stmt):
+        sometimes, shapes = _conditional_parts(stmt), {}
+        held = self.of_statement[id(stmt)] = []
+        nodes = list(S.walk(stmt))
+        terms = _arithmetic_terms(nodes, self.stable)
+        for node in nodes:
+            if id(node) in terms:
+                key = S.shape(node, shapes)
+                places = self.found.setdefault(key, {})
+                places[id(node)] = (stmt, id(node) in sometimes, node)
+                if len(places) > 1:
+                    self.repeated.add(key)
+                held.append((key, id(node)))
+
+    def remove(self, stmt):
+        for key, ident in self.of_statement.pop(id(stmt)):
+            places = self.found[key]
+            del places[ident]
+            if len(places) < 2:
+                self.repeated.discard(key)
+            if not places:
+                del self.found[key]
+
+    def longest_repeated(self):
+        """The shape of the longest term written more than once, not only where a
+        call may not evaluate it, by its printed source (printed only when
+        repeated); None when there is none.  (Two shapes never print alike.)"""
+        candidates = [(len(source), source, key) for key in self.repeated
+                      if not all(nested for _, nested, _ in self.found[key].values())
+                      for source in [self.source(key)]]
+        return max(candidates, key=lambda term: term[:2])[2] if candidates else None
+
+    def source(self, key):
+        if key not in self.sources:
+            self.sources[key] = S.expr_source(next(iter(self.found[key].values()))[2])
+        return self.sources[key]
+
+    def places(self, key):
+        """{id(node): node} of the terms of shape ``key`` (holding the nodes keeps
+        their ids theirs while the tree changes)."""
+        return {ident: node for ident, (_, _, node) in self.found[key].items()}
+
+    def statements_holding(self, key):
+        return {id(stmt) for stmt, _, _ in self.found[key].values()}
+
+    def first_place(self, stmt, key):
+        """The first term of shape ``key`` in ``stmt``, in :func:`syntax.walk`'s order."""
+        return next(node for node in S.walk(stmt) if id(node) in self.found[key])
 
 
 def _conditional_parts(stmt):
@@ -973,6 +1061,9 @@ _EVALUATED_FIRST = {S.Assign: "value", S.gast.AugAssign: "value", S.gast.AnnAssi
 #: The functions that consume an iterable whole (given a generator expression, ssa
 #: lowers it into the list it would be).
 CONSUMERS = (sum, min, max, any, all, list, tuple, sorted, math.fsum, math.prod)
+
+
+_COMPREHENSIONS = (S.gast.ListComp, S.gast.DictComp, S.gast.GeneratorExp)
 
 
 def _lower_comprehensions(block, namer, built, parsed):

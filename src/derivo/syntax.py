@@ -145,10 +145,11 @@ def statements(tree):
     return (node for node in walk(tree, _BLOCK_HOLDERS) if isinstance(node, gast.stmt))
 
 
-def blocks(tree):
-    """Every statement list in a tree (bodies and else-branches), nested ones included."""
+def blocks(tree, fields=("body", "orelse")):
+    """Every statement list in a tree (bodies and else-branches, or the ``fields``
+    given), nested ones included."""
     for node in walk(tree, _BLOCK_HOLDERS):
-        for field in ("body", "orelse"):
+        for field in fields:
             block = getattr(node, field, None)
             if isinstance(block, list):
                 yield block

@@ -186,21 +186,23 @@ def refuse_hidden_writes(analysis):
                 analysis.changed_by_call.get(id(node), set()) | names
             # (an adjoint of an earlier line reads a value the change changes,
             # whether or not the primal reads it again)
-            read_by_adjoints = flow.reached(expression, deep, at=node, read_afterwards=False) \
-                & read_before.get(id(node), set())
+            read_by_adjoints = read_before(
+                node, flow.reached(expression, deep, at=node, read_afterwards=False))
             if names & analysis.useful and (names | S.loaded_names(node)) & analysis.varied or \
                     read_by_adjoints:
                 raise _change_in_place(analysis, node, expression, names & analysis.useful)
 
 
 def _read_by_adjoints(analysis):
-    """{id(node): the names an adjoint may read the value of} for each node of
-    the function: the operands of operations (``np.clip(y, -1.0, c)``,
-    ``y * c``) another of whose operands varies, in a top-level statement
-    up to the node's (a change after all of them changes none)."""
-    read, found = set(), {}
-    for top in analysis.normalized.tree.body:
+    """A function of a node and a set of names: those of the names an adjoint
+    may read the value of, the operands of operations (``np.clip(y, -1.0, c)``,
+    ``y * c``) another of whose operands varies, in a top-level statement up to
+    the node's (a change after all of them changes none)."""
+    first = {}  # name -> the index of the first top-level statement with such a read
+    position = {}  # id(node) -> the index of the top-level statement holding it
+    for index, top in enumerate(analysis.normalized.tree.body):
         for stmt in S.walk(top):
+            position[id(stmt)] = index
             if not (isinstance(stmt, S.Assign) and set(assigned_names(stmt)) & analysis.active):
                 continue
             for node in S.walk(stmt.value):
@@ -209,9 +211,13 @@ def _read_by_adjoints(analysis):
                     if isinstance(node, S.Call) else []
                 names = {o.id for o in operands if isinstance(o, S.Name)}
                 if names & analysis.varied:
-                    read = read | names
-        found.update((id(node), read) for node in S.walk(top))
-    return found
+                    for name in names:
+                        first.setdefault(name, index)
+
+    def read_up_to(node, names):
+        reached = position.get(id(node), -1)
+        return {name for name in names if first.get(name, reached + 1) <= reached}
+    return read_up_to
 
 
 def _in_user_names(analysis, error):

@@ -148,18 +148,23 @@ class Template:
         ``rename_free`` maps a free name of the template (``math``) to the name
         the generated module binds it under.
         """
-        rename_free = rename_free or {}
-        bindings = dict(self.defaults, **bindings)
+        substitute = _Substitute(dict(self.defaults, **bindings), rename_free or {})
+        return substitute.visit(S.deepcopy(self.body))
 
-        class Substitute(S.NodeTransformer):
-            def visit_Name(self, node):
-                if node.id in bindings:
-                    return S.deepcopy(bindings[node.id])
-                if node.id in rename_free:
-                    return S.name(rename_free[node.id])
-                return node
 
-        return Substitute().visit(S.deepcopy(self.body))
+class _Substitute(S.NodeTransformer):
+    """A copy of each of ``bindings`` (name -> tree) for a read of its name, and
+    a read of ``rename_free[name]`` for one of a free name."""
+
+    def __init__(self, bindings, rename_free):
+        self.bindings, self.rename_free = bindings, rename_free
+
+    def visit_Name(self, node):
+        if node.id in self.bindings:
+            return S.deepcopy(self.bindings[node.id])
+        if node.id in self.rename_free:
+            return S.name(self.rename_free[node.id])
+        return node
 
 
 class _Scope:
