@@ -6,26 +6,48 @@ def predator_prey_trips(items, x, y, dt, alpha, gamma, beta, delta):
     return x, y
 
 
-def predator_prey_step_vjp(bresults, _, x, y, dt, alpha, gamma, beta, delta):
+def predator_prey_trips_vjp(bresults, items, x, y, dt, alpha, gamma, beta, delta):
+    stack = []
+    push = stack.append
+    pop = stack.pop
+    for _ in items:
+        tmp1 = x + dt * (alpha * x - beta * x * y)
+        tmp2 = y + dt * (delta * x * y - gamma * y)
+        push(x)
+        x = tmp1
+        push(y)
+        y = tmp2
     # reverse sweep
-    bx1, by1 = bresults
-    # line 30: x, y = x + dt * (alpha * x - beta * x * y), y + dt * (delta * x * y - gamma * y)
-    by = by1
-    bt1 = by1 * dt
-    bt2 = bt1 * y
-    bdelta = bt2 * x
-    bx = bt2 * delta
-    by += bt1 * (delta * x)
-    bgamma = -(bt1 * y)
-    by -= bt1 * gamma
-    bx += bx1
-    bt3 = bx1 * dt
-    balpha = bt3 * x
-    bx += bt3 * alpha
-    bt4 = -(bt3 * y)
-    bbeta = bt4 * x
-    bx += bt4 * beta
-    by -= bt3 * (beta * x)
+    bresult, bresult1 = bresults
+    # line 29: for _ in range(steps):
+    by = bresult1
+    bx = bresult
+    balpha = 0.0
+    bbeta = 0.0
+    bdelta = 0.0
+    bgamma = 0.0
+    for _ in reversed(items):
+        # line 30: x, y = x + dt * (alpha * x - beta * x * y), y + dt * (delta * x * y - gamma * y)
+        btmp2 = by
+        y = pop()
+        btmp1 = bx
+        x = pop()
+        by = btmp2
+        bt1 = btmp2 * dt
+        bt2 = bt1 * y
+        bdelta += bt2 * x
+        bx = bt2 * delta
+        by += bt1 * (delta * x)
+        bgamma -= bt1 * y
+        by -= bt1 * gamma
+        bx += btmp1
+        bt3 = btmp1 * dt
+        balpha += bt3 * x
+        bx += bt3 * alpha
+        bt4 = -(bt3 * y)
+        bbeta += bt4 * x
+        bx += bt4 * beta
+        by -= bt3 * (beta * x)
     return bx, by, balpha, bgamma, bbeta, bdelta
 
 
@@ -43,7 +65,7 @@ def predator_prey_grad(alpha, beta, delta, gamma, steps=1000, dt=0.01):
     bx1 = 2 * (x1 - 1.5)
     by1 = 2 * (y1 - 0.5)
     # line 29: for _ in range(steps):
-    bx2, by2, balpha, bgamma, bbeta, bdelta = pop().reverse(predator_prey_step_vjp, (bx1, by1), invariants=(1, 2, 3, 4))
+    bx2, by2, balpha, bgamma, bbeta, bdelta = pop().reverse(predator_prey_trips_vjp, (bx1, by1), invariants=(1, 2, 3, 4))
     return balpha, bbeta, bdelta, bgamma
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
@@ -227,8 +249,7 @@ def checkpointed_for(push, trips, iterations, state, invariants, slots=None,
     if slots is None:
         slots = max(2, (steps - 1).bit_length())
     unit = segment_length(steps, slots) if schedule == "segments" else 1
-    tape = Tape(trips, iterations, state, invariants, slots, SCHEDULES[schedule], unit,
-                segmented=schedule == "segments")
+    tape = Tape(trips, iterations, state, invariants, slots, SCHEDULES[schedule], unit)
     if push is not None:
         push(tape)
     return tape.output(tape.run_counted(state, steps))
@@ -243,11 +264,11 @@ class Tape:
     """The states a checkpointed loop kept, and how to reverse it.
 
     The schedule counts in *units* of ``unit`` trips (1 but for the
-    ``segments`` schedule); unit u starts at trip u * unit.  ``segmented``:
-    :meth:`reverse` takes the VJP of a segment of trips, not of one trip."""
+    ``segments`` schedule); unit u starts at trip u * unit.  ``segmented``
+    (a ``for`` loop): :meth:`reverse` takes the VJP of a segment of trips, not
+    of one trip."""
 
-    def __init__(self, trips, iterations, state, invariants, slots, split, unit=1,
-                 segmented=False):
+    def __init__(self, trips, iterations, state, invariants, slots, split, unit=1):
         if not isinstance(slots, int) or slots < 1:
             raise ValueError("a checkpointed loop needs at least one slot, got {!r}"
                              .format(slots))
@@ -262,7 +283,7 @@ class Tape:
         self.budget = slots - unit + 1  # kept states; a segment's stack holds unit - 1
         self.split = split
         self.revolve = split is optimal_split
-        self.segmented = segmented
+        self.segmented = iterations is not None
         self.steps = 0
         self.kept = []          # (unit index, state), the initial state first
         self.last = None        # the state before the last unit, for its VJP
@@ -367,9 +388,9 @@ class Tape:
     def reverse(self, vjp, seeds, invariants=()):
         """The adjoints of the loop's inputs from those of its outputs (``seeds``).
 
-        ``vjp(seed, *step arguments)`` is the step's VJP (a segmented tape's:
-        ``vjp(seed, items, *state, *invariants)``, the VJP of ``trips``, from
-        the adjoints after a segment of trips to those before it): it returns
+        ``vjp(seed, items, *state, *invariants)`` is the VJP of ``trips``, from
+        the adjoints after a segment of trips to those before it (a ``while``
+        loop's: ``vjp(seed, *state, *invariants)``, the step's): it returns
         a tuple, the adjoints of the state variables, then those of the
         invariants at the positions ``invariants``.  So does this method (a
         bare value for just one), with the invariants' adjoints summed over
@@ -385,7 +406,7 @@ class Tape:
             units = -(-self.steps // self.unit)
             last, self.last = self.last, None
             self.held = len(self.kept)
-            self.segment(units - 1, 1, last)
+            self.segment(units - 1, 1, last, kept=False)
             del last
             # Below each kept state, the units up to the next one, reversed with
             # the slots not taken by the kept states before it.
@@ -414,15 +435,17 @@ class Tape:
         the trip count."""
         while True:
             if length == 1 and not self.segmented:
-                self.trip(start, state)
+                self.trip(state)
                 return
-            if length == 1 or self.revolve and length * self.unit <= slots + self.unit - 1:
-                # Room for every state: the optimum keeps them all (C*(k, s) = k - 1).
+            if length == 1 or self.revolve and length * self.unit <= slots + self.unit:
+                # Room for every state (the one the last trip runs from uncounted, as
+                # the splits leave it): the optimum keeps them all, C*(k, s) = k - 1.
                 self.segment(start, length, state)
                 return
             if slots <= 1:
                 for offset in range(length - 1, 0, -1):
-                    self.segment(start + offset, 1, self.recompute(state, start, offset))
+                    self.segment(start + offset, 1, self.recompute(state, start, offset),
+                                 kept=False)
                 self.segment(start, 1, state)
                 return
             if self.revolve:
@@ -449,16 +472,19 @@ class Tape:
         state = self.trips(self.iterations[first:first + count], *state, *self.invariants)
         return (state,) if self.single else state
 
-    def segment(self, start, count, state):
+    def segment(self, start, count, state, kept=True):
         """Take the seeds from after ``count`` units from unit ``start`` to before
-        them, from ``state``, the state at ``start``, keeping the states of the
-        trips after the first (recomputed, as Eq. 8.3 counts): one call of the
-        segment VJP, its stack holding them, or a list of them and a call of
-        the step's VJP per trip."""
+        them, from ``state``, the state at ``start`` (one of the kept states
+        counted in ``held``, or with ``kept`` False one recomputed for this
+        segment), keeping the states of the trips after the first (recomputed,
+        as Eq. 8.3 counts): one call of the segment VJP, its stack holding
+        them, or a list of them and a call of the step's VJP per trip.  The
+        state the segment's last trip runs from is not counted in
+        ``most_held``, as the state before the loop's last trip is not."""
         first = start * self.unit
         trips = min(first + count * self.unit, self.steps) - first
         self.recomputed_steps += trips - 1
-        self.most_held = max(self.most_held, self.held + trips - 1)
+        self.most_held = max(self.most_held, self.held + max(0, trips - 2 + (not kept)))
         if self.segmented:
             self.segments += 1
             seed = self.seeds[0] if self.single else self.seeds
@@ -469,19 +495,16 @@ class Tape:
         for index in range(first, first + trips - 1):
             states.append(self.run(_kept(states[-1]) if self.copies else states[-1],
                                    index, 1)[1])
-        for index in range(first + trips - 1, first - 1, -1):
-            self.trip(index, states.pop())
+        while states:
+            self.trip(states.pop())
 
-    def trip(self, index, state):
-        """Take the seeds from after trip ``index`` to before it, from ``state``,
-        the state at ``index``: one call of the step's VJP (which copies on
-        entry any array it writes into)."""
+    def trip(self, state):
+        """Take the seeds from after a trip of a ``while`` loop to before it, from
+        ``state``, the state it runs from: one call of the step's VJP (which
+        copies on entry any array it writes into)."""
         self.segments += 1
         seed = self.seeds[0] if self.single else self.seeds
-        if self.iterations is None:
-            self.take(self.vjp(seed, *state, *self.invariants))
-        else:
-            self.take(self.vjp(seed, self.iterations[index], *state, *self.invariants))
+        self.take(self.vjp(seed, *state, *self.invariants))
 
     def take(self, result):
         """The seeds and the invariants' summed adjoints after a call of the VJP."""
