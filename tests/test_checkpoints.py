@@ -206,8 +206,8 @@ def test_kept_arrays_are_copies():
     start = np.zeros(2)
     checkpointed_for(stack.append, write_trips, range(6), (start,), (), 2)
     tape = stack.pop()
-    assert [state[0][0] for _, state in tape.kept] == [0.0] + [
-        float(i) for i, _ in tape.kept[1:]]
+    assert [state[0][0] for _, state, _ in tape.kept] == [0.0] + [
+        float(i) for i, _, _ in tape.kept[1:]]
     tape.reverse(write_vjp, np.ones(2))
 
 
