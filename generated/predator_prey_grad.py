@@ -189,7 +189,7 @@ def halving_split(steps, slots, r=None):
 SCHEDULES = {"revolve": optimal_split, "halving": halving_split, "segments": optimal_split}
 
 
-CALL_COST = 8
+CALL_COST = 12
 
 
 def segment_length(steps, slots):
@@ -285,7 +285,7 @@ class Tape:
         self.revolve = split is optimal_split
         self.segmented = iterations is not None
         self.steps = 0
-        self.kept = []          # (unit index, state), the initial state first
+        self.kept = []          # (unit index, state, r or None), the initial state first
         self.last = None        # the state before the last unit, for its VJP
         self.forward_steps = 0  # calls of the step before the last trip
         self.recomputed_steps = 0  # ... made again by the reverse sweep
@@ -323,7 +323,7 @@ class Tape:
             return state
         # On a copy: the step may write into its state, never into the caller's arrays.
         state = _kept(state) if self.copies else tuple(state)
-        self.kept = [(0, self.keep(state))]
+        self.kept = [(0, self.keep(state), None)]
         start, length, slots = 0, -(-steps // self.unit), self.budget
         r = repetitions(length, slots)
         while length > 1 and slots > 1:
@@ -331,7 +331,7 @@ class Tape:
             state = self.run(state, *self.span(start, split))[1]
             start, length, slots = start + split, length - split, slots - 1
             r = fewer_repetitions(length, slots, r) if self.revolve else None
-            self.kept.append((start, self.keep(state)))
+            self.kept.append((start, self.keep(state), None))
         self.most_held = len(self.kept)
         state = self.run(state, *self.span(start, length - 1))[1]
         self.last = self.keep(state)
@@ -379,7 +379,7 @@ class Tape:
                 self.last = self.recompute(last, start, trips - 1 - start)  # (unit: 1 trip)
             roots = best_roots([start for start, _ in kept], trips - 1, self.slots) \
                 if kept else []
-            kept = [kept[i] for i in roots]
+            kept = [kept[i] + (None,) for i in roots]
         self.kept = kept
         return state
 
@@ -408,17 +408,7 @@ class Tape:
             self.held = len(self.kept)
             self.segment(units - 1, 1, last, kept=False)
             del last
-            # Below each kept state, the units up to the next one, reversed with
-            # the slots not taken by the kept states before it.
-            end = units - 1
-            while self.kept:
-                start, state = self.kept.pop()
-                if start < end:
-                    self.held = len(self.kept) + 1
-                    slots = self.budget - len(self.kept)
-                    r = repetitions(end - start, slots) if self.revolve else None
-                    self.reverse_range(start, end - start, slots, state, r)
-                end = start
+            self.reverse_kept(units - 1)
         result = self.seeds + tuple(self.totals)
         self.vjp = self.seeds = self.totals = None
         LAST_RUN.update(steps=self.steps, slots=self.slots, forward_steps=self.forward_steps,
@@ -426,38 +416,42 @@ class Tape:
                         segments=self.segments, unit=self.unit)
         return result[0] if len(result) == 1 else result
 
-    def reverse_range(self, start, length, slots, state, r):
-        """Reverse units start .. start + length - 1 from ``state``, the state at
-        ``start``, keeping at most ``slots`` states (``state`` included); ``r``:
-        repetitions the optimal schedule can do with (revolve: those of a
-        problem containing this one).  The units before a split are reversed by
-        the loop, not a call: the calls nest at most ``slots`` deep, whatever
-        the trip count."""
-        while True:
-            if length == 1 and not self.segmented:
-                self.trip(state)
-                return
-            if length == 1 or self.revolve and length * self.unit <= slots + self.unit:
-                # Room for every state (the one the last trip runs from uncounted, as
-                # the splits leave it): the optimum keeps them all, C*(k, s) = k - 1.
-                self.segment(start, length, state)
-                return
-            if slots <= 1:
+    def reverse_kept(self, end):
+        """Reverse units 0 .. end - 1 from the kept states, the deepest last: the
+        units from the last one up to ``end``, with the slots the states before
+        it leave, keeping one more state at each split of the schedule (the
+        deepest, reversed first); once they are reversed, that state goes and
+        ``end`` moves to its start.  The kept states are the schedule's only
+        record (for revolve with ``r``, repetitions a split there can do with:
+        those of a problem containing it), so nothing else is held per level.
+        """
+        kept, revolve, unit, free = self.kept, self.revolve, self.unit, self.budget + 1
+        while kept:
+            start, state, r = kept[-1]
+            length = end - start
+            slots = free - len(kept)
+            self.held = len(kept)
+            if length > 1 and slots > 1 and not (revolve and length * unit <= slots + unit):
+                if revolve:
+                    r = fewer_repetitions(length, slots, r or repetitions(length, slots))
+                    kept[-1] = start, state, r
+                split = self.split(length, slots, r)
+                kept.append((start + split, self.recompute(state, start, split), r))
+                if len(kept) > self.most_held:
+                    self.most_held = len(kept)
+                continue
+            kept.pop()
+            if length > 0 and slots <= 1:  # one slot: each unit from this state alone
                 for offset in range(length - 1, 0, -1):
                     self.segment(start + offset, 1, self.recompute(state, start, offset),
                                  kept=False)
                 self.segment(start, 1, state)
-                return
-            if self.revolve:
-                r = fewer_repetitions(length, slots, r)
-            split = self.split(length, slots, r)
-            self.held += 1
-            self.most_held = max(self.most_held, self.held)
-            # (the state after the split is an argument only: it dies with the call)
-            self.reverse_range(start + split, length - split, slots - 1,
-                               self.recompute(state, start, split), r)
-            self.held -= 1
-            length = split  # then the units before the split, from ``state``
+            elif length > 0:
+                # Room for every state (the one the last trip runs from uncounted, as
+                # the splits leave it): the optimum keeps them all, C*(k, s) = k - 1.
+                self.segment(start, length, state)
+            del state
+            end = start
 
     def recompute(self, state, start, count):
         """The state ``count`` units after the kept ``state`` (the state at unit

@@ -134,9 +134,9 @@ def test_segments_are_longer_when_calls_cost_more_than_recomputing():
     assert segment_length(100000, 3) == 1  # few slots: each one saves many trips
     lengths = [segment_length(100000, slots) for slots in (8, 12, 17, 25)]
     assert lengths == sorted(lengths) and lengths[-1] > 1
-    for slots in (8, 17):  # within a fifth of the optimum's trips, for far fewer calls
+    for slots in (8, 17):  # within 30% of the optimum's trips, for far fewer calls
         unit = segment_length(100000, slots)
-        assert segments_cost(100000, slots) <= 1.2 * optimal_cost(100000, slots)
+        assert segments_cost(100000, slots) <= 1.3 * optimal_cost(100000, slots)
         assert unit >= 2
 
 

@@ -104,8 +104,9 @@ def halving_split(steps, slots, r=None):
 SCHEDULES = {"revolve": optimal_split, "halving": halving_split, "segments": optimal_split}
 
 #: What one call of a loop's generated functions costs beyond its trips, counted
-#: in trips of a scalar loop body (1-2 us against 0.15-0.25 us for a pendulum step).
-CALL_COST = 8
+#: in trips of a scalar loop body: the checkpointed pendulum's time beyond its
+#: schedule's trips (benchmarks/loops.py), over its calls, is 11-15 trips a call.
+CALL_COST = 12
 
 
 def segment_length(steps, slots):
