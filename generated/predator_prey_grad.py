@@ -6,26 +6,48 @@ def predator_prey_trips(items, x, y, dt, alpha, gamma, beta, delta):
     return x, y
 
 
-def predator_prey_step_vjp(bresults, _, x, y, dt, alpha, gamma, beta, delta):
+def predator_prey_trips_vjp(bresults, items, x, y, dt, alpha, gamma, beta, delta):
+    stack = []
+    push = stack.append
+    pop = stack.pop
+    for _ in items:
+        tmp1 = x + dt * (alpha * x - beta * x * y)
+        tmp2 = y + dt * (delta * x * y - gamma * y)
+        push(x)
+        x = tmp1
+        push(y)
+        y = tmp2
     # reverse sweep
-    bx1, by1 = bresults
-    # line 30: x, y = x + dt * (alpha * x - beta * x * y), y + dt * (delta * x * y - gamma * y)
-    by = by1
-    bt1 = by1 * dt
-    bt2 = bt1 * y
-    bdelta = bt2 * x
-    bx = bt2 * delta
-    by += bt1 * (delta * x)
-    bgamma = -(bt1 * y)
-    by -= bt1 * gamma
-    bx += bx1
-    bt3 = bx1 * dt
-    balpha = bt3 * x
-    bx += bt3 * alpha
-    bt4 = -(bt3 * y)
-    bbeta = bt4 * x
-    bx += bt4 * beta
-    by -= bt3 * (beta * x)
+    bresult, bresult1 = bresults
+    # line 29: for _ in range(steps):
+    by = bresult1
+    bx = bresult
+    balpha = 0.0
+    bbeta = 0.0
+    bdelta = 0.0
+    bgamma = 0.0
+    for _ in reversed(items):
+        # line 30: x, y = x + dt * (alpha * x - beta * x * y), y + dt * (delta * x * y - gamma * y)
+        btmp2 = by
+        y = pop()
+        btmp1 = bx
+        x = pop()
+        by = btmp2
+        bt1 = btmp2 * dt
+        bt2 = bt1 * y
+        bdelta += bt2 * x
+        bx = bt2 * delta
+        by += bt1 * (delta * x)
+        bgamma -= bt1 * y
+        by -= bt1 * gamma
+        bx += btmp1
+        bt3 = btmp1 * dt
+        balpha += bt3 * x
+        bx += bt3 * alpha
+        bt4 = -(bt3 * y)
+        bbeta += bt4 * x
+        bx += bt4 * beta
+        by -= bt3 * (beta * x)
     return bx, by, balpha, bgamma, bbeta, bdelta
 
 
@@ -43,7 +65,7 @@ def predator_prey_grad(alpha, beta, delta, gamma, steps=1000, dt=0.01):
     bx1 = 2 * (x1 - 1.5)
     by1 = 2 * (y1 - 0.5)
     # line 29: for _ in range(steps):
-    bx2, by2, balpha, bgamma, bbeta, bdelta = pop().reverse(predator_prey_step_vjp, (bx1, by1), invariants=(1, 2, 3, 4))
+    bx2, by2, balpha, bgamma, bbeta, bdelta = pop().reverse(predator_prey_trips_vjp, (bx1, by1), invariants=(1, 2, 3, 4))
     return balpha, bbeta, bdelta, bgamma
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
@@ -167,7 +189,7 @@ def halving_split(steps, slots, r=None):
 SCHEDULES = {"revolve": optimal_split, "halving": halving_split, "segments": optimal_split}
 
 
-CALL_COST = 8
+CALL_COST = 12
 
 
 def segment_length(steps, slots):
@@ -227,8 +249,7 @@ def checkpointed_for(push, trips, iterations, state, invariants, slots=None,
     if slots is None:
         slots = max(2, (steps - 1).bit_length())
     unit = segment_length(steps, slots) if schedule == "segments" else 1
-    tape = Tape(trips, iterations, state, invariants, slots, SCHEDULES[schedule], unit,
-                segmented=schedule == "segments")
+    tape = Tape(trips, iterations, state, invariants, slots, SCHEDULES[schedule], unit)
     if push is not None:
         push(tape)
     return tape.output(tape.run_counted(state, steps))
@@ -243,11 +264,11 @@ class Tape:
     """The states a checkpointed loop kept, and how to reverse it.
 
     The schedule counts in *units* of ``unit`` trips (1 but for the
-    ``segments`` schedule); unit u starts at trip u * unit.  ``segmented``:
-    :meth:`reverse` takes the VJP of a segment of trips, not of one trip."""
+    ``segments`` schedule); unit u starts at trip u * unit.  ``segmented``
+    (a ``for`` loop): :meth:`reverse` takes the VJP of a segment of trips, not
+    of one trip."""
 
-    def __init__(self, trips, iterations, state, invariants, slots, split, unit=1,
-                 segmented=False):
+    def __init__(self, trips, iterations, state, invariants, slots, split, unit=1):
         if not isinstance(slots, int) or slots < 1:
             raise ValueError("a checkpointed loop needs at least one slot, got {!r}"
                              .format(slots))
@@ -262,9 +283,9 @@ class Tape:
         self.budget = slots - unit + 1  # kept states; a segment's stack holds unit - 1
         self.split = split
         self.revolve = split is optimal_split
-        self.segmented = segmented
+        self.segmented = iterations is not None
         self.steps = 0
-        self.kept = []          # (unit index, state), the initial state first
+        self.kept = []          # (unit index, state, r or None), the initial state first
         self.last = None        # the state before the last unit, for its VJP
         self.forward_steps = 0  # calls of the step before the last trip
         self.recomputed_steps = 0  # ... made again by the reverse sweep
@@ -302,7 +323,7 @@ class Tape:
             return state
         # On a copy: the step may write into its state, never into the caller's arrays.
         state = _kept(state) if self.copies else tuple(state)
-        self.kept = [(0, self.keep(state))]
+        self.kept = [(0, self.keep(state), None)]
         start, length, slots = 0, -(-steps // self.unit), self.budget
         r = repetitions(length, slots)
         while length > 1 and slots > 1:
@@ -310,7 +331,7 @@ class Tape:
             state = self.run(state, *self.span(start, split))[1]
             start, length, slots = start + split, length - split, slots - 1
             r = fewer_repetitions(length, slots, r) if self.revolve else None
-            self.kept.append((start, self.keep(state)))
+            self.kept.append((start, self.keep(state), None))
         self.most_held = len(self.kept)
         state = self.run(state, *self.span(start, length - 1))[1]
         self.last = self.keep(state)
@@ -358,7 +379,7 @@ class Tape:
                 self.last = self.recompute(last, start, trips - 1 - start)  # (unit: 1 trip)
             roots = best_roots([start for start, _ in kept], trips - 1, self.slots) \
                 if kept else []
-            kept = [kept[i] for i in roots]
+            kept = [kept[i] + (None,) for i in roots]
         self.kept = kept
         return state
 
@@ -367,9 +388,9 @@ class Tape:
     def reverse(self, vjp, seeds, invariants=()):
         """The adjoints of the loop's inputs from those of its outputs (``seeds``).
 
-        ``vjp(seed, *step arguments)`` is the step's VJP (a segmented tape's:
-        ``vjp(seed, items, *state, *invariants)``, the VJP of ``trips``, from
-        the adjoints after a segment of trips to those before it): it returns
+        ``vjp(seed, items, *state, *invariants)`` is the VJP of ``trips``, from
+        the adjoints after a segment of trips to those before it (a ``while``
+        loop's: ``vjp(seed, *state, *invariants)``, the step's): it returns
         a tuple, the adjoints of the state variables, then those of the
         invariants at the positions ``invariants``.  So does this method (a
         bare value for just one), with the invariants' adjoints summed over
@@ -385,19 +406,9 @@ class Tape:
             units = -(-self.steps // self.unit)
             last, self.last = self.last, None
             self.held = len(self.kept)
-            self.segment(units - 1, 1, last)
+            self.segment(units - 1, 1, last, kept=False)
             del last
-            # Below each kept state, the units up to the next one, reversed with
-            # the slots not taken by the kept states before it.
-            end = units - 1
-            while self.kept:
-                start, state = self.kept.pop()
-                if start < end:
-                    self.held = len(self.kept) + 1
-                    slots = self.budget - len(self.kept)
-                    r = repetitions(end - start, slots) if self.revolve else None
-                    self.reverse_range(start, end - start, slots, state, r)
-                end = start
+            self.reverse_kept(units - 1)
         result = self.seeds + tuple(self.totals)
         self.vjp = self.seeds = self.totals = None
         LAST_RUN.update(steps=self.steps, slots=self.slots, forward_steps=self.forward_steps,
@@ -405,36 +416,42 @@ class Tape:
                         segments=self.segments, unit=self.unit)
         return result[0] if len(result) == 1 else result
 
-    def reverse_range(self, start, length, slots, state, r):
-        """Reverse units start .. start + length - 1 from ``state``, the state at
-        ``start``, keeping at most ``slots`` states (``state`` included); ``r``:
-        repetitions the optimal schedule can do with (revolve: those of a
-        problem containing this one).  The units before a split are reversed by
-        the loop, not a call: the calls nest at most ``slots`` deep, whatever
-        the trip count."""
-        while True:
-            if length == 1 and not self.segmented:
-                self.trip(start, state)
-                return
-            if length == 1 or self.revolve and length * self.unit <= slots + self.unit - 1:
-                # Room for every state: the optimum keeps them all (C*(k, s) = k - 1).
-                self.segment(start, length, state)
-                return
-            if slots <= 1:
+    def reverse_kept(self, end):
+        """Reverse units 0 .. end - 1 from the kept states, the deepest last: the
+        units from the last one up to ``end``, with the slots the states before
+        it leave, keeping one more state at each split of the schedule (the
+        deepest, reversed first); once they are reversed, that state goes and
+        ``end`` moves to its start.  The kept states are the schedule's only
+        record (for revolve with ``r``, repetitions a split there can do with:
+        those of a problem containing it), so nothing else is held per level.
+        """
+        kept, revolve, unit, free = self.kept, self.revolve, self.unit, self.budget + 1
+        while kept:
+            start, state, r = kept[-1]
+            length = end - start
+            slots = free - len(kept)
+            self.held = len(kept)
+            if length > 1 and slots > 1 and not (revolve and length * unit <= slots + unit):
+                if revolve:
+                    r = fewer_repetitions(length, slots, r or repetitions(length, slots))
+                    kept[-1] = start, state, r
+                split = self.split(length, slots, r)
+                kept.append((start + split, self.recompute(state, start, split), r))
+                if len(kept) > self.most_held:
+                    self.most_held = len(kept)
+                continue
+            kept.pop()
+            if length > 0 and slots <= 1:  # one slot: each unit from this state alone
                 for offset in range(length - 1, 0, -1):
-                    self.segment(start + offset, 1, self.recompute(state, start, offset))
+                    self.segment(start + offset, 1, self.recompute(state, start, offset),
+                                 kept=False)
                 self.segment(start, 1, state)
-                return
-            if self.revolve:
-                r = fewer_repetitions(length, slots, r)
-            split = self.split(length, slots, r)
-            self.held += 1
-            self.most_held = max(self.most_held, self.held)
-            # (the state after the split is an argument only: it dies with the call)
-            self.reverse_range(start + split, length - split, slots - 1,
-                               self.recompute(state, start, split), r)
-            self.held -= 1
-            length = split  # then the units before the split, from ``state``
+            elif length > 0:
+                # Room for every state (the one the last trip runs from uncounted, as
+                # the splits leave it): the optimum keeps them all, C*(k, s) = k - 1.
+                self.segment(start, length, state)
+            del state
+            end = start
 
     def recompute(self, state, start, count):
         """The state ``count`` units after the kept ``state`` (the state at unit
@@ -449,16 +466,19 @@ class Tape:
         state = self.trips(self.iterations[first:first + count], *state, *self.invariants)
         return (state,) if self.single else state
 
-    def segment(self, start, count, state):
+    def segment(self, start, count, state, kept=True):
         """Take the seeds from after ``count`` units from unit ``start`` to before
-        them, from ``state``, the state at ``start``, keeping the states of the
-        trips after the first (recomputed, as Eq. 8.3 counts): one call of the
-        segment VJP, its stack holding them, or a list of them and a call of
-        the step's VJP per trip."""
+        them, from ``state``, the state at ``start`` (one of the kept states
+        counted in ``held``, or with ``kept`` False one recomputed for this
+        segment), keeping the states of the trips after the first (recomputed,
+        as Eq. 8.3 counts): one call of the segment VJP, its stack holding
+        them, or a list of them and a call of the step's VJP per trip.  The
+        state the segment's last trip runs from is not counted in
+        ``most_held``, as the state before the loop's last trip is not."""
         first = start * self.unit
         trips = min(first + count * self.unit, self.steps) - first
         self.recomputed_steps += trips - 1
-        self.most_held = max(self.most_held, self.held + trips - 1)
+        self.most_held = max(self.most_held, self.held + max(0, trips - 2 + (not kept)))
         if self.segmented:
             self.segments += 1
             seed = self.seeds[0] if self.single else self.seeds
@@ -469,19 +489,16 @@ class Tape:
         for index in range(first, first + trips - 1):
             states.append(self.run(_kept(states[-1]) if self.copies else states[-1],
                                    index, 1)[1])
-        for index in range(first + trips - 1, first - 1, -1):
-            self.trip(index, states.pop())
+        while states:
+            self.trip(states.pop())
 
-    def trip(self, index, state):
-        """Take the seeds from after trip ``index`` to before it, from ``state``,
-        the state at ``index``: one call of the step's VJP (which copies on
-        entry any array it writes into)."""
+    def trip(self, state):
+        """Take the seeds from after a trip of a ``while`` loop to before it, from
+        ``state``, the state it runs from: one call of the step's VJP (which
+        copies on entry any array it writes into)."""
         self.segments += 1
         seed = self.seeds[0] if self.single else self.seeds
-        if self.iterations is None:
-            self.take(self.vjp(seed, *state, *self.invariants))
-        else:
-            self.take(self.vjp(seed, self.iterations[index], *state, *self.invariants))
+        self.take(self.vjp(seed, *state, *self.invariants))
 
     def take(self, result):
         """The seeds and the invariants' summed adjoints after a call of the VJP."""

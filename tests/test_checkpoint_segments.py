@@ -38,11 +38,12 @@ def test_the_segments_schedule_calls_the_stack_vjp_of_the_runner():
     assert "_step" not in source  # no VJP of a single trip
 
 
-def test_the_other_schedules_call_the_vjp_of_one_trip():
-    source = gradient(oscillator, 4).source
-    assert "def oscillator_step_vjp(bresults, _, x, v, stiffness):" in source
-    assert "pop().reverse(oscillator_step_vjp, " in source
-    assert "_trips_vjp" not in source
+@pytest.mark.parametrize("schedule", ["revolve", "halving"])
+def test_every_schedule_of_a_for_loop_calls_the_stack_vjp_of_the_runner(schedule):
+    source = gradient(oscillator, 4, schedule).source
+    assert "def oscillator_trips_vjp(bresults, items, x, v, stiffness):" in source
+    assert "pop().reverse(oscillator_trips_vjp, " in source
+    assert "_step" not in source
 
 
 def test_a_segment_vjp_is_the_adjoint_of_its_trips():
@@ -85,13 +86,17 @@ def test_a_saved_module_of_the_segments_schedule_runs_without_derivo(tmp_path):
 
 # --- calls and step counts ------------------------------------------------------------------
 
-@pytest.mark.parametrize("steps, slots", [(2, 2), (10, 3), (100, 5), (999, 10), (1000, 7)])
-def test_revolve_stays_optimal_and_reverses_each_trip_once(steps, slots):
+@pytest.mark.parametrize("steps, slots", [(2, 2), (5, 4), (10, 3), (100, 5), (999, 10),
+                                          (1000, 7)])
+def test_revolve_stays_optimal_and_reverses_stretches_in_one_call(steps, slots):
     result = gradient(oscillator, slots)(2.0, 0.3, steps)
     run = checkpoints.LAST_RUN
     assert run["unit"] == 1
     assert run["forward_steps"] + run["recomputed_steps"] == optimal_cost(steps, slots)
-    assert run["segments"] == steps  # a call of the step's VJP per trip
+    if steps <= slots + 1:  # the primal loop kept every state: a call per trip, no recomputing
+        assert run["segments"] == steps and run["recomputed_steps"] == 0
+    else:  # trips whose states all fit in the slots are reversed by one call
+        assert run["segments"] < 0.7 * steps
     assert run["most_held"] <= slots
     assert result == pytest.approx(derivo.grad(oscillator, wrt=(0, 1))(2.0, 0.3, steps),
                                    rel=1e-12)
@@ -129,9 +134,9 @@ def test_segments_are_longer_when_calls_cost_more_than_recomputing():
     assert segment_length(100000, 3) == 1  # few slots: each one saves many trips
     lengths = [segment_length(100000, slots) for slots in (8, 12, 17, 25)]
     assert lengths == sorted(lengths) and lengths[-1] > 1
-    for slots in (8, 17):  # within a fifth of the optimum's trips, for far fewer calls
+    for slots in (8, 17):  # within 30% of the optimum's trips, for far fewer calls
         unit = segment_length(100000, slots)
-        assert segments_cost(100000, slots) <= 1.2 * optimal_cost(100000, slots)
+        assert segments_cost(100000, slots) <= 1.3 * optimal_cost(100000, slots)
         assert unit >= 2
 
 

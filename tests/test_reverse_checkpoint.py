@@ -320,7 +320,7 @@ def test_nested_inner_loop_stays_a_stack_loop_in_the_step(n):
     assert source.count("checkpointed_for(") == 1
     trips = function_source(source, "inner_loop_trips")
     assert "for j in range(3):" in trips
-    vjp = function_source(source, "inner_loop_step_vjp")
+    vjp = function_source(source, "inner_loop_trips_vjp")
     assert "for j in reversed(range(3)):" in vjp
 
 

@@ -184,7 +184,7 @@ def _checkpoint_forward(stmt, call, namespace, taken, tapes):
 def _checkpoint_reverse(function, stmt, call, namespace, tapes):
     """The reverse sweep of a checkpointed loop (see _compiled_checkpoints)."""
     vjp, seeds = call.args
-    base = next((b for b in tapes if vjp.id in (b + "_trips_vjp", b + "_step_vjp")), None)
+    base = next((b for b in tapes if vjp.id == b + "_trips_vjp"), None)
     if base is None or not isinstance(stmt, S.Assign):
         raise _refusal(function, "a checkpointed loop's tape used as {}".format(
             S.expr_source(call)))
@@ -192,11 +192,9 @@ def _checkpoint_reverse(function, stmt, call, namespace, tapes):
     positions = next((k.value.value for k in call.keywords if k.arg == "invariants"), ())
     totals = S.tuple_([S.const(0.0) for _ in positions])
     reverse = _bound(namespace, "checkpoint_reverse", numba_checkpoints.checkpoint_reverse)
-    # (the VJP of a segment of trips, that of one trip: one of them, the other None)
-    vjps = (vjp, S.const(None)) if vjp.id == base + "_trips_vjp" else (S.const(None), vjp)
     return [S.copy_location(S.assign(S.store(tape), call.func.value), stmt),
             S.copy_location(S.assign(stmt.targets[0], S.call(
-                reverse, S.name(tape), S.name(trips), *vjps, seeds, totals)), stmt)]
+                reverse, S.name(tape), S.name(trips), vjp, seeds, totals)), stmt)]
 
 
 def _bound(namespace, ident, value):

@@ -80,21 +80,19 @@ def run(trips, iterations, state, invariants, first, stop):
     return state_of(trips(items_of(iterations, first, stop), *state, *invariants), state)
 
 
-def checkpoint_reverse(tape, trips, segment_vjp, step_vjp, seeds, totals):
+def checkpoint_reverse(tape, trips, segment_vjp, seeds, totals):
     """The adjoints of :func:`reversed_counting`, without its count."""
-    return reversed_counting(tape, trips, segment_vjp, step_vjp, seeds, totals)[0]
+    return reversed_counting(tape, trips, segment_vjp, seeds, totals)[0]
 
 
-def reversed_counting(tape, trips, segment_vjp, step_vjp, seeds, totals):
+def reversed_counting(tape, trips, segment_vjp, seeds, totals):
     """(the adjoints, the trips the reverse sweep recomputed) of the loop of
     ``tape`` (what :func:`checkpoint_forward` returned with the final state).
     The adjoints of the loop's state before it (then the invariants', ``totals``
     summed over the trips) from ``seeds``, those after it, a bare value for one
-    state variable (and so is the result, for one adjoint), with one of
+    state variable (and so is the result, for one adjoint), with
     ``segment_vjp(seed, items, *state, *invariants)``, the VJP of a segment of
-    trips (the segments schedule), and ``step_vjp(seed, item, *state,
-    *invariants)``, that of one trip (the other schedules), the other None
-    (numba then compiles only the code calling the one given)."""
+    trips."""
     shape, kept, starts, last, iterations, invariants = tape
     steps, slots, unit, budget, schedule_code, count = shape
     seeds = as_tuple(seeds)
@@ -102,8 +100,8 @@ def reversed_counting(tape, trips, segment_vjp, step_vjp, seeds, totals):
         return bare_if_one(seeds + totals), 0
     units = -(-steps // unit)
     recomputed = 0
-    seeds, totals, extra = segment(segment_vjp, step_vjp, trips, iterations, invariants,
-                                   seeds, totals, units - 1, 1, last, unit, steps)
+    seeds, totals, extra = segment(segment_vjp, iterations, invariants, seeds, totals,
+                                   units - 1, 1, last, unit, steps)
     recomputed += extra
     end, held = units - 1, count
     while held > 0:
@@ -114,7 +112,7 @@ def reversed_counting(tape, trips, segment_vjp, step_vjp, seeds, totals):
             held -= 1
             continue
         if length > 1 and free > 1 and not (schedule_code != 1 and
-                                            length * unit <= free + unit - 1):
+                                            length * unit <= free + unit):
             # Keep the state at the split, deeper; reverse the units after it first.
             split = split_of(schedule_code, length, free, repetitions(length, free))
             kept[held] = run(trips, iterations, state, invariants, start * unit,
@@ -128,8 +126,8 @@ def reversed_counting(tape, trips, segment_vjp, step_vjp, seeds, totals):
         if first > start:
             state = run(trips, iterations, state, invariants, start * unit, first * unit)
             recomputed += (first - start) * unit
-        seeds, totals, extra = segment(segment_vjp, step_vjp, trips, iterations, invariants,
-                                       seeds, totals, first, end - first, state, unit, steps)
+        seeds, totals, extra = segment(segment_vjp, iterations, invariants, seeds, totals,
+                                       first, end - first, state, unit, steps)
         recomputed += extra
         end = first
         if first == start:
@@ -137,27 +135,15 @@ def reversed_counting(tape, trips, segment_vjp, step_vjp, seeds, totals):
     return bare_if_one(seeds + totals), recomputed
 
 
-def segment(segment_vjp, step_vjp, trips, iterations, invariants, seeds, totals, start,
-            count, state, unit, steps):
+def segment(segment_vjp, iterations, invariants, seeds, totals, start, count, state, unit,
+            steps):
     """(seeds, totals, trips recomputed) after reversing ``count`` units from unit
-    ``start``, from ``state``, the state there: one call of the segment VJP, or
-    the states of the trips kept in a list and one call of the step's VJP each
-    (one of the two VJPs is None)."""
+    ``start``, from ``state``, the state there: one call of the segment VJP."""
     first = start * unit
     stop = min(first + count * unit, steps)
-    if segment_vjp is not None:
-        result = segment_vjp(seed_of(seeds), items_of(iterations, first, stop), *state,
-                             *invariants)
-        seeds, totals = taken(result, seeds, totals)
-    if step_vjp is not None:
-        states = [state] * (stop - first)
-        for index in range(first + 1, stop):
-            states[index - first] = run(trips, iterations, states[index - first - 1],
-                                        invariants, index - 1, index)
-        for index in range(stop - 1, first - 1, -1):
-            result = step_vjp(seed_of(seeds), item_at(iterations, index),
-                              *states[index - first], *invariants)
-            seeds, totals = taken(result, seeds, totals)
+    result = segment_vjp(seed_of(seeds), items_of(iterations, first, stop), *state,
+                         *invariants)
+    seeds, totals = taken(result, seeds, totals)
     return seeds, totals, stop - first - 1
 
 
@@ -166,10 +152,6 @@ def segment(segment_vjp, step_vjp, trips, iterations, invariants, seeds, totals,
 def items_of(iterations, first, stop):
     """``iterations[first:stop]`` (numba's: a range of a range, see register)."""
     return iterations[first:stop]
-
-
-def item_at(iterations, index):
-    return iterations[index]
 
 
 def state_of(value, like):
@@ -255,12 +237,6 @@ def register(numba):
                              iterations.step * step)
             return impl
         return None
-
-    @overload(item_at)
-    def _item_at(iterations, index):
-        if isinstance(iterations, types.RangeType):
-            return lambda iterations, index: iterations.start + index * iterations.step
-        return lambda iterations, index: iterations[index]
 
     overload(math.comb)(lambda n, k: _comb if all(
         isinstance(a, types.Integer) for a in (n, k)) else None)

@@ -19,9 +19,9 @@ before the loop assigns it again: the next trip, or code after the loop.  Its
 *invariants* are the other local names it reads.  The call's callee is a
 :class:`Loop`; ``reverse`` runs it through :mod:`derivo.checkpoints`, which
 runs stretches of trips with the ``trips`` function and calls the VJP of
-``step`` (an ordinary derived function) once per trip backwards, or, with
-the ``segments`` schedule, the VJP of ``trips`` (its loop reversed with a
-stack) once per segment of trips.
+``trips`` of a ``for`` loop (its loop reversed with a stack) once per stretch
+of trips reversed, or that of ``step`` of a ``while`` loop (an ordinary
+derived function) once per trip backwards.
 
 A checkpointed loop must run all its trips from its state alone, so it may
 not ``break``, ``continue`` or ``return``, and every state variable needs a

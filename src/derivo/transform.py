@@ -291,12 +291,11 @@ class Build:
         return self._helper(callee, params, caller, call, "jvp", self.jvps)
 
     def step_vjp(self, loop, params):
-        """The name of the VJP w.r.t. ``params`` of a checkpointed loop's step
-        (one trip) or, with the ``segments`` schedule, of its runner of trips
-        (see outline): the stack-reversed code of a segment of trips.  It
-        returns a tuple, whatever the number of ``params``."""
-        function = loop.runner if loop.schedule == "segments" and loop.kind == "for" \
-            else loop.step
+        """The name of the VJP w.r.t. ``params`` of a checkpointed ``for`` loop's
+        runner of trips (see outline), the stack-reversed code of a segment of
+        trips, or of a ``while`` loop's step (one trip).  It returns a tuple,
+        whatever the number of ``params``."""
+        function = loop.runner if loop.kind == "for" else loop.step
         key = (function, params)
         if key not in self.vjps:
             refuse_rerun_calls(loop.parsed, loop.rerun, _LOOP_RUN_AGAIN, _LOOP_INSTEAD)
