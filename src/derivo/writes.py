@@ -71,7 +71,12 @@ def refuse_shared_writes(analysis, writes=True):
                 or fault.other in analysis.useful and fault.other not in analysis.active
             if not writes and (fault.kind == "item" or fault.name not in copied and
                                not unfollowed):
-                continue  # (two tangents that share memory as their values do)
+                # (two tangents that share memory as their values do, unless the
+                # write makes the written name's first tangent: forward checks)
+                analysis.tangent_shares.setdefault(id(fault.stmt), []).append(
+                    (fault.other, _in_user_names(analysis, fault.error(
+                        analysis.parsed, _user_names(analysis).__contains__))))
+                continue
         elif not (set(assigned_names(fault.stmt)) | {fault.other}) & influential:
             continue
         error = _in_user_names(analysis, fault.error(analysis.parsed,
