@@ -321,3 +321,34 @@ def test_a_write_through_a_view_of_what_a_result_reads_is_refused(f, args, wrt):
         with pytest.raises(DerivoError, match=r"test_writes.py:\d+:\d+: cannot differentiate "
                                               r"'(view|row|r)' sharing memory with '[zA]'"):
             mode()
+
+
+def written_with_itself(x):
+    y = x * 1.0
+    y[:] = y
+    return np.sum(y * y)
+
+
+def reversed_into_itself(x):
+    y = x * 1.0
+    y[::-1] = y
+    return np.sum(y * np.arange(4.0))
+
+
+def written_with_itself_in_a_loop(x):
+    y = x * 1.0
+    s = 0.0
+    for _ in range(3):
+        y[...] = y
+        s = s + np.sum(np.sin(y))
+        y = y * 0.5
+    return s
+
+
+@pytest.mark.parametrize("f", [written_with_itself, reversed_into_itself,
+                               written_with_itself_in_a_loop])
+@pytest.mark.parametrize("loops", ["stack", "checkpoint"])
+def test_an_array_written_with_itself_keeps_its_adjoint(f, loops):
+    """y[i] = y: the part written gets its adjoint before the write cuts it from y's."""
+    np.testing.assert_allclose(derivo.grad(f, loops=loops)(X.copy()),
+                               central_differences(f, X), rtol=1e-6, atol=1e-8)
