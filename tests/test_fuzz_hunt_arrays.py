@@ -17,8 +17,9 @@ it tracks the shape of every local (scalars, (2,), (3,), (4,), (3, 4), (3, 1), (
   aliases chosen by conditional expressions, a module-global array read and written.
 
 Each program runs in every mode (``MODES``): ``grad`` with ``loops="stack"``,
-``"checkpoint"`` and ``"reversible"``, ``value_and_grad`` (its primal is f's value),
-``vjp`` (with a cotangent of 2.5), ``jvp`` and ``tangent`` along a random direction,
+``"checkpoint"`` and ``"reversible"``, ``grad`` in c alone, ``value_and_grad`` (its primal
+is f's value), ``vjp`` (with a cotangent of 2.5), ``jvp`` and ``tangent`` along a random
+direction and ``jvp`` along c with None for the others,
 ``hessian`` in c and in x, ``jacobian`` in (x, c) forward and reverse, and the saved
 module imported in a fresh process.  A mode either refuses with a DerivoError naming
 the program's file:line:col, or agrees with central differences where those are
@@ -105,6 +106,10 @@ def h_pair(a, k):
     return a * k, np.sum(a * a)
 
 
+def h_head(a):
+    return a[:2]
+
+
 def h_early(a, k):
     for j in range(a.shape[0]):
         if a[j] > k:
@@ -125,8 +130,8 @@ def broadcastable(small, big):
 class Gen:
     def __init__(self, rng, vector=False):
         self.rng = rng
-        # f returns an array of shape (4,) (vjp, jvp and jacobian only) or a float
-        self.result = "y * s + np.sum(Z, axis=0) * 0.1" if vector else "s + np.sum(y * y) * 0.1"
+        # f returns a float, or an array of shape (4,) or (3, 4) (vjp, jvp, jacobian only)
+        self.result = RESULTS[vector or "float"]
         self.env = {"x": (4,), "M": (3, 4), "c": (), "y": (4,), "Z": (3, 4), "s": ()}
         self.owned = {"y", "Z"}      # arrays made in f, that no view shares
         self.count = 0
@@ -502,6 +507,9 @@ class Gen:
             return ["s = s + np.sum(h_norm({})) * c".format(self.expr((4,)))]
         if kind in (2, 3, 4, 5) and not self.risk():
             kind = 0
+        if kind == 5 and rng.random() < 0.5:
+            self.features.add("helper_view")
+            return ["w_head = h_head({})".format(a), "w_head[1] = c"]
         if kind == 2:
             self.features.add("helper_write")
             return ["h_write({}, {})".format(a, k)] if rng.random() < 0.5 else \
@@ -555,10 +563,22 @@ class Gen:
     def param_write(self):
         rng = self.rng
         if not self.risk():
+            if rng.random() < 0.5:
+                return self.integer_write()
             return ["s = s + np.sum(x * M[0]) * c"]
         self.features.add("param_write")
         return rng.choice([["x[0] = c"], ["x += c * 0.1"], ["M[1] *= c"], ["x[x > 0.0] = 0.0"],
                            ["M[:, 1] = np.tanh(x[:3])"], ["x[np.argmax(x)] = c * x[0]"]])
+
+    def integer_write(self):
+        """A float written into an integer or bool array: NumPy truncates it."""
+        rng = self.rng
+        self.features.add("integer_write")
+        make = rng.choice(["np.arange(4)", "np.zeros(4, dtype=int)", "np.full(4, 2)",
+                           "np.array([1, 2, 3, 4])", "x > 0.0", "np.ones(4, dtype=np.int64)"])
+        write = rng.choice(["k_int[0] = c * 7.0", "k_int[1:3] = x[1:3] * 9.0",
+                            "k_int[x > 0.0] = x[x > 0.0] * c * 5.0", "k_int[:] = y * 6.0"])
+        return ["k_int = " + make, write, "s = s + np.sum(k_int * y) * 0.1"]
 
     def block(self, depth, count):
         saved_env, saved_owned = dict(self.env), set(self.owned)
@@ -598,12 +618,16 @@ class Gen:
                 body += ["    if np.sum(y) > {}:".format(self.const()), "        break"]
             return [head] + body
         if kind == 1:
-            row = self.fresh()
-            src = rng.choice(["M", "Z"])
+            row, other = self.fresh(), self.fresh()
+            src = rng.choice(["M", "Z", "zip(M, Z)", "zip(Z, M[::-1])"])
             self.env[row] = (4,)
+            names = row if not src.startswith("zip") else "{}, {}".format(row, other)
+            if src.startswith("zip"):
+                self.env[other] = (4,)
             body = self.block(depth, rng.randint(1, 2))
-            del self.env[row]
-            return ["for {} in {}:".format(row, src),
+            self.env.pop(row)
+            self.env.pop(other, None)
+            return ["for {} in {}:".format(names, src),
                     "    s = s + np.sum({} * y) * 0.1".format(row)] + body
         if kind == 2:
             self.features.add("while")
@@ -651,10 +675,15 @@ class Gen:
         return PRELUDE + "\n\n" + "\n".join(lines) + "\n"
 
 
+RESULTS = {"float": "s + np.sum(y * y) * 0.1", "vector": "y * s + np.sum(Z, axis=0) * 0.1",
+           "matrix": "Z * s + y * 0.1"}
+
+
 def program(seed):
-    vector = random.Random(-seed - 1).random() < 0.25
+    draw = random.Random(-seed - 1).random()
+    vector = "vector" if draw < 0.15 else "matrix" if draw < 0.25 else None
     gen = Gen(random.Random(seed), vector)
-    return gen.program(), sorted(gen.features) + ["vector_result"] * vector
+    return gen.program(), sorted(gen.features) + ["vector_result"] * bool(vector)
 
 
 # ---------------------------------------------------------------------------
@@ -794,6 +823,27 @@ class Checker:
         unchanged("grad:" + loops, values)
         self.compare("grad:" + loops, gradient)
 
+    def grad_of_c(self):
+        """grad in c alone: x and M are constants, what only c reaches varies."""
+        values = fresh(self.f)
+        g = derivo.grad(self.f, wrt=2)(*values)
+        unchanged("grad:c", values)
+        if np.ndim(g) != 0 or not close(g, self.fd[2], 1e-4, self.reliable[2]):
+            raise Problem("grad:c", "wrong", "d/dc: {!r}, differences give {!r}".format(
+                g, self.fd[2]))
+        self.gradients["grad:c"] = (self.fd[0], self.fd[1], g)
+
+    def jvp_of_c(self):
+        """jvp along c with None for x and M (symbolic zeros)."""
+        values = fresh(self.f)
+        value, slope = derivo.jvp(self.f, values, [None, None, 1.0])
+        unchanged("jvp:c", values)
+        if not close(value, self.value, 1e-12):
+            raise Problem("jvp:c", "primal value", "{!r}, f gives {!r}".format(value, self.value))
+        if not close(slope, self.fd[2], 1e-4, self.reliable[2]):
+            raise Problem("jvp:c", "wrong", "{!r}, differences give {!r}".format(
+                slope, self.fd[2]))
+
     def value_and_grad(self):
         values = fresh(self.f)
         value, gradient = derivo.value_and_grad(self.f, wrt=(0, 1, 2))(*values)
@@ -931,6 +981,8 @@ class Checker:
         reference = full["grad:stack"]
         for mode, gradient in full.items():
             for g, r, name in zip(gradient, reference, NAMES):
+                if mode == "grad:c" and name != "c":
+                    continue
                 if not close(g, r, 1e-6):
                     self.problems.append(Problem(mode, "disagrees with grad:stack",
                                                  "d/d{}: {!r} vs {!r}".format(name, g, r)))
@@ -943,8 +995,9 @@ class Checker:
                                                  "{!r} vs {!r}".format(slope, want)))
 
 
-MODES = ("grad:stack", "grad:checkpoint", "grad:reversible", "value_and_grad", "vjp", "jvp",
-         "tangent", "hessian:c", "hessian:x", "jacobian:forward", "jacobian:reverse", "save")
+MODES = ("grad:stack", "grad:checkpoint", "grad:reversible", "grad:c", "value_and_grad", "vjp",
+         "jvp", "jvp:c", "tangent", "hessian:c", "hessian:x", "jacobian:forward",
+         "jacobian:reverse", "save")
 
 
 def check(seed, directory, heavy=None, save=None):
@@ -966,7 +1019,8 @@ def check(seed, directory, heavy=None, save=None):
     scalar = not checker.out
     runs = [("grad:" + loops, lambda loops=loops: checker.grad(loops))
             for loops in ("stack", "checkpoint", "reversible")] * scalar
-    runs += [("value_and_grad", checker.value_and_grad)] * scalar
+    runs += [("grad:c", checker.grad_of_c), ("value_and_grad", checker.value_and_grad)] * scalar
+    runs += [("jvp:c", checker.jvp_of_c)]
     runs += [("vjp", checker.vjp), ("jvp", lambda: checker.jvp("jvp")),
              ("tangent", lambda: checker.jvp("tangent"))]
     runs += [("hessian:c", lambda: checker.hessian(2)),
@@ -989,6 +1043,15 @@ KNOWN = {
     "a write through a repeated fancy index is refused at run time, without a location":
         (None, r"refusal without location: derivo does not differentiate a write through an "
                r"index that repeats a position"),
+    "a float written into an integer or bool array keeps its derivative (WRONG 1)":
+        (None, r"(wrong|disagrees).*k_int\["),
+    "np.std of a constant array, where std is not differentiable (WRONG 5)":
+        (None, r"(wrong|disagrees).*np\.std\(\(np\.(ones|full)\("),
+    "an early return leaves an array's gradient a 0.0 (STRUCTURE 6), or a 0.0 adjoint "
+    "reaches a matmul (CRASH 2)":
+        ({"grad:stack", "grad:checkpoint", "grad:reversible", "grad:c", "value_and_grad",
+          "vjp", "jacobian:reverse"},
+         r"structure: d/d\w of shape \(\)|crash: ValueError: matmul: Input operand \d does not"),
     "a second derivative's refusal names the def line, without a column":
         ({"hessian:c", "hessian:x"}, r"refusal without location: \S+:\d+: cannot differentiate "
                                      r"f a second time"),
@@ -1024,7 +1087,8 @@ def test_the_generator_draws_every_construct():
     drawn = set().union(*(program(seed)[1] for seed in range(200)))
     assert {"broadcast", "reduction", "where_clip", "linalg", "write", "view_write", "helper",
             "helper_write", "same_twice", "cond_alias", "global", "param_write", "branch",
-            "loop", "break", "while", "list_stack", "loop_write", "early_return"} <= drawn
+            "loop", "break", "while", "list_stack", "loop_write", "early_return",
+            "integer_write", "vector_result", "broadcast_update"} <= drawn
 
 
 class Timeout(BaseException):
