@@ -481,6 +481,23 @@ def test_jacobian_modes_agree(f, x, shape, auto):
         assert jacobian.last_mode == (auto if mode == "auto" else mode)
 
 
+def outer_with_row_zeroed(x):
+    z = np.outer(x, x * x)
+    z[0] = 0.0
+    return z
+
+
+def test_the_jacobian_of_a_matrix_result_in_both_modes():
+    """Reverse mode seeds one item of the result at a time, in C order, as forward
+    mode's columns are laid out: shape result + argument either way."""
+    x = np.array([0.3, -1.2, 0.5])
+    expected = numeric_jacobian(outer_with_row_zeroed, x)
+    for mode in ("forward", "reverse"):
+        got = derivo.jacobian(outer_with_row_zeroed, mode=mode)(x)
+        assert got.shape == (3, 3, 3)
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
+
+
 def test_jacobian_of_tuple_arguments_and_results():
     for mode in ("forward", "reverse", "auto"):
         jx, jy, jz = derivo.jacobian(wide_tuple, wrt=(0, 1, 2), mode=mode)(1.5, -2.0, 0.5)

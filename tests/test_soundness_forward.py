@@ -178,6 +178,29 @@ def test_a_tangent_of_a_new_array_is_copied_only_where_something_writes():
     assert "dv = owned(" in derivo.tangent(copy_then_write).source
 
 
+def alias_of_written(x, c):
+    y = x * 1.0
+    q = y                  # y has no tangent yet when only c is differentiated
+    y[1] += c              # the write gives y its first tangent, q keeps its zero
+    return np.sum(q * q)
+
+
+def test_a_write_that_makes_a_first_tangent_of_shared_memory_is_refused():
+    """Where the written array's tangent is made at the write, another name of that
+    memory read afterwards would keep a zero tangent: refused, as reverse mode does;
+    where both have tangents before the write they share memory and are right."""
+    x, c = np.array([0.45, -0.81, 0.95]), 0.62
+    slope = central(lambda v: alias_of_written(x, float(v[0])), np.array([c]))[0]
+    _, both = derivo.jvp(alias_of_written, (x, c), (np.zeros(3), 1.0))
+    assert both == pytest.approx(slope, rel=1e-6)
+    for refused in (lambda: derivo.tangent(alias_of_written, wrt=1)(1.0, x, c),
+                    lambda: derivo.jvp(alias_of_written, (x, c), (None, 1.0)),
+                    lambda: derivo.jacobian(alias_of_written, wrt=1, mode="forward")(x, c)):
+        with pytest.raises(derivo.DerivoError, match=r"test_soundness_forward.py:\d+:\d+: "
+                                                     r"cannot differentiate 'q' sharing memory"):
+            refused()
+
+
 # --- loops="reversible" undoes only what is exactly undone ---------------------------
 
 

@@ -47,7 +47,9 @@ class Analysis:
     strategy of reverse mode; ``reverse``: a reverse sweep runs the loops
     backwards): ``activity``, ``kinds``, ``planner`` (with its ``plans`` and
     ``calls``), ``saving``, and ``shared_checks``, {id(z = y[i]): (y, message)}
-    for a view the primal refuses as it runs."""
+    for a view the primal refuses as it runs; in forward mode ``tangent_shares``,
+    {id(write): [(other name, refusal)]} for another name of the memory a write
+    changes, whose tangent shares the written name's (see writes.py)."""
 
     def __init__(self, normalized, wrt, arrays=False, loops="stack", reverse=True):
         self.normalized = normalized
@@ -57,6 +59,7 @@ class Analysis:
         self.wrt = list(wrt)
         self.loops = loops
         self.shared_checks = {}
+        self.tangent_shares = {}
         self.changed_by_call = {}  # id(call) -> local names it may change in place
         # Every local of the statement form: the user's, and those ssa and inline added.
         self.local_names = self.parsed.local_names | {

@@ -344,7 +344,7 @@ class Tangents:
         items, item = stmt.value.func.value.id, stmt.value.args[0]
         if items not in self.analysis.active:
             return [copy]
-        before = self.materialize([items]) if items in self.zero else []
+        before = self.first_tangent(stmt, items)
         self.zero.discard(items)
         tangent = self.name_tangent(item) or self.zero_like(S.deepcopy(item))
         grow = S.Expr(value=S.call(S.attribute(self.tangent(items), "append"), tangent))
@@ -357,7 +357,7 @@ class Tangents:
         array = item.value.id
         if array not in self.analysis.active:
             return [copy]
-        before = self.materialize([array]) if array in self.zero else []
+        before = self.first_tangent(stmt, array)
         self.zero.discard(array)
         tangent = self.name_tangent(value)
         if tangent is None:
@@ -369,6 +369,17 @@ class Tangents:
         write = S.assign(part, tangent)
         write.effects = True
         return self.commented(stmt, before + [write, copy])
+
+    def first_tangent(self, stmt, written):
+        """A write into ``written`` whose tangent is a symbolic zero makes its first
+        tangent, a new array: refused where another name of that memory, read
+        afterwards, keeps its symbolic zero (see Analysis.tangent_shares)."""
+        if written not in self.zero:
+            return []
+        for other, refusal in self.analysis.tangent_shares.get(id(stmt), ()):
+            if other in self.zero:
+                raise refusal
+        return self.materialize([written])
 
     def name_tangent(self, node):
         """The tangent of a name or constant, or None for a symbolic zero."""

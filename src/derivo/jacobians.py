@@ -293,8 +293,7 @@ def _jacobian_reverse(func, names, inputs, bound):
         if isinstance(out, tuple):
             seed = tuple(1.0 if j == i else 0.0 for j in range(len(out)))
         elif isinstance(out, np.ndarray):
-            seed = np.zeros(np.shape(out))
-            seed[i] = 1.0
+            seed = _basis(out, i)
         else:
             seed = 1.0
         grads = derivative(seed, *bound.args, **bound.kwargs)

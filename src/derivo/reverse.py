@@ -563,15 +563,24 @@ class Sweep:
             return []
         out = []
         value = stmt.value
+        zeroed = S.assign(self.adjoint(array), S.call(
+            self.runtime("zeroed"), S.name(self.adjoint(array)), index_value(item.slice)))
         if isinstance(value, S.Name) and value.id in self.analysis.active:
             # (an integer array stores v truncated: stored_part gives it no adjoint)
             part = S.call(self.runtime("stored_part" if self.arrays else "part"),
                           S.name(self.adjoint(array)),
                           *([S.name(array)] if self.arrays else []), index_value(item.slice))
             contribution = S.call(self.runtime("unbroadcast"), part, S.deepcopy(value))
+            if value.id == array:
+                # x[i] = x: x's old value gets the part written after the write's
+                # cut, which would otherwise remove it from that same adjoint
+                held = self.adjoint_temporary()
+                out += [S.assign(held, S.call(self.runtime("copy_of"), contribution)), zeroed]
+                ExpressionAdjoint(self, _name_plan(value), out).contribute(
+                    value.id, S.name(held), out)
+                return out
             ExpressionAdjoint(self, _name_plan(value), out).contribute(value.id, contribution, out)
-        out.append(S.assign(self.adjoint(array), S.call(
-            self.runtime("zeroed"), S.name(self.adjoint(array)), index_value(item.slice))))
+        out.append(zeroed)
         return out
 
     def reverse_append(self, stmt):

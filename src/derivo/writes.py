@@ -61,9 +61,12 @@ def refuse_shared_writes(analysis, writes=True):
             is_item_write(fault.stmt) or is_append(fault.stmt))
         if not update:
             # either name's value may vary and either may reach a result: the
-            # write makes both vary
+            # write makes both vary; or the statement form writes into a copy of
+            # name (ssa's stmt.owns) and other's value, which would not see the
+            # write, reaches a result at all
             both = {fault.name, fault.other}
-            if not (both & analysis.varied and both & analysis.useful) or \
+            lost = fault.name in copied and fault.other in influential
+            if not (both & analysis.varied and both & analysis.useful or lost) or \
                     isinstance(fault.site, S.For):
                 continue  # (a loop over what its body writes: plan_statements refuses it)
             # the write's tangent is lost, or other's value reaches a result unseen
@@ -71,7 +74,12 @@ def refuse_shared_writes(analysis, writes=True):
                 or fault.other in analysis.useful and fault.other not in analysis.active
             if not writes and (fault.kind == "item" or fault.name not in copied and
                                not unfollowed):
-                continue  # (two tangents that share memory as their values do)
+                # (two tangents that share memory as their values do, unless the
+                # write makes the written name's first tangent: forward checks)
+                analysis.tangent_shares.setdefault(id(fault.stmt), []).append(
+                    (fault.other, _in_user_names(analysis, fault.error(
+                        analysis.parsed, _user_names(analysis).__contains__))))
+                continue
         elif not (set(assigned_names(fault.stmt)) | {fault.other}) & influential:
             continue
         error = _in_user_names(analysis, fault.error(analysis.parsed,
