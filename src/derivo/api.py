@@ -1365,6 +1365,8 @@ def _copied(value):
     """``value`` with the arrays and lists in it copied."""
     if isinstance(value, np.ndarray):
         return np.copy(value)
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):  # a NamedTuple
+        return type(value)(*map(_copied, value))
     if isinstance(value, (list, tuple)):
         return type(value)(map(_copied, value))
     if type(value) is dict:
@@ -1376,11 +1378,13 @@ def _refuse_joined_sequences(derivative, func, args, positions):
     """Refuse the lists and tuples among ``args`` (at ``positions``) that ``func``
     may join or repeat (see Derivative._refuse_joined)."""
     names = [p.name for p in _parameters(func)]
+    # a bound function's derivative calls its Derivative's entry (see _of_bound)
+    owner = derivative.derivo_bound[0].__self__ if hasattr(derivative, "derivo_bound") \
+        else derivative.__self__
     for index in positions:
         value = args[index]
         if isinstance(value, (list, tuple)):
-            derivative.__self__._refuse_joined(names[index], value,
-                                               _item_types(value) <= _PLAIN_REALS)
+            owner._refuse_joined(names[index], value, _item_types(value) <= _PLAIN_REALS)
 
 
 def _differentiable(value):
