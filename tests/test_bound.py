@@ -130,3 +130,15 @@ def test_vjp_of_a_partial_given_a_named_tuple():
     entry = functools.partial(line, c=0.1)
     _, vjp_fn = derivo.vjp(entry, Pair(0.5, 2.0), 1.5)
     assert vjp_fn(1.0) == (Pair(2.25, 1.5), pytest.approx(3.5))
+    second = derivo.jacobian(derivo.grad(entry, wrt=1), wrt=(1,))(Pair(0.5, 2.0), 1.5)
+    assert second == pytest.approx((1.0,))
+
+
+def test_hessian_and_jacobians_of_a_partial_with_keywords():
+    entry = functools.partial(line, c=0.1)
+    p = Pair(0.5, 2.0)
+    assert derivo.hessian(entry, wrt=1)(p, 1.5) == pytest.approx(1.0)
+    for mode in ("forward", "reverse"):
+        assert derivo.jacobian(entry, wrt=(1,), mode=mode)(p, 1.5) == \
+            pytest.approx((2 * 0.5 * 1.5 + 2.0,))
+    assert derivo.jacobian(derivo.grad(entry, wrt=1), wrt=(1,))(p, 1.5) == pytest.approx((1.0,))

@@ -1501,9 +1501,8 @@ def jacobian(func: Function, wrt: Wrt = 0, mode: str = "auto") -> Function:
 
     @functools.wraps(func)
     def jacobian_fn(*args, **kwargs):
-        bound = inspect.signature(func).bind(*args, **kwargs)
-        bound.apply_defaults()
-        inputs = [bound.arguments[n] for n in names]
+        bound, full = _bound_call(func, names, args, kwargs)
+        inputs = [full.arguments[n] for n in names]
         for n, value in zip(names, inputs):
             if not (isinstance(value, float) or (isinstance(value, np.ndarray) and
                                                  value.ndim == 1 and _differentiable(value))):
@@ -1554,14 +1553,13 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
 
     @functools.wraps(func)
     def hessian_fn(*args, **kwargs):
-        bound = inspect.signature(func).bind(*args, **kwargs)
-        bound.apply_defaults()
-        inputs = [bound.arguments[n] for n in names]
+        bound, full = _bound_call(func, names, args, kwargs)
+        inputs = [full.arguments[n] for n in names]
         if isinstance(getattr(gradient, "__self__", None), Derivative):
             gradient.__self__._specialise(args, kwargs)  # (what its parameters call)
-        code = _code_for(gradient, bound.arguments.values())
+        code = _code_for(gradient, full.arguments.values())
         columns = [[] for _ in inputs]   # columns[k]: one tangent per component of input k
-        progress = _Progress("Hessian of {}".format(func.__qualname__),
+        progress = _Progress("Hessian of {}".format(getattr(func, "__qualname__", repr(func))),
                              sum(map(_components, inputs)))
         for k, value in enumerate(inputs):
             tangent = _derivative(code, names[k], "jvp")  # the others' tangents are zeros
@@ -1694,6 +1692,18 @@ def hvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> tupl
     product = iter(product)
     return tuple((trees.in_structure if _is_tree(p) else _in_structure)(next(product), p)
                  if i in differentiable else None for i, p in enumerate(primals))
+
+
+def _bound_call(func, names, args, kwargs):
+    """(the call ``func(*args, **kwargs)`` as given, with the parameters ``names``
+    it leaves to their defaults added; the call with every default).  The other
+    defaults stay unpassed: a partial's derivative passes its keywords itself."""
+    call = inspect.signature(func).bind(*args, **kwargs)
+    full = inspect.signature(func).bind(*args, **kwargs)
+    full.apply_defaults()
+    for name in names:
+        call.arguments.setdefault(name, full.arguments[name])
+    return call, full
 
 
 def _primal(func, bound):
