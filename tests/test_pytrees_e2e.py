@@ -595,3 +595,29 @@ def test_dict_comprehensions_in_loops_and_nested(f):
     assert_same_tree(derivo.grad(f)(x), expected)
     _, slope = derivo.jvp(f, (x,), (np.ones(3),))
     assert slope == pytest.approx(np.sum(expected), rel=1e-6)
+
+
+class Counted(NamedTuple):
+    w: float
+    k: int
+
+
+@dataclasses.dataclass
+class CountedRecord:
+    w: float
+    k: int
+
+
+def counted_loss(p, y):
+    w, k = (p["w"], p["k"]) if isinstance(p, dict) else (p.w, p.k)
+    return w * k * y + k
+
+
+@pytest.mark.parametrize("params, tangent", [
+    ({"w": 0.8, "k": 2}, {"w": 1.0, "k": None}),
+    (Counted(0.8, 2), Counted(1.0, None)),
+    (CountedRecord(0.8, 2), CountedRecord(1.0, None))])
+def test_jvp_takes_none_for_an_int_leaf_the_function_multiplies(params, tangent):
+    value, slope = derivo.jvp(counted_loss, (params, 0.5), (tangent, 1.0))
+    assert value == pytest.approx(0.8 * 2 * 0.5 + 2)
+    assert slope == pytest.approx(2 * 0.5 + 0.8 * 2)

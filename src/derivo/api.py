@@ -1458,7 +1458,7 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any],
             raise DerivoError("jvp of {}: the tangent of argument {} has shape {}, its "
                               "primal {}".format(label, i, np.shape(tangent), np.shape(primal)))
         else:
-            seeds.append(tangent)
+            seeds.append(_zeros_for_none(tangent, primal) if _is_tree(primal) else tangent)
     if not differentiable:
         out = func(*map(_copied, primals))
         return out, _zero_tangent(out)
@@ -1470,6 +1470,12 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any],
     if _is_tree(out):
         return out, trees.in_structure(tangent, out)
     return out, _in_structure(tangent, out) if type(out) in (list, tuple) else tangent
+
+
+def _zeros_for_none(tangent, primal):
+    """The container ``primal``'s tangent with 0.0 for the None of each leaf not
+    differentiated: the tangent code multiplies it (see _zero_seed)."""
+    return _unflattened(primal, (0.0 if leaf is None else leaf for leaf in trees.leaves(tangent)))
 
 
 def jacobian(func: Function, wrt: Wrt = 0, mode: str = "auto") -> Function:
