@@ -202,6 +202,26 @@ def test_an_array_default_is_the_array_the_function_holds():
     assert derivo.grad(weighted_by_pair)(1.0) == pytest.approx(6.0)
 
 
+WEIGHTS = np.array([1.0, 2.0])
+square = make_scaled(1.0)
+
+
+def weighs_by_its_default(x, WEIGHTS=WEIGHTS):
+    return np.sum(WEIGHTS * x * x)
+
+
+def applies_its_default(x, square=square):
+    return square(x) * x
+
+
+def test_a_default_named_as_its_parameter_is_the_value_it_names():
+    # def f(x, W=W): the generated signature read W where W is the parameter
+    assert derivo.grad(weighs_by_its_default)(1.5) == pytest.approx(9.0)
+    assert_every_mode_matches(weighs_by_its_default, 1.5)
+    assert derivo.grad(applies_its_default)(1.5) == pytest.approx(3 * 1.5 ** 2)
+    assert_every_mode_matches(applies_its_default, 1.5)
+
+
 def test_a_rule_whose_default_is_not_a_literal_is_refused_where_it_is_written():
     def scaled_exp(x, scale):
         return math.exp(x) * scale
