@@ -441,6 +441,32 @@ def test_a_mapped_partial_of_a_name_assigned_in_the_function_is_refused():
         derivo.grad(rebound_before_the_partial)(np.ones(3), DATA)
 
 
+def lambda_in_a_list(x, y):
+    fns = [lambda z: z * x]
+    return fns[0](2.0) + y
+
+
+def def_in_a_dict(x, y):
+    def scale(z):
+        return z * x
+    table = {"scale": scale}
+    return table["scale"](2.0) + y
+
+
+def lambdas_made_in_a_loop(x, y):
+    fns = [lambda z: z * k for k in (x, y)]   # both read k as the loop left it: y
+    return fns[0](1.0) + fns[1](2.0)
+
+
+@pytest.mark.parametrize("f", [lambda_in_a_list, def_in_a_dict, lambdas_made_in_a_loop])
+def test_a_local_function_reading_a_differentiated_value_held_in_a_container_is_refused(f):
+    # its derivative went nowhere: d/dx was 0.0, not 2.0
+    with pytest.raises(DerivoError, match="does not follow a function holding"):
+        derivo.grad(f, wrt=(0, 1))(0.7, -0.4)
+    with pytest.raises(DerivoError, match="does not follow a function holding"):
+        derivo.jvp(f, (0.7, -0.4), (1.0, None))
+
+
 def _softplus(z):
     return np.log1p(np.exp(z))
 
