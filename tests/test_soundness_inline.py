@@ -395,3 +395,29 @@ def test_an_expression_deeper_than_derivo_recurses_is_refused_at_its_line(
             pytest.raises(derivo.DerivoError, match="nests deeper") as refused:
         derivo.jvp(product, (1.01,), (1.0,))
     assert "deeper_product.py:2:" in str(refused.value)
+
+
+def deep_record_module(tmp_path, name, depth):
+    """A module whose product(p, x) is p.w * (p.w * (... (p.w * x))), ``depth`` deep,
+    of a dataclass p holding a list (which the entry checks by reading the code)."""
+    source = ("import dataclasses\n\n\n@dataclasses.dataclass\nclass Record:\n"
+              "    w: float\n    v: list\n\n\ndef product(p, x):\n    return " +
+              "(p.w * " * depth + "x" + ")" * depth + "\n")
+    path = tmp_path / (name + ".py")
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_entry_reads_a_deep_expression_of_a_record_as_the_transformation_does(tmp_path):
+    module = deep_record_module(tmp_path, "deep_record_product", 40)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 120)  # less than parsing 40 deep takes
+    try:
+        gradient = derivo.grad(module.product, wrt=(0, 1))(module.Record(1.01, [1.0]), 2.0)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert gradient[0].w == pytest.approx(40 * 1.01 ** 39 * 2.0, rel=1e-12)
+    assert gradient[1] == pytest.approx(1.01 ** 40, rel=1e-12)

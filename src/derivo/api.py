@@ -501,11 +501,11 @@ class Derivative(metaclass=_DerivativeType):
 
     @functools.cached_property
     def _read_whole(self):
-        return parameters_read_whole(self.__wrapped__)
+        return _deeply(parameters_read_whole, self.__wrapped__)
 
     @functools.cached_property
     def _sequence_arithmetic(self):
-        return sequence_arithmetic(self.__wrapped__)
+        return _deeply(sequence_arithmetic, self.__wrapped__)
 
     def _for_arrays(self):
         """The array code of the function as it is now (see _bring_up_to_date)."""
@@ -643,6 +643,16 @@ class Derivative(metaclass=_DerivativeType):
         files = {getattr(getattr(v, "__code__", None), "co_filename", None) for v in values}
         files |= {getattr(v, "__file__", None) for v in values if isinstance(v, types.ModuleType)}
         return sorted(f for f in files - {None} if os.path.isfile(f))
+
+
+def _deeply(analysis, func):
+    """``analysis(func)``, recursing as deep as a transformation may (an expression
+    Python compiles may nest 200 deep), and refused where deeper."""
+    with S.deep_recursion():
+        try:
+            return analysis(func)
+        except RecursionError:
+            raise too_deep(func) from None
 
 
 def save_module(path: Union[str, "os.PathLike[str]"], *derivatives: Callable[..., Any],
