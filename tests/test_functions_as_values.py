@@ -491,3 +491,23 @@ def test_a_function_left_at_its_default_is_followed():
     assert_close(derivo.grad(layer_by_defaults)(w, x), expected)
     expected_sin = np.sum(sigmoid(np.sin(w * x)) * np.cos(w * x) * x)
     assert_close(derivo.grad(layer_given_sin)(w, x), expected_sin)
+
+
+def adds_through_nonlocal(x, y):
+    total = 0.0
+
+    def add(z):
+        nonlocal total
+        total += z
+    add(x)
+    add(y * 2.0)
+    return total
+
+
+def test_a_local_function_assigning_through_nonlocal_is_refused_at_its_line():
+    # lifted to module level, it did not compile (SyntaxError: no binding for nonlocal)
+    for run in (lambda: derivo.grad(adds_through_nonlocal)(0.7, -0.4),
+                lambda: derivo.jvp(adds_through_nonlocal, (0.7, -0.4), (1.0, 0.0))):
+        with pytest.raises(DerivoError, match=r"test_functions_as_values\.py:\d+:\d+: "
+                                              r"cannot differentiate 'nonlocal'"):
+            run()
