@@ -302,6 +302,11 @@ def _f_containers(c):
                  "s += sum(acc)"],
         lambda: ["d = {}", "d['a'] = x * y", "d['b'] = " + c.leaf("b"), "s += d['a'] + d.get('b', 0.0)"],
         lambda: ["d = {'a': x, 'b': y}", "for key, val in d.items():", "    s += val * 0.5"],
+        lambda: ["d = {'a': x, 'b': " + c.leaf("w") + "}", "for i in range(n):",
+                 "    d['a'] = d['a'] * 0.5 + d['b'] * y", "    d['b'] = math.sin(d['a'])",
+                 "s += d['a'] + d['b']"],
+        lambda: ["st = [x, y]", "for i in range(n):", "    st[0] = st[0] * 0.9 + st[1] * 0.1",
+                 "s += st[0] * st[1]"],
         lambda: ["d = dict(a=x, b=" + c.leaf("w") + ")", "s += sum(d.values())"],
         lambda: ["tt = (x, y, 1.0)", "a1, b1, c1 = tt", "s += a1 * b1 - c1"],
         lambda: ["first, *rest = [x, y, " + c.leaf("b") + "]", "s += first * sum(rest)"],
@@ -890,9 +895,11 @@ class Checker:
 
     def vjp(self, x=X, n=N, mode="vjp"):
         try:
-            self.entry(copied(self.P), x, Y, n)
+            value = _loss(self.entry(copied(self.P), x, Y, n), self.has_aux)
         except Exception:  # noqa: BLE001 -- f itself fails there (math.trunc of a float32)
             return
+        if not _close(value, self.value, 1e-5):  # f is another function of a float32
+            return                               # (isinstance(x, float))
         out, vjp_fn = derivo.vjp(self.entry, copied(self.P), x, Y, n)
         cotangents = vjp_fn(self.cotangent(out))
         if not (isinstance(cotangents, tuple) and len(cotangents) == 4 and cotangents[3] is None):
@@ -978,8 +985,8 @@ class Checker:
             "if hasattr(entry, 'keywords'): kwargs = dict(entry.keywords)\n"
             "g = getattr(m, {function!r})(*args, **kwargs)\n"
             "g = g[0] if {aux} else g\n"
-            "print(json.dumps([float(np.sum(l)) if l is not None else 0.0 for t in g "
-            "for _, l in leaves(t)]))\n").format(
+            "print(json.dumps([sum(float(np.sum(l)) for _, l in leaves(t) if l is not None) "
+            "for t in g]))\n").format(
                 test=str(Path(__file__).parent), name=self.module.__name__,
                 program=self.module.__file__, saved=str(path), x=X, y=Y, n=N,
                 function=function.__name__, aux=self.has_aux)
@@ -988,7 +995,9 @@ class Checker:
         if run.returncode:
             raise Problem("save", "saved module fails", run.stderr.strip().splitlines()[-1][:200])
         got = json.loads(run.stdout)
-        expected = [float(np.sum(l)) if l is not None else 0.0 for t in want for _, l in leaves(t)]
+        # a saved module keeps a list's gradient as the generated code makes it (0.0 for
+        # one nothing reaches): compare each argument's total
+        expected = [sum(float(np.sum(l)) for _, l in leaves(t) if l is not None) for t in want]
         if len(got) != len(expected) or not _close(got, expected, 1e-9):
             raise Problem("save", "WRONG saved module's gradient", "{!r}, in process {!r}".format(
                 got, expected))
@@ -1076,8 +1085,6 @@ KNOWN = {
     "forward mode: a nested container's item with a zero tangent becomes 0.0":
         (FORWARD, r"crash: (TypeError: 'float' object is not subscriptable|"
                   r"IndexError: list index out of range)"),
-    "nonlocal in a nested def is compiled out of its scope":
-        (None, r"no binding for nonlocal"),
     "forward mode: max of tuples multiplies a tuple":
         (FORWARD, r"can't multiply sequence by non-int"),
     "hessian of a dict comprehension over .items()":
@@ -1086,6 +1093,10 @@ KNOWN = {
         ({"grad:checkpoint"}, r"unsupported operand type\(s\) for \+: 'float' and 'list'"),
     "vjp of a result holding a ragged tuple (s, [s, x]) calls np.ndim on it":
         (None, r"inhomogeneous shape"),
+    "loops='checkpoint': closures appended in a loop and called after it (wrong number)":
+        ({"grad:checkpoint"}, r"(?s)^(?!.*refusal).*\n.*fns\.append\(lambda"),
+    "save refuses a lambda default without naming its line":
+        ({"save"}, r"cannot save the derivative as a module: it uses 'act_default'"),
     "grad of grad of a decorated helper names derivo's 'pending' entry":
         ({"grad_of_grad", "jacobian_of_grad", "hessian"}, r"cannot find the source of 'pending'"),
 }
