@@ -696,3 +696,15 @@ def test_jvp_refuses_a_tuple_joined_to_another():
     # its tangent code indexed past the tangent's end (IndexError), as grad refuses it
     with pytest.raises(derivo.DerivoError, match="joins such sequences"):
         derivo.jvp(prepended, ((2.0, 3.0),), ((1.0, 0.0),))
+
+
+def joined_to_a_list_of_another(x, y):
+    items = [x]
+    items += [y]
+    return items[0] * 3.0
+
+
+def test_jvp_refuses_a_list_the_function_joins_where_an_item_has_no_tangent():
+    # the tangent list left x's symbolic zero out: [dy], so items[0] took dy (3.0, not 0.0)
+    with pytest.raises(derivo.DerivoError, match="joins such sequences"):
+        derivo.jvp(joined_to_a_list_of_another, (0.7, 0.2), (None, 1.0))

@@ -300,8 +300,9 @@ _ALL = ("reverse", "forward", "memory")
 #: The phases in the order they run, each with the modes that run it: "reverse"
 #: all of them; "forward" no saving (nothing is saved) and no refusal of what
 #: only a reverse sweep gets wrong (a write into a global, which forward mode
-#: makes as the function does; + of lists); "memory" the refusals of in-place
-#: changes alone (see ``transform.refuse_memory_faults``).
+#: makes as the function does); "memory" the refusals of in-place changes alone
+#: (see ``transform.refuse_memory_faults``).  + of lists is refused in both
+#: sweeps: a tangent list leaves out the items whose tangent is a symbolic zero.
 PHASES = (
     (Analysis.compute_activity, _ALL),
     (Analysis.compute_kinds, _ALL),
@@ -310,7 +311,7 @@ PHASES = (
     (lambda analysis: analysis.activity.refuse_arguments_without_rule(), _ALL),
     # tangents share memory as the values do: forward mode refuses no shared write
     (lambda analysis: refuse_shared_writes(analysis, writes=analysis.reverse), _ALL),
-    (Analysis.refuse_joined_sequences, ("reverse",)),
+    (Analysis.refuse_joined_sequences, ("reverse", "forward")),
     (refuse_writes_into_globals, ("reverse",)),
     (Analysis.plan_statements, _ALL),
     (Analysis.compute_saving, ("reverse",)),
