@@ -1078,10 +1078,6 @@ def check(seed, directory, second=None, save=None):
 FORWARD = {"jvp", "jvp:None for P", "jvp:None for P and x", "hessian", "grad_of_grad",
            "jacobian_of_grad"}
 KNOWN = {
-    "forward mode: a list joined with + loses the zero tangent of its start (wrong number)":
-        (FORWARD, r"(?s)^(?!.*refusal).*\n.*lst (\+= |= lst \+ )\["),
-    "tuple-unpacking dict.values() / dict.items() indexes them":
-        (None, r"'dict_(values|items)' object is not subscriptable"),
     "forward mode: a nested container's item with a zero tangent becomes 0.0":
         (FORWARD, r"crash: (TypeError: 'float' object is not subscriptable|"
                   r"IndexError: list index out of range)"),
