@@ -1245,7 +1245,7 @@ def vjp(func: Function, *args: Any, backend: str = "python",
     sweeps = [run(*args, **kwargs)]  # the generator whose primal sweep is done
     out = next(sweeps[0])
     label = getattr(func, "__qualname__", repr(func))
-    scalar = np.ndim(out) == 0 and not trees.is_container(out)
+    scalar = not trees.is_container(out) and np.ndim(out) == 0  # (np.ndim of (s, [s, x]) fails)
     unit_gradients = []  # a scalar result's, for the cotangent 1.0
 
     def vjp_fn(cotangent):
