@@ -1087,8 +1087,6 @@ KNOWN = {
         (FORWARD, r"list indices must be integers or slices, not str"),
     "loops='checkpoint': a record's adjoint holding a list is added to a float":
         ({"grad:checkpoint"}, r"unsupported operand type\(s\) for \+: 'float' and '(list|dict)'"),
-    "vjp of a result holding a ragged tuple (s, [s, x]) calls np.ndim on it":
-        (None, r"inhomogeneous shape"),
     "loops='checkpoint': closures appended in a loop and called after it (wrong number)":
         ({"grad:checkpoint"}, r"(?s)^(?!.*refusal).*\n.*fns\.append\(lambda"),
     "save refuses a lambda default without naming its line":
