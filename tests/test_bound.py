@@ -4,6 +4,7 @@ bound object and arguments read at each call."""
 
 import functools
 import math
+import typing
 
 import numpy as np
 import pytest
@@ -100,3 +101,44 @@ def test_a_bound_derivative_shows_its_source(model):
     derivative = derivo.grad(model.energy)
     assert derivative.source.startswith("def energy_grad(self, x):")
     assert "energy_grad" in derivative._repr_markdown_()
+
+
+class Pair(typing.NamedTuple):
+    w: float
+    b: float
+
+
+class Line:
+    def loss(self, p, x):
+        return p[0] * x * x + p[1] * x
+
+
+def line(p, x, c=0.0):
+    return p.w * x * x + p.b * x + c
+
+
+@pytest.mark.parametrize("entry", [Line().loss, functools.partial(Line.loss, Line())])
+def test_vjp_and_jvp_of_a_bound_function_given_a_list(entry):
+    out, vjp_fn = derivo.vjp(entry, [0.5, 2.0], 1.5)
+    assert out == pytest.approx(0.5 * 2.25 + 3.0)
+    assert vjp_fn(1.0) == ([2.25, 1.5], pytest.approx(2 * 0.5 * 1.5 + 2.0))
+    _, tangent = derivo.jvp(entry, ([0.5, 2.0], 1.5), ([1.0, 0.0], 0.0))
+    assert tangent == pytest.approx(2.25)
+
+
+def test_vjp_of_a_partial_given_a_named_tuple():
+    entry = functools.partial(line, c=0.1)
+    _, vjp_fn = derivo.vjp(entry, Pair(0.5, 2.0), 1.5)
+    assert vjp_fn(1.0) == (Pair(2.25, 1.5), pytest.approx(3.5))
+    second = derivo.jacobian(derivo.grad(entry, wrt=1), wrt=(1,))(Pair(0.5, 2.0), 1.5)
+    assert second == pytest.approx((1.0,))
+
+
+def test_hessian_and_jacobians_of_a_partial_with_keywords():
+    entry = functools.partial(line, c=0.1)
+    p = Pair(0.5, 2.0)
+    assert derivo.hessian(entry, wrt=1)(p, 1.5) == pytest.approx(1.0)
+    for mode in ("forward", "reverse"):
+        assert derivo.jacobian(entry, wrt=(1,), mode=mode)(p, 1.5) == \
+            pytest.approx((2 * 0.5 * 1.5 + 2.0,))
+    assert derivo.jacobian(derivo.grad(entry, wrt=1), wrt=(1,))(p, 1.5) == pytest.approx((1.0,))

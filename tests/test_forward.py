@@ -846,3 +846,15 @@ def test_forward_mode_refuses_to_store_a_tangent_in_memory_it_does_not_own():
     # a value that carries no tangent may go there, as the function writes it
     assert derivo.jvp(writes_a_constant_into_a_global, (0.7,), (1.0,)) == \
         pytest.approx((1.05, 1.5))
+
+
+def joined_to_a_list_of_another(x, y):
+    items = [x]
+    items += [y]
+    return items[0] * 3.0
+
+
+def test_jvp_of_a_join_where_an_item_has_no_tangent():
+    # the tangent list once left x's symbolic zero out: [dy], so items[0] took dy (3.0)
+    assert derivo.jvp(joined_to_a_list_of_another, (0.7, 0.2), (None, 1.0)) == \
+        pytest.approx((2.1, 0.0))

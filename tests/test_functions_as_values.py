@@ -441,6 +441,32 @@ def test_a_mapped_partial_of_a_name_assigned_in_the_function_is_refused():
         derivo.grad(rebound_before_the_partial)(np.ones(3), DATA)
 
 
+def lambda_in_a_list(x, y):
+    fns = [lambda z: z * x]
+    return fns[0](2.0) + y
+
+
+def def_in_a_dict(x, y):
+    def scale(z):
+        return z * x
+    table = {"scale": scale}
+    return table["scale"](2.0) + y
+
+
+def lambdas_made_in_a_loop(x, y):
+    fns = [lambda z: z * k for k in (x, y)]   # both read k as the loop left it: y
+    return fns[0](1.0) + fns[1](2.0)
+
+
+@pytest.mark.parametrize("f", [lambda_in_a_list, def_in_a_dict, lambdas_made_in_a_loop])
+def test_a_local_function_reading_a_differentiated_value_held_in_a_container_is_refused(f):
+    # its derivative went nowhere: d/dx was 0.0, not 2.0
+    with pytest.raises(DerivoError, match="does not follow a function holding"):
+        derivo.grad(f, wrt=(0, 1))(0.7, -0.4)
+    with pytest.raises(DerivoError, match="does not follow a function holding"):
+        derivo.jvp(f, (0.7, -0.4), (1.0, None))
+
+
 def _softplus(z):
     return np.log1p(np.exp(z))
 
@@ -465,3 +491,23 @@ def test_a_function_left_at_its_default_is_followed():
     assert_close(derivo.grad(layer_by_defaults)(w, x), expected)
     expected_sin = np.sum(sigmoid(np.sin(w * x)) * np.cos(w * x) * x)
     assert_close(derivo.grad(layer_given_sin)(w, x), expected_sin)
+
+
+def adds_through_nonlocal(x, y):
+    total = 0.0
+
+    def add(z):
+        nonlocal total
+        total += z
+    add(x)
+    add(y * 2.0)
+    return total
+
+
+def test_a_local_function_assigning_through_nonlocal_is_refused_at_its_line():
+    # lifted to module level, it did not compile (SyntaxError: no binding for nonlocal)
+    for run in (lambda: derivo.grad(adds_through_nonlocal)(0.7, -0.4),
+                lambda: derivo.jvp(adds_through_nonlocal, (0.7, -0.4), (1.0, 0.0))):
+        with pytest.raises(DerivoError, match=r"test_functions_as_values\.py:\d+:\d+: "
+                                              r"cannot differentiate 'nonlocal'"):
+            run()

@@ -595,3 +595,42 @@ def test_dict_comprehensions_in_loops_and_nested(f):
     assert_same_tree(derivo.grad(f)(x), expected)
     _, slope = derivo.jvp(f, (x,), (np.ones(3),))
     assert slope == pytest.approx(np.sum(expected), rel=1e-6)
+
+
+class Counted(NamedTuple):
+    w: float
+    k: int
+
+
+@dataclasses.dataclass
+class CountedRecord:
+    w: float
+    k: int
+
+
+def counted_loss(p, y):
+    w, k = (p["w"], p["k"]) if isinstance(p, dict) else (p.w, p.k)
+    return w * k * y + k
+
+
+@pytest.mark.parametrize("params, tangent", [
+    ({"w": 0.8, "k": 2}, {"w": 1.0, "k": None}),
+    (Counted(0.8, 2), Counted(1.0, None)),
+    (CountedRecord(0.8, 2), CountedRecord(1.0, None))])
+def test_jvp_takes_none_for_an_int_leaf_the_function_multiplies(params, tangent):
+    value, slope = derivo.jvp(counted_loss, (params, 0.5), (tangent, 1.0))
+    assert value == pytest.approx(0.8 * 2 * 0.5 + 2)
+    assert slope == pytest.approx(2 * 0.5 + 0.8 * 2)
+
+
+def value_and_a_ragged_pair(x, y):
+    s = x * y
+    return (s, [s, x])
+
+
+def test_vjp_of_a_result_holding_a_list_beside_a_number():
+    # np.ndim of (s, [s, x]) raised a ValueError (an inhomogeneous shape)
+    out, vjp_fn = derivo.vjp(value_and_a_ragged_pair, 0.7, 2.0)
+    assert out == (pytest.approx(1.4), [pytest.approx(1.4), 0.7])
+    assert vjp_fn((1.0, [0.0, 0.0])) == (pytest.approx(2.0), pytest.approx(0.7))
+    assert vjp_fn((0.0, [1.0, 1.0])) == (pytest.approx(3.0), pytest.approx(0.7))

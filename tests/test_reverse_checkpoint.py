@@ -1109,3 +1109,21 @@ def test_a_checkpointed_while_loop_indexing_with_slices_and_its_counter():
     expected = [(columns_summed_while(x + 1e-6 * e) - columns_summed_while(x - 1e-6 * e)) / 2e-6
                 for e in np.eye(3)]
     np.testing.assert_allclose(gradient, expected, rtol=1e-6)
+
+
+def dict_updated_in_place(x, y):
+    d = {"a": x, "b": y}
+    for _ in range(3):
+        d["a"] = d["a"] * 0.5 + d["b"]
+        d["b"] = math.sin(d["a"]) * y
+    return d["a"] + d["b"]
+
+
+@pytest.mark.parametrize("schedule", ["revolve", "halving", "segments"])
+@pytest.mark.parametrize("slots", [1, 2])
+def test_a_dict_a_checkpointed_loop_writes_into_is_kept_as_a_copy(schedule, slots):
+    # a kept state shared the dict the later trips wrote into: d/dy was -0.05, not 0.34
+    got = derivo.grad(dict_updated_in_place, wrt=(0, 1), loops="checkpoint", checkpoints=slots,
+                      schedule=schedule)(0.7, -0.4)
+    assert_close(got, numeric_grad(dict_updated_in_place, (0.7, -0.4), wrt=(0, 1)),
+                 rtol=1e-6, atol=1e-8)

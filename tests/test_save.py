@@ -177,6 +177,21 @@ def reads_objects(x):
     return x * len(OBJECTS)
 
 
+SCALE = 0.3
+
+
+def with_a_lambda_default(x, act=lambda z: z * SCALE):
+    return act(x) * x
+
+
+def test_a_lambda_default_is_refused_not_written_as_its_line(tmp_path):
+    derivative = derivo.grad(with_a_lambda_default)
+    assert derivative(0.5) == pytest.approx(2 * 0.5 * SCALE)
+    with pytest.raises(derivo.DerivoError, match="'act_default'.*neither a literal"):
+        derivative.save(tmp_path / "lambda_grad.py")
+    assert not (tmp_path / "lambda_grad.py").exists()
+
+
 # --- several derivatives in one module ----------------------------------------------------
 
 def energy(x, k):

@@ -202,6 +202,26 @@ def test_an_array_default_is_the_array_the_function_holds():
     assert derivo.grad(weighted_by_pair)(1.0) == pytest.approx(6.0)
 
 
+WEIGHTS = np.array([1.0, 2.0])
+square = make_scaled(1.0)
+
+
+def weighs_by_its_default(x, WEIGHTS=WEIGHTS):
+    return np.sum(WEIGHTS * x * x)
+
+
+def applies_its_default(x, square=square):
+    return square(x) * x
+
+
+def test_a_default_named_as_its_parameter_is_the_value_it_names():
+    # def f(x, W=W): the generated signature read W where W is the parameter
+    assert derivo.grad(weighs_by_its_default)(1.5) == pytest.approx(9.0)
+    assert_every_mode_matches(weighs_by_its_default, 1.5)
+    assert derivo.grad(applies_its_default)(1.5) == pytest.approx(3 * 1.5 ** 2)
+    assert_every_mode_matches(applies_its_default, 1.5)
+
+
 def test_a_rule_whose_default_is_not_a_literal_is_refused_where_it_is_written():
     def scaled_exp(x, scale):
         return math.exp(x) * scale
@@ -375,3 +395,29 @@ def test_an_expression_deeper_than_derivo_recurses_is_refused_at_its_line(
             pytest.raises(derivo.DerivoError, match="nests deeper") as refused:
         derivo.jvp(product, (1.01,), (1.0,))
     assert "deeper_product.py:2:" in str(refused.value)
+
+
+def deep_record_module(tmp_path, name, depth):
+    """A module whose product(p, x) is p.w * (p.w * (... (p.w * x))), ``depth`` deep,
+    of a dataclass p holding a list (which the entry checks by reading the code)."""
+    source = ("import dataclasses\n\n\n@dataclasses.dataclass\nclass Record:\n"
+              "    w: float\n    v: list\n\n\ndef product(p, x):\n    return " +
+              "(p.w * " * depth + "x" + ")" * depth + "\n")
+    path = tmp_path / (name + ".py")
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_entry_reads_a_deep_expression_of_a_record_as_the_transformation_does(tmp_path):
+    module = deep_record_module(tmp_path, "deep_record_product", 40)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 120)  # less than parsing 40 deep takes
+    try:
+        gradient = derivo.grad(module.product, wrt=(0, 1))(module.Record(1.01, [1.0]), 2.0)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert gradient[0].w == pytest.approx(40 * 1.01 ** 39 * 2.0, rel=1e-12)
+    assert gradient[1] == pytest.approx(1.01 ** 40, rel=1e-12)

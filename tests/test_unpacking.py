@@ -113,3 +113,33 @@ def test_a_differentiated_value_gathered_into_kwargs():
     x = np.array([0.2, -0.3])  # (len(options) reads the dict, whose items are names)
     assert np.allclose(derivo.grad(differentiated_into_a_kwargs_read_whole)(x),
                        fd(differentiated_into_a_kwargs_read_whole, x))
+
+
+def values_of_a_parameter(params, y):
+    w, k = params.values()
+    return w * k * y
+
+
+def items_of_a_parameter(params, y):
+    (_, w), (_, k) = params.items()
+    return w * k * y
+
+
+def values_of_a_local_dict(x, y):
+    d = {"a": y * x, "b": 2.0}
+    u, v = d.values()
+    return u * v
+
+
+@pytest.mark.parametrize("f", [values_of_a_parameter, items_of_a_parameter])
+def test_a_dict_view_unpacked_is_read_by_position(f):
+    # d.values() takes no index: the generated code's seq[0] was a TypeError
+    params = {"w": 0.8, "k": 2.0}
+    gradient = derivo.grad(f, wrt=(0, 1))(params, 0.5)
+    assert gradient[0] == pytest.approx({"w": 1.0, "k": 0.4}) and gradient[1] == pytest.approx(1.6)
+    assert derivo.jvp(f, (params, 0.5), ({"w": 1.0, "k": 0.0}, 1.0))[1] == pytest.approx(2.6)
+
+
+def test_a_local_dict_view_unpacked_is_read_by_position():
+    assert derivo.grad(values_of_a_local_dict, wrt=(0, 1))(0.7, -0.4) == \
+        pytest.approx((2.0 * -0.4, 2.0 * 0.7))

@@ -99,10 +99,13 @@ class Activity:
                 if site is not None:
                     stack += [arg for _, arg, template in site.args
                               if template is not None or site.rule is None]
-                # a function held in a local name is a value its result depends
-                # on (f of out, f = derivo.vjp(g, x), moves with x)
-                if isinstance(node, S.Call) and isinstance(node.func, S.Name) and \
-                        node.func.id in self.local_names:
+                # a function held in a local name, or in an item of a local
+                # container, is a value its result depends on (f of out,
+                # f = derivo.vjp(g, x), moves with x; so does fns[0] of
+                # fns = [lambda z: z * x])
+                if isinstance(node, S.Call) and (
+                        isinstance(node.func, S.Name) and node.func.id in self.local_names
+                        or isinstance(node.func, S.Subscript)):
                     stack.append(node.func)
         return found
 

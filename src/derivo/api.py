@@ -292,11 +292,11 @@ class _ArgumentChecks:
 
     @functools.cached_property
     def read_whole(self):
-        return parameters_read_whole(self.func)
+        return _deeply(parameters_read_whole, self.func)
 
     @functools.cached_property
     def sequence_arithmetic(self):
-        return sequence_arithmetic(self.func)
+        return _deeply(sequence_arithmetic, self.func)
 
 
 class Derivative(metaclass=_DerivativeType):
@@ -656,6 +656,16 @@ class Derivative(metaclass=_DerivativeType):
         files = {getattr(getattr(v, "__code__", None), "co_filename", None) for v in values}
         files |= {getattr(v, "__file__", None) for v in values if isinstance(v, types.ModuleType)}
         return sorted(f for f in files - {None} if os.path.isfile(f))
+
+
+def _deeply(analysis, func):
+    """``analysis(func)``, recursing as deep as a transformation may (an expression
+    Python compiles may nest 200 deep), and refused where deeper."""
+    with S.deep_recursion():
+        try:
+            return analysis(func)
+        except RecursionError:
+            raise too_deep(func) from None
 
 
 def save_module(path: Union[str, "os.PathLike[str]"], *derivatives: Callable[..., Any],
@@ -1257,7 +1267,7 @@ def vjp(func: Function, *args: Any, backend: str = "python",
     sweeps = [run(*args, **kwargs)]  # the generator whose primal sweep is done
     out = next(sweeps[0])
     label = getattr(func, "__qualname__", repr(func))
-    scalar = np.ndim(out) == 0 and not trees.is_container(out)
+    scalar = not trees.is_container(out) and np.ndim(out) == 0  # (np.ndim of (s, [s, x]) fails)
     unit_gradients = []  # a scalar result's, for the cotangent 1.0
 
     def vjp_fn(cotangent):
@@ -1387,6 +1397,8 @@ def _copied(value):
     """``value`` with the arrays and lists in it copied."""
     if isinstance(value, np.ndarray):
         return np.copy(value)
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):  # a NamedTuple
+        return type(value)(*map(_copied, value))
     if isinstance(value, (list, tuple)):
         return type(value)(map(_copied, value))
     if type(value) is dict:
@@ -1398,11 +1410,14 @@ def _refuse_joined_sequences(derivative, func, args, positions):
     """Refuse the lists and tuples among ``args`` (at ``positions``) that ``func``
     may join or repeat (see _ArgumentChecks.refuse_joined)."""
     names = [p.name for p in _parameters(func)]
+    # a bound function's derivative calls its Derivative's entry (see _of_bound)
+    owner = derivative.derivo_bound[0].__self__ if hasattr(derivative, "derivo_bound") \
+        else derivative.__self__
     for index in positions:
         value = args[index]
         if isinstance(value, (list, tuple)):
-            derivative.__self__._arguments.refuse_joined(names[index], value,
-                                                         _item_types(value) <= _PLAIN_REALS)
+            owner._arguments.refuse_joined(names[index], value,
+                                           _item_types(value) <= _PLAIN_REALS)
 
 
 def _differentiable(value):
@@ -1476,7 +1491,7 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any],
             raise DerivoError("jvp of {}: the tangent of argument {} has shape {}, its "
                               "primal {}".format(label, i, np.shape(tangent), np.shape(primal)))
         else:
-            seeds.append(tangent)
+            seeds.append(_zeros_for_none(tangent, primal) if _is_tree(primal) else tangent)
     if not differentiable:
         out = func(*map(_copied, primals))
         return out, _zero_tangent(out)
@@ -1488,6 +1503,13 @@ def jvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any],
     if _is_tree(out):
         return out, trees.in_structure(tangent, out)
     return out, _in_structure(tangent, out) if type(out) in (list, tuple) else tangent
+
+
+def _zeros_for_none(tangent, primal):
+    """The container ``primal``'s tangent with 0.0 for the None of each leaf not
+    differentiated: the tangent code multiplies it (see jacobians._zero_seed)."""
+    return trees.unflattened(primal, (0.0 if leaf is None else leaf
+                                      for leaf in trees.leaves(tangent)))
 
 
 def _code_for(func, values):

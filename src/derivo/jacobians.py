@@ -48,9 +48,8 @@ def jacobian(func: Function, wrt: Wrt = 0, mode: str = "auto") -> Function:
 
     @functools.wraps(func)
     def jacobian_fn(*args, **kwargs):
-        bound = inspect.signature(func).bind(*args, **kwargs)
-        bound.apply_defaults()
-        inputs = [bound.arguments[n] for n in names]
+        bound, full = _bound_call(func, names, args, kwargs)
+        inputs = [full.arguments[n] for n in names]
         for n, value in zip(names, inputs):
             if not (isinstance(value, float) or (isinstance(value, np.ndarray) and
                                                  value.ndim == 1 and _differentiable(value))):
@@ -101,14 +100,13 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
 
     @functools.wraps(func)
     def hessian_fn(*args, **kwargs):
-        bound = inspect.signature(func).bind(*args, **kwargs)
-        bound.apply_defaults()
-        inputs = [bound.arguments[n] for n in names]
+        bound, full = _bound_call(func, names, args, kwargs)
+        inputs = [full.arguments[n] for n in names]
         if isinstance(getattr(gradient, "__self__", None), Derivative):
             gradient.__self__._specialise(args, kwargs)  # (what its parameters call)
-        code = _code_for(gradient, bound.arguments.values())
+        code = _code_for(gradient, full.arguments.values())
         columns = [[] for _ in inputs]   # columns[k]: one tangent per component of input k
-        progress = _Progress("Hessian of {}".format(func.__qualname__),
+        progress = _Progress("Hessian of {}".format(getattr(func, "__qualname__", repr(func))),
                              sum(map(_components, inputs)))
         for k, value in enumerate(inputs):
             tangent = _derivative(code, names[k], "jvp")  # the others' tangents are zeros
@@ -154,17 +152,7 @@ def _zero_seed(value):
     array's shape, 0.0 for the other leaves (the tangent code multiplies them)."""
     zeros = (np.zeros(np.shape(leaf)) if isinstance(leaf, np.ndarray) and
              trees.is_differentiable_leaf(leaf) else 0.0 for leaf in trees.leaves(value))
-    return _unflattened(value, zeros)
-
-
-def _unflattened(like, leaves):
-    """The items of the iterator ``leaves`` in place of ``like``'s leaves."""
-    if not trees.is_container(like):
-        return next(leaves)
-    found = trees.parts(like)
-    if isinstance(found, dict):
-        return trees.rebuilt(like, {key: _unflattened(item, leaves) for key, item in found.items()})
-    return trees.rebuilt(like, [_unflattened(item, leaves) for item in found])
+    return trees.unflattened(value, zeros)
 
 
 class _Progress:
@@ -198,7 +186,7 @@ def _hessian_block(columns, row_input, column_input):
         parts = [np.asarray(trees.leaves(c)[position], dtype=float) for c in columns]
         block = np.stack(parts, axis=-1) if parts else np.zeros(np.shape(row_leaf) + (0,))
         rows.append(_split_columns(block, np.shape(row_leaf), column_input))
-    return _unflattened(row_input, iter(rows))
+    return trees.unflattened(row_input, iter(rows))
 
 
 def _split_columns(block, row_shape, column_input):
@@ -212,7 +200,7 @@ def _split_columns(block, row_shape, column_input):
         size = int(np.size(leaf))
         pieces.append(_shaped(block[..., start:start + size], row_shape, np.shape(leaf)))
         start += size
-    return _unflattened(column_input, iter(pieces))
+    return trees.unflattened(column_input, iter(pieces))
 
 
 def hvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
@@ -232,6 +220,18 @@ def hvp(func: Function, primals: Sequence[Any], tangents: Sequence[Any]) -> tupl
     product = iter(product)
     return tuple((trees.in_structure if _is_tree(p) else _in_structure)(next(product), p)
                  if i in differentiable else None for i, p in enumerate(primals))
+
+
+def _bound_call(func, names, args, kwargs):
+    """(the call ``func(*args, **kwargs)`` as given, with the parameters ``names``
+    it leaves to their defaults added; the call with every default).  The other
+    defaults stay unpassed: a partial's derivative passes its keywords itself."""
+    call = inspect.signature(func).bind(*args, **kwargs)
+    full = inspect.signature(func).bind(*args, **kwargs)
+    full.apply_defaults()
+    for name in names:
+        call.arguments.setdefault(name, full.arguments[name])
+    return call, full
 
 
 def _primal(func, bound):

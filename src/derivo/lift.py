@@ -283,6 +283,15 @@ def _as_function(parsed, local, namer):
         raise parsed.error(UnsupportedSyntax, node.decorator_list[0],
                            "cannot differentiate a decorated local function; define it at "
                            "module level", "decorator")
+    for inner in S.walk(node):
+        # compiled at module level, a nonlocal statement names no variable
+        if isinstance(inner, (S.gast.Nonlocal, S.gast.Global)):
+            construct = "nonlocal" if isinstance(inner, S.gast.Nonlocal) else "global"
+            raise parsed.error(UnsupportedSyntax, inner,
+                               "cannot differentiate {!r} in a local function: assigning "
+                               "enclosing variables would make the derivative depend on "
+                               "hidden state; return the value instead".format(construct),
+                               construct)
     for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
         if not _is_literal(default):
             raise parsed.error(

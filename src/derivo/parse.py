@@ -647,8 +647,8 @@ def _hold_defaults(parsed):
     ``c=c`` in a closure, or a global rebound since, means something else (or
     nothing) where the generated code runs.  A literal becomes a constant; any
     other value a name that resolves to it: the source's own name when that
-    still means the value (``w=W``), else a name of its own held with the
-    closure's."""
+    still means the value (``w=W``) and is not a local's (``W=W``), else a name
+    of its own held with the closure's."""
     func, args = parsed.func, parsed.tree.args
     values = list(func.__defaults__ or ())
     keywords = func.__kwdefaults__ or {}
@@ -660,7 +660,9 @@ def _hold_defaults(parsed):
     def held(param, value, written):
         if type(value) in S.LITERAL_TYPES:
             return S.copy_location(S.const(value), written)
-        if isinstance(written, S.Name) and parsed.resolve(written.id) is value:
+        # (``w=w`` names a parameter where the generated signature reads it)
+        if isinstance(written, S.Name) and written.id not in parsed.local_names and \
+                parsed.resolve(written.id) is value:
             return written
         ident, counter = "{}_default".format(param), 0
         while ident in taken:

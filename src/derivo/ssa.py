@@ -459,6 +459,8 @@ class _Normalizer:
         # look for.
         read_in_place = not self.depth and isinstance(value, S.Name) and \
             value.id not in self.changed
+        if _is_dict_view(value):  # a, b = d.values(): a view takes no index, its list does
+            value = S.copy_location(S.call(S.name("list"), value), value)
         value = self.read(value)
         hoisted, value = self.hoist_calls(value, origin, top=True)
         flat = all(isinstance(t, S.Name) for t in target.elts)
@@ -780,6 +782,12 @@ class _Normalizer:
 
         value = Hoist().visit(value)
         return out, value
+
+
+def _is_dict_view(node):
+    """Whether ``node`` is ``d.keys()``, ``d.values()`` or ``d.items()``."""
+    return isinstance(node, S.Call) and not node.args and not node.keywords and \
+        isinstance(node.func, S.Attribute) and node.func.attr in ("keys", "values", "items")
 
 
 def _reads_memory(index, array):

@@ -452,13 +452,14 @@ def _is_builtin(ident, obj):
 def _user_source(func):
     """The source that defines ``func`` in a module of its own, or None: a function
     made inside another one reads that one's names (``def g(x, w=w)``), but for a
-    local function derivo lifted (see lift), whose source is as derivo made it."""
+    local function derivo lifted (see lift), whose source is as derivo made it.  A
+    lambda has no source of its own: its lines are the statement that holds it."""
     lifted = getattr(func, "derivo_lifted", None)
     if lifted is not None:
         tree = S.deepcopy(lifted.tree)
         tree.name = func.__name__
         return S.to_source(tree)
-    if "<locals>" in func.__qualname__:
+    if "<locals>" in func.__qualname__ or func.__name__ == "<lambda>":
         return None
     try:
         return textwrap.dedent(inspect.getsource(func))

@@ -163,6 +163,17 @@ def leaves(value):
     return [leaf for item in items for leaf in leaves(item)]
 
 
+def unflattened(like, items):
+    """``like`` with the items of the iterator ``items`` in place of its leaves
+    (the inverse of :func:`leaves`)."""
+    if not is_container(like):
+        return next(items)
+    found = parts(like)
+    if isinstance(found, dict):
+        return rebuilt(like, {key: unflattened(item, items) for key, item in found.items()})
+    return rebuilt(like, [unflattened(item, items) for item in found])
+
+
 def _leaf_gradient(gradient, value):
     """The gradient of one leaf: of its shape, a Python float for a float;
     None for a leaf that is not differentiated."""
