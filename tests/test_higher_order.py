@@ -2,6 +2,8 @@
 runs one tangent pass per component of each differentiated argument
 (runtime.gradient_by_tangents)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -102,3 +104,22 @@ def test_second_derivatives_of_an_einsum_of_three_and_four_operands():
     np.testing.assert_allclose(derivo.hessian(squared_chain)(x), 2 * M.T @ M, rtol=1e-12)
     gradient_norm = derivo.grad(lambda x: np.sum(derivo.grad(squared_chain)(x) ** 2))
     np.testing.assert_allclose(gradient_norm(x), 8 * M.T @ M @ M.T @ M @ x, rtol=1e-12)
+
+
+def squared_product(x, y):
+    p = math.prod([x, y])
+    return p * p
+
+
+def sine_of_a_product(x, y):
+    return math.sin(math.prod([x, y]))
+
+
+@pytest.mark.parametrize("f, expected", [
+    (squared_product, lambda x, y: [[2 * y * y, 4 * x * y], [4 * x * y, 2 * x * x]]),
+    (sine_of_a_product, lambda x, y: [
+        [-math.sin(x * y) * y * y, math.cos(x * y) - math.sin(x * y) * x * y],
+        [math.cos(x * y) - math.sin(x * y) * x * y, -math.sin(x * y) * x * x]])])
+def test_the_hessian_through_math_prod(f, expected):
+    # the tangent of the product's adjoints joined two lists where it should add them
+    assert np.allclose(derivo.hessian(f, wrt=(0, 1))(0.7, -0.4), expected(0.7, -0.4))

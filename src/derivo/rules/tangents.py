@@ -17,8 +17,8 @@ from .. import syntax as S
 from ..adjoints import (interp_fp_jvp, interp_x_partial, interp_xp_jvp, pad_sources,
                         partition_sources, ptp_weights, quantile_jvp, select_choices,
                         trapezoid_weights)
-from ..runtime import (as_array, expand, is_real, kind_of, power_exponent_jvp, prod_vjp, size,
-                       sort_like)
+from ..runtime import (addable, as_array, expand, is_real, kind_of, power_exponent_jvp,
+                       prod_vjp, size, sort_like)
 from . import CONSTANT, FIELD, GETITEM, Method, defjvp
 from .builtins import others_product, others_product_in_items
 
@@ -38,8 +38,9 @@ defjvp(sum, lambda t, ans, iterable, start=0: sum(t), lambda t, ans, iterable, s
 defjvp(math.fsum, lambda t, ans, iterable: math.fsum(t))
 defjvp(math.prod, lambda t, ans, iterable, start=1: math.fsum(map(operator.mul, others_product(start, iterable), t)),
        lambda t, ans, iterable, start=1: t * math.prod(iterable))
-defjvp(others_product, lambda t, ans, adjoint, items: others_product(t, items),
-       lambda t, ans, adjoint, items: others_product_in_items(t, adjoint, items))
+# (a list: addable makes the two arguments' terms add item by item, not join)
+defjvp(others_product, lambda t, ans, adjoint, items: addable(others_product(t, items)),
+       lambda t, ans, adjoint, items: addable(others_product_in_items(t, adjoint, items)))
 defjvp(math.dist, lambda t, ans, p, q: math.fsum(map(operator.mul, map(operator.sub, p, q), t)) / ans,
        lambda t, ans, p, q: math.fsum(map(operator.mul, map(operator.sub, q, p), t)) / ans)
 
