@@ -13,10 +13,14 @@ def log_partition_function(natural_params, data):
     return logsumexp(log_alpha)
 
 
-def log_partition_function_vjp(bresult, natural_params, data):
+def log_partition_function_forward(natural_params, data):
     stack = []
     push = stack.append
-    pop = stack.pop
+    items = None
+    seq1 = None
+    log_A = None
+    log_B = None
+    log_alpha = None
     t2 = None
     t3 = None
     t4 = None
@@ -25,7 +29,8 @@ def log_partition_function_vjp(bresult, natural_params, data):
     if cond1:
         items = []
         for item1 in data:
-            t1 = log_partition_function(natural_params, item1)
+            t1, log_partition_function_residuals = log_partition_function_forward(natural_params, item1)
+            push(log_partition_function_residuals)
             items.append(t1)
         result = sum(items)
     else:
@@ -46,7 +51,12 @@ def log_partition_function_vjp(bresult, natural_params, data):
             t5 = log_B[:, y]
             log_alpha = t3 + t5
         result = logsumexp(log_alpha)
-    # reverse sweep
+    return result, (stack, natural_params, data, t2, t3, t4, t5, cond1, items, result, seq1, log_A, log_B, log_alpha)
+
+
+def log_partition_function_backward(bresult, residuals):
+    stack, natural_params, data, t2, t3, t4, t5, cond1, items, result, seq1, log_A, log_B, log_alpha = residuals
+    pop = stack.pop
     if cond1:
         # line 30: return sum(map(partial(log_partition_function, natural_params), data))
         bresult = zero_as(bresult, result)
@@ -54,7 +64,8 @@ def log_partition_function_vjp(bresult, natural_params, data):
         bnatural_params = 0.0
         for item1 in reversed(data):
             bitems, bt6 = pop_adjoint_in_place(bitems)
-            bnatural_params1 = log_partition_function_vjp(bt6, natural_params, item1)
+            log_partition_function_residuals = pop()
+            bnatural_params1 = log_partition_function_backward(bt6, log_partition_function_residuals)
             bnatural_params = add_adjoints(bnatural_params, bnatural_params1)
     else:
         # line 35: return logsumexp(log_alpha)
@@ -97,7 +108,8 @@ def log_partition_function_value_and_grad(natural_params, data):
     if cond1:
         items = []
         for item1 in data:
-            t1 = log_partition_function(natural_params, item1)
+            t1, log_partition_function_residuals = log_partition_function_forward(natural_params, item1)
+            push(log_partition_function_residuals)
             items.append(t1)
         result = sum(items)
     else:
@@ -126,7 +138,8 @@ def log_partition_function_value_and_grad(natural_params, data):
         bnatural_params = 0.0
         for item1 in reversed(data):
             bitems, bt6 = pop_adjoint_in_place(bitems)
-            bnatural_params1 = log_partition_function_vjp(bt6, natural_params, item1)
+            log_partition_function_residuals = pop()
+            bnatural_params1 = log_partition_function_backward(bt6, log_partition_function_residuals)
             bnatural_params = add_adjoints(bnatural_params, bnatural_params1)
     else:
         # line 35: return logsumexp(log_alpha)

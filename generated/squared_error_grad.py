@@ -7,8 +7,15 @@ def horner(coefficients, x):
     return value
 
 
-def horner_vjp(bvalue, coefficients, x):
-    # reverse sweep
+def horner_forward(coefficients, x):
+    value = 0.0
+    for c in coefficients:
+        value = value * x + c
+    return value, (coefficients, x)
+
+
+def horner_backward(bvalue, residuals):
+    coefficients, x = residuals
     bcoefficients = zeros_for(coefficients)
     for i in reversed(range(len(coefficients))):
         # line 20: value = value * x + c
@@ -29,7 +36,8 @@ def squared_error_grad(coefficients, xs, ys):
         x1 = xs[i]
         y1 = ys[i]
         push(t1)
-        t1 = horner(coefficients, x1)
+        t1, horner_residuals = horner_forward(coefficients, x1)
+        push(horner_residuals)
         t2 = (t1 - y1) ** 2
         items.append(t2)
     # reverse sweep
@@ -37,11 +45,11 @@ def squared_error_grad(coefficients, xs, ys):
     bt3 = 1.0 / len(xs)
     bcoefficients = 0.0
     for i in reversed(range(min(len(xs), len(ys)))):
-        x1 = xs[i]
         y1 = ys[i]
         bt1 = bt3 * (2 * (t1 - y1))
+        horner_residuals = pop()
         t1 = pop()
-        bcoefficients1 = horner_vjp(bt1, coefficients, x1)
+        bcoefficients1 = horner_backward(bt1, horner_residuals)
         bcoefficients = add_adjoints(bcoefficients, bcoefficients1)
     return bcoefficients
 

@@ -25,8 +25,8 @@ from .forward import forward
 from .names import Namer, identifier
 from .parse import GENERATED_PREFIX, MISSING, Outlined, parse, too_deep
 from .inline import inline_calls
-from .outline import outline_loops
-from .reverse import reverse
+from .outline import Loop, outline_loops
+from .reverse import reverse, reverse_in_halves
 from .analyze import MEMORY_REFUSALS, analyze_memory
 from .ssa import normalize
 from .memory import in_a_library
@@ -91,8 +91,12 @@ def collection_paused():
 class Build:
     """One generated module under construction."""
 
-    def __init__(self, arrays=False, loops="stack", checkpoints=None, schedule="revolve"):
+    def __init__(self, arrays=False, loops="stack", checkpoints=None, schedule="revolve",
+                 keeps_residuals=True):
         self.arrays = arrays          # values may be NumPy arrays (see reverse.reverse)
+        # a called function's VJP in halves that hand over its residuals (see
+        # derivo.residuals), or, without, one that runs its primal sweep again
+        self.keeps_residuals = keeps_residuals
         self.loops = loops            # how reverse mode undoes loops (see analyze, outline)
         self.checkpoints = checkpoints  # states a checkpointed loop keeps (None: default)
         self.schedule = schedule      # ... and how it recomputes the others
@@ -107,21 +111,22 @@ class Build:
         self.in_progress = []         # functions being transformed (to catch recursion)
 
     def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None, has_aux=False,
-            pullback=False, loops=None, fixed=None):
+            pullback=False, loops=None, fixed=None, halves=None):
         """Transform ``func`` and append its derivative; return the new function's name.
         ``call`` is (the parsed caller, the call) when a caller calls the derivative,
         for the location of an error.  ``has_aux``: ``func`` returns (loss, aux);
         ``pullback``: a VJP as a generator (see :func:`derivo.reverse.reverse`);
         ``loops``: how its loops are reversed, if not as the build's; ``fixed``: the
         values of the parameters that say what a call calls (see
-        :attr:`derivo.parse.Parsed.fixed`)."""
+        :attr:`derivo.parse.Parsed.fixed`); ``halves``: the names of a VJP's
+        forward and backward halves, to make it in those."""
         label = "{} of {}".format(kind, getattr(func, "__qualname__", func))
         LOG.debug("transforming the %s", label)
         started = time.perf_counter()
         with collection_paused():
             try:
                 name = self._add(func, wrt, kind, tuple_wrt, name, call, has_aux, pullback,
-                                 loops or self.loops, fixed or {})
+                                 loops or self.loops, fixed or {}, halves)
             except RecursionError:
                 raise too_deep(func) from None
         elapsed = time.perf_counter() - started
@@ -129,7 +134,8 @@ class Build:
                 "transformed the %s in %.1f s", label, elapsed)
         return name
 
-    def _add(self, func, wrt, kind, tuple_wrt, name, call, has_aux, pullback, loops, fixed):
+    def _add(self, func, wrt, kind, tuple_wrt, name, call, has_aux, pullback, loops, fixed,
+             halves):
         if kind != "jvp" and is_generated(func):
             if has_aux:
                 raise DerivoError("has_aux=True takes a function that returns (loss, aux), "
@@ -157,10 +163,17 @@ class Build:
         try:
             normalized = inline_calls(self.with_array_code(normalize(parsed)),
                                       self.normalize_callee)
-            if kind == "vjp" and (call is not None or isinstance(func, Outlined)):
+            if isinstance(func, Outlined):
+                self.refuse_random_draws_within(normalized, _RUN_AGAIN.format(
+                    "the trips of a checkpointed loop"))
+            elif kind == "vjp" and call is not None and halves is None:
                 refuse_random_draws(normalized.parsed, normalized.tree.body, _RUN_AGAIN.format(
-                    "the trips of a checkpointed loop" if isinstance(func, Outlined) else
                     "{!r}, a function with a loop or a branch,".format(func.__name__)))
+            if halves is not None:
+                self.bind_free_names(parsed, normalized.tree)
+                self.functions += reverse_in_halves(normalized, wrt, self, halves, tuple_wrt,
+                                                    self.arrays, loops)
+                return halves
             name = name or self.names.fresh("{}_{}".format(parsed.tree.name, KIND_SUFFIX[kind]))
             self.names.taken.add(name)
             self.bind_free_names(parsed, normalized.tree)
@@ -172,6 +185,24 @@ class Build:
             return name
         finally:
             self.in_progress.pop()
+
+    def refuse_random_draws_within(self, normalized, why, seen=None):
+        """Refuse a random draw in ``normalized``, code derivo runs again, or in
+        a user function it calls, at any depth: a called function runs again with
+        its caller, whether its own VJP keeps residuals or not."""
+        seen = set() if seen is None else seen
+        refuse_random_draws(normalized.parsed, normalized.tree.body, why)
+        for node in S.walk(normalized.tree.body):
+            callee = getattr(node, "user_function", None) if isinstance(node, S.Call) \
+                else None
+            if callee is None or isinstance(callee, Loop) or callee in seen:
+                continue
+            seen.add(callee)
+            try:
+                called = inline_calls(self.normalize_callee(callee), self.normalize_callee)
+            except DerivoError:
+                continue  # transforming the call reports its problem
+            self.refuse_random_draws_within(called, why, seen)
 
     def refuse_memory_faults(self, parsed, wrt):
         """Raise the refusals of in-place changes that the function, read whole,
@@ -285,6 +316,16 @@ class Build:
         """The name of the VJP of user function ``callee`` w.r.t. ``params``."""
         return self._helper(callee, params, caller, call, "vjp", self.vjps)
 
+    def splits(self, callee):
+        """Whether the VJP of user function ``callee`` comes in halves: that of
+        code derivo generated is a tangent pass over it (see add_over_tangents)."""
+        return self.keeps_residuals and not is_generated(callee)
+
+    def vjp_halves(self, callee, params, caller, call):
+        """The names of the forward and backward halves of the VJP of user
+        function ``callee`` w.r.t. ``params`` (see :mod:`derivo.residuals`)."""
+        return self._helper(callee, params, caller, call, "halves", self.vjps)
+
     def jvp_function(self, callee, params, caller, call):
         """The name of the JVP of user function ``callee`` w.r.t. ``params``."""
         return self._helper(callee, params, caller, call, "jvp", self.jvps)
@@ -321,6 +362,12 @@ class Build:
         # a lambda's derivative is named after the name it is called by
         base = callee.__name__ if callee.__name__.isidentifier() else \
             getattr(call.func, "id", identifier(callee.__name__))
+        if kind == "halves":
+            halves = made[key] = tuple(self.names.fresh("{}_{}".format(base, half))
+                                       for half in ("forward", "backward"))
+            self.add(callee, list(params), "vjp", tuple_wrt=len(params) > 1,
+                     call=(caller, call), halves=halves)
+            return halves
         name = made[key] = self.names.fresh("{}_{}".format(base, kind))
         self.add(callee, list(params), kind, tuple_wrt=kind == "vjp" and len(params) > 1,
                  name=name, call=(caller, call))
