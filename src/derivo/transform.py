@@ -7,6 +7,7 @@ one VJP function (JVP function, in forward mode) per (called user function,
 differentiated parameters).
 """
 
+import ast
 import builtins
 import contextlib
 import gc
@@ -321,6 +322,10 @@ class Build:
         code derivo generated is a tangent pass over it (see add_over_tangents)."""
         return self.keeps_residuals and not is_generated(callee)
 
+    def splits_any(self):
+        """Whether a VJP of the module comes in halves."""
+        return any(isinstance(name, tuple) for name in self.vjps.values())
+
     def vjp_halves(self, callee, params, caller, call):
         """The names of the forward and backward halves of the VJP of user
         function ``callee`` w.r.t. ``params`` (see :mod:`derivo.residuals`)."""
@@ -426,6 +431,21 @@ class Build:
 
     def source(self):
         return codegen.render(self.functions, self.comments)
+
+    def called_sources(self):
+        """The sources of :attr:`user_sources` that the generated functions read,
+        or that a function read so reads: a function whose VJP comes in halves
+        is called through those only."""
+        loaded = S.loaded_names(self.functions)
+        called, pending = {}, sorted(loaded & set(self.user_sources))
+        while pending:
+            name = pending.pop()
+            if name not in called:
+                called[name] = self.user_sources[name]
+                reads = {n.id for n in ast.walk(ast.parse(called[name]))
+                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                pending += sorted(reads & set(self.user_sources))
+        return called
 
 
 #: Why code that draws random numbers is refused in a VJP that recomputes it
