@@ -7,18 +7,6 @@ def dynamics(y, params):
     return params["W2"] @ hidden + params["b2"]
 
 
-def odeint(f, y0, ts, params):
-    """The states at the times ``ts`` by explicit Euler steps of dy/dt = f(y, params)."""
-    y = y0
-    states = [y0]
-    for i in range(len(ts) - 1):
-        y = y + (ts[i + 1] - ts[i]) * f(y, params)
-        states.append(y)
-    return states
-
-odeint1 = odeint
-
-
 def odeint_forward(f, y0, ts, params):
     stack = []
     push = stack.append
