@@ -213,3 +213,44 @@ def test_the_numba_backend_runs_a_callee_again_and_refuses_its_draws():
     with pytest.raises(derivo.DerivoError, match=r"random.random\(\).*runs 'jittered', a "
                        "function with a loop or a branch, again"):
         derivo.grad(lambda x: jittered(x, 2) * x, backend="numba")(0.5)
+
+
+def weighted_sines(X):
+    s = 0.0
+    for i in range(3):
+        s = s * 0.5 + np.sum(np.sin(X) * X)  # its reverse reads X
+    return s
+
+
+def writes_after_the_call(X):
+    X = X.copy()
+    s = weighted_sines(X)  # its residuals hold X
+    X[0] = 5.0
+    return s + X[1]
+
+
+def test_a_write_into_an_argument_after_the_call_is_undone_before_its_backward_half():
+    X, direction = np.array([0.3, 0.7, 1.1]), np.array([0.4, -1.0, 0.7])
+    gradient = derivo.grad(writes_after_the_call)(X)
+    expected = (writes_after_the_call(X + H * direction) -
+                writes_after_the_call(X - H * direction)) / (2 * H)
+    assert_close(gradient @ direction, expected, rtol=1e-6)
+
+
+def stepped(x, rate):
+    for _ in range(2):
+        x = x - rate * math.tanh(x)
+    return x
+
+
+def steps(x, rate, n):
+    for _ in range(n):
+        x = stepped(x, rate)
+    return x * x
+
+
+def test_a_call_in_a_loop_saves_its_residuals_not_its_arguments():
+    assert_grad_matches(steps, 1.5, 0.3, 5, wrt=(0, 1))
+    source = derivo.grad(steps, wrt=(0, 1)).source
+    caller = source[source.index("def steps_grad"):]
+    assert "push(x)" not in caller and "push(stepped_residuals)" in caller

@@ -1164,7 +1164,8 @@ def reverse(normalized, wrt, module, kind, name, tuple_wrt=False, arrays=False,
     kept, when it is sent the cotangent; it returns the gradients.
     """
     aux = _split_results(normalized, kind, has_aux)
-    sweep = Sweep(analyze(normalized, wrt, arrays, loops), module, kind, name, tuple_wrt)
+    sweep = Sweep(analyze(normalized, wrt, arrays, loops, halves=module.splits), module, kind,
+                  name, tuple_wrt)
     sweep.aux, sweep.pullback = aux, pullback
     return sweep.function()
 
@@ -1173,7 +1174,8 @@ def reverse_in_halves(normalized, wrt, module, names, tuple_wrt=False, arrays=Fa
                       loops="stack"):
     """The VJP of ``normalized`` w.r.t. ``wrt`` as the (forward, backward)
     FunctionDefs named ``names`` (see :mod:`derivo.residuals`)."""
-    sweep = Sweep(analyze(normalized, wrt, arrays, loops), module, "vjp", names[0], tuple_wrt)
+    sweep = Sweep(analyze(normalized, wrt, arrays, loops, halves=module.splits), module,
+                  "vjp", names[0], tuple_wrt)
     sweep.pullback = True
     stack = (sweep.stack, {sweep.push: "append", sweep.pop: "pop"}) if sweep.uses_stack \
         else None
