@@ -254,3 +254,63 @@ def test_a_call_in_a_loop_saves_its_residuals_not_its_arguments():
     source = derivo.grad(steps, wrt=(0, 1)).source
     caller = source[source.index("def steps_grad"):]
     assert "push(x)" not in caller and "push(stepped_residuals)" in caller
+
+
+def guarded(x, n):
+    try:
+        print("run", x)
+        y = math.log(x)
+    except ValueError:
+        y = 0.0
+    for _ in range(n):
+        y = y * 0.5 + x
+    return y
+
+
+def calls_guarded(x):
+    return guarded(x, 2) * x
+
+
+def test_a_callee_with_a_try_runs_it_as_often_as_its_own_gradient_does(capsys):
+    # (the statement form of try runs its body to see whether it raises: see contexts)
+    own = derivo.grad(guarded)
+    gradient = derivo.grad(calls_guarded)
+    runs(capsys)
+    own(2.0, 2)
+    alone = runs(capsys)
+    gradient(2.0)
+    assert runs(capsys) == alone
+    assert_grad_matches(calls_guarded, 2.0)
+
+
+def two(x, n):
+    a, b = x, 1.0
+    for _ in range(n):
+        a, b = a * 0.9 + b, math.sin(a) * b
+    return a, b
+
+
+def calls_two(x):
+    p, q = two(x, 3)
+    r = two(x * 2, 2)
+    return p * q + r[0] - r[1]
+
+
+@pytest.mark.parametrize("x", [0.7, -1.3])
+def test_a_callee_returning_a_pair_hands_both_and_its_residuals(x):
+    assert_grad_matches(calls_two, x)
+
+
+def nested_power(x, d):
+    print("level", d)
+    if d == 0:
+        return math.sin(x)
+    return nested_power(x * 1.1, d - 1) * x
+
+
+def test_each_level_of_a_recursion_runs_once(capsys):
+    gradient = derivo.grad(nested_power)
+    runs(capsys)
+    gradient(0.5, 4)
+    assert runs(capsys) == [4, 3, 2, 1, 0]
+    assert_grad_matches(nested_power, 0.5, 4)

@@ -33,21 +33,18 @@ def split(pullback, forward_name, backward_name, stack):
     reverse = body[middle + 1:]
     seed, value = body[middle].targets[0].id, body[middle].value.value
     aliases = stack[1] if stack else {}
-    # the stack, the parameters, then the values the primal sweep made, in order
-    kept = list(dict.fromkeys(([stack[0]] if stack else []) + S.param_names(pullback) + [
-        n.id for stmt in primal for n in S.walk(stmt)
-        if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)]))
     read = set(_read_before_assigned(reverse))
     if read & set(aliases):
         read.add(stack[0])
-    residuals = [n for n in kept if n in read and n not in aliases]
-    primal = [s for s in primal if not _binds_unused_alias(s, aliases, primal)]
-    # a residual that a loop or a branch may leave unassigned is handed over as None
-    unset = [n for n in residuals if n not in _kept_always(primal) and
-             n not in S.param_names(pullback)]
-    start = next((i for i, stmt in enumerate(primal) if S.single_target(stmt) not in
-                  {stack[0] if stack else None, *aliases}), len(primal))
-    primal[start:start] = [S.assign(n, S.const(None)) for n in unset]
+    params = S.param_names(pullback)
+    # the stack, the parameters, then the values the primal sweep made, in order
+    made = list(dict.fromkeys(([stack[0]] if stack else []) + params + [
+        n.id for stmt in primal for n in S.walk(stmt)
+        if isinstance(n, S.Name) and isinstance(n.ctx, S.Store)]))
+    residuals = [n for n in made if n in read and n not in aliases]
+    primal = _none_where_unassigned(
+        [s for s in primal if not _binds_unused_alias(s, aliases, primal)],
+        [n for n in residuals if n not in params], {stack[0] if stack else None, *aliases})
     if len(residuals) == 1:
         handed, unpack = residuals[0], []
     else:
@@ -62,6 +59,16 @@ def split(pullback, forward_name, backward_name, stack):
     forward.args = pullback.args
     backward = S.function(backward_name, [seed, handed], unpack + rebound + reverse)
     return forward, backward
+
+
+def _none_where_unassigned(primal, names, stack_names):
+    """``primal`` with ``x = None`` after its stack's lines for each of ``names``
+    that a loop or a branch may leave unassigned: it is handed over all the same
+    (and read only where it was assigned)."""
+    unset = [n for n in names if n not in _kept_always(primal)]
+    start = next((i for i, stmt in enumerate(primal)
+                  if S.single_target(stmt) not in stack_names), len(primal))
+    return primal[:start] + [S.assign(n, S.const(None)) for n in unset] + primal[start:]
 
 
 def _suspends(stmt):

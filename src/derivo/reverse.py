@@ -423,7 +423,7 @@ class Sweep:
         callee, params = self.differentiated_call(stmt)
         forward, _ = self.module.vjp_halves(callee, params, self.parsed, stmt.value)
         kept = self.residuals[id(stmt)] = self.namer.fresh(
-            forward[:-len("_forward")] + "_residuals")
+            forward.rpartition("_forward")[0] + "_residuals")
         call = S.copy_location(S.call(forward, *S.deepcopy(stmt.value.args),
                                       keywords=S.deepcopy(stmt.value.keywords)), stmt.value)
         out = [S.copy_location(_effect(S.assign(S.tuple_(
