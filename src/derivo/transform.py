@@ -106,7 +106,7 @@ class Build:
         self.user_sources = {}        # name -> source of a user function the primal calls
         self.comments = S.Comments()
         self.names = Namer()
-        self.vjps = {}                # (code object, params) -> generated name
+        self.vjps = {}                # (code object, params) -> generated name, or halves
         self.outlined = set()         # names of outlined functions already emitted
         self.jvps = {}                # the same, for forward mode
         self.in_progress = []         # functions being transformed (to catch recursion)
@@ -360,7 +360,8 @@ class Build:
         return outlined.__name__
 
     def _helper(self, callee, params, caller, call, kind, made):
-        """Transform ``callee`` once per (kind, params) for the functions calling it."""
+        """Transform ``callee`` once per (kind, params) for the functions calling it;
+        kind ``"halves"``: the forward and backward halves of its VJP, a pair of names."""
         key = (getattr(callee, "derivo_key", callee.__code__), params)  # (see callees)
         if key in made:  # (a recursive call too: its derivative calls itself)
             return made[key]
