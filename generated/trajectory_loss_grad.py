@@ -7,22 +7,9 @@ def dynamics(y, params):
     return params["W2"] @ hidden + params["b2"]
 
 
-def odeint(f, y0, ts, params):
-    """The states at the times ``ts`` by explicit Euler steps of dy/dt = f(y, params)."""
-    y = y0
-    states = [y0]
-    for i in range(len(ts) - 1):
-        y = y + (ts[i + 1] - ts[i]) * f(y, params)
-        states.append(y)
-    return states
-
-odeint1 = odeint
-
-
-def odeint_vjp(bstates, f, y0, ts, params):
+def odeint_forward(f, y0, ts, params):
     stack = []
     push = stack.append
-    pop = stack.pop
     hidden = None
     t1 = None
     t2 = None
@@ -48,7 +35,12 @@ def odeint_vjp(bstates, f, y0, ts, params):
         push(y)
         y = y + (ts[i + 1] - ts[i]) * t1
         states.append(y)
-    # reverse sweep
+    return states, (stack, ts, params, hidden, t1, t2, t3, t4, t5, seq1)
+
+
+def odeint_backward(bstates, residuals):
+    stack, ts, params, hidden, t1, t2, t3, t4, t5, seq1 = residuals
+    pop = stack.pop
     bparams = 0.0
     by = 0.0
     bstates = owned(bstates)
@@ -86,7 +78,7 @@ def trajectory_loss_grad_adjoints(params, y0, ts, observed):
     pop = stack.pop
     t3 = None
     t4 = None
-    predicted = odeint1(dynamics, y0, ts, params)
+    predicted, odeint_residuals = odeint_forward(dynamics, y0, ts, params)
     items = []
     for i in range(min(len(predicted), len(observed))):
         p1 = predicted[i]
@@ -111,7 +103,7 @@ def trajectory_loss_grad_adjoints(params, y0, ts, observed):
         t3 = pop()
         bpredicted = add_at_in_place(bpredicted, bp1, predicted, i)
     # line 32: predicted = odeint(dynamics, y0, ts, params)
-    bparams = odeint_vjp(bpredicted, dynamics, y0, ts, params)
+    bparams = odeint_backward(bpredicted, odeint_residuals)
     return bparams
 
 

@@ -18,7 +18,7 @@ LAYERS = [
                      "memory", "callees", "fence", "ssa", "outline", "inline"]),
     ("analysis", ["statements", "activity", "indexing", "kinds", "plans", "saving", "writes",
                   "analyze"]),
-    ("modes", ["optimize", "accumulate", "forward", "reverse"]),
+    ("modes", ["optimize", "accumulate", "forward", "residuals", "reverse"]),
     ("emit", ["codegen", "numba_cache", "numba_backend", "save", "display"]),
     ("API", ["cache", "specialise", "transform", "graph", "api", "jacobians", "elementwise", "integrate",
              "check", "cli", "__init__", "__main__"]),

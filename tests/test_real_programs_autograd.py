@@ -352,7 +352,7 @@ def test_gmm_star_unpacking_of_a_returned_tuple_is_refused():
         derivo.grad(gmm_log_likelihood)(params, np.ones((3, 2)))
 
 
-# --- mixture_variational_inference.py: found silently wrong, kept as a strict xfail ---
+# --- mixture_variational_inference.py: random draws in a called function ---
 
 def diag_gaussian_log_density(x, mu, log_std):
     return np.sum(norm.logpdf(x, mu, np.exp(log_std)), axis=-1)
@@ -402,19 +402,6 @@ def two_bumps(x, t):
                         norm.logpdf(log_sigma, 0.1, 1.35) + norm.logpdf(mu, 0.5, np.exp(log_sigma)))
 
 
-def test_mixture_variational_inference_is_refused_where_it_would_draw_again():
-    k = 3
-    params = np.concatenate([np.ones(k)] + [np.concatenate([-np.ones(2) + 0.1 * i, -np.ones(2)])
-                                            for i in range(k)])
-    # mixture_lower_bound (it loops) gets a VJP that runs it again: other samples
-    with pytest.raises(derivo.DerivoError, match=r"'rs.randn\(num_samples.*runs "
-                       "'mixture_lower_bound' again in its reverse sweep: a function with a "
-                       "loop or a branch gets a VJP of its own"):
-        derivo.grad(build_mog_elbo(two_bumps, 10, k, np.random.RandomState(0)))(params, 0)
-
-
-@pytest.mark.xfail(strict=True, reason="derivo runs mixture_lower_bound again in its reverse "
-                   "sweep, which would draw other samples: refused until helpers keep residuals")
 def test_mixture_variational_inference():
     k = 3
     params = np.concatenate([np.ones(k)] + [np.concatenate([-np.ones(2) + 0.1 * i, -np.ones(2)])

@@ -73,7 +73,18 @@ def test_kind_names_the_generated_function():
 def test_same_helper_with_same_active_parameters_gets_one_vjp():
     build, _ = built(calls_helper_twice, ["x", "y"])
     source = build.source()
-    assert len(defs(source)) == 2
+    assert defs(source) == ["def helper_forward(a, b):",
+                            "def helper_backward(bresult, residuals):",
+                            "def calls_helper_twice_grad(x, y):"]
+    # the defs and two calls each
+    assert source.count("helper_forward(") == source.count("helper_backward(") == 3
+    assert list(build.vjps.values()) == [("helper_forward", "helper_backward")]
+
+
+def test_without_residuals_a_helper_gets_a_vjp_that_runs_it_again():
+    build = Build(keeps_residuals=False)
+    build.add(calls_helper_twice, ["x", "y"], "grad")
+    source = build.source()
     assert defs(source) == ["def helper_vjp(bresult, a, b):",
                             "def calls_helper_twice_grad(x, y):"]
     assert source.count("helper_vjp(") == 3  # the def and two calls
@@ -82,7 +93,7 @@ def test_same_helper_with_same_active_parameters_gets_one_vjp():
 
 def test_same_helper_with_different_active_parameters_gets_two_vjps():
     build, _ = built(calls_helper_differently, ["x", "y"])
-    assert len(defs(build.source())) == 3
+    assert len(defs(build.source())) == 5  # two pairs of halves and the gradient
     assert sorted(params for _, params in build.vjps) == [("a",), ("a", "b")]
 
 
@@ -93,16 +104,19 @@ def test_called_user_functions_are_bound_with_their_source():
     assert build.namespace["math"] is math
 
 
-def test_direct_recursion_gets_a_vjp_that_calls_itself():
+def test_direct_recursion_gets_halves_that_call_themselves():
     build, name = built(factorial_like, ["x"])
-    assert list(build.vjps.values()) == ["factorial_like_vjp"]
-    assert "factorial_like_vjp(" in build.source().split("def factorial_like_vjp")[1]
+    assert list(build.vjps.values()) == [("factorial_like_forward", "factorial_like_backward")]
+    source = build.source()
+    forward = source.split("def factorial_like_forward")[1].split("def ")[0]
+    backward = source.split("def factorial_like_backward")[1].split("def ")[0]
+    assert "factorial_like_forward(" in forward and "factorial_like_backward(" in backward
 
 
-def test_mutual_recursion_gets_vjps_that_call_each_other():
+def test_mutual_recursion_gets_halves_that_call_each_other():
     build, name = built(ping, ["x"])  # (pong, straight-line, is pasted into ping)
-    assert list(build.vjps.values()) == ["ping_vjp"]
-    assert "ping_vjp(" in build.source().split("def ping_vjp")[1]
+    assert list(build.vjps.values()) == [("ping_forward", "ping_backward")]
+    assert "ping_backward(" in build.source().split("def ping_backward")[1]
 
 
 def generates(x):
@@ -168,5 +182,5 @@ def test_generated_source_is_the_same_under_different_hash_seeds(tmp_path):
                               env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         sources.append(done.stdout)
-    assert sources[0].count("def ") == 2
+    assert sources[0].count("def ") == 3  # the helper's halves and the gradient
     assert sources[0] == sources[1] == sources[2]

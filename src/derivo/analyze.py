@@ -49,10 +49,14 @@ class Analysis:
     ``calls``), ``saving``, and ``shared_checks``, {id(z = y[i]): (y, message)}
     for a view the primal refuses as it runs; in forward mode ``tangent_shares``,
     {id(write): [(other name, refusal)]} for another name of the memory a write
-    changes, whose tangent shares the written name's (see writes.py)."""
+    changes, whose tangent shares the written name's (see writes.py).
+    ``halves(callee)``: whether the VJP of a called user function comes in
+    halves (see derivo.residuals)."""
 
-    def __init__(self, normalized, wrt, arrays=False, loops="stack", reverse=True):
+    def __init__(self, normalized, wrt, arrays=False, loops="stack", reverse=True,
+                 halves=None):
         self.normalized = normalized
+        self.halves = halves or (lambda callee: False)
         self.reverse = reverse
         self.arrays = arrays
         self.parsed = normalized.parsed
@@ -121,7 +125,7 @@ class Analysis:
     def plan_statements(self):
         """How each active assignment is differentiated (see ``plans``)."""
         self.planner = Planner(self.normalized, self.arrays, self.loops, self.activity,
-                               self.kinds, self.reverse)
+                               self.kinds, self.reverse, self.halves)
         self.planner.plan_statements()
         self.plans, self.calls = self.planner.plans, self.planner.calls
 
@@ -335,10 +339,12 @@ PHASES = (
 )
 
 
-def analyze(normalized, wrt, arrays=False, loops="stack", mode="reverse"):
+def analyze(normalized, wrt, arrays=False, loops="stack", mode="reverse", halves=None):
     """Run the phases ``mode`` needs (see :data:`PHASES`) over ``normalized`` for
-    differentiation with respect to the parameter names ``wrt``."""
-    analysis = Analysis(normalized, wrt, arrays, loops, reverse=mode != "forward")
+    differentiation with respect to the parameter names ``wrt`` (``halves``:
+    see :class:`Analysis`)."""
+    analysis = Analysis(normalized, wrt, arrays, loops, reverse=mode != "forward",
+                        halves=halves)
     first, *rest = [phase for phase, modes in PHASES if mode in modes]
     first(analysis)  # (activity indexes loops: the one phase that changes the tree)
     with S.unchanging(normalized.tree):

@@ -381,6 +381,7 @@ class Derivative(metaclass=_DerivativeType):
         # ... and in a caller's array code (see transform.Build.with_array_code)
         self.derivo_function.derivo_array_code = self._for_arrays
         self._array_generated = None
+        self._rerunning = {}  # arrays -> the Generated differentiated again (see there)
         self._scalar_only = not arrays
         self.source = generated.source
         self.__name__ = self._function.__name__
@@ -536,6 +537,26 @@ class Derivative(metaclass=_DerivativeType):
                 generated.live.refresh(generated.function.__globals__, generated.namespace)
                 generated.function.derivo_array_code = self._for_arrays
             return generated.function
+
+    def _differentiated_again(self, arrays=False):
+        """The code a second derivative differentiates (array code with
+        ``arrays``): forward mode differentiates one function's stack, so there
+        the VJPs of called functions run them again rather than hand a stack
+        from a forward half to a backward half (see transform.Build)."""
+        code = self._for_arrays() if arrays else _current_code(self)
+        generated = self._array_generated if arrays and self._scalar_only else self._generated
+        if not generated.build.splits_any():
+            return code
+        with cache.lock():
+            made = self._rerunning.get(arrays)
+            if made is None or not made.live.matches(self._fixed) or \
+                    not made.live.refresh(made.function.__globals__, made.namespace):
+                made = self._rerunning[arrays] = _generate(
+                    self.__wrapped__, self.kind, self.wrt, self._tuple_wrt,
+                    arrays or not self._scalar_only, self._loops, self._has_aux,
+                    self._pullback, self._fixed, keeps_residuals=False)
+                made.live.refresh(made.function.__globals__, made.namespace)
+            return made.function
 
     def __repr__(self):
         # how it was made: derivo.grad(besselj, wrt='z'), derivo.tangent(f, wrt=('x', 'y'))
@@ -850,16 +871,17 @@ def resolve_wrt(func, wrt):
 
 
 def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
-              has_aux=False, pullback=False, fixed=None):
+              has_aux=False, pullback=False, fixed=None, keeps_residuals=True):
     """Transform and compile ``func`` (or find it in the cache); ``loops`` is
     (strategy, checkpoints, schedule, backend); for ``has_aux`` and ``pullback``
     see :func:`derivo.reverse.reverse`; ``fixed``: the values of the parameters
-    that say what it calls (see specialise)."""
+    that say what it calls (see specialise); ``keeps_residuals``: see
+    transform.Build."""
     if loops[3] == "numba" and numba_backend.falls_back(func.__qualname__, arrays):
         loops = (*loops[:3], "python")
     fixed = fixed or {}
     options = (kind, names, tuple_wrt, arrays, loops, has_aux, pullback,
-               specialise.key(fixed))
+               specialise.key(fixed), keeps_residuals)
 
     def valid(generated):
         return generated.live.unchanged() and generated.live.matches(fixed)
@@ -887,7 +909,9 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
     def transformed():
         generation = rules.generation
         with recording_reads() as reads:
-            module = Build(arrays, *loops[:3])
+            # numba types a stack per function: a VJP handing one on runs again
+            module = Build(arrays, *loops[:3],
+                           keeps_residuals=keeps_residuals and loops[3] != "numba")
             name = module.add(func, list(names), kind, tuple_wrt, has_aux=has_aux,
                               pullback=pullback, fixed=fixed)
             if loops[3] == "numba":
@@ -911,7 +935,7 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
         entry_code, entry_globals = codegen.compile_with_prologue(
             compiled, entry_source, guard, entry_names["derivo_self"])
         entry_globals.update(holders)
-        return Generated(compiled, source, module.namespace, module.user_sources, module,
+        return Generated(compiled, source, module.namespace, module.called_sources(), module,
                          entry_code, entry_names, entry_globals, live, loops[3])
 
     key = cache.key_of(func, *options)
@@ -979,7 +1003,8 @@ def _derivative(func, wrt, kind, loops=DEFAULT_LOOPS, has_aux=False,
                 "pair; differentiate derivo.grad({}) for the second derivative, or "
                 "derivo.value_and_grad(derivo.grad({}))".format(
                     func.__name__, func.__wrapped__.__name__, func.__wrapped__.__name__))
-        func = _current_code(func)  # derivo reads its generated code like any other function
+        # derivo reads its generated code like any other function
+        func = getattr(func, "__self__", func)._differentiated_again()
     key = (kind, func, wrt, _types(wrt), loops, has_aux, pullback)
     made = cache.derivative(key)
     if made is None:
@@ -1517,7 +1542,7 @@ def _code_for(func, values):
     array code when one of them is an array (its scalar code, run on arrays, would
     not sum what broadcasting spread), else ``func`` itself."""
     if isinstance(func, Derivative) and any(map(_holds_array, values)):
-        return getattr(func, "__self__", func)._for_arrays()
+        return getattr(func, "__self__", func)._differentiated_again(arrays=True)
     return func
 
 

@@ -90,9 +90,12 @@ class Planner:
     sweep, not tangents) given its ``activity`` and
     value ``kinds``.  :meth:`plan_statements` fills ``plans``, {id(assignment or
     argument of a user call): Plan}, and ``calls``, [(call statement, user
-    function, active parameter names)]."""
+    function, active parameter names)].  ``halves(callee)``: whether the VJP of
+    a called user function comes in halves, whose backward half reads the
+    residuals its forward half handed over rather than the call's arguments."""
 
-    def __init__(self, normalized, arrays, loops, activity, kinds, reverse=True):
+    def __init__(self, normalized, arrays, loops, activity, kinds, reverse=True,
+                 halves=None):
         self.normalized = normalized
         self.parsed = normalized.parsed
         self.arrays = arrays
@@ -100,6 +103,7 @@ class Planner:
         self.loops = loops
         self.activity = activity
         self.kinds = kinds
+        self.halves = halves or (lambda callee: False)
         self.plans = {}
         self.calls = []
 
@@ -377,9 +381,18 @@ class Planner:
             # are: the reverse reads those as the code after the loop leaves them
             invariants = value.args[len(value.args) - len(callee.invariants):]
             return set().union(*map(names_of, invariants)) if callee.invariants else set()
+        if self.in_halves(stmt):
+            arguments = list(value.args) + [k.value for k in value.keywords]
+            return set().union(*(self.plans[id(a)].reads for a in arguments
+                                 if id(a) in self.plans))
         if callee is not None:
             return names_of(value)
         return self.plans[id(stmt)].reads
+
+    def in_halves(self, stmt):
+        """Whether ``stmt`` calls a user function whose VJP comes in halves."""
+        callee = form.annotation(getattr(stmt, "value", None), "user_function")
+        return callee is not None and not isinstance(callee, Loop) and self.halves(callee)
 
     def statement_reads_after(self, stmt):
         """Names the reverse of a statement reads as the statement left them."""

@@ -14,7 +14,7 @@ a zero is materialised only where two control paths meet.
 import builtins
 import functools
 
-from . import accumulate, checkpoints, optimize, rules, runtime
+from . import accumulate, checkpoints, optimize, residuals, rules, runtime
 from . import syntax as S
 from .analyze import analyze
 from .errors import UnsupportedSyntax
@@ -47,7 +47,11 @@ class Sweep:
         #                             VJP's caller, or an adjoint that may be one
         self.loop_depth = 0         # reverse loops open around the statement reversed
         self.starts = {}            # id(counted loop) -> name of its counter at entry
-        self.uses_stack = bool(analysis.saving.pushes) or any(
+        # id(call statement) -> the name of its residuals, for each call of a user
+        # function whose VJP comes in halves (see derivo.residuals)
+        self.residuals = {}
+        self.kept_in_loops = self.residuals_kept_in_loops()
+        self.uses_stack = bool(analysis.saving.pushes) or bool(self.kept_in_loops) or any(
             isinstance(callee, Loop) for _, callee, _ in analysis.calls)
         if self.uses_stack:
             self.stack = self.namer.fresh("stack")
@@ -56,6 +60,25 @@ class Sweep:
         self.last_line = None
         self.aux = None             # the auxiliary result a has_aux gradient returns
         self.pullback = False       # a VJP as a generator (see reverse)
+
+    def differentiated_call(self, stmt):
+        """(callee, its differentiated parameters) of a call of a user function
+        the reverse sweep differentiates through, or None."""
+        entry = next((c for c in self.analysis.calls if c[0] is stmt), None)
+        if entry is None or isinstance(entry[1], Loop) or not entry[2] or \
+                not self.call_targets(stmt)[1]:
+            return None
+        return entry[1], tuple(entry[2])
+
+    def keeps_residuals(self, stmt):
+        call = self.differentiated_call(stmt)
+        return call is not None and self.module.splits(call[0])
+
+    def residuals_kept_in_loops(self):
+        """The ids of the calls in loops whose residuals each trip pushes."""
+        return {id(stmt) for loop in S.walk(self.normalized.tree)
+                if isinstance(loop, (S.For, S.While)) for stmt in S.statements(loop.body)
+                if isinstance(stmt, S.Assign) and self.keeps_residuals(stmt)}
 
     def may_be_reset(self, adjoint):
         """Whether the adjoint named ``adjoint`` belongs to a name assigned more
@@ -349,6 +372,8 @@ class Sweep:
         intermediate values of it, in steps that keep them (``t1 = x @ w``)."""
         if isinstance(getattr(getattr(stmt, "value", None), "user_function", None), Loop):
             return [self.primal_checkpointed(stmt)]
+        if isinstance(stmt, S.Assign) and self.keeps_residuals(stmt):
+            return self.primal_forward(stmt)
         plan = self.analysis.plans.get(id(stmt))
         copy = S.deepcopy(stmt)
         copy.effects = getattr(stmt, "opaque", False)
@@ -393,6 +418,21 @@ class Sweep:
                        S.tuple_(S.deepcopy(state)), S.tuple_(S.deepcopy(invariants)),
                        keywords=keywords)
         return S.copy_location(_effect(S.assign(S.deepcopy(stmt.targets[0]), value)), stmt)
+
+    def primal_forward(self, stmt):
+        """``y, f_residuals = f_forward(x)`` for ``y = f(x)``: f's value and what
+        its backward half needs, pushed where a later trip overwrites it."""
+        callee, params = self.differentiated_call(stmt)
+        forward, _ = self.module.vjp_halves(callee, params, self.parsed, stmt.value)
+        kept = self.residuals[id(stmt)] = self.namer.fresh(
+            forward.rpartition("_forward")[0] + "_residuals")
+        call = S.copy_location(S.call(forward, *S.deepcopy(stmt.value.args),
+                                      keywords=S.deepcopy(stmt.value.keywords)), stmt.value)
+        out = [S.copy_location(_effect(S.assign(S.tuple_(
+            [S.deepcopy(stmt.targets[0]), S.store(kept)], store_ctx=True), call)), stmt)]
+        if id(stmt) in self.kept_in_loops:
+            out.append(self.save(kept))
+        return out
 
     def checkpoints(self, helper):
         return self.module.bind(helper, getattr(checkpoints, helper),
@@ -481,6 +521,10 @@ class Sweep:
             elif isinstance(getattr(stmt.value, "user_function", None), Loop):
                 # The loop's tape, pushed as it ran, is above what it overwrote.
                 code = self.reverse_checkpointed(stmt) + self.restore(stmt)
+            elif id(stmt) in self.residuals:
+                # its residuals, pushed after the call, are above what it overwrote
+                code = self.restore_residuals(stmt) + self.restore(stmt) + \
+                    self.reverse_call(stmt)
             elif getattr(stmt.value, "user_function", None) is not None:
                 code = self.restore(stmt) + self.reverse_call(stmt)
             elif _reads_own_target(stmt):
@@ -623,14 +667,26 @@ class Sweep:
         if not active_params:
             self.zero |= set(active)
             return []
-        helper = self.module.vjp_function(callee, tuple(active_params), self.parsed, call)
         results, target = self.result_names(active_params)
-        out = [_effect(S.assign(target, S.call(
-            helper, self.call_seed(stmt, names, active), *S.deepcopy(call.args),
-            keywords=S.deepcopy(call.keywords))))]
+        seed = self.call_seed(stmt, names, active)
+        if id(stmt) in self.residuals:
+            _, backward = self.module.vjp_halves(callee, tuple(active_params), self.parsed,
+                                                 call)
+            vjp = S.call(backward, seed, S.name(self.residuals[id(stmt)]))
+        else:
+            vjp = S.call(self.module.vjp_function(callee, tuple(active_params), self.parsed,
+                                                  call),
+                         seed, *S.deepcopy(call.args), keywords=S.deepcopy(call.keywords))
+        out = [_effect(S.assign(target, vjp))]
         self.zero |= set(active)
         self.backprop_arguments(callee, call, zip(active_params, results), out)
         return out
+
+    def restore_residuals(self, stmt):
+        """``f_residuals = pop()`` for a call in a loop, which pushed them."""
+        if id(stmt) not in self.kept_in_loops:
+            return []
+        return [_effect(S.assign(self.residuals[id(stmt)], S.call(self.pop)))]
 
     def reverse_checkpointed(self, stmt):
         """Pop an outlined loop's tape and run the step's VJP backwards over its
@@ -1121,9 +1177,22 @@ def reverse(normalized, wrt, module, kind, name, tuple_wrt=False, arrays=False,
     kept, when it is sent the cotangent; it returns the gradients.
     """
     aux = _split_results(normalized, kind, has_aux)
-    sweep = Sweep(analyze(normalized, wrt, arrays, loops), module, kind, name, tuple_wrt)
+    sweep = Sweep(analyze(normalized, wrt, arrays, loops, halves=module.splits), module, kind,
+                  name, tuple_wrt)
     sweep.aux, sweep.pullback = aux, pullback
     return sweep.function()
+
+
+def reverse_in_halves(normalized, wrt, module, names, tuple_wrt=False, arrays=False,
+                      loops="stack"):
+    """The VJP of ``normalized`` w.r.t. ``wrt`` as the (forward, backward)
+    FunctionDefs named ``names`` (see :mod:`derivo.residuals`)."""
+    sweep = Sweep(analyze(normalized, wrt, arrays, loops, halves=module.splits), module,
+                  "vjp", names[0], tuple_wrt)
+    sweep.pullback = True
+    stack = (sweep.stack, {sweep.push: "append", sweep.pop: "pop"}) if sweep.uses_stack \
+        else None
+    return residuals.split(sweep.function(), *names, stack)
 
 
 def _split_results(normalized, kind, has_aux):

@@ -208,11 +208,12 @@ class Saving:
         """The abstract objects the reverse of ``stmt`` may read: those of the
         names it reads before the statement runs, and of those it reads as the
         statement left them (a result of it: what it allocates, or of what
-        it reads, which it may be a view of)."""
+        it reads, which it may be a view of).  The residuals of a call whose
+        VJP comes in halves hold its arguments and what it returned."""
         after = self.planner.statement_reads_after(stmt)
         results = after & set(assigned_names(stmt))
         objects = self._read_memory(stmt, self.planner.statement_reads(stmt) | after - results)
-        if results and self.memory is not None:
+        if (results or self.planner.in_halves(stmt)) and self.memory is not None:
             objects |= {("new", id(stmt))} | self._read_memory(stmt, names_of(stmt.value))
         return objects
 

@@ -7,6 +7,7 @@ one VJP function (JVP function, in forward mode) per (called user function,
 differentiated parameters).
 """
 
+import ast
 import builtins
 import contextlib
 import gc
@@ -26,7 +27,7 @@ from .names import Namer, identifier
 from .parse import GENERATED_PREFIX, MISSING, Outlined, parse, too_deep
 from .inline import inline_calls
 from .outline import outline_loops
-from .reverse import reverse
+from .reverse import reverse, reverse_in_halves
 from .analyze import MEMORY_REFUSALS, analyze_memory
 from .ssa import normalize
 from .memory import in_a_library
@@ -91,8 +92,12 @@ def collection_paused():
 class Build:
     """One generated module under construction."""
 
-    def __init__(self, arrays=False, loops="stack", checkpoints=None, schedule="revolve"):
+    def __init__(self, arrays=False, loops="stack", checkpoints=None, schedule="revolve",
+                 keeps_residuals=True):
         self.arrays = arrays          # values may be NumPy arrays (see reverse.reverse)
+        # a called function's VJP in halves that hand over its residuals (see
+        # derivo.residuals), or, without, one that runs its primal sweep again
+        self.keeps_residuals = keeps_residuals
         self.loops = loops            # how reverse mode undoes loops (see analyze, outline)
         self.checkpoints = checkpoints  # states a checkpointed loop keeps (None: default)
         self.schedule = schedule      # ... and how it recomputes the others
@@ -102,27 +107,28 @@ class Build:
         self.origins = {}             # generated name -> (user's file, line of its def)
         self.comments = S.Comments()
         self.names = Namer()
-        self.vjps = {}                # (code object, params) -> generated name
+        self.vjps = {}                # (code object, params) -> generated name, or halves
         self.outlined = set()         # names of outlined functions already emitted
         self.jvps = {}                # the same, for forward mode
         self.in_progress = []         # functions being transformed (to catch recursion)
 
     def add(self, func, wrt, kind, tuple_wrt=False, name=None, call=None, has_aux=False,
-            pullback=False, loops=None, fixed=None):
+            pullback=False, loops=None, fixed=None, halves=None):
         """Transform ``func`` and append its derivative; return the new function's name.
         ``call`` is (the parsed caller, the call) when a caller calls the derivative,
         for the location of an error.  ``has_aux``: ``func`` returns (loss, aux);
         ``pullback``: a VJP as a generator (see :func:`derivo.reverse.reverse`);
         ``loops``: how its loops are reversed, if not as the build's; ``fixed``: the
         values of the parameters that say what a call calls (see
-        :attr:`derivo.parse.Parsed.fixed`)."""
+        :attr:`derivo.parse.Parsed.fixed`); ``halves``: the names of a VJP's
+        forward and backward halves, to make it in those."""
         label = "{} of {}".format(kind, getattr(func, "__qualname__", func))
         LOG.debug("transforming the %s", label)
         started = time.perf_counter()
         with collection_paused():
             try:
                 name = self._add(func, wrt, kind, tuple_wrt, name, call, has_aux, pullback,
-                                 loops or self.loops, fixed or {})
+                                 loops or self.loops, fixed or {}, halves)
             except RecursionError:
                 raise too_deep(func) from None
         elapsed = time.perf_counter() - started
@@ -130,7 +136,8 @@ class Build:
                 "transformed the %s in %.1f s", label, elapsed)
         return name
 
-    def _add(self, func, wrt, kind, tuple_wrt, name, call, has_aux, pullback, loops, fixed):
+    def _add(self, func, wrt, kind, tuple_wrt, name, call, has_aux, pullback, loops, fixed,
+             halves):
         if kind != "jvp" and is_generated(func):
             if has_aux:
                 raise DerivoError("has_aux=True takes a function that returns (loss, aux), "
@@ -141,7 +148,7 @@ class Build:
             return self.add_over_tangents(func, wrt, kind, tuple_wrt, name, call)
         parsed = parse(func)
         parsed.fixed.update(fixed)
-        if kind == "vjp" and call is not None:
+        if kind == "vjp" and call is not None and halves is None:
             refuse_rerun_calls(parsed, parsed.tree.body, _HELPER_RUN_AGAIN.format(
                 func.__name__), _HELPER_INSTEAD.format(func.__name__))
         if kind != "jvp" and not isinstance(func, Outlined):
@@ -161,6 +168,13 @@ class Build:
         try:
             normalized = inline_calls(self.with_array_code(normalize(parsed)),
                                       self.normalize_callee)
+            if halves is not None:
+                self.bind_free_names(parsed, normalized.tree)
+                self.functions += reverse_in_halves(normalized, wrt, self, halves, tuple_wrt,
+                                                    self.arrays, loops)
+                for half in halves:
+                    self.origins[half] = (parsed.filename, parsed.tree.lineno)
+                return halves
             name = name or self.names.fresh("{}_{}".format(parsed.tree.name, KIND_SUFFIX[kind]))
             self.names.taken.add(name)
             self.origins[name] = (parsed.filename, parsed.tree.lineno)
@@ -286,6 +300,20 @@ class Build:
         """The name of the VJP of user function ``callee`` w.r.t. ``params``."""
         return self._helper(callee, params, caller, call, "vjp", self.vjps)
 
+    def splits(self, callee):
+        """Whether the VJP of user function ``callee`` comes in halves: that of
+        code derivo generated is a tangent pass over it (see add_over_tangents)."""
+        return self.keeps_residuals and not is_generated(callee)
+
+    def splits_any(self):
+        """Whether a VJP of the module comes in halves."""
+        return any(isinstance(name, tuple) for name in self.vjps.values())
+
+    def vjp_halves(self, callee, params, caller, call):
+        """The names of the forward and backward halves of the VJP of user
+        function ``callee`` w.r.t. ``params`` (see :mod:`derivo.residuals`)."""
+        return self._helper(callee, params, caller, call, "halves", self.vjps)
+
     def jvp_function(self, callee, params, caller, call):
         """The name of the JVP of user function ``callee`` w.r.t. ``params``."""
         return self._helper(callee, params, caller, call, "jvp", self.jvps)
@@ -315,13 +343,20 @@ class Build:
         return outlined.__name__
 
     def _helper(self, callee, params, caller, call, kind, made):
-        """Transform ``callee`` once per (kind, params) for the functions calling it."""
+        """Transform ``callee`` once per (kind, params) for the functions calling it;
+        kind ``"halves"``: the forward and backward halves of its VJP, a pair of names."""
         key = (getattr(callee, "derivo_key", callee.__code__), params)  # (see callees)
         if key in made:  # (a recursive call too: its derivative calls itself)
             return made[key]
         # a lambda's derivative is named after the name it is called by
         base = callee.__name__ if callee.__name__.isidentifier() else \
             getattr(call.func, "id", identifier(callee.__name__))
+        if kind == "halves":
+            halves = made[key] = tuple(self.names.fresh("{}_{}".format(base, half))
+                                       for half in ("forward", "backward"))
+            self.add(callee, list(params), "vjp", tuple_wrt=len(params) > 1,
+                     call=(caller, call), halves=halves)
+            return halves
         name = made[key] = self.names.fresh("{}_{}".format(base, kind))
         self.add(callee, list(params), kind, tuple_wrt=kind == "vjp" and len(params) > 1,
                  name=name, call=(caller, call))
@@ -380,6 +415,21 @@ class Build:
 
     def source(self):
         return codegen.render(self.functions, self.comments)
+
+    def called_sources(self):
+        """The sources of :attr:`user_sources` that the generated functions read,
+        or that a function read so reads: a function whose VJP comes in halves
+        is called through those only."""
+        loaded = S.loaded_names(self.functions)
+        called, pending = {}, sorted(loaded & set(self.user_sources))
+        while pending:
+            name = pending.pop()
+            if name not in called:
+                called[name] = self.user_sources[name]
+                reads = {n.id for n in ast.walk(ast.parse(called[name]))
+                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                pending += sorted(reads & set(self.user_sources))
+        return called
 
 
 #: When the reverse sweep runs code again (see derivo.fence.refuse_rerun_calls), and
