@@ -276,7 +276,7 @@ class Tape:
         self.iterations = iterations  # None for a while loop
         self.single = len(state) == 1  # the loop's functions take and return a bare value
         # States are copied when kept only if the loop could write into them.
-        self.copies = any(isinstance(v, (np.ndarray, list)) for v in state)
+        self.copies = any(isinstance(v, (np.ndarray, list, dict)) for v in state)
         self.invariants = invariants
         self.slots = slots
         self.unit = unit
