@@ -195,8 +195,17 @@ def calls_a_branching_draw(x):
     return branching_draw(x) * 2.0
 
 
-def test_a_branching_helper_that_draws_is_refused_saying_why():
-    error = refusal(lambda: derivo.grad(calls_a_branching_draw)(1.0))
+def test_a_branching_helper_that_draws_is_differentiated_at_its_draw():
+    # its VJP comes in halves (derivo.residuals): the helper runs once, and draws once
+    np.random.seed(0)
+    gradient = derivo.grad(calls_a_branching_draw)(1.0)
+    np.random.seed(0)
+    assert gradient == 2.0 * np.random.randn()
+
+
+def test_a_branching_helper_that_draws_is_refused_saying_why_where_it_runs_again():
+    # a second derivative differentiates a VJP that runs the helper again
+    error = refusal(lambda: derivo.grad(derivo.grad(calls_a_branching_draw))(1.0))
     assert_refused_at(error, branching_draw, "np.random.randn()")
     message = str(error)
     assert "'np.random.randn()' here: the derivative runs 'branching_draw' again" in message

@@ -123,7 +123,9 @@ RERUN_MODULES = ("math", "cmath", "operator", "numpy")
 RERUN_METHODS = frozenset({
     "append", "extend", "insert", "pop", "index", "count", "get", "setdefault", "update",
     "item", "tolist", "fill", "sort", "reverse", "round", "nonzero", "diagonal", "repeat",
-    "swapaxes", "format", "join", "split", "strip", "startswith", "endswith", "replace"})
+    "swapaxes", "format", "join", "split", "strip", "startswith", "endswith", "replace",
+    # a with block's manager entered and left (its making is a call checked on its own)
+    "__enter__", "__exit__"})
 #: The modules of the generators whose functions and methods draw from hidden state
 #: (np.random.normal is a method of NumPy's global RandomState, random.gauss of
 #: Python's Random): refused even where a rule table lists one
