@@ -15,7 +15,7 @@ LAYERS = [
                 "rules.numpy", "rules.linalg", "rules.fft", "rules.scipy_special",
                 "rules.scipy_stats", "rules.scipy_signal", "rules.scipy", "rules.tangents", "rules.__main__"]),
     ("normal form", ["contexts", "lift", "factories", "parse", "fence", "form", "dataflow",
-                     "memory", "callees", "ssa", "outline", "inline"]),
+                     "memory", "callees", "dispatch", "unzip", "ssa", "outline", "inline"]),
     ("analysis", ["statements", "activity", "indexing", "kinds", "plans", "saving", "writes",
                   "analyze"]),
     ("modes", ["optimize", "accumulate", "forward", "reverse"]),
