@@ -332,6 +332,8 @@ def test_fluidsim_project_writing_its_arguments_is_refused():
         derivo.grad(fluid_objective)(np.ones((3, 3)))
 
 
+# --- gaussian_mixture_model.py: a loop over zip(*) of the tuple a helper returns ---
+
 def gmm_log_likelihood(params, data):
     cluster_lls = []
     for log_proportion, mean, cov_sqrt in zip(*unpack_gmm_params(params)):
@@ -345,11 +347,16 @@ def unpack_gmm_params(params):
     return log_proportions, params["means"], params["lower triangles"]
 
 
-def test_gmm_star_unpacking_of_a_returned_tuple_is_refused():
-    params = {"log proportions": np.zeros(2), "means": np.zeros((2, 2)),
-              "lower triangles": np.zeros((2, 2, 2)) + np.eye(2)}
-    with pytest.raises(derivo.DerivoError, match="unpacking"):
-        derivo.grad(gmm_log_likelihood)(params, np.ones((3, 2)))
+def test_gmm_loop_over_zip_of_a_returned_tuple_unpacked():
+    rng = np.random.default_rng(4)
+    params = {"log proportions": rng.normal(size=3), "means": rng.normal(size=(3, 2)),
+              "lower triangles": rng.normal(size=(3, 2, 2)) * 0.3 + np.eye(2)}
+    data = rng.normal(size=(5, 2))
+    grads = derivo.grad(gmm_log_likelihood)(params, data)
+    assert list(grads) == list(params)
+    for key, value in params.items():
+        assert np.shape(grads[key]) == np.shape(value)
+        directional(lambda v: gmm_log_likelihood({**params, key: v}, data), value, grads[key])
 
 
 # --- mixture_variational_inference.py: random draws in a called function ---

@@ -394,7 +394,6 @@ def net_with_activations(params, x, names):
     return np.sum(x)
 
 
-@pytest.mark.xfail(raises=derivo.DerivoError, strict=True, reason="refused: zip of a differentiated list with nested unpacking has no rule")
 def test_activations_chosen_by_name_from_a_dict_of_lambdas():
     params = [(RNG.normal(size=(3, 4)), RNG.normal(size=4)),
               (RNG.normal(size=(4, 2)), RNG.normal(size=2))]
@@ -434,7 +433,6 @@ def forward_tuples(Ws, bs, x, scale=1.0):
     return x
 
 
-@pytest.mark.xfail(raises=derivo.DerivoError, strict=True, reason="refused: zip(*params) of differentiated values")
 def test_args_and_kwargs_forwarded_and_parameters_unzipped():
     params = init_network_params([2, 3, 3], seed=5)
     assert_gradient(forwarded_loss, params, RNG.normal(size=(4, 2)), 2.0)

@@ -176,9 +176,25 @@ class _VarargsAsNames(S.NodeTransformer):
 
 
 def _read_by_key(tree, kwargs, given):
-    """Make each ``kwargs["c"]`` of ``tree`` the parameter ``given["c"]``; whether
-    ``kwargs`` is still read otherwise (then it is built as a dict)."""
+    """Make each ``kwargs["c"]`` of ``tree`` the parameter ``given["c"]``, and, in a
+    function that never changes ``kwargs`` (no assignment, no method), a call's
+    ``**kwargs`` the keywords ``c=given["c"]``; whether ``kwargs`` is still read
+    otherwise (then it is built as a dict)."""
+    unchanged = kwargs not in S.stored_names(tree.body) and not any(
+        isinstance(n, S.Attribute) and isinstance(n.value, S.Name) and n.value.id == kwargs
+        for n in S.walk(tree.body))
+
     class Keys(S.NodeTransformer):
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            if unchanged:
+                node.keywords = [new for k in node.keywords for new in (
+                    [S.copy_location(S.keyword(arg=key, value=S.name(name)), k)
+                     for key, name in given.items()]
+                    if k.arg is None and isinstance(k.value, S.Name) and k.value.id == kwargs
+                    else [k])]
+            return node
+
         def visit_Subscript(self, node):
             self.generic_visit(node)
             if isinstance(node.value, S.Name) and node.value.id == kwargs and \

@@ -231,19 +231,42 @@ class Indexing:
 def _unpacking(loop, width):
     """The statements ssa made of ``for a, b in ...`` (``width`` names) at the top
     of the loop's body: ``seq2 = item1``, ``a = seq2[0]``, ``b = seq2[1]``, with
-    item1 and seq2 read nowhere else; or None."""
+    item1 and seq2 read nowhere else; or None.  A nested target (``for (w, b), x
+    in ...``) splits an item further, ``seq3 = seq2[0]``, ``w = seq3[0]``...,
+    before the next item: those statements stay in the body."""
     top = 1 if loop.trips else 0
-    unpack = loop.body[top:top + width + 1]
-    if len(unpack) != width + 1 or not all(
-            isinstance(s, S.Assign) and isinstance(s.targets[0], S.Name) for s in unpack):
+    if len(loop.body) <= top or _read_by(loop.body[top]) != (loop.target.id, None):
         return None
-    whole = unpack[0].targets[0].id
-    if not (isinstance(unpack[0].value, S.Name) and unpack[0].value.id == loop.target.id
-            and all(isinstance(s.value, S.Subscript) and isinstance(s.value.value, S.Name)
-                    and s.value.value.id == whole and isinstance(s.value.slice, S.Constant)
-                    and s.value.slice.value == k for k, s in enumerate(unpack[1:]))):
+    whole = loop.body[top].targets[0].id
+    unpack, nested = [loop.body[top]], set()
+    for stmt in loop.body[top + 1:]:
+        if len(unpack) == width + 1:
+            break
+        read = _read_by(stmt)
+        if read == (whole, len(unpack) - 1):
+            unpack.append(stmt)
+        elif read is not None and read[1] is not None and \
+                read[0] in nested | {s.targets[0].id for s in unpack[1:]}:
+            nested.add(stmt.targets[0].id)
+        else:
+            return None
+    if len(unpack) != width + 1:
         return None
     reads = collections.Counter(n.id for n in S.walk(loop) if isinstance(n, S.Name))
     if reads[loop.target.id] != 2 or reads[whole] != width + 1:
         return None
     return unpack
+
+
+def _read_by(stmt):
+    """(name, index) of ``t = name[index]`` (a constant index), (name, None) of
+    ``t = name``, None of any other statement."""
+    if not (isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)):
+        return None
+    value = stmt.value
+    if isinstance(value, S.Name):
+        return value.id, None
+    if isinstance(value, S.Subscript) and isinstance(value.value, S.Name) and \
+            isinstance(value.slice, S.Constant):
+        return value.value.id, value.slice.value
+    return None

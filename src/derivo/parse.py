@@ -718,8 +718,10 @@ def _indent_width(text):
 
 
 #: What a lambda's lines may stand inside (an argument list, a dict display): the
-#: source of a lambda is the whole lines holding it, which may not parse alone
-_SURROUNDINGS = (("(\n", "\n)"), ("{\n", "\n}"), ("f(\n", "\n)"))
+#: source of a lambda is the whole lines holding it, which may not parse alone, and
+#: its last line may close the display (``"softplus": lambda x: ...}``)
+_SURROUNDINGS = (("(\n", "\n)"), ("{\n", "\n}"), ("f(\n", "\n)"), ("[\n", "\n]"),
+                 ("(\n", ""), ("{\n", ""), ("f(\n", ""), ("[\n", ""))
 
 
 def _parsed_module(source):

@@ -56,9 +56,11 @@ from . import form, rules
 from . import syntax as S
 from .errors import UnsupportedSyntax
 from .callees import direct_call
+from .dispatch import branch_on_keys
 from .fence import check_supported
 from .memory import in_a_library, is_new_array, read_helpers_with
 from .names import Namer, names_in
+from .unzip import unzip_assignments, unzip_loops
 
 JUMPS = (S.Break, S.Continue, S.gast.Raise, S.Return)
 
@@ -83,9 +85,12 @@ def normalize(parsed):
     tree = S.deepcopy(parsed.tree)
     namer = Namer(names_in(tree) | set(parsed.globals) | set(parsed.closure))
     built = set()
+    branch_on_keys(tree.body, namer, parsed)
+    unzip_assignments(tree.body, namer, parsed)
     # (the pass looks for them statement by statement, field by field)
     if any(isinstance(n, _COMPREHENSIONS) for n in S.walk(tree.body)):
         _lower_comprehensions(tree.body, namer, built, parsed)
+    unzip_loops(tree.body, namer, parsed)
     check_supported(parsed, tree)
     _ReturnLowering(parsed, namer).run(tree)
     *body, final = tree.body
