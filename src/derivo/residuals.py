@@ -95,10 +95,9 @@ def _kept_always(block):
 
 def _read_before_assigned(block, assigned=None, found=None):
     """The names ``block`` may read before it assigns them: what it needs from
-    the code run before it.  A statement's
-    reads come before its stores (``x = x + 1``, ``bx += g`` read x, bx); a
-    loop's or a branch's stores leave the names unassigned after it (it may
-    run no trip, or the other arm)."""
+    the code run before it.  A statement's reads come before its stores
+    (``x = x + 1``, ``bx += g`` read x, bx); a loop's or a branch's stores leave
+    the names unassigned after it (it may run no trip, or the other arm)."""
     assigned = set() if assigned is None else assigned
     found = [] if found is None else found
     for stmt in block:
