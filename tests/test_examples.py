@@ -152,19 +152,19 @@ def test_bayesian_optimization_acquisition_gradient_matches_differences():
 
 
 def test_mlp_activations_gradient_has_the_structure_and_values_of_its_parameters():
-    from examples.mlp_activations import init_params, loss, loss_grad
+    from examples.mlp_activations import activations_loss_grad, init_params, loss
     rng = np.random.default_rng(3)
     x, y = rng.normal(size=(20, 2)), rng.normal(size=20)
     names = ("tanh", "relu", "softplus", "linear")
     params = init_params([2, 5, 4, 3, 1], seed=2)
-    grads = loss_grad(params, names, x, y)
-    assert [type(g) for g in grads] == [tuple] * len(params)
+    grads = activations_loss_grad(params, names, x, y)
+    assert [type(g) for g in grads] == [list] * len(params)
     h = 1e-6
     for layer, part, index in [(0, 0, (1, 2)), (1, 1, (3,)), (2, 0, (0, 1)), (3, 1, (0,))]:
         def moved(step):
             changed = [list(p) for p in params]
             changed[layer][part] = changed[layer][part].copy()
             changed[layer][part][index] += step
-            return loss([tuple(p) for p in changed], names, x, y)
+            return loss(changed, names, x, y)
         expected = (moved(h) - moved(-h)) / (2 * h)
         assert grads[layer][part][index] == pytest.approx(expected, rel=1e-5, abs=1e-8)

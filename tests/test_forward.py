@@ -733,7 +733,13 @@ def joined_twice(x, y):
     return both[0] + both[1] * both[2] + both[3] ** 2
 
 
-@pytest.mark.parametrize("f", [grown_by_a_join, tuple_joined, joined_twice])
+def joined_to_a_display_of_pairs(x, y):
+    items = [x] + [(1.0, y)]
+    return items[0] * items[1][1]
+
+
+@pytest.mark.parametrize("f", [grown_by_a_join, tuple_joined, joined_twice,
+                               joined_to_a_display_of_pairs])
 @pytest.mark.parametrize("wrt", [0, 1])
 def test_the_tangent_of_a_join_of_built_sequences_keeps_each_items_place(f, wrt):
     # a symbolic zero on one side is written out as zeros of that side's length

@@ -95,6 +95,9 @@ EXAMPLE_ARGUMENTS = {
                       *importlib.import_module("examples.temperature").overconfident_problem(20)),
     "predator_prey_grad_stack": (1.1, 0.4, 0.1, 0.4, 300),
     "loss_grad": importlib.import_module("examples.mlp").problem(3, 4, 2, batch=5),
+    "activations_loss_grad": (importlib.import_module("examples.mlp_activations")
+                              .init_params([1, 3, 1]), ("tanh", "linear"),
+                              np.array([[0.5], [-1.0]]), np.array([0.2, 0.3])),
     "logistic_grad": importlib.import_module("examples.logistic").binary_problem(n=6, d=3),
     "softmax_grad": importlib.import_module("examples.logistic").multiclass_problem(n=6, d=3, k=4),
     "length_grad": (importlib.import_module("examples.path").zigzag(5),),

@@ -511,9 +511,8 @@ class ExpressionTangent:
         for index, operand in enumerate(operands):
             if tangents[index] is not None:
                 continue
-            if isinstance(operand, (S.List, S.Tuple)):  # a display: as many zeros
-                tangents[index] = type(operand)(elts=[S.const(0.0) for _ in operand.elts],
-                                                ctx=S.Load())
+            if isinstance(operand, (S.List, S.Tuple)):  # a display: zeros of its items
+                tangents[index] = self.zero_shaped(operand)
                 continue
             tuple_ = isinstance(operand, S.Name) and operand.id in self.sweep.analysis.tuples
             zero = (S.tuple_ if tuple_ else S.list_)([S.const(0.0)])
