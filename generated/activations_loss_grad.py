@@ -6,6 +6,7 @@ import numpy as np
 def predict_forward(params, names, x):
     stack = []
     push = stack.append
+    t2 = None
     t3 = None
     W = None
     b = None
@@ -57,11 +58,11 @@ def predict_forward(params, names, x):
         push(x)
         x = called
     result = x
-    return result, (stack, params, names, W, b, called, cond1, cond2, cond3, cond4, t1, t4, t3)
+    return result, (stack, params, names, W, b, called, cond1, cond2, cond3, cond4, t1, t4, t2, t3)
 
 
 def predict_backward(bresult, residuals):
-    stack, params, names, W, b, called, cond1, cond2, cond3, cond4, t1, t4, t3 = residuals
+    stack, params, names, W, b, called, cond1, cond2, cond3, cond4, t1, t4, t2, t3 = residuals
     pop = stack.pop
     # line 32: return x
     bx = bresult
@@ -84,6 +85,7 @@ def predict_backward(bresult, residuals):
             if cond3:
                 bt1 = bcalled * (t1 >= 0.0)
                 called = pop()
+                bt1 = zero_as(bt1, t1)
                 bx = matmul_vjp_left(bt1, x, W)
                 bW = matmul_vjp_right(bt1, x, W)
                 bb = unbroadcast(bt1, b)
@@ -95,6 +97,7 @@ def predict_backward(bresult, residuals):
                     bt2 *= t4
                     called = pop()
                     t4 = pop()
+                    bt2 = zero_as(bt2, t2)
                     bx = matmul_vjp_left(bt2, x, W)
                     bW = matmul_vjp_right(bt2, x, W)
                     bb = unbroadcast(bt2, b)

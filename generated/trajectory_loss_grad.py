@@ -52,6 +52,7 @@ def odeint_backward(bstates, residuals):
         y = pop()
         bt1 = unbroadcast(by * (ts[i + 1] - ts[i]), t1)
         by = unbroadcast(by, y)
+        bt1 = zero_as(bt1, t1)
         bt4 = matmul_vjp_left(bt1, t4, hidden)
         bparams = add_at_in_place(bparams, bt4, params, 'W2')
         bhidden = matmul_vjp_right(bt1, t4, hidden)
@@ -60,6 +61,7 @@ def odeint_backward(bstates, residuals):
         t1 = pop()
         t5 = pop()
         t4 = pop()
+        bhidden = zero_as(bhidden, hidden)
         bt7 = bhidden * (1 - hidden * hidden)
         bt2 = matmul_vjp_left(bt7, t2, y)
         bparams = add_at_in_place(bparams, bt2, params, 'W1')
@@ -459,6 +461,15 @@ def shaped_like(adjoint, like):
             raise
         return [shaped_like(a, item) for a, item in zip(adjoint, like)]
     return np.broadcast_to(adjoint, _shape(like)).copy()
+
+
+def zero_as(adjoint, like):
+    """``adjoint``, or zeros shaped like the array ``like`` where it is the 0.0
+    standing for a zero adjoint."""
+    if type(like) is np.ndarray and not isinstance(adjoint, (np.ndarray, list)) and \
+            adjoint == 0:
+        return np.zeros(like.shape)
+    return adjoint
 
 
 def zeros_for(like):

@@ -1060,3 +1060,29 @@ def test_lists_of_lists_of_arrays_get_the_array_code_too():
     got = derivo.grad(nested_weighted)(0.7, vs)
     expected = (nested_weighted(0.7 + H, vs) - nested_weighted(0.7 - H, vs)) / (2 * H)
     assert got == pytest.approx(expected, rel=1e-6)
+
+
+def _returns_before_it_reads_M(x, M, c):
+    s = 0.0
+    Z = M * 0.5
+    for i in range(3):
+        s = s + x[i] * c
+        if s > 0.2:
+            return s
+    return s + np.sum(Z)
+
+
+@pytest.mark.parametrize("x", [[0.5, 0.9, 0.3], [0.1, 0.05, 0.02]])
+def test_a_gradient_has_its_arguments_shape_when_a_return_skips_it(x):
+    x, M = np.array(x), np.ones((2, 3))
+    gx, gM, gc = derivo.grad(_returns_before_it_reads_M, wrt=(0, 1, 2))(x, M, 0.6)
+    assert isinstance(gM, np.ndarray) and gM.shape == M.shape
+    eps = 1e-6
+    for i in np.ndindex(M.shape):
+        up, down = M.copy(), M.copy()
+        up[i] += eps
+        down[i] -= eps
+        fd = (_returns_before_it_reads_M(x, up, 0.6) - _returns_before_it_reads_M(x, down, 0.6)) / (2 * eps)
+        assert gM[i] == pytest.approx(fd, abs=1e-6)
+    _, vjp_fn = derivo.vjp(_returns_before_it_reads_M, x, M, 0.6)
+    assert vjp_fn(1.0)[1].shape == M.shape

@@ -298,8 +298,9 @@ class Sweep:
 
     def gradient(self, ident):
         if ident in self.analysis.active and ident not in self.zero:
-            if self.arrays and ident in self.materialized:
-                # Only a zero reached it on some path (a loop that never ran).
+            if self.arrays and self.may_be_scalar_zero(ident):
+                # Only a zero reached it on some path (a loop that never ran, a return
+                # taken before its use).
                 return S.call(self.runtime("shaped_like"), S.name(self.adjoint(ident)),
                               S.name(ident))
             return S.name(self.adjoint(ident))
@@ -1066,9 +1067,25 @@ class ExpressionAdjoint:
             adjoint = adjoint.args[0]
         if isinstance(adjoint, S.Subscript):
             return True
+        if isinstance(adjoint, S.BinOp):  # bz * w: a 0.0 adjoint times a number is a 0.0
+            return any(self._reads_an_adjoint(side) and self.may_pass_a_scalar_zero(side)
+                       for side in (adjoint.left, adjoint.right))
         of = self.sweep.adjoint_of
         return isinstance(adjoint, S.Name) and adjoint.id in of and \
             self.sweep.may_be_scalar_zero(of[adjoint.id])
+
+    def _reads_an_adjoint(self, expression):
+        """Whether ``expression`` is an adjoint, an item of one or a helper's result on one."""
+        while isinstance(expression, (S.Call, S.Subscript, S.BinOp)):
+            if isinstance(expression, S.BinOp):
+                return any(map(self._reads_an_adjoint, (expression.left, expression.right)))
+            if isinstance(expression, S.Call):
+                if not expression.args:
+                    return False
+                expression = expression.args[0]
+            else:
+                expression = expression.value
+        return isinstance(expression, S.Name) and expression.id in self.sweep.adjoint_of
 
     def _calls(self, expression, helper):
         return isinstance(expression, S.Call) and isinstance(expression.func, S.Name) and \
