@@ -168,6 +168,26 @@ def written_after_a_loop_that_reads_a_view(x):
     return s
 
 
+def written_in_a_loop_at_an_index_each_trip_computes(x):
+    A = np.outer(np.arange(1.0, 4.0), np.ones(4))
+    s = 0.0
+    for row in A:
+        s = s + np.sum(row * x * x)
+        A[np.unravel_index(np.argmax(A), A.shape)] = 0.5
+    return s + np.sum(A)
+
+
+def written_in_a_loop_at_a_counter(x):
+    A = np.ones((2, 4))
+    s = 0.0
+    k = 0
+    for i in range(3):
+        s = s + np.sum(x * A[0] * x)
+        k = 3 - i
+        A[0, k] = A[0, k] * 3.0
+    return s
+
+
 WRITTEN_UNDER_WHAT_THE_DERIVATIVE_READS = [
     written_under_a_view_read_later, written_under_a_view_never_read_again,
     written_under_a_row_the_derivative_reads, written_under_a_column_the_derivative_reads,
@@ -175,16 +195,22 @@ WRITTEN_UNDER_WHAT_THE_DERIVATIVE_READS = [
     written_under_a_reshape_the_derivative_reads, written_under_an_item_the_derivative_reads,
     written_under_a_view_rebound_before_the_write, written_under_a_view_held_in_a_list,
     written_in_a_loop_after_the_row_is_read, written_in_a_loop_before_the_row_is_read,
-    written_in_a_loop_under_a_row_read_before_it, written_after_a_loop_that_reads_a_view]
+    written_in_a_loop_under_a_row_read_before_it, written_after_a_loop_that_reads_a_view,
+    written_in_a_loop_at_an_index_each_trip_computes, written_in_a_loop_at_a_counter]
 
 
 @pytest.mark.parametrize("loops", ["stack", "checkpoint"])
 @pytest.mark.parametrize("f", WRITTEN_UNDER_WHAT_THE_DERIVATIVE_READS)
 def test_a_write_under_memory_the_derivative_reads_saves_the_part_written(f, loops):
     # the reverse sweep gives the written part back in place, so every view of
-    # that memory holds the value its adjoint reads
-    np.testing.assert_allclose(derivo.grad(f, loops=loops)(X.copy()),
-                               central_differences(f, X), rtol=1e-6, atol=1e-8)
+    # that memory holds the value its adjoint reads; a checkpointed loop cannot
+    # iterate over what its trips change (they run again from a checkpoint)
+    try:
+        gradient = derivo.grad(f, loops=loops)(X.copy())
+    except DerivoError as error:
+        assert loops == "checkpoint" and "which its body changes" in str(error)
+        return
+    np.testing.assert_allclose(gradient, central_differences(f, X), rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("f", WRITTEN_UNDER_WHAT_THE_DERIVATIVE_READS)

@@ -145,6 +145,7 @@ def _outline(parsed, tree, loop, slots, schedule, names):
                      "range(len(...)) and index".format(parsed.words(loop.iter)))
     target = [loop.target.id] if isinstance(loop, S.For) else []
     header = [loop.test] if isinstance(loop, S.While) else []
+    header_items = [loop.iter] if isinstance(loop, S.For) else []
     read_after = dataflow.live_after(tree.body, loop, _reads, _writes)
     for ident in target:
         if ident in read_after:
@@ -157,6 +158,12 @@ def _outline(parsed, tree, loop, slots, schedule, names):
     state = [n for n in assigned if n in exposed or n in read_after]
     if not state:
         return None
+    changed_items = [n for n in _loads(header_items) if n in state]
+    if changed_items:
+        # the trips run again from a checkpoint read the items as the last trip left them
+        raise _error(parsed, loop.iter, "iterates over {!r}, which its body changes; loop "
+                     "over range(len({})) and index it".format(parsed.words(loop.iter),
+                                                               changed_items[0]))
     params = frozenset(a.id for a in tree.args.args + tree.args.kwonlyargs)
     defined = dataflow.state_before(_Defined(), tree.body, loop, params) or frozenset()
     for ident in state:
@@ -174,7 +181,7 @@ def _outline(parsed, tree, loop, slots, schedule, names):
         names.fresh(parsed.tree.name + "_trips"), loop, state, invariants, parsed.local_names),
         loop))
     callee = Loop(parsed, loop, step, runner, state, invariants, slots, schedule)
-    iterations = [S.deepcopy(loop.iter)] if isinstance(loop, S.For) else []
+    iterations = [S.deepcopy(node) for node in header_items]
     call = S.call(base + "_loop", *iterations, *[S.name(n) for n in state + invariants])
     call.user_function = callee
     call.returns = list(range(len(iterations), len(iterations) + len(state)))

@@ -246,9 +246,10 @@ class Saving:
         if undo is not None:
             read.add(undo[0])  # the undo starts from the value this left
         elif saved and is_item_write(stmt):
-            # x[i] = pop() writes into the array this wrote into: a later
-            # x = e must save x, or the reverse writes into e's array
+            # x[i] = pop() writes into the array this wrote into, at the index
+            # this wrote at: a later x = e or i = e must save x or i
             read.add(stmt.targets[0].value.id)
+            read |= names_of(stmt.targets[0].slice)
         assigned |= set(names)
 
 
