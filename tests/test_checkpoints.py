@@ -1,7 +1,9 @@
 """The checkpointing schedules: their cost against Eq. 8.3 of the AD chapter,
 computed here independently, and the tape run by hand-written steps."""
 
+import dataclasses
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -214,3 +216,86 @@ def test_kept_arrays_are_copies():
 def test_a_tape_needs_a_slot():
     with pytest.raises(ValueError, match="at least one slot"):
         Tape(trips, range(3), (1.0, 0.5), (2.0,), 0, checkpoints.optimal_split)
+
+
+# --- what every loop strategy refuses or gets right ----------------------------------
+
+def closures_kept_by_a_loop(x, y):
+    fns = []
+    for i in range(2):
+        fns.append(lambda z: z * x)
+    return fns[0](0.5) + y
+
+
+def closures_of_the_loop_variable(x, y):
+    fns = []
+    for k in (x, y):
+        fns.append(lambda z: z * k)
+    return fns[0](0.5)
+
+
+def local_functions_kept_by_a_loop(x, y):
+    fns = []
+    for i in range(2):
+        def scaled(z):
+            return z * x
+        fns.append(scaled)
+    return fns[0](0.5) + y
+
+
+@pytest.mark.parametrize("loops", ["stack", "checkpoint", "reversible"])
+@pytest.mark.parametrize("f", [closures_kept_by_a_loop, closures_of_the_loop_variable,
+                               local_functions_kept_by_a_loop])
+def test_functions_a_loop_keeps_are_refused_by_every_strategy(f, loops):
+    # a checkpointed loop is checked as the function it came from: the stack
+    # strategy's refusals of what its body does hold for every strategy
+    with pytest.raises(derivo.DerivoError, match="does not follow a function holding"):
+        derivo.value_and_grad(f, wrt=(0, 1), loops=loops)(0.7, -0.4)
+
+
+class Weights(NamedTuple):
+    w: float
+    v: list
+
+
+@dataclasses.dataclass
+class Scales:
+    a: float
+    b: list
+
+
+def cosines_of_a_record(P, y):
+    s = 0.0
+    for rep in range(3):
+        s += math.cos(y * P.w) + P.v[1] * y
+    return s
+
+
+def cosines_of_a_dataclass(P, y):
+    s = 0.0
+    for rep in range(3):
+        s += math.cos(y * P.a) * P.b[0]
+    return s
+
+
+def _with_first_field(P, value):
+    return dataclasses.replace(P, a=value) if dataclasses.is_dataclass(P) else \
+        P._replace(w=value)
+
+
+def _fields(P):
+    return dataclasses.astuple(P) if dataclasses.is_dataclass(P) else tuple(P)
+
+
+@pytest.mark.parametrize("checkpoints", [1, 2])
+@pytest.mark.parametrize("f, P", [(cosines_of_a_record, Weights(0.8, [0.4, 0.5])),
+                                  (cosines_of_a_dataclass, Scales(0.8, [0.4, 0.5]))])
+def test_a_checkpointed_loop_sums_the_adjoint_of_a_record_holding_a_list(f, P, checkpoints):
+    stack = derivo.grad(f, wrt=(0, 1))(P, 0.3)
+    gP, gy = derivo.grad(f, wrt=(0, 1), loops="checkpoint", checkpoints=checkpoints)(P, 0.3)
+    assert gy == pytest.approx(numeric_grad(f, (P, 0.3), wrt=1))
+    assert type(gP) is type(stack[0])
+    first, items = _fields(gP)
+    assert first == pytest.approx(numeric_grad(lambda w: f(_with_first_field(P, w), 0.3),
+                                               (_fields(P)[0],)))
+    assert list(items) == pytest.approx(list(_fields(stack[0])[1]))

@@ -318,12 +318,12 @@ def _merged_paths(*each):
 MEMORY_REFUSALS = ("aliased write", "aliased update", "write into a loop item", "change in place")
 
 #: Every mode
-_ALL = ("reverse", "forward", "memory")
+_ALL = ("reverse", "forward", "refusals")
 #: The phases in the order they run, each with the modes that run it: "reverse"
 #: all of them; "forward" no saving (nothing is saved) and no refusal of what
 #: only a reverse sweep gets wrong (+ of lists, whose tangents forward mode
-#: joins); "memory" the refusals of in-place changes alone (see
-#: ``transform.refuse_memory_faults``).
+#: joins); "refusals" what refuses a function read whole, before its loops are
+#: checkpointed (see ``transform.Build.refuse_as_written``).
 PHASES = (
     (Analysis.compute_activity, _ALL),
     (Analysis.compute_kinds, _ALL),
@@ -354,6 +354,6 @@ def analyze(normalized, wrt, arrays=False, loops="stack", mode="reverse", halves
     return analysis
 
 
-def analyze_memory(normalized, wrt, arrays=False):
-    """Run the analyses that refuse in-place changes of shared memory, alone."""
-    analyze(normalized, wrt, arrays, mode="memory")
+def refuse_whole(normalized, wrt, arrays=False):
+    """Run the analyses that refuse what derivo cannot differentiate, alone."""
+    analyze(normalized, wrt, arrays, mode="refusals")

@@ -39,7 +39,6 @@ so at most ``slots`` kept states (and the state before the last trip) are in
 memory at any time, whatever the trip count.
 """
 
-import operator
 import sys
 from math import comb
 from typing import Any, Iterable, Optional
@@ -342,9 +341,6 @@ class Tape:
         """
         self.vjp = vjp
         self.totals = [zero_gradient(self.invariants[i]) for i in invariants]
-        # numbers and arrays add with +; containers' adjoints (a list's, a dict's) item by item
-        self.add = operator.add if all(isinstance(total, (float, np.ndarray))
-                                       for total in self.totals) else add_adjoints
         self.seeds = (seeds,) if self.single else seeds
         if self.steps:
             units = -(-self.steps // self.unit)
@@ -448,5 +444,5 @@ class Tape:
         """The seeds and the invariants' summed adjoints after a call of the VJP."""
         count = len(self.seeds)
         self.seeds = result[:count]
-        if self.totals:  # a list's adjoints add item by item
-            self.totals = list(map(self.add, self.totals, result[count:]))
+        if self.totals:  # a container's adjoints (a list's, a record's) add item by item
+            self.totals = list(map(add_adjoints, self.totals, result[count:]))

@@ -28,7 +28,7 @@ from .parse import GENERATED_PREFIX, MISSING, Outlined, parse, too_deep
 from .inline import inline_calls
 from .outline import outline_loops
 from .reverse import reverse, reverse_in_halves
-from .analyze import MEMORY_REFUSALS, analyze_memory
+from .analyze import refuse_whole
 from .ssa import normalize
 from .memory import in_a_library
 
@@ -157,7 +157,7 @@ class Build:
                                    self.names)
             parsed.fixed.update(fixed)
             if parsed is not whole:
-                self.refuse_memory_faults(whole, wrt)
+                self.refuse_as_written(whole, wrt)
         if func in self.in_progress and call is None:  # (a call's: see _helper)
             raise UnsupportedSyntax(
                 "cannot differentiate recursive function {!r}: derivo transforms each "
@@ -188,19 +188,15 @@ class Build:
         finally:
             self.in_progress.pop()
 
-    def refuse_memory_faults(self, parsed, wrt):
-        """Raise the refusals of in-place changes that the function, read whole,
-        gets from the stack strategy: the ownership check runs on the function as
-        the user wrote it, before loops are outlined into step functions that take
-        each name as an argument of their own, so every strategy refuses alike."""
-        try:
-            normalized = inline_calls(self.with_array_code(normalize(parsed)),
-                                      self.normalize_callee)
-            analyze_memory(normalized, wrt, self.arrays)
-        except DerivoError as error:
-            if getattr(error, "construct", None) in MEMORY_REFUSALS:
-                raise
-            # any other refusal is the outlined function's to make, or not
+    def refuse_as_written(self, parsed, wrt):
+        """Raise the refusals the function, read whole, gets from the stack
+        strategy: outlining moves a loop into step functions that take each name
+        as an argument of their own, which hides what the loop shares with the
+        code around it (an array written through another name, a function kept
+        in a list and called after the loop) and makes nothing differentiable
+        that was not, so every strategy refuses alike."""
+        refuse_whole(inline_calls(self.with_array_code(normalize(parsed)),
+                                  self.normalize_callee), wrt, self.arrays)
 
     def add_over_tangents(self, func, wrt, kind, tuple_wrt, name, call=None):
         """The gradient (or VJP) of code derivo generated, by forward mode over it:
