@@ -620,6 +620,8 @@ def einsum_vjp_operands_vjp(g, adjoint, subscripts, operands, index):
 def einsum_vjp_operands_jvp(t, adjoint, subscripts, operands, index):
     """The tangent of ``einsum_vjp(adjoint, subscripts, operands, index)`` along
     ``t``, the operands' tangents: a sum over the operands other than index."""
+    # (the tangent of an operand nothing differentiated reaches is a 0.0)
+    t = [np.broadcast_to(tangent, np.shape(operand)) for tangent, operand in zip(t, operands)]
     shares = [einsum_vjp(adjoint, subscripts, operands[:j] + [t[j]] + operands[j + 1:], index)
               for j in range(len(operands)) if j != index]
     return sum(shares[1:], shares[0]) if shares else np.zeros(np.shape(operands[index]))

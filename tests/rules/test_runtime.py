@@ -741,3 +741,15 @@ def test_generated_code_compiles_without_warnings(tmp_path):
         derivo.vjp(module.probe, *arguments)[1](np.ones((3, 4, 2)))
         derivo.hessian(transposed)(np.linspace(0.5, 1.5, 12))
     assert not [str(w.message) for w in caught]
+
+
+def test_the_tangent_of_an_einsum_adjoint_takes_a_zero_for_an_operand_nothing_reaches():
+    # forward mode gives an operand nothing differentiated reaches the tangent 0.0
+    rng = np.random.default_rng(3)
+    A, x, adjoint, dx = rng.normal(size=(3, 4)), rng.normal(size=3), rng.normal(size=4), \
+        rng.normal(size=3)
+    with_zero = runtime.einsum_vjp_operands_jvp([0.0, dx], adjoint, "ij,i->j", [A, x], 0)
+    with_zeros = runtime.einsum_vjp_operands_jvp([np.zeros((3, 4)), dx], adjoint, "ij,i->j",
+                                                 [A, x], 0)
+    np.testing.assert_allclose(with_zero, with_zeros)
+    np.testing.assert_allclose(with_zero, np.outer(dx, adjoint))
