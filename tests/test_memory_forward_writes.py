@@ -63,3 +63,26 @@ def test_a_write_both_tangents_see_is_differentiated_in_forward_mode():
     value, tangent = derivo.jvp(f, (a.copy(), 1.3), (None, 1.0))
     assert_close(value, f(a.copy(), 1.3))
     assert_close(tangent, central(f, a, 1.3), rtol=1e-5)
+
+
+def written_twice_with_the_same_arithmetic(x):
+    y = x * 1.0
+    y[::-1] = y * 2.0
+    y[::-1] = y * 2.0
+    return np.sum(y * np.arange(4.0))
+
+
+@pytest.mark.parametrize("mode", ["jvp", "grad"])
+def test_the_same_arithmetic_after_a_write_is_computed_again(mode):
+    # y * 2.0 reads y after the first write changed it: not the first y * 2.0
+    x = np.array([0.4537, -0.8121, 0.9473, 0.2089])
+    expected = written_twice_with_the_same_arithmetic(x.copy())
+    if mode == "jvp":
+        value, tangent = derivo.jvp(written_twice_with_the_same_arithmetic, (x.copy(),),
+                                    (np.ones(4),))
+        assert value == pytest.approx(expected)
+        assert tangent == pytest.approx(4.0 * np.sum(np.arange(4.0)))
+    else:
+        value, gradient = derivo.value_and_grad(written_twice_with_the_same_arithmetic)(x.copy())
+        assert value == pytest.approx(expected)
+        np.testing.assert_allclose(gradient, 4.0 * np.arange(4.0))

@@ -431,19 +431,21 @@ def _drop_recomputations(function, uses):
 
     a and b then name one object, which is only safe when neither could be
     changed in place: arithmetic alone (a list display would be a new list), and
-    neither name written into, given to a call, or asked for a method.
+    neither name written into, given to a call, or asked for a method; nor may
+    any name the arithmetic reads be, or e would not compute the same value.
     """
     stores = uses.stores
     exposed = _exposed_to_changes(function)
 
     def unchanging(name):  # one value wherever it is read after its assignment
-        return stores.get(name) == 1  # (a parameter's one assignment: the call's)
+        # (a parameter's one assignment: the call's)
+        return stores.get(name) == 1 and name not in exposed
 
     computed, renames, body, dropped = {}, {}, [], []
     for stmt in function.body:
         target = S.single_target(stmt)
         reads = _arithmetic_reads(stmt.value) if target and unchanging(target) and \
-            target not in exposed and not getattr(stmt, "effects", False) else None
+            not getattr(stmt, "effects", False) else None
         if reads is not None and all(map(unchanging, reads)):
             key = S.shape(stmt.value)
             if key in computed:
