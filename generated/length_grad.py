@@ -49,7 +49,7 @@ def path_length_grad(points):
     bpoints = getitem_vjp(bseq1, points, slice(1, None, None))
     # line 23: previous = points[0]
     bpoints = add_at_in_place(bpoints, bprevious, points, 0)
-    return shaped_like(bpoints, points)
+    return bpoints
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it
 # runs without derivo installed
@@ -179,22 +179,6 @@ def kind_of(value):
     array of any library."""
     dtype = getattr(value, "dtype", None)
     return (dtype if dtype is not None else np.asarray(value).dtype).kind
-
-
-def shaped_like(adjoint, like):
-    """A gradient in the shape of its argument (a loop that never ran leaves 0.0)."""
-    try:
-        if _shape(adjoint) == _shape(like):
-            return adjoint
-    except ValueError:  # a ragged list: of arrays, or of arrays and zeros
-        if type(adjoint) is np.ndarray and adjoint.dtype == object:
-            adjoint = list(adjoint)  # the tangent of its adjoints (see addable)
-        elif not isinstance(adjoint, (list, tuple)):
-            adjoint = [adjoint] * len(like)
-        if len(adjoint) != len(like):
-            raise
-        return [shaped_like(a, item) for a, item in zip(adjoint, like)]
-    return np.broadcast_to(adjoint, _shape(like)).copy()
 
 
 def zeros_for(like):

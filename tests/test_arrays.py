@@ -1086,3 +1086,27 @@ def test_a_gradient_has_its_arguments_shape_when_a_return_skips_it(x):
         assert gM[i] == pytest.approx(fd, abs=1e-6)
     _, vjp_fn = derivo.vjp(_returns_before_it_reads_M, x, M, 0.6)
     assert vjp_fn(1.0)[1].shape == M.shape
+
+
+def _appends_in_a_checkpointed_branch(x, c):
+    s = 0.0
+    y = x * 1.0
+    if np.sum(y) > c:
+        rows = []
+        for i in range(3):
+            rows.append(y * c ** i)
+            y = np.tanh(y + x)
+        s = s + np.sum(np.vstack(rows) ** 2)
+    return s + np.sum(y * y)
+
+
+@pytest.mark.parametrize("loops", ["stack", "checkpoint"])
+def test_a_list_a_loop_appends_to_keeps_its_gradient_the_loop_length(loops):
+    x, c = np.array([0.45, -0.81, 0.95, 0.21]), 0.2
+    gx, gc = derivo.grad(_appends_in_a_checkpointed_branch, wrt=(0, 1), loops=loops)(x, c)
+    eps = 1e-6
+    fd = [(_appends_in_a_checkpointed_branch(x + eps * e, c) -
+           _appends_in_a_checkpointed_branch(x - eps * e, c)) / (2 * eps) for e in np.eye(4)]
+    np.testing.assert_allclose(gx, fd, rtol=1e-6, atol=1e-8)
+    assert gc == pytest.approx((_appends_in_a_checkpointed_branch(x, c + eps) -
+                                _appends_in_a_checkpointed_branch(x, c - eps)) / (2 * eps))
