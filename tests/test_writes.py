@@ -188,6 +188,24 @@ def written_in_a_loop_at_a_counter(x):
     return s
 
 
+def written_in_a_branch_through_another_name(x):
+    A = np.ones(4) * 2.0
+    read = A
+    s = np.sum(x * read)
+    if s > -10.0:
+        A[0] = 5.0
+    return s + np.sum(A)
+
+
+def written_in_a_loop_through_another_name(x):
+    A = np.ones(4) * 2.0
+    read = A
+    s = np.sum(x * read)
+    for i in range(3):
+        A[i] = 5.0
+    return s + np.sum(A)
+
+
 WRITTEN_UNDER_WHAT_THE_DERIVATIVE_READS = [
     written_under_a_view_read_later, written_under_a_view_never_read_again,
     written_under_a_row_the_derivative_reads, written_under_a_column_the_derivative_reads,
@@ -196,7 +214,8 @@ WRITTEN_UNDER_WHAT_THE_DERIVATIVE_READS = [
     written_under_a_view_rebound_before_the_write, written_under_a_view_held_in_a_list,
     written_in_a_loop_after_the_row_is_read, written_in_a_loop_before_the_row_is_read,
     written_in_a_loop_under_a_row_read_before_it, written_after_a_loop_that_reads_a_view,
-    written_in_a_loop_at_an_index_each_trip_computes, written_in_a_loop_at_a_counter]
+    written_in_a_loop_at_an_index_each_trip_computes, written_in_a_loop_at_a_counter,
+    written_in_a_branch_through_another_name, written_in_a_loop_through_another_name]
 
 
 @pytest.mark.parametrize("loops", ["stack", "checkpoint"])

@@ -63,20 +63,36 @@ class Saving:
         needed = set()
         for stmt in S.walk(tree):
             needed |= self.planner.statement_reads(stmt)
+        compounds = [s for s in S.walk(tree) if isinstance(s, (S.If, S.For, S.While))]
+        restoring = set()  # ids of compounds reversed to give back what they save
         while True:
-            self.reversed = {id(s) for s in S.walk(tree) if isinstance(s, (S.If, S.For, S.While))
-                             and self._has_reverse(s, needed)}
+            self._find_reversed(tree, compounds, needed, restoring)
+            self.pushes = {}
+            self.init_none = set()
+            self.undone = set()
+            self.reloads = set()
+            _Flow(self).run(tree.body, (frozenset(), frozenset(S.param_names(tree)),
+                                        frozenset()))
+            # a write saved for the memory an adjoint reads (see _save_for) is
+            # given back by the reverse of each compound around it
+            unrestored = {id(c) for c in compounds if id(c) not in self.reversed and
+                          any(id(s) in self.pushes for s in S.walk(c))}
+            if not unrestored:
+                return
+            restoring |= unrestored
+
+    def _find_reversed(self, tree, compounds, needed, restoring):
+        """The compounds with a reverse (``self.reversed``), and in place in
+        ``needed`` the names their reverses read."""
+        while True:
+            self.reversed = {id(s) for s in compounds
+                             if id(s) in restoring or self._has_reverse(s, needed)}
             grown = set(needed)
             for stmt in S.walk(tree):
                 grown |= self._exit_reads(stmt)
             if grown == needed:
-                break
-            needed = grown
-        self.pushes = {}
-        self.init_none = set()
-        self.undone = set()
-        self.reloads = set()
-        _Flow(self).run(tree.body, (frozenset(), frozenset(S.param_names(tree)), frozenset()))
+                return
+            needed |= grown
 
     def _integer_steps(self, tree):
         """Statements ``k = k + c`` where k only ever holds integers.
