@@ -621,3 +621,18 @@ def test_probe_points_are_deterministic():
     p = PROBES[(np.exp, 1)][0]
     np.testing.assert_array_equal(p.arguments()[0], p.arguments()[0])
     assert math.isfinite(float(np.sum(p.arguments()[0])))
+
+
+@pytest.mark.parametrize("method", [False, True])
+def test_std_of_an_array_whose_entries_are_equal_has_the_derivative_zero(method):
+    # all entries equal: the apex of a cone, where 0 is a subgradient; an array
+    # clipped to one value keeps every entry equal nearby, so 0 is the derivative
+    def spread(x, c):
+        clipped = np.clip(x, c - 1.0, -0.4)
+        return (clipped.std() if method else np.std(clipped)) + c
+
+    x = np.array([0.45, -0.81, 0.95, 0.21])
+    gx, gc = derivo.grad(spread, wrt=(0, 1))(x, 0.6)
+    np.testing.assert_array_equal(gx, np.zeros(4))
+    assert gc == 1.0
+    assert derivo.jvp(spread, (x, 0.6), (np.ones(4), 1.0))[1] == 1.0

@@ -150,11 +150,12 @@ for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")
     defvjp(_extremum, lambda g, ans, a, axis=None, out=None, keepdims=False: extremum_vjp(g, ans, a, axis, keepdims), returns=NEW)
 
 # the variance's partials are 2 (a - mean) / (N - ddof), N the count reduced over;
-# the standard deviation's (a - mean) / ((N - ddof) std)
+# the standard deviation's (a - mean) / ((N - ddof) std), and 0 where std is 0 (all
+# of a equal: the cone's apex, where 0 is a subgradient and central differences agree)
 for _var in (np.var, Method("var")):
     defvjp(_var, lambda g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: expand(g, a, axis, keepdims) * (2 * (a - np.mean(a, axis=axis, keepdims=True)) / (size(a) / size(ans) - ddof)), returns=NEW)
 for _std in (np.std, Method("std")):
-    defvjp(_std, lambda g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: expand(g / ans, a, axis, keepdims) * ((a - np.mean(a, axis=axis, keepdims=True)) / (size(a) / size(ans) - ddof)), returns=NEW)
+    defvjp(_std, lambda g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: expand(g / np.where(ans == 0, np.inf, ans), a, axis, keepdims) * ((a - np.mean(a, axis=axis, keepdims=True)) / (size(a) / size(ans) - ddof)), returns=NEW)
 for _cumsum in (np.cumsum, Method("cumsum")):
     defvjp(_cumsum, lambda g, ans, a, axis=None, dtype=None, out=None: reverse_cumsum(g, a, axis), returns=NEW)
 # through ans / a: a zero element of a gives nan (as autograd's rule does)

@@ -91,8 +91,8 @@ for _extremum in (np.max, np.amax, np.min, np.amin, Method("max"), Method("min")
 
 for _var in (np.var, Method("var")):
     defjvp(_var, lambda t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: np.sum(t * (a - np.mean(a, axis=axis, keepdims=True)), axis=axis, keepdims=keepdims) * (2 / (size(a) / size(ans) - ddof)))
-for _std in (np.std, Method("std")):
-    defjvp(_std, lambda t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: np.sum(t * (a - np.mean(a, axis=axis, keepdims=True)), axis=axis, keepdims=keepdims) / ((size(a) / size(ans) - ddof) * ans))
+for _std in (np.std, Method("std")):  # 0 where std is 0 (see numpy.py)
+    defjvp(_std, lambda t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: np.sum(t * (a - np.mean(a, axis=axis, keepdims=True)), axis=axis, keepdims=keepdims) / ((size(a) / size(ans) - ddof) * np.where(ans == 0, np.inf, ans)))
 for _cumsum in (np.cumsum, Method("cumsum")):
     defjvp(_cumsum, lambda t, ans, a, axis=None, dtype=None, out=None: np.cumsum(t, axis=axis))
 for _cumprod in (np.cumprod, Method("cumprod")):
