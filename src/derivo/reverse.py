@@ -298,8 +298,9 @@ class Sweep:
 
     def gradient(self, ident):
         if ident in self.analysis.active and ident not in self.zero:
-            if self.arrays and (ident in self.materialized or ident in self.scalar_zeros
-                                and ident not in self.analysis.containers):
+            if self.arrays and (ident in self.materialized
+                                or (ident in self.scalar_zeros
+                                    and ident not in self.analysis.containers)):
                 # Only a zero reached it on some path (a loop that never ran, a return
                 # taken before its use); a list's zeros come from the derivative's
                 # entry, which knows the length it was given.
