@@ -36,6 +36,14 @@ def write_through_a_conditional_alias(a, c):
     return np.sum(y * y) + np.sum(z)
 
 
+def write_in_a_loop_through_a_name_another_reads(a, c):
+    y = a * 0.5
+    b = y
+    for i in range(2):
+        y[1] = c  # y's first tangent is made before the loop, where b has none
+    return np.sum(b * b)
+
+
 def write_where_both_names_are_differentiated(a, c):
     y = a * c
     b = ident(y)
@@ -48,7 +56,8 @@ def central(f, a, c, h=1e-6):
 
 
 @pytest.mark.parametrize("f", [write_through_an_alias_only_the_write_reaches,
-                               write_through_a_conditional_alias])
+                               write_through_a_conditional_alias,
+                               write_in_a_loop_through_a_name_another_reads])
 def test_a_write_that_activity_cannot_follow_is_refused_in_forward_mode(f):
     a = np.array([0.3, 0.5, 0.7])
     for take in (lambda: derivo.jvp(f, (a.copy(), 1.0), (None, 1.0)),
@@ -57,10 +66,11 @@ def test_a_write_that_activity_cannot_follow_is_refused_in_forward_mode(f):
             take()
 
 
-def test_a_write_both_tangents_see_is_differentiated_in_forward_mode():
-    f = write_where_both_names_are_differentiated
+@pytest.mark.parametrize("f, da", [(write_where_both_names_are_differentiated, None),
+                                   (write_in_a_loop_through_a_name_another_reads, np.zeros(3))])
+def test_a_write_both_tangents_see_is_differentiated_in_forward_mode(f, da):
     a = np.array([0.3, 0.5, 0.7])
-    value, tangent = derivo.jvp(f, (a.copy(), 1.3), (None, 1.0))
+    value, tangent = derivo.jvp(f, (a.copy(), 1.3), (da, 1.0))
     assert_close(value, f(a.copy(), 1.3))
     assert_close(tangent, central(f, a, 1.3), rtol=1e-5)
 

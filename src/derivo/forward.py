@@ -376,10 +376,18 @@ class Tangents:
         afterwards, keeps its symbolic zero (see Analysis.tangent_shares)."""
         if written not in self.zero:
             return []
-        for other, refusal in self.analysis.tangent_shares.get(id(stmt), ()):
-            if other in self.zero:
-                raise refusal
+        self.refuse_unshared_tangents([stmt], {written})
         return self.materialize([written])
+
+    def refuse_unshared_tangents(self, writes, made):
+        """Tangents made for the names ``made`` are new arrays: refused where one of
+        ``writes`` changes the memory of such a name and another name of that memory
+        keeps its symbolic zero, so would not see the tangent's change."""
+        for stmt in writes:
+            if set(assigned_names(stmt)) & made:
+                for other, refusal in self.analysis.tangent_shares.get(id(stmt), ()):
+                    if other in self.zero:
+                        raise refusal
 
     def name_tangent(self, node):
         """The tangent of a name or constant, or None for a symbolic zero."""
@@ -421,7 +429,11 @@ class Tangents:
         target = loop.target.id if isinstance(loop, S.For) else None
         if target in self.analysis.active:
             assigned.add(target)
-        before = self.materialize(self.zero & assigned)
+        # the tangents the body may make are made here, so its writes are checked here
+        made = self.zero & assigned
+        self.refuse_unshared_tangents(
+            [node for node in S.walk(loop) if id(node) in self.analysis.tangent_shares], made)
+        before = self.materialize(made)
         head = self.zero - assigned
         defined = set(self.defined)
         self.zero = set(head)
