@@ -930,3 +930,33 @@ def test_a_zip_whose_items_are_unpacked_in_nested_targets_is_walked_back_as_a_li
     _, tangent = derivo.jvp(pair_energy, (points, pairs, weights),
                             (np.ones(3), None, None))
     assert tangent == pytest.approx(expected.sum(), abs=1e-12)
+
+
+def rows_zipped_with_what_the_body_rebinds(x, M, c):
+    Z = M * 0.5
+    y = x * 1.0
+    q = np.where(y > 0.5, x * c, y)  # its adjoint reads y as it was: the loop is undone
+    for row, scaled in zip(M, Z):
+        y[[0, 2]] = row[::2] * scaled[0]
+        Z = np.tanh(M) * 0.9
+    return np.sum(q * q) + np.sum(y * c)
+
+
+def counted_until_a_break(x, M, c):
+    y = x * 1.0
+    q = np.where(y > 0.5, x * c, y)
+    for k in itertools.count():
+        y[k] = M[0, k] * 0.25
+        if k >= 1:
+            break
+    return np.sum(q * q) + np.sum(y * c)
+
+
+@pytest.mark.parametrize("f", [rows_zipped_with_what_the_body_rebinds, counted_until_a_break])
+def test_a_loop_over_an_iterator_is_reversed_over_its_items(f):
+    # zip(...) and itertools.count() can be read once, forwards: the reverse loop
+    # runs over the items the forward loop took
+    x, M, c = np.linspace(0.1, 0.9, 4), np.arange(12.0).reshape(3, 4) / 7, 0.7
+    h = 1e-6
+    central = (f(x.copy(), M, c + h) - f(x.copy(), M, c - h)) / (2 * h)
+    assert derivo.grad(f, wrt=2)(x.copy(), M, c) == pytest.approx(central, rel=1e-6)

@@ -125,6 +125,7 @@ class Sweep:
         out += [self.apart(*check) for check in getattr(tree, "apart", [])]
         out += [self.own(ident) for ident in getattr(tree, "owned", [])]
         self.undos = {}  # id(checked update) -> the name of its runtime.Undo
+        self.assigned_once = S.values_assigned_once(tree)
         primal = self.primal(body)
         out += [S.assign(name, S.call(self.runtime("Undo"), S.const(_SYMBOLS[type(
             stmt.value.op)]))) for stmt, name in self.undos.values()] + primal
@@ -325,6 +326,9 @@ class Sweep:
                 if id(stmt) in self.saving.counted and id(stmt) in self.saving.reversed:
                     name, start = self.loop_start(stmt)
                     out.append(S.assign(start, S.name(name)))
+                if self.iterates_once(stmt):
+                    out.append(S.assign(stmt.iter.id, S.call(self.runtime("replayable"),
+                                                             S.name(stmt.iter.id))))
                 out.append(self.primal_loop(stmt))
                 continue
             if self.is_unused_counter(stmt, block, index):
@@ -343,6 +347,18 @@ class Sweep:
                 out.append(self.apart(stmt.targets[0].id,
                                       *self.analysis.shared_checks[id(stmt)]))
         return out
+
+    def iterates_once(self, loop):
+        """Whether ``loop``, which the reverse sweep runs backwards, iterates over
+        what a call other than ``range`` made: an iterator (``zip``, a generator)
+        can be read once, forwards, so the forward loop keeps the items it takes
+        (runtime.replayable)."""
+        if not (isinstance(loop, S.For) and isinstance(loop.iter, S.Name)
+                and id(loop) in self.saving.reversed):
+            return False
+        value = self.assigned_once.get(loop.iter.id)
+        return isinstance(value, S.Call) and \
+            not _calls_builtin(value, range, self.module.namespace)
 
     def checks_undo(self, stmt):
         return id(stmt) in self.saving.checked and id(stmt) in self.saving.undone

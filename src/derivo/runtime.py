@@ -743,6 +743,32 @@ def unshared(value, source, message):
         raise DerivoError(message)
 
 
+def replayable(items):
+    """What a loop the reverse sweep runs backwards iterates over: ``items``, or a
+    Replay of it where it is an iterator, which only one pass can read."""
+    return Replay(items) if iter(items) is items else items
+
+
+class Replay:
+    """The items of an iterator, kept as a loop takes them, so that the loop's
+    reverse can run over them backwards (``reversed``) or over the first n
+    (``[:n]``, a loop that breaks)."""
+
+    def __init__(self, items):
+        self.items, self.taken = items, []
+
+    def __iter__(self):
+        for item in self.items:
+            self.taken.append(item)
+            yield item
+
+    def __getitem__(self, part):
+        return self.taken[part]
+
+    def __reversed__(self):
+        return reversed(self.taken)
+
+
 def copy_of(part):
     """The values an in-place write is about to overwrite."""
     return np.copy(part)
