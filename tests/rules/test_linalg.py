@@ -321,3 +321,17 @@ def test_a_complex_factorisation_is_refused_with_what_to_write(f, instead):
     x = np.array([[2.0, 0.3, 0.1], [0.2, 1.5, -0.4], [0.0, 0.6, 1.1]])
     with pytest.raises(derivo.DerivoError, match="real matrices only; .*" + instead):
         derivo.grad(f)(x)
+
+
+def solved_for_a_vector(c):
+    a = np.array([[2.0, 0.3], [0.1, 1.5]]) + np.eye(2) * c
+    b = np.array([1.0, -0.5]) * c
+    return np.sum(np.tanh(np.linalg.solve(a, b)))
+
+
+def test_the_second_derivative_through_solve_of_a_vector():
+    # forward over reverse differentiates the VJP's own arithmetic
+    c, h = 0.7, 1e-5
+    grad = derivo.grad(solved_for_a_vector)
+    central = (grad(c + h) - grad(c - h)) / (2 * h)
+    assert derivo.hessian(solved_for_a_vector)(c) == pytest.approx(central, rel=1e-6)

@@ -58,7 +58,7 @@ defjvp(np.linalg.inv, lambda t, ans, a: -(ans @ t @ ans))
 defvjp(np.linalg.pinv, lambda g, ans, a, rcond=None, hermitian=False: pinv_vjp(g, ans, a), returns=NEW)
 defjvp(np.linalg.pinv, lambda t, ans, a, rcond=None, hermitian=False: pinv_jvp(t, ans, a))
 defvjp(np.linalg.solve,
-       lambda g, ans, a, b: -np.multiply.outer(np.linalg.solve(swap_last(a), g), ans) if np.ndim(b) == 1 else -(np.linalg.solve(swap_last(a), g) @ swap_last(ans)),
+       lambda g, ans, a, b: -(np.expand_dims(np.linalg.solve(swap_last(a), g), -1) * np.expand_dims(ans, -2)) if np.ndim(b) == 1 else -(np.linalg.solve(swap_last(a), g) @ swap_last(ans)),
        lambda g, ans, a, b: np.linalg.solve(swap_last(a), g), returns=NEW)
 defjvp(np.linalg.solve, lambda t, ans, a, b: -np.linalg.solve(a, t @ ans),
        lambda t, ans, a, b: np.linalg.solve(a, t))
