@@ -404,6 +404,9 @@ WITHOUT_RULES = {
                                "of array code, refused",
     "einsum_vjp_operands_jvp": "in einsum_vjp's second-order rules only: a third derivative "
                                "of array code, refused",
+    "replayable": "keeps an iterator's items for a reverse loop over what a call made, which "
+                  "indexing left alone as not differentiated; a second derivative that finds "
+                  "a differentiated value there is refused rather than given a made-up rule",
 }
 
 
