@@ -137,7 +137,7 @@ class Tangents:
     def stack_operation(self, stmt):
         """``push(x)``: ``push(x)`` then ``push(dx)``; ``x = pop()``: ``dx = pop()``
         then ``x = pop()`` (the tangent was pushed last)."""
-        copy = _effect(S.deepcopy(stmt))
+        copy = S.effect(S.deepcopy(stmt))
         alias = _stack_use(stmt, self.stacks)
         if isinstance(stmt, S.Expr):
             (item,) = stmt.value.args
@@ -151,7 +151,7 @@ class Tangents:
             else:  # push(copy_of(x[i])): the part of x's tangent too
                 tangent = S.deepcopy(item)
                 tangent.args[0].value = S.name(self.tangent(name))
-            return [copy, _effect(S.Expr(value=S.call(alias, tangent)))]
+            return [copy, S.effect(S.Expr(value=S.call(alias, tangent)))]
         target = stmt.targets[0].id
         if self.item_pops.get(id(stmt)) in self.analysis.active:
             # t = pop() restoring x[i] = t: t carries the part's saved tangent.
@@ -159,7 +159,7 @@ class Tangents:
         if target not in self.analysis.active:
             return [copy]
         self.zero.discard(target)
-        return [_effect(S.assign(self.tangent(target), S.call(alias))), copy]
+        return [S.effect(S.assign(self.tangent(target), S.call(alias))), copy]
 
     def result_tangent(self, ident):
         if ident in self.analysis.active and ident not in self.zero:
@@ -216,7 +216,7 @@ class Tangents:
             return [jump]
         if isinstance(stmt, S.gast.Raise):
             self.zero = None
-        return [_effect(S.deepcopy(stmt))]
+        return [S.effect(S.deepcopy(stmt))]
 
     def is_trip_counter(self, stmt, block, index):
         """``n = 0`` before a loop that counts its trips: the count is for the
@@ -298,7 +298,7 @@ class Tangents:
 
     def call(self, stmt):
         """``t = helper(x, n)`` becomes ``t, dt = helper_jvp(dx, x, n)``."""
-        copy = _effect(S.deepcopy(stmt))
+        copy = S.effect(S.deepcopy(stmt))
         target = stmt.targets[0]
         names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
         active = [n for n in names if n in self.analysis.active]
@@ -340,7 +340,7 @@ class Tangents:
 
     def append(self, stmt):
         """``xs.append(v)``, and ``dxs.append(dv)`` if xs has a tangent."""
-        copy = _effect(S.deepcopy(stmt))
+        copy = S.effect(S.deepcopy(stmt))
         items, item = stmt.value.func.value.id, stmt.value.args[0]
         if items not in self.analysis.active:
             return [copy]
@@ -352,7 +352,7 @@ class Tangents:
 
     def item_write(self, stmt):
         """``x[i] = v``: ``dx[i] = dv`` first (the index may read x)."""
-        copy = _effect(S.deepcopy(stmt))
+        copy = S.effect(S.deepcopy(stmt))
         item, value = stmt.targets[0], stmt.value
         array = item.value.id
         if array not in self.analysis.active:
@@ -786,11 +786,6 @@ def _makes_a_new_array(call, namespace):
         return True
     return callee is not None and rules.returns(
         callee, len(call.args), [k.arg for k in call.keywords]) == rules.NEW
-
-
-def _effect(stmt):
-    stmt.effects = True
-    return stmt
 
 
 def _drop_unset(expression, defaults):

@@ -157,7 +157,7 @@ class Kinds:
         adjoint, which ``+=`` would not add; a list item in arithmetic, as in
         ``X[0] + X[1]``, joins lists, which derivo does not differentiate.)  Their
         adjoints can be added into in place, item by item (see
-        ``reverse.Sweep.add_items_in_place``)."""
+        ``item_adjoints.add_items_in_place``)."""
         tree = self.normalized.tree
         changed = S.stored_names(tree.body) | set(self.normalized.results) | {
             name for s in S.walk(tree) if is_item_write(s) for name in assigned_names(s)}

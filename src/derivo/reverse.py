@@ -1,32 +1,36 @@
 """Stage 4: write the adjoint of a function in statement form.
 
-The generated function runs the *primal sweep* (the user's statements, with a
-``push`` before each assignment that overwrites a value the adjoint needs) and
-then the *reverse sweep* (each statement's adjoint, last statement first, with a
-``pop`` restoring what the statement overwrote).  Loops run backwards over their
-recorded trip counts; branches re-read their recorded tests.
+The generated function runs the *primal sweep* (:mod:`derivo.primal`: the
+user's statements, with a ``push`` before each assignment that overwrites a
+value the adjoint needs) and then the *reverse sweep*, emitted here (each
+statement's adjoint, last statement first, with a ``pop`` restoring what the
+statement overwrote; :mod:`derivo.tape` holds what the two sweeps share).
+Loops run backwards over their recorded trip counts; branches re-read their
+recorded tests.
 
 Adjoints are symbolic zeros until their first contribution, which is an
 assignment (``bz = ...``) rather than ``bz = 0.0`` followed by ``bz += ...``;
 a zero is materialised only where two control paths meet.
 """
 
-import builtins
 import functools
 
-from . import accumulate, checkpoints, optimize, residuals, rules, runtime
+from . import accumulate, item_adjoints, optimize, residuals, rules, runtime
 from . import syntax as S
 from .analyze import analyze
 from .errors import UnsupportedSyntax
 from .outline import ITERATIONS, Loop
 from .parse import parameter_names
 from .plans import Node, Plan, same_operands
+from .primal import PrimalSweep
 from .ssa import is_append
 from .statements import index_value, is_item_write
+from .tape import Tape
 
 
 class Sweep:
-    """Emits the primal and reverse sweeps of one function."""
+    """Emits the derivative of one function: its primal sweep (by a
+    :class:`~derivo.primal.PrimalSweep`), its reverse sweep, and the result."""
 
     def __init__(self, analysis, module, kind, name, tuple_wrt=False):
         self.arrays = analysis.arrays
@@ -46,39 +50,11 @@ class Sweep:
         self.scalar_zeros = set()   # ... whose adjoint may be a 0.0 from elsewhere: a
         #                             VJP's caller, or an adjoint that may be one
         self.loop_depth = 0         # reverse loops open around the statement reversed
-        self.starts = {}            # id(counted loop) -> name of its counter at entry
-        # id(call statement) -> the name of its residuals, for each call of a user
-        # function whose VJP comes in halves (see derivo.residuals)
-        self.residuals = {}
-        self.kept_in_loops = self.residuals_kept_in_loops()
-        self.uses_stack = bool(analysis.saving.pushes) or bool(self.kept_in_loops) or any(
-            isinstance(callee, Loop) for _, callee, _ in analysis.calls)
-        if self.uses_stack:
-            self.stack = self.namer.fresh("stack")
-            self.push = self.namer.fresh("push")
-            self.pop = self.namer.fresh("pop")
+        self.tape = Tape(analysis, module)  # what the primal sweep keeps for this one
+        self.runtime, self.builtin = self.tape.runtime, self.tape.builtin
         self.last_line = None
         self.aux = None             # the auxiliary result a has_aux gradient returns
         self.pullback = False       # a VJP as a generator (see reverse)
-
-    def differentiated_call(self, stmt):
-        """(callee, its differentiated parameters) of a call of a user function
-        the reverse sweep differentiates through, or None."""
-        entry = next((c for c in self.analysis.calls if c[0] is stmt), None)
-        if entry is None or isinstance(entry[1], Loop) or not entry[2] or \
-                not self.call_targets(stmt)[1]:
-            return None
-        return entry[1], tuple(entry[2])
-
-    def keeps_residuals(self, stmt):
-        call = self.differentiated_call(stmt)
-        return call is not None and self.module.splits(call[0])
-
-    def residuals_kept_in_loops(self):
-        """The ids of the calls in loops whose residuals each trip pushes."""
-        return {id(stmt) for loop in S.walk(self.normalized.tree)
-                if isinstance(loop, (S.For, S.While)) for stmt in S.statements(loop.body)
-                if isinstance(stmt, S.Assign) and self.keeps_residuals(stmt)}
 
     def may_be_reset(self, adjoint):
         """Whether the adjoint named ``adjoint`` belongs to a name assigned more
@@ -95,15 +71,6 @@ class Sweep:
         ``t3``, else the adjoint of a fresh temporary name."""
         return self.adjoint(value_name or self.namer.numbered("t"))
 
-    def builtin(self, ident):
-        """The name generated code calls a builtin by (an alias if the user's code
-        gives the name another meaning)."""
-        return self.module.bind(ident, getattr(builtins, ident), avoid=self.parsed.local_names)
-
-    def runtime(self, helper):
-        """The name generated code calls a :mod:`derivo.runtime` helper by."""
-        return self.module.bind(helper, getattr(runtime, helper), avoid=self.parsed.local_names)
-
     def adjoint(self, ident):
         if ident not in self.adjoints:
             self.adjoints[ident] = self.namer.fresh("b" + ident)
@@ -115,20 +82,7 @@ class Sweep:
     def function(self):
         tree = self.normalized.tree
         body, final = tree.body[:-1], tree.body[-1]
-        out = []
-        if self.uses_stack:
-            out += [S.assign(self.stack, S.gast.List(elts=[], ctx=S.Load())),
-                    S.assign(self.push, S.attribute(self.stack, "append")),
-                    S.assign(self.pop, S.attribute(self.stack, "pop"))]
-        for ident in sorted(self.saving.init_none):
-            out.append(S.assign(ident, S.const(None)))
-        out += [self.apart(*check) for check in getattr(tree, "apart", [])]
-        out += [self.own(ident) for ident in getattr(tree, "owned", [])]
-        self.undos = {}  # id(checked update) -> the name of its runtime.Undo
-        self.assigned_once = S.values_assigned_once(tree)
-        primal = self.primal(body)
-        out += [S.assign(name, S.call(self.runtime("Undo"), S.const(_SYMBOLS[type(
-            stmt.value.op)]))) for stmt, name in self.undos.values()] + primal
+        out = PrimalSweep(self.tape).sweep(tree)
         self.value = S.deepcopy(final.value)
         restored = {n for names in self.saving.pushes.values() for n in names} | {
             name for name, _ in self.saving.inverses.values()}
@@ -184,8 +138,8 @@ class Sweep:
         function = S.function(
             self.name, seeds + params, out, defaults=S.deepcopy(args.defaults),
             kwonly=[a.id for a in args.kwonlyargs], kw_defaults=S.deepcopy(args.kw_defaults))
-        self.add_items_in_place(function)
-        self.read_uniform_adjoints(function)
+        item_adjoints.add_items_in_place(function, self)
+        item_adjoints.read_uniform_adjoints(function, self.module.namespace)
         namespace = self.module.namespace
         shape_readers = {name for name, obj in namespace.items()
                          if any(obj is helper for helper in runtime.SHAPE_READERS)}
@@ -199,96 +153,6 @@ class Sweep:
         function = optimize.optimize(function, shape_readers, spreaders, in_place, floats)
         accumulate.add_in_place(function, namespace, self.runtime)
         return function
-
-    def add_items_in_place(self, function):
-        """``bX[i] += g`` for ``bX = add_at(bX, g, X, i)`` where add_at's checks
-        are sure to pass: X is a parameter the function reads only item by item,
-        at integer positions (``X[i]`` with i counting a range, ``X[2]``), and no
-        item it reads is a container itself.  Then X's adjoint starts as
-        ``zeros_for(X)``, and no other name ever holds it or an item of it.  In
-        scalar code, where the items are numbers, an add into a position surely
-        still zero becomes a store (see :func:`_assign_first_add`)."""
-        if not self.analysis.kinds.read_item_by_item:
-            return
-        assignments = [n for n in S.statements(function)
-                       if isinstance(n, (S.Assign, S.AugAssign))]
-        for ident in self.analysis.kinds.read_item_by_item:
-            name = self.adjoint(ident)
-            writes = [s for s in assignments if name in S.stored_names(
-                s.targets if isinstance(s, S.Assign) else s.target)]
-            scatters = [s for s in writes if getattr(s, "item_of", None) == ident]
-            zeros = [s for s in writes if getattr(s, "zero_of", None) == ident]
-            if len(scatters) + len(zeros) < len(writes) or not all(
-                    self.analysis.kinds.integral(s.value.args[-1]) for s in scatters):
-                continue
-            allowed = {id(s.value.args[0]) for s in scatters} | {
-                id(n) for n in S.walk(function.body[-1])}  # the return
-            if any(isinstance(n, S.Name) and n.id == name and isinstance(n.ctx, S.Load) and
-                   id(n) not in allowed for n in S.walk(function)):
-                continue
-            for stmt in zeros:
-                stmt.value = S.call(self.runtime("zeros_for"), S.name(ident))
-            rewritten, adds = {id(s) for s in scatters}, []
-            for block in S.blocks(function):
-                for index in reversed(range(len(block))):
-                    stmt = block[index]
-                    if id(stmt) not in rewritten:
-                        continue
-                    adjoint, _, position = stmt.value.args[-3:]
-                    add = S.copy_location(S.gast.AugAssign(
-                        target=S.gast.Subscript(value=S.name(name), slice=position,
-                                                ctx=S.Store()),
-                        op=S.Add(), value=adjoint), stmt)
-                    adds.append(add)
-                    total = stmt.value.args[0]
-                    if isinstance(total, S.Name) and total.id == name:  # add_at(bX, ...)
-                        block[index] = add
-                    else:  # the first contribution, getitem_vjp(g, X, i)
-                        zeros.append(S.assign(name, S.call(self.runtime("zeros_for"),
-                                                           S.name(ident))))
-                        block[index:index + 1] = [zeros[-1], add]
-            if not self.arrays and len(zeros) == len(adds) == 1:  # items are numbers
-                _assign_first_add(function, zeros[0], adds[0], self.module.namespace)
-
-    def read_uniform_adjoints(self, function):
-        """``bt = g`` for ``bitems, bt = pop_adjoint(bitems)`` where bitems is
-        ``sum_vjp(g, items)`` (the adjoint of ``sum(items)``, items a list built
-        by appends), g a number or a name that keeps one value (assigned once,
-        outside any loop): every item's adjoint is g, so the reverse of
-        ``sum(f(x) for x in xs)`` reads g on each trip and the list of copies
-        goes."""
-        pops = {name for name, obj in self.module.namespace.items()
-                if obj is runtime.pop_adjoint}
-        repeats = {name for name, obj in self.module.namespace.items()
-                   if obj is runtime.sum_vjp}
-        if not repeats:
-            return
-        stores = S.store_counts(function)
-        places = _places(function)
-        constant = {arg.id for arg in function.args.args + function.args.kwonlyargs} | {
-            name for stmt in S.statements(function) if isinstance(stmt, S.Assign) and
-            not places[id(stmt)][1] for name in S.stored_names(stmt.targets)}
-        for stmt in function.body:
-            name = S.single_target(stmt)
-            value = stmt.value if name else None
-            if not (isinstance(value, S.Call) and isinstance(value.func, S.Name) and
-                    value.func.id in repeats and len(value.args) == 2):
-                continue
-            each = value.args[0]
-            if not (isinstance(each, S.Constant) or isinstance(each, S.Name) and
-                    stores[each.id] == 1 and each.id in constant):
-                continue
-            reads = [n for n in S.walk(function) if isinstance(n, S.Name) and n.id == name and
-                     isinstance(n.ctx, S.Load)]
-            popping = [s for s in S.walk(function) if isinstance(s, S.Assign) and
-                       isinstance(s.targets[0], S.Tuple) and len(s.targets[0].elts) == 2 and
-                       isinstance(s.value, S.Call) and isinstance(s.value.func, S.Name) and
-                       s.value.func.id in pops and len(s.value.args) == 1 and
-                       any(s.value.args[0] is n for n in reads)]
-            if len(popping) == len(reads) == stores[name] - 1:
-                for pop in popping:
-                    pop.targets[0] = pop.targets[0].elts[1]
-                    pop.value = S.deepcopy(each)
 
     def returned(self):
         grads = [self.gradient(w) for w in self.analysis.wrt]
@@ -315,217 +179,6 @@ class Sweep:
         # derivo cannot differentiate again (grad of grad)
         return S.const(0.0)
 
-    # --- primal sweep ------------------------------------------------------------
-
-    def primal(self, block):
-        out = []
-        for index, stmt in enumerate(block):
-            saved = self.saving.pushes.get(id(stmt), [])
-            if isinstance(stmt, (S.For, S.While)):
-                out += [self.save(n) for n in saved]
-                if id(stmt) in self.saving.counted and id(stmt) in self.saving.reversed:
-                    name, start = self.loop_start(stmt)
-                    out.append(S.assign(start, S.name(name)))
-                if self.iterates_once(stmt):
-                    out.append(S.assign(stmt.iter.id, S.call(self.runtime("replayable"),
-                                                             S.name(stmt.iter.id))))
-                out.append(self.primal_loop(stmt))
-                continue
-            if self.is_unused_counter(stmt, block, index):
-                continue
-            out += [self.save(n, stmt) for n in saved]
-            if isinstance(stmt, S.If):
-                out.append(S.if_(S.deepcopy(stmt.test), self.primal(stmt.body),
-                                 self.primal(stmt.orelse)))
-            elif self.checks_undo(stmt):
-                out.append(self.checked_step(stmt))
-            else:
-                out += self.primal_assign(stmt)
-            if getattr(stmt, "owns", False):
-                out.append(self.own(stmt.targets[0].id))
-            if id(stmt) in self.analysis.shared_checks:
-                out.append(self.apart(stmt.targets[0].id,
-                                      *self.analysis.shared_checks[id(stmt)]))
-        return out
-
-    def iterates_once(self, loop):
-        """Whether ``loop``, which the reverse sweep runs backwards, iterates over
-        what a call other than ``range`` made: an iterator (``zip``, a generator)
-        can be read once, forwards, so the forward loop keeps the items it takes
-        (runtime.replayable)."""
-        if not (isinstance(loop, S.For) and isinstance(loop.iter, S.Name)
-                and id(loop) in self.saving.reversed):
-            return False
-        value = self.assigned_once.get(loop.iter.id)
-        return isinstance(value, S.Call) and \
-            not _calls_builtin(value, range, self.module.namespace)
-
-    def checks_undo(self, stmt):
-        return id(stmt) in self.saving.checked and id(stmt) in self.saving.undone
-
-    def undo_object(self, stmt):
-        """The name of the runtime.Undo that checks and undoes ``stmt``."""
-        if id(stmt) not in self.undos:
-            self.undos[id(stmt)] = (stmt, self.namer.fresh("undo_" + stmt.targets[0].id))
-        return self.undos[id(stmt)][1]
-
-    def checked_step(self, stmt):
-        """``x = x + e`` (or ``e + x``) as ``x = undo_x.step(x, e)``: the same value
-        (``+`` and ``*`` of numbers commute to the bit), and x saved where the
-        reverse sweep's ``x - e`` would not give it back exactly."""
-        name, inverse = self.saving.inverses[id(stmt)]
-        step = S.call(S.attribute(self.undo_object(stmt), "step"), S.name(name),
-                      S.deepcopy(inverse.right))
-        return _effect(S.copy_location(S.assign(name, step), stmt))
-
-    def apart(self, ident, other, message):
-        """``unshared(x, other, message)``: refuse x sharing memory with other."""
-        return S.Expr(value=S.call(self.runtime("unshared"), S.name(ident), S.name(other),
-                                   S.const(message)))
-
-    def own(self, ident):
-        """``x = owned(x)``: a copy derivo may write into (see ssa._mark_owned)."""
-        return _effect(S.assign(ident, S.call(self.runtime("owned"), S.name(ident))))
-
-    def primal_assign(self, stmt):
-        """The statement as the user wrote it, or, where the adjoint reads
-        intermediate values of it, in steps that keep them (``t1 = x @ w``)."""
-        if isinstance(getattr(getattr(stmt, "value", None), "user_function", None), Loop):
-            return [self.primal_checkpointed(stmt)]
-        if isinstance(stmt, S.Assign) and self.keeps_residuals(stmt):
-            return self.primal_forward(stmt)
-        plan = self.analysis.plans.get(id(stmt))
-        copy = S.deepcopy(stmt)
-        copy.effects = getattr(stmt, "opaque", False)
-        if plan is None or not plan.stored:
-            return [copy]
-        steps = []
-
-        def build(node):
-            if isinstance(node, S.gast.keyword):  # f(x, cov=...): its value may be stored
-                return S.gast.keyword(arg=node.arg, value=build(node.value))
-            if not isinstance(node, S.gast.expr):
-                return S.deepcopy(node)
-            new = S.deepcopy(node) if isinstance(node, (S.Name, S.Constant)) else \
-                type(node)(**{f: _map(build, getattr(node, f)) for f in node._fields})
-            if id(node) in plan.stored:
-                # an index with slices (A[:, i]) is kept as the value it stands for
-                value = index_value(new) if isinstance(node, (S.Slice, S.Tuple)) and any(
-                    isinstance(n, S.Slice) for n in S.walk(node)) else new
-                steps.append(S.copy_location(S.assign(plan.stored[id(node)], value), stmt))
-                return S.name(plan.stored[id(node)])
-            return new
-
-        copy.value = build(stmt.value)
-        return steps + [copy]
-
-    def primal_checkpointed(self, stmt):
-        """An outlined loop (see outline) run by :mod:`derivo.checkpoints`, which
-        pushes its tape when the reverse sweep will pop it."""
-        loop, call = stmt.value.user_function, stmt.value
-        taped = any(c[0] is stmt for c in self.analysis.calls)
-        push = S.name(self.push) if taped else S.const(None)
-        args = list(call.args)
-        iterations = [args.pop(0)] if loop.kind == "for" else []
-        state, invariants = args[:len(loop.state)], args[len(loop.state):]
-        runner = self.module.outlined_function(loop.runner)
-        keywords = [S.gast.keyword(arg="slots", value=S.const(loop.slots))] \
-            if loop.slots is not None else []
-        if loop.kind == "for" and loop.schedule != "revolve":
-            keywords.append(S.gast.keyword(arg="schedule", value=S.const(loop.schedule)))
-        value = S.call(self.checkpoints("checkpointed_" + loop.kind), push, S.name(runner),
-                       *S.deepcopy(iterations),
-                       S.tuple_(S.deepcopy(state)), S.tuple_(S.deepcopy(invariants)),
-                       keywords=keywords)
-        return S.copy_location(_effect(S.assign(S.deepcopy(stmt.targets[0]), value)), stmt)
-
-    def primal_forward(self, stmt):
-        """``y, f_residuals = f_forward(x)`` for ``y = f(x)``: f's value and what
-        its backward half needs, pushed where a later trip overwrites it."""
-        callee, params = self.differentiated_call(stmt)
-        forward, _ = self.module.vjp_halves(callee, params, self.parsed, stmt.value)
-        kept = self.residuals[id(stmt)] = self.namer.fresh(
-            forward.rpartition("_forward")[0] + "_residuals")
-        call = S.copy_location(S.call(forward, *S.deepcopy(stmt.value.args),
-                                      keywords=S.deepcopy(stmt.value.keywords)), stmt.value)
-        out = [S.copy_location(_effect(S.assign(S.tuple_(
-            [S.deepcopy(stmt.targets[0]), S.store(kept)], store_ctx=True), call)), stmt)]
-        if id(stmt) in self.kept_in_loops:
-            out.append(self.save(kept))
-        return out
-
-    def checkpoints(self, helper):
-        return self.module.bind(helper, getattr(checkpoints, helper),
-                                avoid=self.parsed.local_names)
-
-    def is_unused_counter(self, stmt, block, index):
-        """``n = 0`` before a loop whose reverse needs no trip count."""
-        following = block[index + 1] if index + 1 < len(block) else None
-        return (isinstance(following, (S.For, S.While)) and following.trips
-                and not self.needs_trip_counter(following)
-                and isinstance(stmt, S.Assign) and isinstance(stmt.targets[0], S.Name)
-                and stmt.targets[0].id == following.trips)
-
-    def needs_trip_counter(self, loop):
-        return id(loop) in self.saving.reversed and id(loop) not in self.saving.counted
-
-    def loop_start(self, loop):
-        """For a loop its integer step counts: (k, the name of k before the loop)."""
-        step = self.saving.counted[id(loop)]
-        name = self.saving.inverses[id(step)][0]
-        if id(loop) not in self.starts:
-            self.starts[id(loop)] = self.namer.fresh(name + "0")
-        return name, self.starts[id(loop)]
-
-    def primal_loop(self, loop):
-        body = loop.body
-        if loop.trips and not self.needs_trip_counter(loop):
-            body = body[1:]  # the trip counter's increment
-        if isinstance(loop, S.While):
-            return S.copy_location(S.while_(S.deepcopy(loop.test), self.primal(body)), loop)
-        target, iterable = loop.target.id, loop.iter
-        row = getattr(loop, "row", None)  # row = X[i] of a loop over values
-        if row is not None and id(row) in self.saving.reloads:
-            # Only the reverse loop reads X[i] (again), so this one iterates over X
-            # as the user wrote it: cheaper than counting and indexing.
-            target, iterable = row.targets[0].id, row.value.value
-            body = [stmt for stmt in body if stmt is not row]
-        return S.copy_location(S.for_(target, S.deepcopy(iterable), self.primal(body)), loop)
-
-    def save(self, ident, stmt=None):
-        """``push(x)`` before ``stmt`` overwrites x; a copy of the part an
-        in-place write ``x[i] = v`` overwrites."""
-        if stmt is not None and is_item_write(stmt):
-            item = stmt.targets[0]
-            part = S.gast.Subscript(value=S.name(ident), slice=S.deepcopy(item.slice),
-                                    ctx=S.Load())
-            return S.Expr(value=S.call(self.push, S.call(self.runtime("copy_of"), part)))
-        return S.Expr(value=S.call(self.push, S.name(ident)))
-
-    def restore(self, stmt, part="all"):
-        """Give back the values ``stmt`` overwrote: undo an integer step, or pop.
-
-        ``part`` is ``"targets"``, ``"temporaries"`` (kept intermediate values,
-        pushed before the targets) or ``"all"``.
-        """
-        if id(stmt) in self.saving.undone:
-            if part == "temporaries":
-                return []
-            name, inverse = self.saving.inverses[id(stmt)]
-            if self.checks_undo(stmt):  # x = undo_x.back(x, e): x - e, or x as saved
-                inverse = S.call(S.attribute(self.undo_object(stmt), "back"), S.name(name),
-                                 S.deepcopy(inverse.right))
-            return [_effect(S.assign(name, S.deepcopy(inverse)))]
-        stored = set(self.analysis.planner.stored(stmt))
-        names = [n for n in self.saving.pushes.get(id(stmt), [])
-                 if part == "all" or (n in stored) == (part == "temporaries")]
-        if is_item_write(stmt):
-            item = stmt.targets[0]
-            return [_effect(S.assign(S.gast.Subscript(
-                value=S.name(n), slice=S.deepcopy(item.slice), ctx=S.Store()),
-                S.call(self.pop))) for n in names]
-        return [_effect(S.assign(n, S.call(self.pop))) for n in reversed(names)]
-
     # --- reverse sweep -----------------------------------------------------------
 
     def reverse_block(self, block):
@@ -537,22 +190,23 @@ class Sweep:
     def reverse_statement(self, stmt):
         if isinstance(stmt, S.Assign):
             if is_item_write(stmt):
-                code = self.reverse_item_write(stmt) + self.restore(stmt)
+                code = self.reverse_item_write(stmt) + self.tape.restore(stmt)
             elif isinstance(getattr(stmt.value, "user_function", None), Loop):
                 # The loop's tape, pushed as it ran, is above what it overwrote.
-                code = self.reverse_checkpointed(stmt) + self.restore(stmt)
-            elif id(stmt) in self.residuals:
+                code = CallAdjoint(self, stmt).of_checkpointed_loop() + self.tape.restore(stmt)
+            elif id(stmt) in self.tape.residuals:
                 # its residuals, pushed after the call, are above what it overwrote
-                code = self.restore_residuals(stmt) + self.restore(stmt) + \
-                    self.reverse_call(stmt)
+                code = self.tape.restore_residuals(stmt) + self.tape.restore(stmt) + \
+                    CallAdjoint(self, stmt).of_function()
             elif getattr(stmt.value, "user_function", None) is not None:
-                code = self.restore(stmt) + self.reverse_call(stmt)
+                code = self.tape.restore(stmt) + CallAdjoint(self, stmt).of_function()
             elif _reads_own_target(stmt):
                 # Its adjoint needs the target's old value: restore that first.
-                code = self.shaped_zero(stmt) + self.restore(stmt, "targets") + \
-                    self.reverse_assign(stmt) + self.restore(stmt, "temporaries")
+                code = self.shaped_zero(stmt) + self.tape.restore(stmt, "targets") + \
+                    self.reverse_assign(stmt) + self.tape.restore(stmt, "temporaries")
             else:
-                code = self.shaped_zero(stmt) + self.reverse_assign(stmt) + self.restore(stmt)
+                code = self.shaped_zero(stmt) + self.reverse_assign(stmt) + \
+                    self.tape.restore(stmt)
             return self.commented(stmt, code)
         if is_append(stmt):
             return self.commented(stmt, self.reverse_append(stmt))
@@ -563,7 +217,7 @@ class Sweep:
                                lambda: self.reverse_block(stmt.body),
                                lambda: self.reverse_block(stmt.orelse))
         code = self.loop(stmt, lambda: self.reverse_block(stmt.body))
-        return code + self.restore(stmt)
+        return code + self.tape.restore(stmt)
 
     def commented(self, stmt, code):
         if not code:
@@ -661,7 +315,7 @@ class Sweep:
                 ExpressionAdjoint(self, _name_plan(item), out).contribute(
                     item.id, S.name(last), out)
         if id(stmt) in self.saving.undone:
-            out.append(_effect(S.Expr(value=S.call(S.attribute(items, "pop")))))
+            out.append(S.effect(S.Expr(value=S.call(S.attribute(items, "pop")))))
         return out
 
     def finish_target(self, target, own, out):
@@ -678,107 +332,13 @@ class Sweep:
         else:
             self.zero.add(target)
 
-    def reverse_call(self, stmt):
-        names, active = self.call_targets(stmt)
-        if not active or all(n in self.zero for n in active):
-            return []
-        call = stmt.value
-        _, callee, active_params = next(c for c in self.analysis.calls if c[0] is stmt)
-        if not active_params:
-            self.zero |= set(active)
-            return []
-        results, target = self.result_names(active_params)
-        seed = self.call_seed(stmt, names, active)
-        if id(stmt) in self.residuals:
-            _, backward = self.module.vjp_halves(callee, tuple(active_params), self.parsed,
-                                                 call)
-            vjp = S.call(backward, seed, S.name(self.residuals[id(stmt)]))
-        else:
-            vjp = S.call(self.module.vjp_function(callee, tuple(active_params), self.parsed,
-                                                  call),
-                         seed, *S.deepcopy(call.args), keywords=S.deepcopy(call.keywords))
-        out = [_effect(S.assign(target, vjp))]
-        self.zero |= set(active)
-        self.backprop_arguments(callee, call, zip(active_params, results), out)
-        return out
-
-    def restore_residuals(self, stmt):
-        """``f_residuals = pop()`` for a call in a loop, which pushed them."""
-        if id(stmt) not in self.kept_in_loops:
-            return []
-        return [_effect(S.assign(self.residuals[id(stmt)], S.call(self.pop)))]
-
-    def reverse_checkpointed(self, stmt):
-        """Pop an outlined loop's tape and run the step's VJP backwards over its
-        trips (the runner's over segments of trips, see Build.step_vjp); the
-        loop's inputs receive what comes out."""
-        loop, call = stmt.value.user_function, stmt.value
-        names, active = self.call_targets(stmt)
-        entry = next((c for c in self.analysis.calls if c[0] is stmt), None)
-        if entry is None:
-            return []
-        tape = S.call(self.pop)
-        if all(n in self.zero for n in active):
-            return [_effect(S.Expr(value=tape))]
-        active_params = entry[2]
-        if ITERATIONS in active_params:
-            raise self.parsed.error(
-                UnsupportedSyntax, loop.node, "cannot checkpoint a loop over differentiated "
-                "values ({!r}): loop over range(len(...)) and index them".format(
-                    self.parsed.words(call.args[0])), "checkpointed loop")
-        # Every state variable is differentiated: a trip may carry a derivative
-        # through one that neither the loop's input nor its output has.
-        wrt = loop.state + [p for p in loop.invariants if p in active_params]
-        helper = self.module.step_vjp(loop, tuple(wrt))
-        results, target = self.result_names(wrt)
-        differentiated = tuple(loop.invariants.index(p) for p in wrt[len(loop.state):])
-        keywords = [S.gast.keyword(arg="invariants", value=S.const(differentiated))] \
-            if differentiated else []
-        out = [_effect(S.assign(target, S.call(
-            S.attribute(tape, "reverse"), S.name(helper), self.call_seed(stmt, names, active),
-            keywords=keywords)))]
-        self.zero |= set(active)
-        self.backprop_arguments(loop, call, [(p, r) for p, r in zip(wrt, results)
-                                             if p in active_params], out)
-        return out
-
-    def call_targets(self, stmt):
-        """The names a call assigns, and those of them that are active."""
-        target = stmt.targets[0]
-        names = [t.id for t in target.elts] if isinstance(target, S.Tuple) else [target.id]
-        return names, [n for n in names if n in self.analysis.active]
-
-    def call_seed(self, stmt, names, active):
-        """The adjoints of a call's results (0.0 for inactive or zero ones), as
-        a tuple when the call's target is one."""
-        seeds = [S.name(self.adjoint(n)) if n in active and n not in self.zero
-                 else S.const(0.0) for n in names]
-        return S.tuple_(seeds) if isinstance(stmt.targets[0], S.Tuple) else seeds[0]
-
-    def result_names(self, params):
-        """Names for the adjoints a VJP returns, one per parameter, and the target
-        assigning them."""
-        results = [self.namer.numbered("b" + p) for p in params]
-        target = S.store(results[0]) if len(results) == 1 else S.tuple_(
-            [S.store(r) for r in results], store_ctx=True)
-        return results, target
-
-    def backprop_arguments(self, callee, call, adjoints, out):
-        """Send each (parameter, adjoint name) back through the call's argument."""
-        by_param = dict(zip(parameter_names(callee), call.args))
-        by_param.update({k.arg: k.value for k in call.keywords})
-        for param, result in adjoints:
-            arg = by_param[param]
-            ExpressionAdjoint(self, self.analysis.plans[id(arg)], out).backprop(
-                arg, S.name(result))
-
     # --- control flow ----------------------------------------------------------
 
     def materialize(self, names):
         self.materialized |= set(names)
         zeros = [S.assign(self.adjoint(n), S.const(0.0)) for n in sorted(names)]
         for stmt, name in zip(zeros, sorted(names)):
-            stmt.zero_of = name  # see add_items_in_place
+            stmt.zero_of = name  # see item_adjoints.add_items_in_place
         return zeros
 
     def branch(self, test, then_fn, else_fn):
@@ -833,7 +393,7 @@ class Sweep:
             return before
         body[:0] = [S.deepcopy(s) for s in loop.body if id(s) in self.saving.reloads]
         if isinstance(loop, S.While) and id(loop) in self.saving.counted:
-            name, start = self.loop_start(loop)
+            name, start = self.tape.loop_start(loop)
             test = S.Compare(left=S.name(name), ops=[S.NotEq()], comparators=[S.name(start)])
             header = S.while_(test, body)
         elif isinstance(loop, S.While):
@@ -852,84 +412,14 @@ class Sweep:
         return before + [S.copy_location(header, loop)]
 
 
-_SYMBOLS = {S.Add: "+", S.Sub: "-", S.Mult: "*", S.Div: "/"}
-
-
-def _assign_first_add(function, zeros, add, namespace):
-    """``bX[i] += g`` becomes ``bX[i] = g`` where bX[i] is surely still zero: ``zeros``
-    (``bX = zeros_for(X)``) and ``add`` are bX's only writes, and ``add`` runs after
-    it in the same block, or at most once per trip of a loop that block runs next,
-    over a range whose positions never repeat.  The store is what a person writes
-    (Horner's reverse loop stores each coefficient's adjoint) and costs less than
-    reading the zero back to add to it."""
-    places = _places(function)
-    zeros_block, zeros_loops = places[id(zeros)]
-    add_block, add_loops = places[id(add)]
-    if add_block is zeros_block:
-        first = add_block.index(zeros) < add_block.index(add)
-    else:
-        loop = add_loops[-1] if add_loops[:-1] == zeros_loops else None
-        first = isinstance(loop, S.For) and any(s is loop for s in zeros_block) and \
-            zeros_block.index(zeros) < zeros_block.index(loop) and \
-            isinstance(add.target.slice, S.Name) and \
-            add.target.slice.id == getattr(loop.target, "id", None) and \
-            loop.target.id not in S.stored_names(loop.body) and \
-            _distinct(loop.iter, namespace, S.values_assigned_once(function))
-    if first:
-        add_block[add_block.index(add)] = S.copy_location(
-            S.gast.Assign(targets=[add.target], value=add.value, type_comment=None), add)
-
-
-def _places(function):
-    """{id(statement): (the block holding it, the loops around it, innermost last)}."""
-    places = {}
-
-    def visit(block, loops):
-        for stmt in block:
-            places[id(stmt)] = (block, loops)
-            for field in ("body", "orelse"):
-                inner = getattr(stmt, field, None)
-                if isinstance(inner, list):
-                    looped = field == "body" and isinstance(stmt, (S.For, S.While))
-                    visit(inner, loops + (stmt,) if looped else loops)
-    visit(function.body, ())
-    return places
-
-
-def _distinct(iterable, namespace, values):
-    """Whether ``iterable`` (in generated code that reads ``namespace``) yields
-    distinct non-negative positions: ``range(n)`` or ``range(k, n)`` with k a
-    number, maybe sliced, maybe reversed, maybe named (``values`` holds what a
-    name assigned once was assigned)."""
-    if _calls_builtin(iterable, reversed, namespace):
-        iterable = iterable.args[0]
-    if isinstance(iterable, S.Name):
-        iterable = values.get(iterable.id)
-    if isinstance(iterable, S.Subscript) and isinstance(iterable.slice, S.Slice) and \
-            iterable.slice.step is None:
-        iterable = iterable.value
-    if not _calls_builtin(iterable, range, namespace) or len(iterable.args) > 2:
-        return False
-    start = iterable.args[0] if len(iterable.args) == 2 else None
-    return start is None or isinstance(start, S.Constant) and type(start.value) is int \
-        and start.value >= 0
-
-
 def _counts_down(iterable, namespace):
     """Whether ``iterable`` is ``range(n - 1, -1, -1)``, which ``range(n)`` reverses."""
-    if not (_calls_builtin(iterable, range, namespace) and len(iterable.args) == 3):
+    if not (S.calls_builtin(iterable, range, namespace) and len(iterable.args) == 3):
         return False
     first, stop, step = iterable.args
     return isinstance(first, S.BinOp) and isinstance(first.op, S.Sub) and \
         optimize.is_literal(first.right, 1) and optimize.is_literal(stop, -1) and \
         optimize.is_literal(step, -1)
-
-
-def _calls_builtin(node, builtin, namespace):
-    """Whether ``node`` calls ``builtin`` with positional arguments."""
-    return isinstance(node, S.Call) and isinstance(node.func, S.Name) and \
-        namespace.get(node.func.id, getattr(builtins, node.func.id, None)) is builtin and \
-        node.args and not node.keywords
 
 
 def _cheap(adjoint):
@@ -938,6 +428,100 @@ def _cheap(adjoint):
     if isinstance(adjoint, S.UnaryOp) and isinstance(adjoint.op, S.USub):
         adjoint = adjoint.operand
     return isinstance(adjoint, (S.Name, S.Constant))
+
+
+class CallAdjoint:
+    """Back-propagates the adjoints of what one call statement assigns, ``y = f(x)``
+    for a user function f or an outlined loop, through its VJP to its arguments."""
+
+    def __init__(self, sweep, stmt):
+        self.sweep = sweep
+        self.stmt = stmt
+
+    def of_function(self):
+        """The call's VJP, and its arguments' adjoints from what it returns."""
+        sweep, stmt = self.sweep, self.stmt
+        names, active = sweep.tape.call_targets(stmt)
+        if not active or all(n in sweep.zero for n in active):
+            return []
+        call = stmt.value
+        _, callee, active_params = next(c for c in sweep.analysis.calls if c[0] is stmt)
+        if not active_params:
+            sweep.zero |= set(active)
+            return []
+        results, target = self.result_names(active_params)
+        seed = self.seed(names, active)
+        if id(stmt) in sweep.tape.residuals:
+            _, backward = sweep.module.vjp_halves(callee, tuple(active_params),
+                                                  sweep.parsed, call)
+            vjp = S.call(backward, seed, S.name(sweep.tape.residuals[id(stmt)]))
+        else:
+            vjp = S.call(sweep.module.vjp_function(callee, tuple(active_params),
+                                                   sweep.parsed, call),
+                         seed, *S.deepcopy(call.args), keywords=S.deepcopy(call.keywords))
+        out = [S.effect(S.assign(target, vjp))]
+        sweep.zero |= set(active)
+        self.backprop_arguments(callee, call, zip(active_params, results), out)
+        return out
+
+    def of_checkpointed_loop(self):
+        """Pop an outlined loop's tape and run the step's VJP backwards over its
+        trips (the runner's over segments of trips, see Build.step_vjp); the
+        loop's inputs receive what comes out."""
+        sweep, stmt = self.sweep, self.stmt
+        loop, call = stmt.value.user_function, stmt.value
+        names, active = sweep.tape.call_targets(stmt)
+        entry = next((c for c in sweep.analysis.calls if c[0] is stmt), None)
+        if entry is None:
+            return []
+        tape = S.call(sweep.tape.pop)
+        if all(n in sweep.zero for n in active):
+            return [S.effect(S.Expr(value=tape))]
+        active_params = entry[2]
+        if ITERATIONS in active_params:
+            raise sweep.parsed.error(
+                UnsupportedSyntax, loop.node, "cannot checkpoint a loop over differentiated "
+                "values ({!r}): loop over range(len(...)) and index them".format(
+                    sweep.parsed.words(call.args[0])), "checkpointed loop")
+        # Every state variable is differentiated: a trip may carry a derivative
+        # through one that neither the loop's input nor its output has.
+        wrt = loop.state + [p for p in loop.invariants if p in active_params]
+        helper = sweep.module.step_vjp(loop, tuple(wrt))
+        results, target = self.result_names(wrt)
+        differentiated = tuple(loop.invariants.index(p) for p in wrt[len(loop.state):])
+        keywords = [S.gast.keyword(arg="invariants", value=S.const(differentiated))] \
+            if differentiated else []
+        out = [S.effect(S.assign(target, S.call(
+            S.attribute(tape, "reverse"), S.name(helper), self.seed(names, active),
+            keywords=keywords)))]
+        sweep.zero |= set(active)
+        self.backprop_arguments(loop, call, [(p, r) for p, r in zip(wrt, results)
+                                             if p in active_params], out)
+        return out
+
+    def seed(self, names, active):
+        """The adjoints of a call's results (0.0 for inactive or zero ones), as
+        a tuple when the call's target is one."""
+        seeds = [S.name(self.sweep.adjoint(n)) if n in active and n not in self.sweep.zero
+                 else S.const(0.0) for n in names]
+        return S.tuple_(seeds) if isinstance(self.stmt.targets[0], S.Tuple) else seeds[0]
+
+    def result_names(self, params):
+        """Names for the adjoints a VJP returns, one per parameter, and the target
+        assigning them."""
+        results = [self.sweep.namer.numbered("b" + p) for p in params]
+        target = S.store(results[0]) if len(results) == 1 else S.tuple_(
+            [S.store(r) for r in results], store_ctx=True)
+        return results, target
+
+    def backprop_arguments(self, callee, call, adjoints, out):
+        """Send each (parameter, adjoint name) back through the call's argument."""
+        by_param = dict(zip(parameter_names(callee), call.args))
+        by_param.update({k.arg: k.value for k in call.keywords})
+        for param, result in adjoints:
+            arg = by_param[param]
+            ExpressionAdjoint(self.sweep, self.sweep.analysis.plans[id(arg)], out).backprop(
+                arg, S.name(result))
 
 
 class ExpressionAdjoint:
@@ -1057,7 +641,7 @@ class ExpressionAdjoint:
             # A constant adjoint (bt = 1.0 from a sum) folds into its uses, as the seed does.
             first.seed = optimize.is_number(adjoint)
             if self._calls(adjoint, runtime.getitem_vjp):
-                first.item_of = ident  # see Sweep.add_items_in_place
+                first.item_of = ident  # see item_adjoints.add_items_in_place
             out.append(first)
             sweep.zero.discard(ident)
         elif ident in sweep.analysis.containers:
@@ -1169,10 +753,6 @@ def _name_plan(name):
     return plan
 
 
-def _map(function, value):
-    return [function(v) for v in value] if isinstance(value, list) else function(value)
-
-
 def _reads_own_target(stmt):
     target = stmt.targets[0]
     names = {t.id for t in S.walk(target) if isinstance(t, S.Name)}
@@ -1191,12 +771,6 @@ def _merged(contributions):
         else:
             merged[twin] = (operand, S.binop(contribution, S.Mult(), S.const(2)))
     return merged
-
-
-def _effect(stmt):
-    """Mark a statement the optimizer must keep even when its target is unused."""
-    stmt.effects = True
-    return stmt
 
 
 def reverse(normalized, wrt, module, kind, name, tuple_wrt=False, arrays=False,
@@ -1226,8 +800,8 @@ def reverse_in_halves(normalized, wrt, module, names, tuple_wrt=False, arrays=Fa
     sweep = Sweep(analyze(normalized, wrt, arrays, loops, halves=module.splits), module,
                   "vjp", names[0], tuple_wrt)
     sweep.pullback = True
-    stack = (sweep.stack, {sweep.push: "append", sweep.pop: "pop"}) if sweep.uses_stack \
-        else None
+    tape = sweep.tape
+    stack = (tape.stack, {tape.push: "append", tape.pop: "pop"}) if tape.used else None
     return residuals.split(sweep.function(), *names, stack)
 
 

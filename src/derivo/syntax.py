@@ -6,6 +6,7 @@ Trees are gast trees; node classes are re-exported for ``isinstance`` checks.
 """
 
 import ast
+import builtins
 import collections
 import contextlib
 import math
@@ -132,6 +133,14 @@ def single_target(stmt):
     return None
 
 
+def calls_builtin(node, builtin, namespace):
+    """Whether ``node``, in code that reads the globals ``namespace``, calls
+    ``builtin`` with positional arguments only."""
+    return isinstance(node, Call) and isinstance(node.func, Name) and \
+        namespace.get(node.func.id, getattr(builtins, node.func.id, None)) is builtin and \
+        bool(node.args) and not node.keywords
+
+
 def values_assigned_once(tree):
     """{name: e} for each name ``tree`` assigns once, by ``name = e``."""
     counts = store_counts(tree)
@@ -250,6 +259,13 @@ def assign(target, value):
 
 def aug_add(target, value):
     return gast.AugAssign(target=store(target), op=gast.Add(), value=value)
+
+
+def effect(stmt):
+    """``stmt`` in generated code, marked to be kept where it is, its target read
+    or not: derivo.optimize drops or moves other assignments nothing reads."""
+    stmt.effects = True
+    return stmt
 
 
 def call(func, *args, keywords=()):

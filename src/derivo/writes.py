@@ -88,7 +88,7 @@ def refuse_shared_writes(analysis, writes=True):
         if fault.kind == "item" and isinstance(site, S.Assign) and \
                 isinstance(site.value, S.Subscript) and isinstance(site.value.value, S.Name):
             # y[i]: a number, a copy (y[mask]) or a row (a view) of y; only
-            # the run tells, so the primal checks (see reverse.Sweep.primal,
+            # the run tells, so the primal checks (see primal.PrimalSweep.block,
             # forward.Tangents.statement)
             analysis.shared_checks[id(site)] = (site.value.value.id, str(error))
         else:
