@@ -1011,19 +1011,56 @@ def _derivative(func, wrt, kind, loops=DEFAULT_LOOPS, has_aux=False,
         try:
             made = cache.remember(key, _new_derivative(func, wrt, kind, loops, has_aux, pullback))
         except DerivoError as error:
-            if user is None or not str(error.filename).startswith(GENERATED_PREFIX):
+            if not str(error.filename).startswith(GENERATED_PREFIX):
                 raise
-            raise _refused_again(error, user) from None
+            if user is not None:
+                raise _refused_again(error, user) from None
+            first = _first_differentiated(func)
+            if first is None:
+                raise
+            # (a derivative of a derivative of first: the message says so)
+            raise _at_definition(error.message, first, error) from None
     return made
+
+
+def _derivative_of(func):
+    """What ``func``, a Derivative or its generated code, is the derivative of; None
+    for anything else."""
+    array_code = getattr(func, "derivo_array_code", None)
+    derivative = func if isinstance(func, Derivative) else getattr(array_code, "__self__", None)
+    return getattr(derivative, "__wrapped__", None)
+
+
+def _is_derivative_code(func):
+    return isinstance(func, Derivative) or is_generated(func)
 
 
 def _differentiated_by(func):
     """The user's function that ``func``, a Derivative or its generated code, is the
     derivative of; None for anything else (and for a derivative of a derivative)."""
-    array_code = getattr(func, "derivo_array_code", None)
-    derivative = func if isinstance(func, Derivative) else getattr(array_code, "__self__", None)
-    user = getattr(derivative, "__wrapped__", None)
-    return None if user is None or isinstance(user, Derivative) or is_generated(user) else user
+    user = _derivative_of(func)
+    return None if user is None or _is_derivative_code(user) else user
+
+
+def _first_differentiated(func):
+    """The user's function at the bottom of the chain of derivatives ``func`` is the
+    top of (f for ``derivo.grad(derivo.grad(f))``); None if there is none."""
+    user = _derivative_of(func)
+    while user is not None and _is_derivative_code(user):
+        user = _derivative_of(user)
+    return user
+
+
+def _at_definition(message, user, error, line=None):
+    """A refusal of the kind of ``error`` saying ``message``, located in ``user``'s
+    file at ``line`` (its ``def`` by default), where that line's text starts."""
+    code = getattr(user, "__code__", None)
+    if code is None:
+        return type(error)(message, None, None, None, error.construct)
+    line = line or code.co_firstlineno
+    text = linecache.getline(code.co_filename, line)
+    return type(error)(message, code.co_filename, line, len(text) - len(text.lstrip()),
+                       error.construct)
 
 
 def _refused_again(error, user):
@@ -1049,13 +1086,8 @@ def _refused_again(error, user):
         reason = ("derivo refuses line {} of the derivative it generated for it ({}); "
                   "differentiate a version of {} without this construct".format(
                       error.lineno, error.message, label))
-    filename = code.co_filename if code else None
-    col = None
-    if filename is not None:
-        text = linecache.getline(filename, where)
-        col = len(text) - len(text.lstrip())
-    return type(error)("cannot differentiate {} a second time: {}".format(label, reason),
-                       filename, where, col, error.construct)
+    return _at_definition("cannot differentiate {} a second time: {}".format(label, reason),
+                          user, error, where)
 
 
 def _first_write_in_place(func):
