@@ -569,3 +569,79 @@ def test_parameters_read_as_numbers_alone_are_checked_for_arrays_only():
     assert "n.__class__ is not derivo_ndarray" in guard
     assert "vs.__class__ not in derivo_containers" in guard
     assert_close(df(0.5, [2.0], 3.0, 1.0), math.cos(0.5) * 2.0 + 3.0)
+
+
+# --- functions taking *args and **kwargs: one derivative per call's arguments ------
+
+def weighted_sum(x, *rest):
+    return x * sum(rest) + math.sin(rest[0]) * rest[-1]
+
+
+def scaled_square(x, **options):
+    return (x * options.get("scale", 1.0)) ** 2 + options.get("shift", 0.0)
+
+
+def mse(*params):  # as JAX code writes a loss of its parameters
+    w, b = params
+    inputs, targets = np.array([0.5, 1.0, 2.0]), np.array([1.0, 2.5, 4.0])
+    return np.mean((w * inputs + b - targets) ** 2)
+
+
+def central(f, args, position, h=1e-6):
+    up, down = list(args), list(args)
+    up[position] += h
+    down[position] -= h
+    return (f(*up) - f(*down)) / (2 * h)
+
+
+@pytest.mark.parametrize("args", [(2.0, 0.7, 1.5), (2.0, 0.7, 1.5, -0.4)])
+@pytest.mark.parametrize("wrt", [0, 1, 2, -1])
+def test_star_args_are_differentiated_by_position(args, wrt):
+    expected = central(weighted_sum, args, wrt % len(args))
+    assert_close(derivo.grad(weighted_sum, wrt=wrt)(*args), expected)
+    value, gradient = derivo.value_and_grad(weighted_sum, wrt=wrt)(*args)
+    assert_close(value, weighted_sum(*args))
+    assert_close(gradient, expected)
+
+
+def test_star_args_in_every_mode():
+    args = (2.0, 0.7, 1.5)
+    partials = tuple(central(weighted_sum, args, i) for i in range(3))
+    assert_close(derivo.grad(weighted_sum, wrt=(0, 1, 2))(*args), partials)
+    _, pullback = derivo.vjp(weighted_sum, *args)
+    assert_close(pullback(1.0), partials)
+    _, tangent = derivo.jvp(weighted_sum, args, (None, 1.0, None))
+    assert_close(tangent, partials[1])
+    second = derivo.grad(derivo.grad(weighted_sum, wrt=1), wrt=1)(*args)
+    assert_close(second, -math.sin(0.7) * 1.5, rtol=1e-6)
+    hessian = derivo.hessian(weighted_sum, wrt=(0, 1))(*args)
+    assert_close(hessian[0], (0.0, 1.0))
+    assert_close(hessian[1], (1.0, -math.sin(0.7) * 1.5))
+    assert_close(derivo.jacobian(weighted_sum, wrt=(0, 2))(*args), (partials[0], partials[2]))
+
+
+def test_star_kwargs_are_passed_as_given():
+    assert_close(derivo.grad(scaled_square)(2.0, scale=3.0), 2 * 2.0 * 9.0)
+    assert_close(derivo.grad(scaled_square)(2.0, shift=1.0, scale=0.5), 2 * 2.0 * 0.25)
+    assert_close(derivo.grad(scaled_square)(2.0), 4.0)
+
+
+def test_a_loss_of_star_params_gives_each_its_gradient():
+    w, b = np.array(1.5), 0.25
+    gw, gb = derivo.grad(mse, wrt=(0, 1))(w, b)
+    h = 1e-6
+    assert_close(float(gw), (mse(w + h, b) - mse(w - h, b)) / (2 * h))
+    assert_close(gb, (mse(w, b + h) - mse(w, b - h)) / (2 * h))
+
+
+def test_a_star_args_derivative_shows_and_saves_the_code_of_its_last_call(tmp_path):
+    def spread(x, *rest):
+        return x * rest[0]
+
+    derivative = derivo.grad(spread)
+    assert derivative.source.startswith("# derivo transforms")
+    with pytest.raises(derivo.DerivoError, match="call the derivative once"):
+        derivative.save(str(tmp_path / "spread_grad.py"))
+    assert derivative(2.0, 3.0) == 3.0
+    assert "def spread_grad(x, rest_0)" in derivative.source
+    assert os.path.exists(derivative.save(str(tmp_path / "spread_grad.py")))

@@ -1698,3 +1698,15 @@ def test_a_refusal_of_a_second_derivative_points_at_the_users_line():
         derivo.hessian(product_of_tanh, wrt=1)(np.array([0.3, 0.5]), 0.7)
     assert_points_at(info.value, line_of(product_of_tanh, "np.prod"), "a second time")
     assert info.value.col == 4
+
+
+def quartic_sum(x):
+    return np.sum(x ** 4)
+
+
+def test_a_third_derivative_of_array_code_is_refused_at_the_user_s_def():
+    with pytest.raises(DerivoError, match="a third time") as refused:
+        derivo.hessian(derivo.grad(quartic_sum))(np.array([1.0, 2.0]))
+    error = refused.value
+    assert error.filename == __file__
+    assert error.lineno == quartic_sum.__code__.co_firstlineno and error.col == 0

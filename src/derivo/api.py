@@ -10,12 +10,14 @@ import math
 import operator
 import os
 import types
+import weakref
 
 from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import __version__, cache, codegen, display, numba_backend, rules, save, specialise, trees
+from . import (__version__, cache, callees, codegen, display, numba_backend, rules, save,
+               specialise, trees)
 from . import syntax as S
 from .errors import GENERATED_ORIGINS, DerivoError, user_line
 from .fence import check_supported
@@ -1011,19 +1013,56 @@ def _derivative(func, wrt, kind, loops=DEFAULT_LOOPS, has_aux=False,
         try:
             made = cache.remember(key, _new_derivative(func, wrt, kind, loops, has_aux, pullback))
         except DerivoError as error:
-            if user is None or not str(error.filename).startswith(GENERATED_PREFIX):
+            if not str(error.filename).startswith(GENERATED_PREFIX):
                 raise
-            raise _refused_again(error, user) from None
+            if user is not None:
+                raise _refused_again(error, user) from None
+            first = _first_differentiated(func)
+            if first is None:
+                raise
+            # (a derivative of a derivative of first: the message says so)
+            raise _at_definition(error.message, first, error) from None
     return made
+
+
+def _derivative_of(func):
+    """What ``func``, a Derivative or its generated code, is the derivative of; None
+    for anything else."""
+    array_code = getattr(func, "derivo_array_code", None)
+    derivative = func if isinstance(func, Derivative) else getattr(array_code, "__self__", None)
+    return getattr(derivative, "__wrapped__", None)
+
+
+def _is_derivative_code(func):
+    return isinstance(func, Derivative) or is_generated(func)
 
 
 def _differentiated_by(func):
     """The user's function that ``func``, a Derivative or its generated code, is the
     derivative of; None for anything else (and for a derivative of a derivative)."""
-    array_code = getattr(func, "derivo_array_code", None)
-    derivative = func if isinstance(func, Derivative) else getattr(array_code, "__self__", None)
-    user = getattr(derivative, "__wrapped__", None)
-    return None if user is None or isinstance(user, Derivative) or is_generated(user) else user
+    user = _derivative_of(func)
+    return None if user is None or _is_derivative_code(user) else user
+
+
+def _first_differentiated(func):
+    """The user's function at the bottom of the chain of derivatives ``func`` is the
+    top of (f for ``derivo.grad(derivo.grad(f))``); None if there is none."""
+    user = _derivative_of(func)
+    while user is not None and _is_derivative_code(user):
+        user = _derivative_of(user)
+    return user
+
+
+def _at_definition(message, user, error, line=None):
+    """A refusal of the kind of ``error`` saying ``message``, located in ``user``'s
+    file at ``line`` (its ``def`` by default), where that line's text starts."""
+    code = getattr(user, "__code__", None)
+    if code is None:
+        return type(error)(message, None, None, None, error.construct)
+    line = line or code.co_firstlineno
+    text = linecache.getline(code.co_filename, line)
+    return type(error)(message, code.co_filename, line, len(text) - len(text.lstrip()),
+                       error.construct)
 
 
 def _refused_again(error, user):
@@ -1049,13 +1088,8 @@ def _refused_again(error, user):
         reason = ("derivo refuses line {} of the derivative it generated for it ({}); "
                   "differentiate a version of {} without this construct".format(
                       error.lineno, error.message, label))
-    filename = code.co_filename if code else None
-    col = None
-    if filename is not None:
-        text = linecache.getline(filename, where)
-        col = len(text) - len(text.lstrip())
-    return type(error)("cannot differentiate {} a second time: {}".format(label, reason),
-                       filename, where, col, error.construct)
+    return _at_definition("cannot differentiate {} a second time: {}".format(label, reason),
+                          user, error, where)
 
 
 def _first_write_in_place(func):
@@ -1095,6 +1129,9 @@ def _new_derivative(func, wrt, kind, loops, has_aux, pullback):
     if not callable(func) or not hasattr(func, "__code__"):
         parse(func)  # raises the error that explains what is missing
         raise DerivoError("derivo differentiates Python functions, got {!r}".format(func))
+    if hasattr(func, "derivo_spread") or \
+            callees.takes_spread_arguments(func) and not is_generated(func):
+        return _of_spread(func, wrt, kind, loops, has_aux, pullback)
     names = resolve_wrt(func, wrt)
     if isinstance(wrt, (tuple, list)) and not names:
         raise DerivoError("wrt=() names no parameter: give at least one")
@@ -1152,6 +1189,90 @@ def _of_bound(func, bound, wrt, kind, loops, has_aux):
         setattr(derivative, attribute, getattr(entry, attribute))
     derivative.__wrapped__ = func
     derivative.derivo_bound = (entry, args, keywords)  # to nest it
+    return derivative
+
+
+#: {function taking *args or **kwargs: {(positional count, keywords): callees.spread's copy}}
+_SPREAD_COPIES = weakref.WeakKeyDictionary()
+
+
+def _spread_copy(func, npositional, keywords):
+    """callees.spread of ``func`` for a call of ``npositional`` positional arguments
+    and the ``keywords`` (sorted), made once for each."""
+    copies = _SPREAD_COPIES.setdefault(func, {})
+    if (npositional, keywords) not in copies:
+        copies[npositional, keywords] = callees.spread(func, npositional, keywords)
+    return copies[npositional, keywords]
+
+
+def spread_calls(func, make, lead=0):
+    """For ``func``, which takes ``*args`` or ``**kwargs``: a function that, at each
+    call, calls ``make(copy)`` for the copy of ``func`` taking that call's
+    arguments by name (see callees.spread), made once per count of positional
+    arguments (after ``lead`` leading ones, a vjp's cotangent or a jvp's
+    tangents) and set of keywords.  Its ``last`` is the one it called last, whose
+    ``source`` it shows.  ``func`` may be such a function itself (a derivative
+    of a derivative): then the copy is what it calls for those arguments."""
+    made = {}  # (positional count, keywords) -> (make(copy), keywords renamed)
+
+    def made_for(npositional, keywords):
+        shape = (npositional, tuple(sorted(keywords)))
+        if shape not in made:
+            copy, renamed = func.derivo_spread(*shape) if hasattr(func, "derivo_spread") \
+                else _spread_copy(func, *shape)
+            made[shape] = make(copy), renamed
+        return made[shape]
+
+    @functools.wraps(func)
+    def call(*given, **keywords):
+        function, renamed = made_for(len(given) - lead, keywords)
+        call.last = function
+        if hasattr(function, "source"):
+            call.source = function.source
+        return function(*given, **{renamed.get(k, k): v for k, v in keywords.items()})
+
+    call.derivo_spread = made_for
+    call.last = None
+    call.source = "# derivo transforms {} at each call, for the arguments it is " \
+        "given\n".format(func.__qualname__)
+    return call
+
+
+def _of_spread(func, wrt, kind, loops, has_aux, pullback):
+    """The derivative of ``func``, which takes ``*args`` or ``**kwargs``: the
+    derivative of its copy for each call's arguments (see :func:`spread_calls`);
+    ``wrt`` counts the positional arguments as the call gives them."""
+    several = isinstance(wrt, (tuple, list))
+    # a name of the signature func shows (a functools.wraps wrapper shows the
+    # wrapped function's) stands for its position
+    try:
+        shown = [p.name for p in inspect.signature(func).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        shown = []
+    wrt = type(wrt)(shown.index(w) if w in shown else w for w in wrt) if several else \
+        shown.index(wrt) if wrt in shown else wrt
+
+    def make(copy):
+        if isinstance(getattr(copy, "__self__", None), Derivative):  # a derivative's entry
+            return _derivative(copy, wrt, kind, loops, has_aux, pullback)
+        return Derivative(copy, kind, resolve_wrt(copy, wrt), several, loops, has_aux,
+                          pullback).call
+
+    derivative = spread_calls(func, make, {"vjp": 1, "jvp": len(wrt) if several else 1}.get(
+        kind, 0))
+
+    def save(path=None):
+        if derivative.last is None:
+            raise DerivoError("{} takes *args or **kwargs: derivo transforms it for the "
+                              "arguments of each call; call the derivative once before "
+                              "saving it".format(func.__qualname__))
+        return derivative.last.save(path)
+
+    derivative.save = save
+    derivative.kind, derivative.wrt = kind, wrt
+    derivative.__doc__ = "{} of {} with respect to {}.".format(
+        KIND_LABELS[kind], func.__qualname__, wrt)
     return derivative
 
 
@@ -1283,8 +1404,11 @@ def vjp(func: Function, *args: Any, backend: str = "python",
     if isinstance(code, Derivative) or is_generated(code) or _bound_parts(code) is not None \
             or backend != "python":  # (compiled code is no generator to resume)
         return _vjp_by_running_again(code, func, differentiable, args, kwargs, loops)
+    if callees.takes_spread_arguments(code):  # its copy taking these arguments by name
+        code, renamed = _spread_copy(code, len(args), tuple(sorted(kwargs)))
+        kwargs = {renamed.get(k, k): v for k, v in kwargs.items()}
     derivative = _derivative(code, differentiable, "vjp", pullback=True).__self__
-    _refuse_joined_sequences(derivative.call, func, args, differentiable)
+    _refuse_joined_sequences(derivative.call, code, args, differentiable)
     # its code runs directly, without the entry's checks
     derivative._specialise(args, kwargs, lead=0)
     derivative._bring_up_to_date()
@@ -1434,6 +1558,9 @@ def _copied(value):
 def _refuse_joined_sequences(derivative, func, args, positions):
     """Refuse the lists and tuples among ``args`` (at ``positions``) that ``func``
     may join or repeat (see _ArgumentChecks.refuse_joined)."""
+    if hasattr(derivative, "derivo_spread"):  # one Derivative per call's arguments
+        derivative = derivative.derivo_spread(len(args), ())[0]
+        func = derivative.__self__.__wrapped__
     names = [p.name for p in _parameters(func)]
     # a bound function's derivative calls its Derivative's entry (see _of_bound)
     owner = derivative.derivo_bound[0].__self__ if hasattr(derivative, "derivo_bound") \

@@ -20,7 +20,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import memory, rules
-from .parse import EQUAL, MISSING, PARAMETERS, Item, is_derivative
+from .parse import EQUAL, KEYS, MISSING, PARAMETERS, Item, is_derivative
 
 CacheInfo = namedtuple("CacheInfo", "hits misses size")
 
@@ -108,8 +108,9 @@ class LiveReads:
         self.data = [not path and _is_data(value) and where is not PARAMETERS
                      for where, _, path, value in reads]
         self.kinds = [_kind(value) if data else None for value, data in zip(self.seen, self.data)]
-        # a bound method is made anew at each read, a key may be a string made anew
-        self.equal = [_is_bound_method(value) or EQUAL in path
+        # a bound method is made anew at each read, a key may be a string made anew,
+        # a dict's keys are a new set
+        self.equal = [_is_bound_method(value) or EQUAL in path or KEYS in path
                       for (_, _, path, value) in reads]
         self.generation = generation
         # derivatives the code calls: brought up to date first, so that what their
@@ -134,7 +135,8 @@ class LiveReads:
                 where.cell_contents if isinstance(where, types.CellType) else where[ident]
             for step in path:
                 value = value[step.key] if isinstance(step, Item) else \
-                    value if step is EQUAL else getattr(value, step)
+                    value if step is EQUAL else frozenset(value) if step is KEYS else \
+                    getattr(value, step)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError):
             return MISSING
         return value

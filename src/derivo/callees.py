@@ -86,47 +86,69 @@ def _name_what_is_called(call, callee, parsed):
 
 
 def _spread(function, call, parsed):
-    """For a call of a user function taking ``*args`` or ``**kwargs``, a copy whose
-    parameters are the arguments the call gives (``args_0``, ``args_1``, a
-    keyword-only ``kwargs_c``), which builds ``args`` and ``kwargs`` from them
-    first; the call's keywords renamed to match.  None for any other call."""
-    code = function.__code__
-    if not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or \
-            any(isinstance(a, S.Starred) for a in call.args) or \
+    """For a call of a user function taking ``*args`` or ``**kwargs``, the copy of it
+    :func:`spread` makes for the arguments the call gives, the call's keywords
+    renamed to match.  None for any other call."""
+    if any(isinstance(a, S.Starred) for a in call.args) or \
             any(k.arg is None for k in call.keywords):
         return None
+    made = spread(function, len(call.args), [k.arg for k in call.keywords])
+    if made is None:
+        return None
+    copy, renamed = made
+    for keyword in call.keywords:
+        keyword.arg = renamed.get(keyword.arg, keyword.arg)
+    return copy
+
+
+def takes_spread_arguments(function):
+    """Whether ``function`` is a Python function taking ``*args`` or ``**kwargs``."""
+    code = getattr(function, "__code__", None)
+    return code is not None and bool(code.co_flags & (inspect.CO_VARARGS |
+                                                       inspect.CO_VARKEYWORDS))
+
+
+def spread(function, npositional, keywords):
+    """For a user function taking ``*args`` or ``**kwargs``, a copy whose parameters
+    are the arguments a call of ``npositional`` positional arguments and the
+    ``keywords`` gives (``args_0``, ``args_1``, a keyword-only ``kwargs_c``), which
+    builds ``args`` and ``kwargs`` from them first; and {keyword: the copy's
+    parameter for it}.  None for any other function."""
+    if not takes_spread_arguments(function):
+        return None
+    code = function.__code__
     callee = parse(function)
     tree, args = callee.tree, callee.tree.args
     named = [a.id for a in args.args + args.kwonlyargs]
     first = tree.body[0]
     built = []
+    renamed = {}
     if args.vararg is not None:
         extra = ["{}_{}".format(args.vararg.id, i)
-                 for i in range(max(len(call.args) - len(args.args), 0))]
+                 for i in range(max(npositional - len(args.args), 0))]
         args.args += [S.param(name) for name in extra]
         if _VarargsAsNames(args.vararg.id, extra,
                            "len" not in function.__globals__).rewrite(tree):
             built.append(S.assign(args.vararg.id, S.tuple_([S.name(n) for n in extra])))
         args.vararg = None
     if args.kwarg is not None:
-        given = {k.arg: "{}_{}".format(args.kwarg.id, k.arg) for k in call.keywords
-                 if k.arg not in named}
-        args.kwonlyargs += [S.param(name) for name in given.values()]
-        args.kw_defaults += [None] * len(given)
-        if _read_by_key(tree, args.kwarg.id, given):
+        renamed = {k: "{}_{}".format(args.kwarg.id, k) for k in keywords if k not in named}
+        args.kwonlyargs += [S.param(name) for name in renamed.values()]
+        args.kw_defaults += [None] * len(renamed)
+        if _read_by_key(tree, args.kwarg.id, renamed):
             built.append(S.assign(args.kwarg.id, S.gast.Dict(
-                keys=[S.const(k) for k in given], values=[S.name(n) for n in given.values()])))
-        for keyword in call.keywords:
-            keyword.arg = given.get(keyword.arg, keyword.arg)
+                keys=[S.const(k) for k in renamed],
+                values=[S.name(n) for n in renamed.values()])))
         args.kwarg = None
     for stmt in built:
         for node in S.walk(stmt):
             S.copy_location(node, first)
     tree.body = built + tree.body
     tree.name = identifier(function.__name__)
-    spread = compile_trees(callee, [tree], {})[tree.name]
-    spread.derivo_key = (code, len(call.args), tuple(k.arg for k in call.keywords))
-    return spread
+    copy = compile_trees(callee, [tree], {})[tree.name]
+    copy.__qualname__ = function.__qualname__  # (what messages and docstrings call it)
+    copy.derivo_key = (code, npositional, tuple(keywords))
+    return copy, renamed
 
 
 class _VarargsAsNames(S.NodeTransformer):

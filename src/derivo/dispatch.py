@@ -6,9 +6,10 @@ derivative covers.  When the dict is one the transformation reads (a global, a
 closure variable, a constant item of one) and every value in it is a function,
 the call becomes a branch over its keys, each arm the call of one function
 (``if name == "relu": t = ACTIVATIONS["relu"](x) elif ...``), which derivo
-differentiates like any branch; a key the dict did not hold when the function
-was transformed raises ``KeyError``, as the lookup would.  Each arm reads its
-item by a constant key, which the derivative's entry checks on every call.
+differentiates like any branch; any other key raises ``KeyError``, as the
+lookup would.  Each arm reads its item by a constant key, and the dict's set
+of keys is read too: the derivative's entry checks both on every call, and a
+dict that gained or lost a key is branched over again.
 """
 
 from . import syntax as S
@@ -69,6 +70,7 @@ def _call_by_key(stmt, parsed):
             table = parsed.resolve_expression(node.func.value, items=True)
             if isinstance(table, dict) and table and all(
                     type(k) in _KEY_TYPES and callable(v) for k, v in table.items()):
+                parsed.read_keys(node.func.value, table)
                 return node, table
         pending.extend(S.gast.iter_child_nodes(node))
     return None

@@ -126,6 +126,8 @@ class Item(tuple):
 UNPACKED = type("Unpacked", (), {"__repr__": lambda self: "UNPACKED"})()
 #: The step of a read's path that says its value is compared by equality (a key)
 EQUAL = "=="
+#: The step of a read's path whose value is the set of a dict's keys (by equality)
+KEYS = "keys()"
 
 
 @dataclass
@@ -271,6 +273,15 @@ class Parsed:
             return where, root, base + tuple(reversed(path))
         where = None if node.id in self.local_names else self._holder(node.id)
         return None if where is None else (where, node.id, tuple(reversed(path)))
+
+    def read_keys(self, node, table):
+        """Record, for the entry to check on each call, the keys of ``table``, the
+        dict the expression ``node`` reads: code made for those keys (a branch
+        over them, see derivo.dispatch) is made again when the dict gains one."""
+        origin = self.origin_of(node)
+        if origin is not None:
+            where, ident, path = origin
+            _record(where, ident, path + (KEYS,), frozenset(table))
 
     def _alias(self, ident):
         """What a local name assigned once, from an expression naming a function
