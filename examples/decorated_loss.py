@@ -19,11 +19,13 @@ import derivo
 def finite(fn):
     """Raise where ``fn`` gives a value that is not finite (the derivative runs the
     wrapper's code too, so it raises there as well)."""
+    name = fn.__name__
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         value = fn(*args, **kwargs)
         if not np.isfinite(value):
-            raise FloatingPointError("{} is not finite: {}".format(fn.__name__, value))
+            raise FloatingPointError("{} is not finite: {}".format(name, value))
         return value
     return wrapper
 
@@ -35,7 +37,7 @@ def loss(*params, inputs, targets, ridge=0.0):
     return np.mean(residuals ** 2) + ridge * slope ** 2
 
 
-loss_grad = derivo.grad(loss, wrt=(0, 1))
+decorated_loss_grad = derivo.grad(loss, wrt=(0, 1))
 
 
 def data(seed=0):
@@ -47,8 +49,8 @@ def data(seed=0):
 def fit(inputs, targets, steps=500, rate=0.5, ridge=1e-3):
     slope, intercept = 0.0, 0.0
     for _ in range(steps):
-        g_slope, g_intercept = loss_grad(slope, intercept, inputs=inputs, targets=targets,
-                                         ridge=ridge)
+        g_slope, g_intercept = decorated_loss_grad(slope, intercept, inputs=inputs,
+                                                   targets=targets, ridge=ridge)
         slope, intercept = slope - rate * g_slope, intercept - rate * g_intercept
     return slope, intercept
 
@@ -58,7 +60,7 @@ def main():
     slope, intercept = fit(inputs, targets)
     print(f"fitted: y = {slope:.3f} x + {intercept:.3f}   (the data lie near y = 3 x - 1)")
     print()
-    print(loss_grad.source)
+    print(decorated_loss_grad.source)
 
 
 if __name__ == "__main__":

@@ -171,11 +171,11 @@ def test_mlp_activations_gradient_has_the_structure_and_values_of_its_parameters
 
 
 def test_the_decorated_loss_gradient_matches_finite_differences():
-    from examples.decorated_loss import data, loss, loss_grad
+    from examples.decorated_loss import data, decorated_loss_grad, loss
     inputs, targets = data()
     keywords = dict(inputs=inputs, targets=targets, ridge=0.01)
     slope, intercept, h = 0.4, -0.3, 1e-6
-    g_slope, g_intercept = loss_grad(slope, intercept, **keywords)
+    g_slope, g_intercept = decorated_loss_grad(slope, intercept, **keywords)
     assert g_slope == pytest.approx(
         (loss(slope + h, intercept, **keywords) - loss(slope - h, intercept, **keywords)) / (2 * h),
         rel=1e-6)
@@ -183,4 +183,4 @@ def test_the_decorated_loss_gradient_matches_finite_differences():
         (loss(slope, intercept + h, **keywords) - loss(slope, intercept - h, **keywords)) / (2 * h),
         rel=1e-6)
     with np.errstate(invalid="ignore"), pytest.raises(FloatingPointError):
-        loss_grad(np.inf, intercept, **keywords)
+        decorated_loss_grad(np.inf, intercept, **keywords)

@@ -28,7 +28,8 @@ def derivatives():
     for example in EXAMPLES:
         module = importlib.import_module("examples." + example)
         for name, value in sorted(vars(module).items()):
-            if isinstance(value, derivo.Derivative):
+            # (a derivative of a function taking *args is one per call's arguments)
+            if isinstance(value, derivo.Derivative) or hasattr(value, "derivo_spread"):
                 yield example, name, value
 
 
@@ -42,7 +43,8 @@ def test_every_example_has_a_derivative():
 @pytest.mark.parametrize("example,name,derivative", CASES, ids=[c[1] for c in CASES])
 def test_saved_source_matches_golden_file(example, name, derivative, tmp_path):
     golden = REPO / "generated" / "{}.py".format(name)
-    derivative(*EXAMPLE_ARGUMENTS[name])  # saved as used: its arguments' kinds are known
+    # saved as used: its arguments' kinds are known
+    derivative(*EXAMPLE_ARGUMENTS[name], **EXAMPLE_KEYWORDS.get(name, {}))
     saved = pathlib.Path(derivative.save(tmp_path / golden.name)).read_text()
     if os.environ.get("DERIVO_REGENERATE"):
         golden.write_text(saved)
@@ -56,9 +58,10 @@ def test_golden_file_runs_standalone(example, name, derivative):
     spec = importlib.util.spec_from_file_location("golden_" + name, golden)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    standalone = getattr(module, derivative.__name__)
-    args = EXAMPLE_ARGUMENTS[name]
-    assert _same(standalone(*args), derivative(*args))
+    args, keywords = EXAMPLE_ARGUMENTS[name], EXAMPLE_KEYWORDS.get(name, {})
+    made = derivative(*args, **keywords)
+    standalone = getattr(module, getattr(derivative, "last", derivative).__name__)
+    assert _same(standalone(*args, **keywords), made)
 
 
 def _same(a, b):
@@ -120,4 +123,11 @@ EXAMPLE_ARGUMENTS = {
                         [np.array([0, 2, 1]), np.array([1, 1])]),
     "rnn_grad": (*importlib.import_module("examples.rnn").initial(3, 2, 1),
                  *next(importlib.import_module("examples.rnn").sequences(1, steps=4, n_in=2))),
+    "decorated_loss_grad": (0.4, -0.3),
+}
+#: the keywords a derivative is called with, where it takes some
+EXAMPLE_KEYWORDS = {
+    "decorated_loss_grad": dict(zip(("inputs", "targets"),
+                                    importlib.import_module("examples.decorated_loss").data()),
+                                ridge=1e-3),
 }

@@ -111,7 +111,8 @@ def takes_spread_arguments(function):
 def spread(function, npositional, keywords):
     """For a user function taking ``*args`` or ``**kwargs``, a copy whose parameters
     are the arguments a call of ``npositional`` positional arguments and the
-    ``keywords`` gives (``args_0``, ``args_1``, a keyword-only ``kwargs_c``), which
+    ``keywords`` gives (``args_0``, ``args_1``, a keyword-only ``c``, or ``kwargs_c``
+    where the function has a name ``c``), which
     builds ``args`` and ``kwargs`` from them first; and {keyword: the copy's
     parameter for it}.  None for any other function."""
     if not takes_spread_arguments(function):
@@ -132,7 +133,10 @@ def spread(function, npositional, keywords):
             built.append(S.assign(args.vararg.id, S.tuple_([S.name(n) for n in extra])))
         args.vararg = None
     if args.kwarg is not None:
-        renamed = {k: "{}_{}".format(args.kwarg.id, k) for k in keywords if k not in named}
+        # a keyword is its parameter's name, unless the function has that name already
+        taken = set(named) | {n.id for n in S.walk(tree) if isinstance(n, S.Name)}
+        renamed = {k: k if k not in taken else "{}_{}".format(args.kwarg.id, k)
+                   for k in keywords if k not in named}
         args.kwonlyargs += [S.param(name) for name in renamed.values()]
         args.kw_defaults += [None] * len(renamed)
         if _read_by_key(tree, args.kwarg.id, renamed):

@@ -383,8 +383,12 @@ def _drop_copies(function, uses):
         a = S.single_target(stmt)
         b = stmt.value.id if a and isinstance(stmt.value, S.Name) else None
         if b and not getattr(stmt, "effects", False) and stores.get(a) == 1 and \
-                stores.get(b) == 1 and not {a, b} & params and b not in renames.values() and \
+                stores.get(b) == 1 and not {a, b} & params and \
                 a not in renames and b not in renames:
+            # (b may be a name a copy before renamed to b: that one is a now too)
+            for old, new in renames.items():
+                if new == b:
+                    renames[old] = a
             renames[b] = a
             copies.append(stmt)
             index = _remove(body, index)
