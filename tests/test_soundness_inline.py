@@ -130,6 +130,36 @@ def test_a_functools_wraps_decorator_is_differentiated_as_the_wrapper_runs():
     assert derivo.grad(tripled_square, wrt="weight")(1.5, 2.0) == pytest.approx(6.75)
 
 
+def shifted_by(offset):
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(z, *args, **kwargs):
+            return fn(z + offset, *args, **kwargs)
+        return wrapper
+    return decorate
+
+
+@passes_everything_on
+@shifted_by(-0.5)
+def shifted_kinked_square(z):  # two wrappers, both named after it by functools.wraps
+    if z > 0.0:
+        return z * z
+    return -z
+
+
+def sums_a_twice_decorated_helper(y):
+    s = 0.0
+    for _ in range(2):
+        s += shifted_kinked_square(y)
+    return s
+
+
+def test_stacked_wrappers_forwarding_star_args_are_told_apart():
+    assert derivo.grad(sums_a_twice_decorated_helper)(1.5) == pytest.approx(4.0)
+    for f in (shifted_kinked_square, sums_a_twice_decorated_helper):
+        assert_every_mode_matches(f, 1.5)
+
+
 def test_a_wrapper_taking_star_args_is_differentiated_as_it_runs():
     assert derivo.grad(forwarded_square)(1.5) == pytest.approx(3.0)
     assert derivo.grad(forwarded_square, wrt="x")(1.5) == pytest.approx(3.0)

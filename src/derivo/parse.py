@@ -13,6 +13,7 @@ import re
 import textwrap
 import threading
 import types
+import weakref
 from dataclasses import dataclass, field
 
 from . import syntax as S
@@ -28,6 +29,10 @@ MISSING = object()
 GENERATED_PREFIX = "<derivo generated "
 #: The reads being recorded by this thread (see recording_reads), innermost last
 _RECORDING = threading.local()
+#: The values held under a name (see Parsed.hold), across every function's Parsed:
+#: a name held for one value is not given to another, so that the functions one
+#: generated module combines never give a name two meanings
+_HELD = weakref.WeakValueDictionary()
 #: the functions whose callee parameters are being read, on this thread
 _EXAMINING = threading.local()
 
@@ -165,10 +170,14 @@ class Parsed:
         taken = set(self.globals) | set(self.closure) | {
             n.id for n in S.walk(self.tree) if isinstance(n, S.Name)}
         name, counter = ident, 0
-        while name in taken:
+        while name in taken or _HELD.get(name, value) is not value:
             counter += 1
             name = "{}{}".format(ident, counter)
         self.closure[name] = value
+        try:
+            _HELD[name] = value
+        except TypeError:  # (a number: held in this function's code alone)
+            pass
         return name
 
     def resolve(self, ident):
