@@ -1710,3 +1710,19 @@ def test_a_third_derivative_of_array_code_is_refused_at_the_user_s_def():
     error = refused.value
     assert error.filename == __file__
     assert error.lineno == quartic_sum.__code__.co_firstlineno and error.col == 0
+
+
+def written_at_a_repeated_position(x, c):
+    y = x * 1.0
+    y[np.array([1, 1])] += c
+    return np.sum(y * y) * c
+
+
+def test_a_run_time_refusal_in_a_second_derivative_names_the_user_s_file():
+    # the tangent code of the gradient raises: its line leads to the gradient's
+    # code, whose line leads to the user's
+    with pytest.raises(DerivoError, match="repeats a position") as refused:
+        derivo.hessian(written_at_a_repeated_position, wrt=1)(np.array([0.5, 1.0, 2.0]), 0.3)
+    code = written_at_a_repeated_position.__code__
+    assert refused.value.filename == __file__
+    assert code.co_firstlineno <= refused.value.lineno <= code.co_firstlineno + 2

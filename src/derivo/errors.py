@@ -61,7 +61,8 @@ def _running_user_line():
 def user_line(filename, lineno):
     """(file, line, col) of the user's line that line ``lineno`` of the generated
     code in ``filename`` comes from: the nearest ``# line N:`` comment above it in
-    its function, else the user's ``def``; None if derivo did not generate it."""
+    its function, else the user's ``def``, followed through code derivo made from
+    code it generated (a second derivative's); None if derivo did not generate it."""
     functions = GENERATED_ORIGINS.get(filename)
     if not functions:
         return None
@@ -77,6 +78,8 @@ def user_line(filename, lineno):
                 return None
             user_file, def_line = origin
             line = commented or def_line
+            if user_file in GENERATED_ORIGINS:
+                return user_line(user_file, line) or (user_file, line, None)
             text = linecache.getline(user_file, line)
             return user_file, line, len(text) - len(text.lstrip())
     return None
