@@ -1726,3 +1726,26 @@ def test_a_run_time_refusal_in_a_second_derivative_names_the_user_s_file():
     code = written_at_a_repeated_position.__code__
     assert refused.value.filename == __file__
     assert code.co_firstlineno <= refused.value.lineno <= code.co_firstlineno + 2
+
+
+def doubled_with_a_vjp_only(x):
+    return x * 2.0
+
+
+derivo.defvjp(doubled_with_a_vjp_only, lambda g, ans, x: g * 2.0)
+
+
+def tanh_twice(x, n):  # a loop: its VJP comes in halves, and runs again in a Hessian
+    for _ in range(n):
+        x = np.tanh(x)
+    return x
+
+
+def through_a_looping_helper(x, c):
+    return np.sum(doubled_with_a_vjp_only(tanh_twice(x * c, 2)) ** 2)
+
+
+def test_a_second_derivative_through_a_helper_in_halves_is_refused_at_the_user_s_line():
+    with pytest.raises(DerivoError, match="a second time") as refused:
+        derivo.hessian(through_a_looping_helper, wrt=1)(np.array([1.0, 2.0]), 0.5)
+    assert refused.value.filename == __file__

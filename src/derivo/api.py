@@ -558,6 +558,7 @@ class Derivative(metaclass=_DerivativeType):
                     arrays or not self._scalar_only, self._loops, self._has_aux,
                     self._pullback, self._fixed, keeps_residuals=False)
                 made.live.refresh(made.function.__globals__, made.namespace)
+                made.function.derivo_made_by = self  # (a refusal in it is said of self's)
             return made.function
 
     def __repr__(self):
@@ -1029,7 +1030,8 @@ def _derivative_of(func):
     """What ``func``, a Derivative or its generated code, is the derivative of; None
     for anything else."""
     array_code = getattr(func, "derivo_array_code", None)
-    derivative = func if isinstance(func, Derivative) else getattr(array_code, "__self__", None)
+    derivative = func if isinstance(func, Derivative) else \
+        getattr(array_code, "__self__", None) or getattr(func, "derivo_made_by", None)
     return getattr(derivative, "__wrapped__", None)
 
 
