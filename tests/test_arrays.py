@@ -1110,3 +1110,22 @@ def test_a_list_a_loop_appends_to_keeps_its_gradient_the_loop_length(loops):
     np.testing.assert_allclose(gx, fd, rtol=1e-6, atol=1e-8)
     assert gc == pytest.approx((_appends_in_a_checkpointed_branch(x, c + eps) -
                                 _appends_in_a_checkpointed_branch(x, c - eps)) / (2 * eps))
+
+
+def _stacks_into_what_a_return_may_skip(x, c):
+    Z = np.zeros((2, 3))
+    Z[:] = np.stack([x * c, np.tanh(x)])  # Z's adjoint is a 0.0 where the return is taken
+    s = 0.0
+    for i in range(3):
+        s = s + np.tanh(x[i] * c)
+        if s > 0.5:
+            return s
+    return s + np.sum(Z * Z)
+
+
+@pytest.mark.parametrize("x", [[0.5, 0.9, 0.3], [0.1, 0.05, 0.02]])
+def test_a_zero_adjoint_through_a_write_reaches_a_stack_shaped(x):
+    x, c = np.array(x), 0.7
+    f = _stacks_into_what_a_return_may_skip
+    got = derivo.grad(f, wrt=1)(x, c)
+    assert got == pytest.approx((f(x, c + H) - f(x, c - H)) / (2 * H), rel=1e-6)

@@ -665,8 +665,9 @@ class ExpressionAdjoint:
 
     def may_pass_a_scalar_zero(self, adjoint):
         """Whether ``adjoint`` may be a plain 0.0: an adjoint that may be one, as
-        it is or through a helper (``unbroadcast(bz, w)``), or an item of one."""
-        if isinstance(adjoint, S.Call) and adjoint.args:
+        it is or through helpers (``unbroadcast(stored_part(bz, z, i), w)``), or an
+        item of one."""
+        while isinstance(adjoint, S.Call) and adjoint.args:
             adjoint = adjoint.args[0]
         if isinstance(adjoint, S.Subscript):
             return True
