@@ -511,3 +511,35 @@ def test_a_local_function_assigning_through_nonlocal_is_refused_at_its_line():
         with pytest.raises(DerivoError, match=r"test_functions_as_values\.py:\d+:\d+: "
                                               r"cannot differentiate 'nonlocal'"):
             run()
+
+
+# --- a partial made inside the function ----------------------------------------
+
+def partial_of_a_lambda(x, a):
+    h = functools.partial(lambda u, v: u * v, a)
+    return h(x) * x
+
+
+def partial_of_a_def(x, a):
+    b = a * 2.0
+    h = functools.partial(scaled, b, offset=x)
+    b = 100.0  # (the partial took b before)
+    return h(x) + h(x, offset=1.0)
+
+
+def partial_of_a_local_def_and_of_numpy(x, a):
+    def inner(u, v):
+        return u * np.sin(v) * x
+    h = functools.partial(inner, a)
+    k = functools.partial(np.multiply, x)
+    return h(x) + k(x) * a
+
+
+@pytest.mark.parametrize("f", [partial_of_a_lambda, partial_of_a_def,
+                               partial_of_a_local_def_and_of_numpy])
+def test_a_partial_made_in_the_function_binds_its_arguments_at_the_call(f):
+    assert_all_modes(f, 0.7, 2.0)
+
+
+def test_a_partial_made_in_the_function_of_the_issue():
+    assert_close(derivo.grad(partial_of_a_lambda)(3.0, 2.0), 12.0)

@@ -21,6 +21,7 @@ from .errors import SourceUnavailable, UnsupportedSyntax
 from .contexts import lower_with_blocks
 from .factories import call_returned_functions, make_inner_derivatives, pass_closed_over_locals
 from .lift import lift_local_functions
+from .partials import bind_partials
 from .names import Namer, names_in
 
 MISSING = object()
@@ -538,7 +539,8 @@ def _parse(func):
                     dict(fixed), dict(origins))
     _hold_defaults(parsed)
     _unfreeze_distributions(parsed)
-    parsed = call_returned_functions(lift_local_functions(lower_with_blocks(parsed)), parse)
+    parsed = call_returned_functions(
+        lift_local_functions(bind_partials(lower_with_blocks(parsed))), parse)
     return pass_closed_over_locals(make_inner_derivatives(parsed), parse)
 
 
