@@ -543,3 +543,85 @@ def test_a_partial_made_in_the_function_binds_its_arguments_at_the_call(f):
 
 def test_a_partial_made_in_the_function_of_the_issue():
     assert_close(derivo.grad(partial_of_a_lambda)(3.0, 2.0), 12.0)
+
+
+# --- a method of each item of a list of objects ------------------------------------
+
+class Dense:
+    def __init__(self, W):
+        self.W = W
+
+    def forward(self, x):
+        return np.tanh(self.W @ x)
+
+
+class Scale:
+    def __init__(self, s):
+        self.s = s
+
+    def forward(self, x):
+        y = x * self.s
+        for _ in range(2):  # (not straight-line: called through its VJP)
+            y = y * 1.1
+        return y
+
+    def __call__(self, x):
+        return x * self.s + np.sin(x)
+
+
+OBJECTS = [Dense(np.eye(2) * 0.5), Scale(0.8), Dense(np.ones((2, 2)) * 0.3)]
+SCALES = (Scale(2.0), Scale(-0.5))
+
+
+def through_layers(x):
+    for layer in OBJECTS:
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+def through_enumerated_layers(x):
+    for i, layer in enumerate(OBJECTS):
+        x = layer.forward(x) * (i + 1.0)
+    return np.sum(x)
+
+
+def through_called_layers(x):
+    for layer, w in zip(SCALES, [1.0, 2.0]):
+        x = layer(x) * w
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("f", [through_layers, through_enumerated_layers,
+                               through_called_layers])
+def test_a_method_of_a_loop_over_a_list_of_objects_is_called_by_class(f):
+    x = np.array([1.0, 2.0])
+    expected = fd(f, x)
+    np.testing.assert_allclose(derivo.grad(f)(x), expected, rtol=1e-6)
+    value, gradient = derivo.value_and_grad(f)(x)
+    assert_close(value, f(x))
+    np.testing.assert_allclose(gradient, expected, rtol=1e-6)
+    assert_close(derivo.jvp(f, (x,), (np.array([1.0, 0.0]),))[1], expected[0], rtol=1e-6)
+
+
+def test_a_list_of_objects_changed_between_calls_transforms_again():
+    global OBJECTS
+    x = np.array([1.0, 2.0])
+    gradient = derivo.grad(through_layers)
+    np.testing.assert_allclose(gradient(x), fd(through_layers, x), rtol=1e-6)
+    saved = OBJECTS
+    try:
+        OBJECTS[1] = Dense(np.array([[1.0, -1.0], [0.5, 2.0]]))  # a class fewer
+        np.testing.assert_allclose(gradient(x), fd(through_layers, x), rtol=1e-6)
+        OBJECTS = [Dense(np.eye(2)), Scale(0.5), Dense(np.eye(2) * 0.3)]  # a class more
+        np.testing.assert_allclose(gradient(x), fd(through_layers, x), rtol=1e-6)
+        OBJECTS.append(Scale(2.0))  # one more of a class it holds
+        np.testing.assert_allclose(gradient(x), fd(through_layers, x), rtol=1e-6)
+        OBJECTS = [Scale(2.0)]
+        gradient(x)
+        OBJECTS.append(Dense(np.eye(2)))  # in place, a class it did not hold
+        with pytest.raises(DerivoError, match=r"test_functions_as_values\.py:\d+:\d+: layer "
+                                              r"holds an object of a class OBJECTS did not "
+                                              r"hold .* assign it a new list"):
+            gradient(x)
+    finally:
+        OBJECTS = saved

@@ -1,4 +1,5 @@
-"""Calls of a function looked up by a key the code computes, made branches.
+"""Calls of a function looked up by a key the code computes, or of a method of
+a loop's item, made branches.
 
 ``ACTIVATIONS[name](x)`` with ``name`` a loop's variable (``for (w, b), name in
 zip(params, names)``) calls another function on each trip, which no single
@@ -9,9 +10,19 @@ the call becomes a branch over its keys, each arm the call of one function
 differentiates like any branch; a key the dict did not hold when the function
 was transformed raises ``KeyError``, as the lookup would.  Each arm reads its
 item by a constant key, which the derivative's entry checks on every call.
+
+``layer.forward(x)`` (or ``layer(x)``) in ``for layer in LAYERS``, a list of
+objects the transformation reads, becomes a branch over the classes of its
+items (``if type(layer) is Dense: t = Dense.forward(layer, x) elif ...``),
+each arm the call of the class's function with the item as ``self``; an item
+of another class (the list changed in place) is refused with a DerivoError.
+The entry checks each class's function, read through the first item of it.
 """
 
 from . import syntax as S
+from .errors import DerivoError
+from .memory import is_user_function
+from .names import identifier
 from .parse import MISSING
 
 #: The statements whose value is evaluated first and always (see ssa._EVALUATED_FIRST)
@@ -20,30 +31,32 @@ _VALUE_FIRST = (S.Assign, S.Return, S.Expr)
 _KEY_TYPES = (str, int, bool)
 
 
-def branch_on_keys(block, namer, parsed):
+def branch_on_keys(block, namer, parsed, loops=None):
     """Rewrite, in ``block`` and the blocks nested in it, each statement calling a
-    dict's function by a computed key into a branch over the keys that assigns
-    the call's value to a new name, which the statement reads instead."""
+    dict's function by a computed key, or a method of a loop's item (see
+    :func:`_call_on_an_item`), into a branch over the keys or the classes that
+    assigns the call's value to a new name, which the statement reads instead.
+    ``loops``: {name: (the list it runs over, its items)} of the loops around
+    ``block`` (see :func:`_objects_looped_over`)."""
+    loops = loops or {}
     index = 0
     while index < len(block):
         stmt = block[index]
         for nested in ("body", "orelse"):
             if isinstance(getattr(stmt, nested, None), list):
-                branch_on_keys(getattr(stmt, nested), namer, parsed)
-        found = _call_by_key(stmt, parsed) if isinstance(stmt, _VALUE_FIRST) else None
+                # (a loop's items are its body's: its else runs after the last)
+                inner = {**loops, **_objects_looped_over(stmt, parsed)} \
+                    if isinstance(stmt, S.For) and nested == "body" else loops
+                branch_on_keys(getattr(stmt, nested), namer, parsed, inner)
+        found = _call_by_key(stmt, parsed) or _call_on_an_item(stmt, parsed, loops) \
+            if isinstance(stmt, _VALUE_FIRST) else None
         if found is None:
             index += 1
             continue
-        call, table = found
+        call, arms, otherwise = found
         result = namer.fresh("called")
-        branch = [S.gast.Raise(exc=S.call(S.name("KeyError"), S.deepcopy(call.func.slice)),
-                               cause=None)]
-        for key in reversed(list(table)):
-            arm = S.call(S.subscript(S.deepcopy(call.func.value), S.const(key)),
-                         *map(S.deepcopy, call.args),
-                         keywords=[S.deepcopy(k) for k in call.keywords])
-            test = S.gast.Compare(left=S.deepcopy(call.func.slice), ops=[S.gast.Eq()],
-                                  comparators=[S.const(key)])
+        branch = [otherwise]
+        for test, arm in reversed(arms):
             branch = [S.if_(test, [S.assign(result, arm)], branch)]
         for node in S.walk(branch):
             S.copy_location(node, call)
@@ -52,26 +65,126 @@ def branch_on_keys(block, namer, parsed):
         index += 1  # (the statement again: it may call another function by a key)
 
 
-def _call_by_key(stmt, parsed):
-    """(the call, the dict) of the first call in ``stmt``'s value of a function
-    held in a dict the transformation reads, by a key that is a name or an
-    attribute of one it cannot read; None if there is none.  Not under ``and``,
-    ``or``, a conditional expression or a lambda, which may not evaluate it."""
+def _evaluated_calls(stmt):
+    """The calls in ``stmt``'s value, outermost first, not under ``and``, ``or``, a
+    conditional expression or a lambda, which may not evaluate them."""
     pending = [stmt.value] if stmt.value is not None else []
     while pending:
         node = pending.pop(0)
         if isinstance(node, (S.gast.IfExp, S.gast.BoolOp, S.gast.Lambda)) or \
                 not isinstance(node, S.AST):
             continue
-        if isinstance(node, S.Call) and isinstance(node.func, S.Subscript) and \
-                _names_a_value(node.func.slice) and \
-                parsed.resolve_callee(node) is MISSING:
-            table = parsed.resolve_expression(node.func.value, items=True)
+        if isinstance(node, S.Call):
+            yield node
+        pending.extend(S.gast.iter_child_nodes(node))
+
+
+def _call_by_key(stmt, parsed):
+    """(the call, [(test, call)], the statement when no test holds) of the first
+    call in ``stmt``'s value of a function held in a dict the transformation
+    reads, by a key that is a name or an attribute of one it cannot read: one
+    test of the key for each key of the dict; None if there is none."""
+    for call in _evaluated_calls(stmt):
+        if isinstance(call.func, S.Subscript) and _names_a_value(call.func.slice) and \
+                parsed.resolve_callee(call) is MISSING:
+            table = parsed.resolve_expression(call.func.value, items=True)
             if isinstance(table, dict) and table and all(
                     type(k) in _KEY_TYPES and callable(v) for k, v in table.items()):
-                return node, table
-        pending.extend(S.gast.iter_child_nodes(node))
+                key = call.func.slice
+                arms = [(S.gast.Compare(left=S.deepcopy(key), ops=[S.gast.Eq()],
+                                        comparators=[S.const(k)]),
+                         _called(S.subscript(S.deepcopy(call.func.value), S.const(k)), [], call))
+                        for k in table]
+                return call, arms, S.gast.Raise(exc=S.call(S.name("KeyError"), S.deepcopy(key)),
+                                                cause=None)
     return None
+
+
+def _call_on_an_item(stmt, parsed, loops):
+    """(the call, [(test, call)], the statement when no test holds) of the first
+    call in ``stmt``'s value of a method of the variable of a loop of ``loops``
+    (``layer.forward(x)``, ``layer(x)`` of ``for layer in LAYERS``), each item
+    of whose list is an object of a class defining it as a Python function: one
+    test of the item's class for each class, whose arm calls the class's function
+    with the item as ``self``; None if there is none."""
+    for call in _evaluated_calls(stmt):
+        func = call.func
+        if isinstance(func, S.Attribute) and isinstance(func.value, S.Name):
+            item, attr = func.value.id, func.attr
+        elif isinstance(func, S.Name):
+            item, attr = func.id, "__call__"
+        else:
+            continue
+        if item not in loops:
+            continue
+        iterable, items = loops[item]
+        methods = _methods_by_class(iterable, items, attr, parsed)
+        if methods is None:
+            continue
+        kind = parsed.hold("type", type)
+        arms = [(S.gast.Compare(left=S.call(S.name(kind), S.name(item)), ops=[S.gast.Is()],
+                                comparators=[S.name(parsed.hold(identifier(cls.__name__), cls))]),
+                 _called(S.name(parsed.hold(identifier(
+                     "{}_{}".format(cls.__name__, attr.strip("_"))), function)),
+                     [S.name(item)], call))
+                for cls, function in methods]
+        # a list changed in place still passes the entry's check (see cache.LiveReads)
+        message = ("{} holds an object of a class {} did not hold when this derivative was "
+                   "made ({}): it changed in place; assign it a new list, or make the "
+                   "derivative again".format(item, parsed.words(iterable),
+                                             ", ".join(c.__name__ for c, _ in methods)))
+        refused = S.call(S.name(parsed.hold("DerivoError", DerivoError)), S.const(message))
+        return call, arms, S.gast.Raise(exc=refused, cause=None)
+    return None
+
+
+def _called(func, first, call):
+    """A copy of ``call`` calling ``func``, with ``first`` before its arguments."""
+    return S.call(func, *first, *map(S.deepcopy, call.args),
+                  keywords=[S.deepcopy(k) for k in call.keywords])
+
+
+def _objects_looped_over(loop, parsed):
+    """{name: (the expression of a list or a tuple, its items)} for the names the
+    ``for`` statement ``loop`` takes from a list of objects the transformation
+    reads (a global, a closure variable, an attribute of a fixed ``self``): the
+    loop's target, or one of ``enumerate``'s or ``zip``'s, assigned nowhere else."""
+    target, iterable = loop.target, loop.iter
+    if isinstance(target, S.Name):
+        pairs = [(target, iterable)]
+    elif isinstance(target, S.Tuple) and isinstance(iterable, S.Call) and \
+            not iterable.keywords:
+        made_by = parsed.resolve_expression(iterable.func)
+        pairs = list(zip(target.elts[1:], iterable.args)) if made_by is enumerate else \
+            list(zip(target.elts, iterable.args)) if made_by is zip else []
+    else:
+        pairs = []
+    stores = S.store_counts(parsed.tree)
+    found = {}
+    for name, listed in pairs:
+        if not isinstance(name, S.Name) or stores[name.id] != 1 or \
+                parsed.origin_of(listed) is None:
+            continue
+        items = parsed.resolve_expression(listed, items=True)
+        if isinstance(items, (list, tuple)) and items:
+            found[name.id] = (listed, items)
+    return found
+
+
+def _methods_by_class(iterable, items, attr, parsed):
+    """[(class, its function ``attr``)] of the classes of ``items``, in the order
+    they come, each read through the first item of the class (``LAYERS[0].__class__
+    .forward``, which the derivative's entry checks); None unless every item's
+    ``attr`` is a user function of its class."""
+    first = {}
+    for index, item in enumerate(items):
+        function = getattr(type(item), attr, None)
+        if not is_user_function(function) or attr in getattr(item, "__dict__", {}):
+            return None
+        first.setdefault(type(item), index)
+    return [(cls, parsed.resolve_expression(S.attribute(S.attribute(S.subscript(
+        S.deepcopy(iterable), S.const(index)), "__class__"), attr), items=True))
+        for cls, index in first.items()]
 
 
 def _names_a_value(key):
