@@ -170,6 +170,11 @@ class Parsed:
         self.closure[name] = value
         return name
 
+    def is_held(self, ident):
+        """Whether ``ident`` is a name :meth:`hold` gave: the generated module may
+        hold its value under another name."""
+        return ident in self.closure and self._holder(ident) is None
+
     def resolve(self, ident):
         """The object a free name refers to, or MISSING."""
         where = self._holder(ident)
