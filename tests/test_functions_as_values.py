@@ -619,9 +619,54 @@ def test_a_list_of_objects_changed_between_calls_transforms_again():
         OBJECTS = [Scale(2.0)]
         gradient(x)
         OBJECTS.append(Dense(np.eye(2)))  # in place, a class it did not hold
-        with pytest.raises(DerivoError, match=r"test_functions_as_values\.py:\d+:\d+: layer "
-                                              r"holds an object of a class OBJECTS did not "
-                                              r"hold .* assign it a new list"):
+        line = through_layers.__code__.co_firstlineno + 2
+        with pytest.raises(DerivoError, match=r"test_functions_as_values\.py:{}:12: layer "
+                                              r"holds an object OBJECTS did not hold .* "
+                                              r"assign it a new list".format(line)):
             gradient(x)
     finally:
         OBJECTS = saved
+
+
+ACTS = {"tanh": np.tanh, "sin": np.sin}
+
+
+class Activated:
+    """A layer whose method calls what the object says: the call is made per item."""
+
+    def __init__(self, W, kind):
+        self.W, self.kind = W, kind
+
+    def forward(self, x):
+        return self.act(self.W @ x)
+
+    def act(self, z):
+        return ACTS[self.kind](z)
+
+
+ACTIVATED = [Activated(np.eye(2) * 0.5, "tanh"), Scale(2.0),
+             Activated(np.ones((2, 2)) * 0.3, "sin")]
+
+
+def through_activated_layers(x):
+    for layer in ACTIVATED:
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+def through_two_items_of_one_class(x):
+    return np.sum(ACTIVATED[2].forward(ACTIVATED[0].forward(x)))
+
+
+@pytest.mark.parametrize("f", [through_activated_layers, through_two_items_of_one_class])
+def test_methods_calling_what_each_object_says_follow_each_object(f):
+    x = np.array([1.0, 2.0])
+    gradient = derivo.grad(f)
+    np.testing.assert_allclose(gradient(x), fd(f, x), rtol=1e-6)
+    assert_close(derivo.jvp(f, (x,), (np.array([0.0, 1.0]),))[1], fd(f, x)[1], rtol=1e-6)
+    saved = ACTIVATED[2].kind
+    try:
+        ACTIVATED[2].kind = "tanh"  # (the entry checks the key each call)
+        np.testing.assert_allclose(gradient(x), fd(f, x), rtol=1e-6)
+    finally:
+        ACTIVATED[2].kind = saved

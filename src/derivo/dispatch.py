@@ -23,7 +23,7 @@ from . import syntax as S
 from .errors import DerivoError
 from .memory import is_user_function
 from .names import identifier
-from .parse import MISSING
+from .parse import MISSING, parse
 
 #: The statements whose value is evaluated first and always (see ssa._EVALUATED_FIRST)
 _VALUE_FIRST = (S.Assign, S.Return, S.Expr)
@@ -104,9 +104,10 @@ def _call_on_an_item(stmt, parsed, loops):
     """(the call, [(test, call)], the statement when no test holds) of the first
     call in ``stmt``'s value of a method of the variable of a loop of ``loops``
     (``layer.forward(x)``, ``layer(x)`` of ``for layer in LAYERS``), each item
-    of whose list is an object of a class defining it as a Python function: one
-    test of the item's class for each class, whose arm calls the class's function
-    with the item as ``self``; None if there is none."""
+    of whose list is an object of a class defining it as a Python function; None
+    if there is none.  The tests are of the item's class (see :func:`_by_class`),
+    or, where a method calls what its object says (``self.act(z)``,
+    ``ACTS[self.kind](z)``), of the item itself (see :func:`_by_item`)."""
     for call in _evaluated_calls(stmt):
         func = call.func
         if isinstance(func, S.Attribute) and isinstance(func.value, S.Name):
@@ -121,21 +122,51 @@ def _call_on_an_item(stmt, parsed, loops):
         methods = _methods_by_class(iterable, items, attr, parsed)
         if methods is None:
             continue
-        kind = parsed.hold("type", type)
-        arms = [(S.gast.Compare(left=S.call(S.name(kind), S.name(item)), ops=[S.gast.Is()],
-                                comparators=[S.name(parsed.hold(identifier(cls.__name__), cls))]),
-                 _called(S.name(parsed.hold(identifier(
-                     "{}_{}".format(cls.__name__, attr.strip("_"))), function)),
-                     [S.name(item)], call))
-                for cls, function in methods]
+        arms = _by_item(item, iterable, len(items), attr, call, parsed) \
+            if any(map(_calls_through_self, (f for _, f in methods))) else \
+            _by_class(item, methods, attr, call, parsed)
         # a list changed in place still passes the entry's check (see cache.LiveReads)
-        message = ("{} holds an object of a class {} did not hold when this derivative was "
-                   "made ({}): it changed in place; assign it a new list, or make the "
-                   "derivative again".format(item, parsed.words(iterable),
-                                             ", ".join(c.__name__ for c, _ in methods)))
-        refused = S.call(S.name(parsed.hold("DerivoError", DerivoError)), S.const(message))
+        message = ("{} holds an object {} did not hold when this derivative was made: it "
+                   "changed in place; assign it a new list, or make the derivative "
+                   "again".format(item, parsed.words(iterable)))
+        refused = S.call(S.name(parsed.hold("DerivoError", DerivoError)), *map(S.const, (
+            message, parsed.filename, call.lineno, call.col_offset)))
         return call, arms, S.gast.Raise(exc=refused, cause=None)
     return None
+
+
+def _by_class(item, methods, attr, call, parsed):
+    """[(test, call)]: ``type(layer) is Dense``, ``Dense.forward(layer, x)`` for each
+    class of ``methods`` (see :func:`_methods_by_class`)."""
+    kind = parsed.hold("type", type)
+    return [(S.gast.Compare(left=S.call(S.name(kind), S.name(item)), ops=[S.gast.Is()],
+                            comparators=[S.name(parsed.hold(identifier(cls.__name__), cls))]),
+             _called(S.name(parsed.hold(identifier(
+                 "{}_{}".format(cls.__name__, attr.strip("_"))), function)),
+                 [S.name(item)], call))
+            for cls, function in methods]
+
+
+def _by_item(item, iterable, count, attr, call, parsed):
+    """[(test, call)]: ``layer is LAYERS[0]``, ``LAYERS[0].forward(x)`` for each item
+    of the list: a call of a method of an item the transformation reads, which
+    follows what that object's attributes call (see :func:`derivo.callees.direct_call`)."""
+    arms = []
+    for index in range(count):
+        listed = S.subscript(S.deepcopy(iterable), S.const(index))
+        test = S.gast.Compare(left=S.name(item), ops=[S.gast.Is()], comparators=[listed])
+        func = S.deepcopy(listed) if attr == "__call__" else S.attribute(S.deepcopy(listed), attr)
+        arms.append((test, _called(func, [], call)))
+    return arms
+
+
+def _calls_through_self(function):
+    """Whether ``function`` calls what its first parameter says (``self.act(z)``)."""
+    try:
+        found = parse(function).callee_parameters
+    except Exception:  # (the transformation reports what it cannot read)
+        return False
+    return function.__code__.co_varnames[0] in found
 
 
 def _called(func, first, call):
