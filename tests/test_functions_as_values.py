@@ -670,3 +670,31 @@ def test_methods_calling_what_each_object_says_follow_each_object(f):
         np.testing.assert_allclose(gradient(x), fd(f, x), rtol=1e-6)
     finally:
         ACTIVATED[2].kind = saved
+
+
+def through_layers_given(x, layers):
+    for layer in layers:
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+def partial_assigned_twice(x, a):
+    h = functools.partial(scaled, a)
+    if a > 0:
+        h = functools.partial(scaled, 2.0 * a)
+    return h(x)
+
+
+@pytest.mark.parametrize("f, args, column, instead", [
+    (through_layers_given, (np.array([1.0, 2.0]), [Dense(np.eye(2))]), 12,
+     "loop over a list that a global, a closure variable or an attribute of self holds"),
+    (partial_assigned_twice, (0.7, 2.0), 11, "assign the partial once and only call it"),
+])
+def test_a_method_or_a_partial_derivo_cannot_follow_is_refused_at_its_call(f, args, column,
+                                                                          instead):
+    line = f.__code__.co_firstlineno + (2 if f is through_layers_given else 4)
+    where = r"test_functions_as_values\.py:{}:{}: ".format(line, column)
+    tangents = (np.ones_like(args[0]), None)
+    for run in (lambda: derivo.grad(f)(*args), lambda: derivo.jvp(f, args, tangents)):
+        with pytest.raises(DerivoError, match=where + ".*" + instead):
+            run()

@@ -32,7 +32,7 @@ from .activity import hashable
 from .errors import NoDerivativeRule, UnsupportedSyntax
 from .memory import in_a_library
 from .outline import Loop
-from .parse import UNPACKED, is_distribution, parameter_names
+from .parse import MISSING, UNPACKED, is_distribution, parameter_names
 from .statements import assigned_names, is_item_write, names_of
 
 
@@ -360,6 +360,19 @@ class Planner:
                        "write {} instead".format(site.label, next(
                            instead for construct, instead in _INSTEAD
                            if site.key is construct)))
+        elif isinstance(site.key, rules.Method):
+            message = ("cannot differentiate {0!r}: it is a method of a value derivo does not "
+                       "read when it transforms (an item of a list given as an argument or "
+                       "made in the function), so which function runs is unknown; loop over "
+                       "a list that a global, a closure variable or an attribute of self "
+                       "holds, whose items' classes define {1}, or call the class's function, "
+                       "Cls.{1}(obj, ...)".format(site.label, site.key.name))
+        elif site.key is MISSING:
+            message = ("cannot differentiate {!r}: it calls a value derivo does not follow "
+                       "when it transforms (a functools.partial assigned more than once or "
+                       "used as a value, an item of a list made in the function); call the "
+                       "function it holds where it is called, f(a, x), or assign the partial "
+                       "once and only call it".format(site.label))
         else:
             message = ("cannot differentiate {!r}: derivo has no derivative rule for it and "
                        "a differentiated value flows into it (register one with "
