@@ -25,7 +25,7 @@ import types
 from . import rules
 from . import syntax as S
 from .lift import compile_trees
-from .parse import MISSING, parse
+from .parse import MISSING, called_by_class, parse
 from .memory import is_user_function, user_function
 from .names import identifier
 from .trees import builds_a_record
@@ -60,6 +60,8 @@ def direct_call(call, callee, parsed):
     origin = parsed.origin_of(receiver) if receiver is not None else None
     if origin is not None:  # what it calls through self is read where the caller read self
         function = _specialised(function, bound[0], origin)
+    elif _read_nowhere(receiver, parsed):  # (an analysis's copy: see with_its_object)
+        function = with_its_object(function, callee)
     call.func = S.copy_location(S.name(parsed.hold(identifier(function.__name__), function)),
                                 call.func)
     call.args = [receiver if receiver is not None else _argument(parsed, value, call)
@@ -287,13 +289,45 @@ def _copy(function):
 
 def _specialised(function, obj, origin):
     """A copy of ``function`` whose first parameter is known to hold ``obj``, which
-    the derivative's entry reads at ``origin`` (see :attr:`derivo.parse.Parsed.fixed`)."""
+    the derivative's entry reads at ``origin`` (see :attr:`derivo.parse.Parsed.fixed`;
+    None: nowhere)."""
     code = function.__code__
     copy = _copy(function)
     first = code.co_varnames[0]
     copy.derivo_fixed = ({first: obj}, {first: origin})
-    copy.derivo_key = (code, id(obj), origin[1:])  # (transform.Build: a VJP per object)
+    # (transform.Build: a VJP per object)
+    copy.derivo_key = (code, id(obj), origin[1:] if origin is not None else None)
     return copy
+
+
+def with_its_object(function, callee):
+    """``function``, what ``callee`` runs (see :func:`derivo.memory.user_function`),
+    as a copy knowing what its ``self`` holds when ``callee`` is a method bound to
+    an object or an object called (its ``__call__``), for an analysis of what it
+    does (``self.layers`` it loops over: see derivo.writes); the transformation of
+    the call reads and checks that object itself.  ``function`` for any other."""
+    if isinstance(callee, types.MethodType) and not isinstance(callee.__self__, type):
+        obj = callee.__self__
+    elif called_by_class(callee):
+        obj = callee
+    else:
+        return function
+    key = (function.__code__, id(obj))
+    if key not in _WITH_OBJECT:  # (it holds the object: no id in a key is reused)
+        _WITH_OBJECT[key] = _specialised(function, obj, None)
+    return _WITH_OBJECT[key]
+
+
+#: {(a method's code, the id of its object): the copy knowing it (see with_its_object)}
+_WITH_OBJECT = {}
+
+
+def _read_nowhere(receiver, parsed):
+    """Whether ``receiver`` is a chain of a parameter known to hold an object the
+    derivative's entry reads nowhere (a copy made by :func:`with_its_object`)."""
+    root = S.root_name(receiver) if receiver is not None else None
+    return root is not None and root.id in parsed.fixed and \
+        root.id in parsed.origins and parsed.origins[root.id] is None
 
 
 def _receiver(call, callee):
