@@ -672,7 +672,8 @@ def test_methods_calling_what_each_object_says_follow_each_object(f):
         ACTIVATED[2].kind = saved
 
 
-def through_layers_given(x, layers):
+def through_layers_made_here(x):
+    layers = [Dense(np.eye(2))]
     for layer in layers:
         x = layer.forward(x)
     return np.sum(x)
@@ -686,15 +687,57 @@ def partial_assigned_twice(x, a):
 
 
 @pytest.mark.parametrize("f, args, column, instead", [
-    (through_layers_given, (np.array([1.0, 2.0]), [Dense(np.eye(2))]), 12,
-     "loop over a list that a global, a closure variable or an attribute of self holds"),
+    (through_layers_made_here, (np.array([1.0, 2.0]),), 12,
+     "loop over a list given as an argument or held by a global"),
     (partial_assigned_twice, (0.7, 2.0), 11, "assign the partial once and only call it"),
 ])
 def test_a_method_or_a_partial_derivo_cannot_follow_is_refused_at_its_call(f, args, column,
                                                                           instead):
-    line = f.__code__.co_firstlineno + (2 if f is through_layers_given else 4)
+    line = f.__code__.co_firstlineno + (3 if f is through_layers_made_here else 4)
     where = r"test_functions_as_values\.py:{}:{}: ".format(line, column)
-    tangents = (np.ones_like(args[0]), None)
+    tangents = (np.ones_like(args[0]),) + (None,) * (len(args) - 1)
     for run in (lambda: derivo.grad(f)(*args), lambda: derivo.jvp(f, args, tangents)):
         with pytest.raises(DerivoError, match=where + ".*" + instead):
             run()
+
+
+def through_layers_given(x, layers):
+    for layer in layers:
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+class Network:
+    """A model holding its layers, called from the loss (an MLP's shape)."""
+
+    def __init__(self, layers):
+        self.layers = layers
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+    def loss(self, x):
+        return np.sum(self(x) ** 2)
+
+
+NETWORK = Network([Activated(np.eye(2) * 0.5, "tanh"), Dense(np.ones((2, 2)) * 0.3)])
+
+
+def through_a_network(x):
+    return np.sum(NETWORK(x) ** 2) + NETWORK.loss(x)
+
+
+def test_a_list_of_objects_given_as_an_argument_or_held_by_self():
+    x = np.array([1.0, 2.0])
+    for f, rest in ((through_layers_given, (OBJECTS,)), (through_layers_given, (ACTIVATED,)),
+                    (through_a_network, ()), (NETWORK.loss, ())):
+        expected = fd(lambda v: f(v, *rest), x)
+        np.testing.assert_allclose(derivo.grad(f)(x, *rest), expected, rtol=1e-6)
+        tangents = (np.array([1.0, 0.0]),) + (None,) * len(rest)
+        assert_close(derivo.jvp(f, (x, *rest), tangents)[1], expected[0], rtol=1e-6)
+    gradient = derivo.grad(through_layers_given)
+    for layers in ([Scale(0.5), Dense(np.eye(2))], OBJECTS):  # another list: made for it
+        expected = fd(lambda v: through_layers_given(v, layers), x)
+        np.testing.assert_allclose(gradient(x, layers), expected, rtol=1e-6)

@@ -193,8 +193,7 @@ def _objects_looped_over(loop, parsed):
     stores = S.store_counts(parsed.tree)
     found = {}
     for name, listed in pairs:
-        if not isinstance(name, S.Name) or stores[name.id] != 1 or \
-                parsed.origin_of(listed) is None:
+        if not isinstance(name, S.Name) or stores[name.id] != 1:
             continue
         items = parsed.resolve_expression(listed, items=True)
         if isinstance(items, (list, tuple)) and items:

@@ -307,6 +307,11 @@ class Parsed:
         assigned = {n.targets[0].id: n.value for n in S.walk(self.tree)
                     if isinstance(n, S.Assign) and len(n.targets) == 1
                     and isinstance(n.targets[0], S.Name)}
+        # a loop's item says what ``layer.forward(x)`` calls of ``for layer in layers``
+        # (of ``enumerate(layers)``, ``zip(layers, ws)``: what they are given)
+        looped = {target.id: loop.iter.args if isinstance(loop.iter, S.Call) else [loop.iter]
+                  for loop in S.walk(self.tree) if isinstance(loop, S.For)
+                  for target in S.walk(loop.target) if isinstance(target, S.Name)}
         lines = {}
         for call in (n for n in S.walk(self.tree) if isinstance(n, S.Call)):
             chains, found = [call.func], set()
@@ -320,6 +325,7 @@ class Parsed:
                     found.add(func.id)
                     if func.id in assigned:  # act = ACTIVATIONS[kind]; act(x)
                         chains.append(assigned[func.id])
+                    chains.extend(looped.get(func.id, ()))
             for param in (found | self._handed_to_a_callee(call)) & params:
                 lines.setdefault(param, set()).add(call.lineno)
         return lines

@@ -362,11 +362,11 @@ class Planner:
                            if site.key is construct)))
         elif isinstance(site.key, rules.Method):
             message = ("cannot differentiate {0!r}: it is a method of a value derivo does not "
-                       "read when it transforms (an item of a list given as an argument or "
-                       "made in the function), so which function runs is unknown; loop over "
-                       "a list that a global, a closure variable or an attribute of self "
-                       "holds, whose items' classes define {1}, or call the class's function, "
-                       "Cls.{1}(obj, ...)".format(site.label, site.key.name))
+                       "read when it transforms (an item of a list made in the function), so "
+                       "which function runs is unknown; loop over a list given as an "
+                       "argument or held by a global, a closure variable or an attribute of "
+                       "self, each of whose items' classes defines {1}, or call the class's "
+                       "function, Cls.{1}(obj, ...)".format(site.label, site.key.name))
         elif site.key is MISSING:
             message = ("cannot differentiate {!r}: it calls a value derivo does not follow "
                        "when it transforms (a functools.partial assigned more than once or "

@@ -69,11 +69,12 @@ def fixed_values(func, names, lead, args, kwargs):
 
 def _says_what_runs(value):
     """Whether ``value`` may be what a call calls: not data, or a container of
-    functions (``fns[0](x)``, ``acts["tanh"](x)``)."""
+    functions (``fns[0](x)``, ``acts["tanh"](x)``) or of objects whose methods run
+    (``layer.forward(x)`` of ``for layer in layers``: see derivo.dispatch)."""
     if isinstance(value, dict):
         return any(map(callable, value.values()))
     if isinstance(value, (list, tuple)):
-        return any(map(callable, value))
+        return any(callable(item) or not isinstance(item, _DATA) for item in value)
     return not isinstance(value, _DATA)
 
 
