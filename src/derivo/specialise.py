@@ -74,7 +74,9 @@ def _says_what_runs(value):
     if isinstance(value, dict):
         return any(map(callable, value.values()))
     if isinstance(value, (list, tuple)):
-        return any(callable(item) or not isinstance(item, _DATA) for item in value)
+        # (at C speed: a list of a million numbers takes milliseconds)
+        return any(map(callable, value)) or not all(
+            issubclass(kind, _DATA) for kind in set(map(type, value)))
     return not isinstance(value, _DATA)
 
 
