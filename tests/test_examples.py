@@ -168,3 +168,15 @@ def test_mlp_activations_gradient_has_the_structure_and_values_of_its_parameters
             return loss(changed, names, x, y)
         expected = (moved(h) - moved(-h)) / (2 * h)
         assert grads[layer][part][index] == pytest.approx(expected, rel=1e-5, abs=1e-8)
+
+
+def test_layer_objects_saliency_matches_central_differences():
+    from examples import layer_objects
+    rng = np.random.default_rng(3)
+    for target in (0.0, 3.0):
+        x = rng.normal(size=4)
+        expected = layer_objects.central_differences(lambda v: layer_objects.loss(v, target), x)
+        np.testing.assert_allclose(layer_objects.saliency(x, target), expected,
+                                   rtol=1e-6, atol=1e-9)
+        tangent = derivo.jvp(layer_objects.loss, (x, target), (np.eye(4)[1], 0.0))[1]
+        assert_close(tangent, expected[1], rtol=1e-6, atol=1e-9)
