@@ -209,6 +209,32 @@ def _read_by_key(tree, kwargs, given):
     return any(isinstance(n, S.Name) and n.id == kwargs for n in S.walk(tree.body))
 
 
+def looped_items(parsed, name):
+    """(the expression of the list, its items) when ``name`` takes its values from
+    a list or a tuple the transformation reads (see
+    :attr:`derivo.parse.Parsed.loop_lists`): a global, a closure variable, an
+    attribute of a fixed ``self``, a parameter a derivative specialises on; None
+    for any other name."""
+    listed = parsed.loop_lists.get(name)
+    if listed is None:
+        return None
+    items = parsed.resolve_expression(listed, items=True)
+    return (listed, items) if isinstance(items, (list, tuple)) and items else None
+
+
+def item_methods(items, attr):
+    """{class: (the index of its first item, its function ``attr``)} of the
+    classes of ``items``, in the order they come; None unless every item's
+    ``attr`` is a user function of its class (not one the item holds itself)."""
+    found = {}
+    for index, item in enumerate(items):
+        function = getattr(type(item), attr, None)
+        if not is_user_function(function) or attr in getattr(item, "__dict__", {}):
+            return None
+        found.setdefault(type(item), (index, function))
+    return found
+
+
 def _record_rule(cls):
     """Register the rule of building ``cls``, a dataclass or a NamedTuple."""
     if issubclass(cls, tuple):

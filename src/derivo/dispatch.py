@@ -21,7 +21,7 @@ The entry checks each class's function, read through the first item of it.
 
 from . import syntax as S
 from .errors import DerivoError
-from .memory import is_user_function
+from .callees import item_methods, looped_items
 from .names import identifier
 from .parse import MISSING, parse
 
@@ -31,24 +31,18 @@ _VALUE_FIRST = (S.Assign, S.Return, S.Expr)
 _KEY_TYPES = (str, int, bool)
 
 
-def branch_on_keys(block, namer, parsed, loops=None):
+def branch_on_keys(block, namer, parsed):
     """Rewrite, in ``block`` and the blocks nested in it, each statement calling a
     dict's function by a computed key, or a method of a loop's item (see
-    :func:`_call_on_an_item`), into a branch over the keys or the classes that
-    assigns the call's value to a new name, which the statement reads instead.
-    ``loops``: {name: (the list it runs over, its items)} of the loops around
-    ``block`` (see :func:`_objects_looped_over`)."""
-    loops = loops or {}
+    :func:`_call_on_an_item`), into a branch over the keys or the items' classes
+    that assigns the call's value to a new name, which the statement reads instead."""
     index = 0
     while index < len(block):
         stmt = block[index]
         for nested in ("body", "orelse"):
             if isinstance(getattr(stmt, nested, None), list):
-                # (a loop's items are its body's: its else runs after the last)
-                inner = {**loops, **_objects_looped_over(stmt, parsed)} \
-                    if isinstance(stmt, S.For) and nested == "body" else loops
-                branch_on_keys(getattr(stmt, nested), namer, parsed, inner)
-        found = _call_by_key(stmt, parsed) or _call_on_an_item(stmt, parsed, loops) \
+                branch_on_keys(getattr(stmt, nested), namer, parsed)
+        found = _call_by_key(stmt, parsed) or _call_on_an_item(stmt, parsed) \
             if isinstance(stmt, _VALUE_FIRST) else None
         if found is None:
             index += 1
@@ -100,14 +94,15 @@ def _call_by_key(stmt, parsed):
     return None
 
 
-def _call_on_an_item(stmt, parsed, loops):
+def _call_on_an_item(stmt, parsed):
     """(the call, [(test, call)], the statement when no test holds) of the first
-    call in ``stmt``'s value of a method of the variable of a loop of ``loops``
-    (``layer.forward(x)``, ``layer(x)`` of ``for layer in LAYERS``), each item
-    of whose list is an object of a class defining it as a Python function; None
-    if there is none.  The tests are of the item's class (see :func:`_by_class`),
-    or, where a method calls what its object says (``self.act(z)``,
-    ``ACTS[self.kind](z)``), of the item itself (see :func:`_by_item`)."""
+    call in ``stmt``'s value of a method of a loop's item (``layer.forward(x)``,
+    ``layer(x)`` of ``for layer in LAYERS``: see :func:`derivo.callees.looped_items`),
+    each item of whose list is an object of a class defining it as a Python
+    function; None if there is none.  The tests are of the item's class (see
+    :func:`_by_class`), or, where a method calls what its object says
+    (``self.act(z)``, ``ACTS[self.kind](z)``), of the item itself (see
+    :func:`_by_item`)."""
     for call in _evaluated_calls(stmt):
         func = call.func
         if isinstance(func, S.Attribute) and isinstance(func.value, S.Name):
@@ -116,38 +111,43 @@ def _call_on_an_item(stmt, parsed, loops):
             item, attr = func.id, "__call__"
         else:
             continue
-        if item not in loops:
-            continue
-        iterable, items = loops[item]
-        methods = _methods_by_class(iterable, items, attr, parsed)
+        looped = looped_items(parsed, item)
+        methods = item_methods(looped[1], attr) if looped is not None else None
         if methods is None:
             continue
-        arms = _by_item(item, iterable, len(items), attr, call, parsed) \
-            if any(map(_calls_through_self, (f for _, f in methods))) else \
-            _by_class(item, methods, attr, call, parsed)
+        iterable, items = looped
+        arms = _by_item(item, iterable, len(items), attr, call) \
+            if any(_calls_through_self(f) for _, f in methods.values()) else \
+            _by_class(item, iterable, methods, attr, call, parsed)
         # a list changed in place still passes the entry's check (see cache.LiveReads)
         message = ("{} holds an object {} did not hold when this derivative was made: it "
                    "changed in place; assign it a new list, or make the derivative "
                    "again".format(item, parsed.words(iterable)))
+        # (the file is the one whose generated code runs: a saved module names no path)
         refused = S.call(S.name(parsed.hold("DerivoError", DerivoError)), *map(S.const, (
-            message, parsed.filename, call.lineno, call.col_offset)))
+            message, None, call.lineno, call.col_offset)))
         return call, arms, S.gast.Raise(exc=refused, cause=None)
     return None
 
 
-def _by_class(item, methods, attr, call, parsed):
+def _by_class(item, iterable, methods, attr, call, parsed):
     """[(test, call)]: ``type(layer) is Dense``, ``Dense.forward(layer, x)`` for each
-    class of ``methods`` (see :func:`_methods_by_class`)."""
+    class of ``methods`` (see :func:`derivo.callees.item_methods`), its function
+    read through its first item (``LAYERS[0].__class__.forward``), which the
+    derivative's entry checks."""
     kind = parsed.hold("type", type)
-    return [(S.gast.Compare(left=S.call(S.name(kind), S.name(item)), ops=[S.gast.Is()],
-                            comparators=[S.name(parsed.hold(identifier(cls.__name__), cls))]),
-             _called(S.name(parsed.hold(identifier(
-                 "{}_{}".format(cls.__name__, attr.strip("_"))), function)),
-                 [S.name(item)], call))
-            for cls, function in methods]
+    arms = []
+    for cls, (index, _) in methods.items():
+        function = parsed.resolve_expression(S.attribute(S.attribute(S.subscript(
+            S.deepcopy(iterable), S.const(index)), "__class__"), attr), items=True)
+        test = S.gast.Compare(left=S.call(S.name(kind), S.name(item)), ops=[S.gast.Is()],
+                              comparators=[S.name(parsed.hold(identifier(cls.__name__), cls))])
+        held = parsed.hold(identifier("{}_{}".format(cls.__name__, attr.strip("_"))), function)
+        arms.append((test, _called(S.name(held), [S.name(item)], call)))
+    return arms
 
 
-def _by_item(item, iterable, count, attr, call, parsed):
+def _by_item(item, iterable, count, attr, call):
     """[(test, call)]: ``layer is LAYERS[0]``, ``LAYERS[0].forward(x)`` for each item
     of the list: a call of a method of an item the transformation reads, which
     follows what that object's attributes call (see :func:`derivo.callees.direct_call`)."""
@@ -173,48 +173,6 @@ def _called(func, first, call):
     """A copy of ``call`` calling ``func``, with ``first`` before its arguments."""
     return S.call(func, *first, *map(S.deepcopy, call.args),
                   keywords=[S.deepcopy(k) for k in call.keywords])
-
-
-def _objects_looped_over(loop, parsed):
-    """{name: (the expression of a list or a tuple, its items)} for the names the
-    ``for`` statement ``loop`` takes from a list of objects the transformation
-    reads (a global, a closure variable, an attribute of a fixed ``self``): the
-    loop's target, or one of ``enumerate``'s or ``zip``'s, assigned nowhere else."""
-    target, iterable = loop.target, loop.iter
-    if isinstance(target, S.Name):
-        pairs = [(target, iterable)]
-    elif isinstance(target, S.Tuple) and isinstance(iterable, S.Call) and \
-            not iterable.keywords:
-        made_by = parsed.resolve_expression(iterable.func)
-        pairs = list(zip(target.elts[1:], iterable.args)) if made_by is enumerate else \
-            list(zip(target.elts, iterable.args)) if made_by is zip else []
-    else:
-        pairs = []
-    stores = S.store_counts(parsed.tree)
-    found = {}
-    for name, listed in pairs:
-        if not isinstance(name, S.Name) or stores[name.id] != 1:
-            continue
-        items = parsed.resolve_expression(listed, items=True)
-        if isinstance(items, (list, tuple)) and items:
-            found[name.id] = (listed, items)
-    return found
-
-
-def _methods_by_class(iterable, items, attr, parsed):
-    """[(class, its function ``attr``)] of the classes of ``items``, in the order
-    they come, each read through the first item of the class (``LAYERS[0].__class__
-    .forward``, which the derivative's entry checks); None unless every item's
-    ``attr`` is a user function of its class."""
-    first = {}
-    for index, item in enumerate(items):
-        function = getattr(type(item), attr, None)
-        if not is_user_function(function) or attr in getattr(item, "__dict__", {}):
-            return None
-        first.setdefault(type(item), index)
-    return [(cls, parsed.resolve_expression(S.attribute(S.attribute(S.subscript(
-        S.deepcopy(iterable), S.const(index)), "__class__"), attr), items=True))
-        for cls, index in first.items()]
 
 
 def _names_a_value(key):

@@ -307,11 +307,6 @@ class Parsed:
         assigned = {n.targets[0].id: n.value for n in S.walk(self.tree)
                     if isinstance(n, S.Assign) and len(n.targets) == 1
                     and isinstance(n.targets[0], S.Name)}
-        # a loop's item says what ``layer.forward(x)`` calls of ``for layer in layers``
-        # (of ``enumerate(layers)``, ``zip(layers, ws)``: what they are given)
-        looped = {target.id: loop.iter.args if isinstance(loop.iter, S.Call) else [loop.iter]
-                  for loop in S.walk(self.tree) if isinstance(loop, S.For)
-                  for target in S.walk(loop.target) if isinstance(target, S.Name)}
         lines = {}
         for call in (n for n in S.walk(self.tree) if isinstance(n, S.Call)):
             chains, found = [call.func], set()
@@ -325,10 +320,35 @@ class Parsed:
                     found.add(func.id)
                     if func.id in assigned:  # act = ACTIVATIONS[kind]; act(x)
                         chains.append(assigned[func.id])
-                    chains.extend(looped.get(func.id, ()))
+                    if func.id in self.loop_lists:  # for layer in layers: layer.forward(x)
+                        chains.append(self.loop_lists[func.id])
             for param in (found | self._handed_to_a_callee(call)) & params:
                 lines.setdefault(param, set()).add(call.lineno)
         return lines
+
+    @functools.cached_property
+    def loop_lists(self):
+        """{name: the expression of the list it takes its values from} for the names
+        a ``for`` loop takes from a list, and nothing else assigns: the loop's
+        target (``for layer in layers``), or one of what ``enumerate`` or ``zip``
+        pair (``for i, layer in enumerate(layers)``, ``for w, layer in zip(ws,
+        layers)``)."""
+        stores = S.store_counts(self.tree)
+        found = {}
+        for loop in (n for n in S.walk(self.tree) if isinstance(n, S.For)):
+            target, iterable = loop.target, loop.iter
+            if isinstance(target, S.Name):
+                pairs = [(target, iterable)]
+            elif isinstance(target, S.Tuple) and isinstance(iterable, S.Call) and \
+                    not iterable.keywords:
+                made_by = self.resolve_expression(iterable.func)
+                pairs = list(zip(target.elts[1:], iterable.args)) if made_by is enumerate \
+                    else list(zip(target.elts, iterable.args)) if made_by is zip else []
+            else:
+                pairs = []
+            found.update((name.id, listed) for name, listed in pairs
+                         if isinstance(name, S.Name) and stores[name.id] == 1)
+        return found
 
     def _handed_to_a_callee(self, call):
         """The names ``call`` gives, as they are, to a user function for parameters
