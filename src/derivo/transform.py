@@ -402,9 +402,11 @@ class Build:
                 if obj is MISSING or _is_builtin(node.id, obj) or \
                         self.namespace.get(node.id, MISSING) is obj:
                     continue
-                if node.id in self.namespace and parsed.is_held(node.id):
+                if node.id in self.namespace and callable(obj) and (
+                        parsed.is_held(node.id) or parsed.filename.startswith(GENERATED_PREFIX)):
                     # another function's copy holds the name (a method specialised
-                    # on another object: see callees): this one's is held as another
+                    # on another object: see callees, or the module generated for
+                    # it, differentiated again): this one's is held as another
                     alias = Namer(set(self.namespace) | set(parsed.globals) |
                                   set(parsed.closure) | local).fresh(node.id)
                     parsed.closure[alias] = obj
