@@ -741,3 +741,18 @@ def test_a_list_of_objects_given_as_an_argument_or_held_by_self():
     for layers in ([Scale(0.5), Dense(np.eye(2))], OBJECTS):  # another list: made for it
         expected = fd(lambda v: through_layers_given(v, layers), x)
         np.testing.assert_allclose(gradient(x, layers), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("f", [through_layers, through_activated_layers, through_a_network])
+def test_the_hessian_through_a_list_of_objects(f):
+    # its VJPs run their bodies again: the calls of the items' methods pass the rerun check
+    x = np.array([1.0, 2.0])
+    expected = np.array([fd(lambda v: derivo.grad(f)(v)[i], x, h=1e-5) for i in range(2)])
+    np.testing.assert_allclose(derivo.hessian(f)(x), expected, rtol=1e-5, atol=1e-7)
+
+
+def test_a_checkpointed_loop_over_a_list_of_objects_is_refused_for_the_stack():
+    line = through_layers.__code__.co_firstlineno + 2
+    with pytest.raises(DerivoError, match=r"test_functions_as_values\.py:{}:12: .* in a "
+                                          r"checkpointed loop: .* loops=\"stack\"".format(line)):
+        derivo.grad(through_layers, loops="checkpoint")(np.array([1.0, 2.0]))

@@ -32,7 +32,7 @@ from .activity import hashable
 from .errors import NoDerivativeRule, UnsupportedSyntax
 from .memory import in_a_library
 from .outline import Loop
-from .parse import MISSING, UNPACKED, is_distribution, parameter_names
+from .parse import MISSING, UNPACKED, Outlined, is_distribution, parameter_names
 from .statements import assigned_names, is_item_write, names_of
 
 
@@ -360,6 +360,11 @@ class Planner:
                        "write {} instead".format(site.label, next(
                            instead for construct, instead in _INSTEAD
                            if site.key is construct)))
+        elif isinstance(site.key, rules.Method) and isinstance(self.parsed.func, Outlined):
+            message = ("cannot differentiate {!r} in a checkpointed loop: its trips take the "
+                       "loop's items as arguments, so derivo cannot tell which function a "
+                       "method of one runs; reverse the loop with loops=\"stack\", which "
+                       "calls each item's method as the class's function".format(site.label))
         elif isinstance(site.key, rules.Method):
             message = ("cannot differentiate {0!r}: it is a method of a value derivo does not "
                        "read when it transforms (an item of a list made in the function), so "
