@@ -535,8 +535,23 @@ def partial_of_a_local_def_and_of_numpy(x, a):
     return h(x) + k(x) * a
 
 
+def partial_of_a_partial(x, a):
+    h = functools.partial(functools.partial(scaled, offset=a), c=3.0)
+    return h(x) * x
+
+
+A_MODEL = Model(0.5)
+
+
+def partial_of_a_method(x, a):
+    h = functools.partial(A_MODEL.predict, x=a)  # (a keyword bound)
+    k = functools.partial(A_MODEL.loss)
+    return h() * x + k(x)
+
+
 @pytest.mark.parametrize("f", [partial_of_a_lambda, partial_of_a_def,
-                               partial_of_a_local_def_and_of_numpy])
+                               partial_of_a_local_def_and_of_numpy, partial_of_a_partial,
+                               partial_of_a_method])
 def test_a_partial_made_in_the_function_binds_its_arguments_at_the_call(f):
     assert_all_modes(f, 0.7, 2.0)
 

@@ -20,37 +20,42 @@ from .names import Namer, names_in
 
 def bind_partials(parsed):
     """Rewrite, in place, the partials of ``parsed`` (a :class:`derivo.parse.Parsed`)
-    that are only called; give back ``parsed``."""
-    found = [(block, stmt) for block in _blocks(parsed.tree) for stmt in block
-             if _made_partial(stmt, parsed)]
-    if not found:
-        return parsed
-    namer = Namer(names_in(parsed.tree) | set(parsed.globals) | set(parsed.closure))
-    stores = S.store_counts(parsed.tree)
-    assigned = S.stored_names(parsed.tree)
-    for block, stmt in found:
-        name = stmt.targets[0].id
-        calls = _calls_of(parsed.tree, name)
-        if stores[name] != 1 or calls is None:
-            continue
-        made = stmt.value
-        before, bound = _bound_arguments(made, name, namer, assigned)
-        fn = made.args[0]
-        if _named_for_good(fn, assigned):
-            callee = fn  # (each call names it: no name needed for it)
-        else:
-            callee = S.copy_location(S.name(name), fn)
-            before.append(S.copy_location(S.assign(name, fn), stmt))
-        for call in calls:
-            given = {k.arg for k in call.keywords}
-            call.func = S.deepcopy(callee)
-            call.args = [S.deepcopy(a) for a in bound.args] + call.args
-            call.keywords = [S.deepcopy(k) for k in bound.keywords
-                             if k.arg not in given] + call.keywords  # (the call's win)
-        index = next(i for i, s in enumerate(block) if s is stmt)
-        block[index:index + 1] = before or [S.copy_location(S.Pass(), stmt)]
-    parsed.__dict__.pop("local_names", None)  # (a cached property of the tree)
+    that are only called, a partial of a partial too; give back ``parsed``."""
+    namer = None
+    while True:
+        stores = S.store_counts(parsed.tree)
+        found = next(((block, stmt, calls) for block in _blocks(parsed.tree) for stmt in block
+                      if _made_partial(stmt, parsed) and stores[stmt.targets[0].id] == 1
+                      for calls in [_calls_of(parsed.tree, stmt.targets[0].id)]
+                      if calls is not None), None)
+        if found is None:
+            break
+        namer = namer or Namer(names_in(parsed.tree) | set(parsed.globals) |
+                               set(parsed.closure))
+        _bind(*found, namer, S.stored_names(parsed.tree))
+        parsed.__dict__.pop("local_names", None)  # (a cached property of the tree)
     return parsed
+
+
+def _bind(block, stmt, calls, namer, assigned):
+    """Make ``calls`` of the partial ``stmt`` makes calls of what it wraps, with
+    its arguments, and ``stmt`` what names them (see the module's docstring)."""
+    name, made = stmt.targets[0].id, stmt.value
+    before, bound = _bound_arguments(made, name, namer, assigned)
+    fn = made.args[0]
+    if _named_for_good(fn, assigned):
+        callee = fn  # (each call names it: no name needed for it)
+    else:  # (a partial of a partial is bound in turn)
+        callee = S.copy_location(S.name(name), fn)
+        before.append(S.copy_location(S.assign(name, fn), stmt))
+    for call in calls:
+        given = {k.arg for k in call.keywords}
+        call.func = S.deepcopy(callee)
+        call.args = [S.deepcopy(a) for a in bound.args] + call.args
+        call.keywords = [S.deepcopy(k) for k in bound.keywords
+                         if k.arg not in given] + call.keywords  # (the call's win)
+    index = next(i for i, s in enumerate(block) if s is stmt)
+    block[index:index + 1] = before or [S.copy_location(S.Pass(), stmt)]
 
 
 def _blocks(tree):
