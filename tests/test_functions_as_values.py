@@ -4,6 +4,7 @@ list item, a partial, a method of self, an object's __call__.  Each is
 differentiated as the function that runs, checked against finite differences in
 every mode, and a call that hands another function is transformed again."""
 
+import dataclasses
 import functools
 import math
 
@@ -703,7 +704,7 @@ def partial_assigned_twice(x, a):
 
 @pytest.mark.parametrize("f, args, column, instead", [
     (through_layers_made_here, (np.array([1.0, 2.0]),), 12,
-     "loop over a list given as an argument or held by a global"),
+     r"call the class's function, Cls.forward\(layer, ...\), or loop over a list held"),
     (partial_assigned_twice, (0.7, 2.0), 11, "assign the partial once and only call it"),
 ])
 def test_a_method_or_a_partial_derivo_cannot_follow_is_refused_at_its_call(f, args, column,
@@ -771,3 +772,38 @@ def test_a_checkpointed_loop_over_a_list_of_objects_is_refused_for_the_stack():
     with pytest.raises(DerivoError, match=r"test_functions_as_values\.py:{}:12: .* in a "
                                           r"checkpointed loop: .* loops=\"stack\"".format(line)):
         derivo.grad(through_layers, loops="checkpoint")(np.array([1.0, 2.0]))
+
+
+@dataclasses.dataclass
+class Weights:
+    W: np.ndarray
+
+    def forward(self, x):
+        return np.tanh(self.W @ x)
+
+
+def through_differentiated_layers(layers, x):
+    for layer in layers:
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+def through_differentiated_layers_by_class(layers, x):
+    for layer in layers:
+        x = Weights.forward(layer, x)
+    return np.sum(x)
+
+
+def test_the_method_of_a_differentiated_item_is_refused_for_the_class_s_function():
+    layers, x = [Weights(np.eye(2) * 0.5), Weights(np.ones((2, 2)) * 0.3)], np.array([1.0, 2.0])
+    line = through_differentiated_layers.__code__.co_firstlineno + 2
+    with pytest.raises(DerivoError, match=r"test_functions_as_values\.py:{}:12: .* of one it "
+                                          r"differentiates.* Cls\.forward\(layer".format(line)):
+        derivo.grad(through_differentiated_layers)(layers, x)
+    gradient = derivo.grad(through_differentiated_layers_by_class)(layers, x)
+    for index, layer in enumerate(layers):
+        def of_w(w):
+            changed = list(layers)
+            changed[index] = Weights(w)
+            return through_differentiated_layers_by_class(changed, x)
+        np.testing.assert_allclose(gradient[index].W, fd(of_w, layer.W), rtol=1e-6)

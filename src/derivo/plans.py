@@ -366,12 +366,15 @@ class Planner:
                        "method of one runs; reverse the loop with loops=\"stack\", which "
                        "calls each item's method as the class's function".format(site.label))
         elif isinstance(site.key, rules.Method):
+            func = getattr(node, "func", None)
+            owner = self.parsed.words(func.value) if isinstance(func, S.Attribute) else "obj"
             message = ("cannot differentiate {0!r}: it is a method of a value derivo does not "
-                       "read when it transforms (an item of a list made in the function), so "
-                       "which function runs is unknown; loop over a list given as an "
-                       "argument or held by a global, a closure variable or an attribute of "
-                       "self, each of whose items' classes defines {1}, or call the class's "
-                       "function, Cls.{1}(obj, ...)".format(site.label, site.key.name))
+                       "read when it transforms (an item of a list made in the function, or "
+                       "of one it differentiates), so which function runs is unknown; call "
+                       "the class's function, Cls.{1}({2}, ...), or loop over a list held by "
+                       "a global, a closure variable, an attribute of self or an argument not "
+                       "differentiated, each of whose items' classes defines {1}".format(
+                           site.label, site.key.name, owner))
         elif site.key is MISSING:
             message = ("cannot differentiate {!r}: it calls a value derivo does not follow "
                        "when it transforms (a functools.partial assigned more than once or "
