@@ -209,7 +209,7 @@ def _read_by_key(tree, kwargs, given):
     return any(isinstance(n, S.Name) and n.id == kwargs for n in S.walk(tree.body))
 
 
-def looped_items(parsed, name):
+def _looped_items(parsed, name):
     """(the expression of the list, its items) when ``name`` takes its values from
     a list or a tuple the transformation reads (see
     :attr:`derivo.parse.Parsed.loop_lists`): a global, a closure variable, an
@@ -222,7 +222,21 @@ def looped_items(parsed, name):
     return (listed, items) if isinstance(items, (list, tuple)) and items else None
 
 
-def item_methods(items, attr):
+def item_call(parsed, call):
+    """(the item's name, the method's, the list's expression, its items, {class:
+    (the index of its first item, its function)}) for ``call`` of a method of a
+    loop's item, ``layer.forward(x)`` or ``layer(x)`` (its ``__call__``), each of
+    whose items (see :func:`_looped_items`) is an object of a class defining it as
+    a user function; None for any other call."""
+    func = call.func
+    name, attr = (func.value, func.attr) if isinstance(func, S.Attribute) else \
+        (func, "__call__")
+    looped = _looped_items(parsed, name.id) if isinstance(name, S.Name) else None
+    methods = _item_methods(looped[1], attr) if looped is not None else None
+    return None if methods is None else (name.id, attr, *looped, methods)
+
+
+def _item_methods(items, attr):
     """{class: (the index of its first item, its function ``attr``)} of the
     classes of ``items``, in the order they come; None unless every item's
     ``attr`` is a user function of its class (not one the item holds itself)."""

@@ -21,7 +21,7 @@ The entry checks each class's function, read through the first item of it.
 
 from . import syntax as S
 from .errors import DerivoError
-from .callees import item_methods, looped_items
+from .callees import item_call
 from .names import identifier
 from .parse import MISSING, parse
 
@@ -97,25 +97,16 @@ def _call_by_key(stmt, parsed):
 def _call_on_an_item(stmt, parsed):
     """(the call, [(test, call)], the statement when no test holds) of the first
     call in ``stmt``'s value of a method of a loop's item (``layer.forward(x)``,
-    ``layer(x)`` of ``for layer in LAYERS``: see :func:`derivo.callees.looped_items`),
-    each item of whose list is an object of a class defining it as a Python
-    function; None if there is none.  The tests are of the item's class (see
+    ``layer(x)`` of ``for layer in LAYERS``: see :func:`derivo.callees.item_call`);
+    None if there is none.  The tests are of the item's class (see
     :func:`_by_class`), or, where a method calls what its object says
     (``self.act(z)``, ``ACTS[self.kind](z)``), of the item itself (see
     :func:`_by_item`)."""
     for call in _evaluated_calls(stmt):
-        func = call.func
-        if isinstance(func, S.Attribute) and isinstance(func.value, S.Name):
-            item, attr = func.value.id, func.attr
-        elif isinstance(func, S.Name):
-            item, attr = func.id, "__call__"
-        else:
+        looped = item_call(parsed, call)
+        if looped is None:
             continue
-        looped = looped_items(parsed, item)
-        methods = item_methods(looped[1], attr) if looped is not None else None
-        if methods is None:
-            continue
-        iterable, items = looped
+        item, attr, iterable, items, methods = looped
         arms = _by_item(item, iterable, len(items), attr, call) \
             if any(_calls_through_self(f) for _, f in methods.values()) else \
             _by_class(item, iterable, methods, attr, call, parsed)
@@ -132,7 +123,7 @@ def _call_on_an_item(stmt, parsed):
 
 def _by_class(item, iterable, methods, attr, call, parsed):
     """[(test, call)]: ``type(layer) is Dense``, ``Dense.forward(layer, x)`` for each
-    class of ``methods`` (see :func:`derivo.callees.item_methods`), its function
+    class of ``methods`` (see :func:`derivo.callees.item_call`), its function
     read through its first item (``LAYERS[0].__class__.forward``), which the
     derivative's entry checks."""
     kind = parsed.hold("type", type)

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import rules
 from . import syntax as S
-from .callees import given_functions, item_methods, looped_items
+from .callees import given_functions, item_call
 from .errors import UnsupportedSyntax
 from .memory import user_function
 from .parse import MISSING, is_derivative, parse
@@ -197,9 +197,9 @@ def rerun_reason(parsed, call, seen):
     :class:`Rerun`; ``seen``: the code of the user functions checked or being
     checked (a recursive function is checked once)."""
     callee = parsed.resolve_callee(call)
-    looped = _item_call(parsed, call) if callee is MISSING else None
-    if looped is not None:
-        return _reason_in_items(parsed, call, *looped, seen)
+    looped = item_call(parsed, call) if callee is MISSING else None
+    if looped is not None:  # layer.forward(x) of for layer in LAYERS
+        return _reason_in_items(parsed, call, looped[3], looped[4], seen)
     if callee is MISSING:
         if not isinstance(call.func, S.Attribute):
             return Rerun(parsed, call, "{!r} holds a function derivo cannot see when it "
@@ -229,21 +229,9 @@ def rerun_reason(parsed, call, seen):
     return found
 
 
-def _item_call(parsed, call):
-    """(the loop's items, the method) of ``layer.forward(x)`` or ``layer(x)`` of a
-    loop over a list of objects whose classes define it (see derivo.dispatch,
-    which makes it a call of each class's function); None for any other call."""
-    func = call.func
-    name, attr = (func.value, func.attr) if isinstance(func, S.Attribute) else \
-        (func, "__call__")
-    looped = looped_items(parsed, name.id) if isinstance(name, S.Name) else None
-    methods = item_methods(looped[1], attr) if looped is not None else None
-    return None if methods is None else (looped[1], methods)
-
-
 def _reason_in_items(parsed, call, items, methods, seen):
     """The first reason in the functions a call of a loop's item runs (see
-    :func:`_item_call`), each read for its class's first item."""
+    :func:`derivo.callees.item_call`), each read for its class's first item."""
     for index, function in methods.values():
         found = _reason_in_body(function, items[index], seen)
         if found is not None:
