@@ -242,7 +242,7 @@ def _item_methods(items, attr):
     ``attr`` is a user function of its class (not one the item holds itself)."""
     found = {}
     for index, item in enumerate(items):
-        function = getattr(type(item), attr, None)
+        function = inspect.getattr_static(type(item), attr, None)  # (no staticmethod)
         if not is_user_function(function) or attr in getattr(item, "__dict__", {}):
             return None
         found.setdefault(type(item), (index, function))
