@@ -807,3 +807,23 @@ def test_the_method_of_a_differentiated_item_is_refused_for_the_class_s_function
             changed[index] = Weights(w)
             return through_differentiated_layers_by_class(changed, x)
         np.testing.assert_allclose(gradient[index].W, fd(of_w, layer.W), rtol=1e-6)
+
+
+class Doubling:
+    @staticmethod
+    def forward(x):
+        return x * 2.0
+
+
+DOUBLINGS = [Doubling(), Doubling()]
+
+
+def through_static_methods(x):
+    for layer in DOUBLINGS:
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+def test_a_static_method_of_a_loop_s_items_is_refused_not_given_self():
+    with pytest.raises(DerivoError, match="Cls.forward"):
+        derivo.grad(through_static_methods)(np.array([1.0, 2.0]))
