@@ -827,3 +827,18 @@ def through_static_methods(x):
 def test_a_static_method_of_a_loop_s_items_is_refused_not_given_self():
     with pytest.raises(DerivoError, match="Cls.forward"):
         derivo.grad(through_static_methods)(np.array([1.0, 2.0]))
+
+
+def test_a_list_of_objects_called_per_item_grown_transforms_again():
+    global ACTIVATED
+    x = np.array([1.0, 2.0])
+    gradient = derivo.grad(through_activated_layers)
+    np.testing.assert_allclose(gradient(x), fd(through_activated_layers, x), rtol=1e-6)
+    saved = ACTIVATED
+    try:
+        ACTIVATED = ACTIVATED + [Activated(np.eye(2), "sin")]  # (the entry checks the length)
+        np.testing.assert_allclose(gradient(x), fd(through_activated_layers, x), rtol=1e-6)
+        ACTIVATED.append(Activated(np.eye(2) * 2.0, "tanh"))   # in place too
+        np.testing.assert_allclose(gradient(x), fd(through_activated_layers, x), rtol=1e-6)
+    finally:
+        ACTIVATED = saved

@@ -107,7 +107,7 @@ def _call_on_an_item(stmt, parsed):
         if looped is None:
             continue
         item, attr, iterable, items, methods = looped
-        arms = _by_item(item, iterable, len(items), attr, call) \
+        arms = _by_item(item, iterable, len(items), attr, call, parsed) \
             if any(_calls_through_self(f) for _, f in methods.values()) else \
             _by_class(item, iterable, methods, attr, call, parsed)
         # a list changed in place still passes the entry's check (see cache.LiveReads)
@@ -138,10 +138,12 @@ def _by_class(item, iterable, methods, attr, call, parsed):
     return arms
 
 
-def _by_item(item, iterable, count, attr, call):
+def _by_item(item, iterable, count, attr, call, parsed):
     """[(test, call)]: ``layer is LAYERS[0]``, ``LAYERS[0].forward(x)`` for each item
     of the list: a call of a method of an item the transformation reads, which
-    follows what that object's attributes call (see :func:`derivo.callees.direct_call`)."""
+    follows what that object's attributes call (see :func:`derivo.callees.direct_call`).
+    A list of another length is another branch: the entry checks the length."""
+    parsed.record_length(iterable)
     arms = []
     for index in range(count):
         listed = S.subscript(S.deepcopy(iterable), S.const(index))
