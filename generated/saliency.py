@@ -63,7 +63,7 @@ def __call___forward(self, x):
                     t6 = np.exp(t11)
                     called = np.log1p(t6)
                 else:
-                    raise DerivoError('layer holds an object self.layers did not hold when this derivative was made: it changed in place; assign it a new list, or make the derivative again', None, 42, 16)
+                    raise DerivoError("layer holds an object self.layers did not hold when this derivative was made (the list changed while the function ran, or in a saved module's use): make the derivative again", None, 42, 16)
         push(x)
         x = called
     result = x

@@ -20,7 +20,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import memory, rules
-from .parse import EQUAL, LENGTH, MISSING, PARAMETERS, Item, is_derivative
+from .parse import CLASSES, EQUAL, MISSING, PARAMETERS, Item, is_derivative
 
 CacheInfo = namedtuple("CacheInfo", "hits misses size")
 
@@ -109,7 +109,7 @@ class LiveReads:
                      for where, _, path, value in reads]
         self.kinds = [_kind(value) if data else None for value, data in zip(self.seen, self.data)]
         # a bound method is made anew at each read, a key may be a string made anew
-        self.equal = [_is_bound_method(value) or EQUAL in path or LENGTH in path
+        self.equal = [_is_bound_method(value) or EQUAL in path or CLASSES in path
                       for (_, _, path, value) in reads]
         self.generation = generation
         # derivatives the code calls: brought up to date first, so that what their
@@ -134,8 +134,8 @@ class LiveReads:
                 where.cell_contents if isinstance(where, types.CellType) else where[ident]
             for step in path:
                 value = value[step.key] if isinstance(step, Item) else \
-                    value if step is EQUAL else len(value) if step is LENGTH else \
-                    getattr(value, step)
+                    value if step is EQUAL else tuple(map(type, value)) if step is CLASSES \
+                    else getattr(value, step)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError):
             return MISSING
         return value
@@ -202,8 +202,8 @@ class LiveReads:
             read = roots.get((id(where), ident), root) if path else root
             read += "".join("[{!r}]".format(step.key) if isinstance(step, Item) else
                             "" if step is EQUAL else "." + step for step in path
-                            if step is not LENGTH)
-            read = "len({})".format(read) if LENGTH in path else read
+                            if step is not CLASSES)
+            read = "tuple(map(type, {}))".format(read) if CLASSES in path else read
             tests.append("{} {} {}_seen{}".format(read, "==" if self.equal[index] else "is",
                                                   prefix, index))
         tests.append("{0}_rules.generation is {0}_generation".format(prefix))

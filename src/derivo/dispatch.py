@@ -107,13 +107,14 @@ def _call_on_an_item(stmt, parsed):
         if looped is None:
             continue
         item, attr, iterable, items, methods = looped
-        arms = _by_item(item, iterable, len(items), attr, call, parsed) \
+        parsed.record_classes(iterable)  # (another list of other classes: made again)
+        arms = _by_item(item, iterable, len(items), attr, call) \
             if any(_calls_through_self(f) for _, f in methods.values()) else \
             _by_class(item, iterable, methods, attr, call, parsed)
-        # a list changed in place still passes the entry's check (see cache.LiveReads)
-        message = ("{} holds an object {} did not hold when this derivative was made: it "
-                   "changed in place; assign it a new list, or make the derivative "
-                   "again".format(item, parsed.words(iterable)))
+        # (the list changed while the function ran, or a saved module's: checked nowhere)
+        message = ("{} holds an object {} did not hold when this derivative was made (the "
+                   "list changed while the function ran, or in a saved module's use): make "
+                   "the derivative again".format(item, parsed.words(iterable)))
         # (the file is the one whose generated code runs: a saved module names no path)
         refused = S.call(S.name(parsed.hold("DerivoError", DerivoError)), *map(S.const, (
             message, None, call.lineno, call.col_offset)))
@@ -138,12 +139,10 @@ def _by_class(item, iterable, methods, attr, call, parsed):
     return arms
 
 
-def _by_item(item, iterable, count, attr, call, parsed):
+def _by_item(item, iterable, count, attr, call):
     """[(test, call)]: ``layer is LAYERS[0]``, ``LAYERS[0].forward(x)`` for each item
     of the list: a call of a method of an item the transformation reads, which
-    follows what that object's attributes call (see :func:`derivo.callees.direct_call`).
-    A list of another length is another branch: the entry checks the length."""
-    parsed.record_length(iterable)
+    follows what that object's attributes call (see :func:`derivo.callees.direct_call`)."""
     arms = []
     for index in range(count):
         listed = S.subscript(S.deepcopy(iterable), S.const(index))

@@ -127,8 +127,8 @@ class Item(tuple):
 UNPACKED = type("Unpacked", (), {"__repr__": lambda self: "UNPACKED"})()
 #: The step of a read's path that says its value is compared by equality (a key)
 EQUAL = "=="
-#: The last step of a read's path that says it is of the length of the value
-LENGTH = "len()"
+#: The last step of a read's path that says it is of the classes of a list's items
+CLASSES = "(classes)"
 
 
 @dataclass
@@ -398,13 +398,13 @@ class Parsed:
         _record(where, ident, path + (EQUAL,), value)
         return value
 
-    def record_length(self, node):
-        """Record, for the entry to check, the length of the list the chain ``node``
-        (see :meth:`origin_of`) holds: code made for each of its items."""
+    def record_classes(self, node):
+        """Record, for the entry to check, the classes of the items of the list the
+        chain ``node`` (see :meth:`origin_of`) holds, in order: code made for them."""
         origin = self.origin_of(node)
         if origin is not None:
             where, ident, path = origin
-            _record(where, ident, path + (LENGTH,), len(self._value_of(node)))
+            _record(where, ident, path + (CLASSES,), tuple(map(type, self._value_of(node))))
 
     def _value_of(self, node):
         """The value of a chain :meth:`origin_of` reads, as this transformation sees it."""
