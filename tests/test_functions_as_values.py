@@ -857,3 +857,17 @@ def test_a_list_of_objects_called_per_item_grown_transforms_again():
         np.testing.assert_allclose(gradient(x), fd(through_activated_layers, x), rtol=1e-6)
     finally:
         ACTIVATED = saved
+
+
+ISSUE_LAYERS = [Dense(np.eye(2) * 0.5), Dense(np.ones((2, 2)))]
+
+
+def issue_loss(x):
+    for layer in ISSUE_LAYERS:  # the convnet / MLP shape of real programs (issue 22)
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+def test_the_loop_over_layers_of_the_issue():
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(derivo.grad(issue_loss)(x), fd(issue_loss, x), rtol=1e-5)
