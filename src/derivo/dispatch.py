@@ -20,10 +20,10 @@ The entry checks each class's function, read through the first item of it.
 """
 
 from . import syntax as S
-from .errors import DerivoError
 from .callees import item_call
 from .names import identifier
 from .parse import MISSING, parse
+from .runtime import unknown_item
 
 #: The statements whose value is evaluated first and always (see ssa._EVALUATED_FIRST)
 _VALUE_FIRST = (S.Assign, S.Return, S.Expr)
@@ -115,9 +115,8 @@ def _call_on_an_item(stmt, parsed):
         message = ("{} holds an object {} did not hold when this derivative was made (the "
                    "list changed while the function ran, or in a saved module's use): make "
                    "the derivative again".format(item, parsed.words(iterable)))
-        # (the file is the one whose generated code runs: a saved module names no path)
-        refused = S.call(S.name(parsed.hold("DerivoError", DerivoError)), *map(S.const, (
-            message, None, call.lineno, call.col_offset)))
+        refused = S.call(S.name(parsed.hold("unknown_item", unknown_item)),
+                         *map(S.const, (message, call.lineno, call.col_offset)))
         return call, arms, S.gast.Raise(exc=refused, cause=None)
     return None
 
