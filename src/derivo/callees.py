@@ -10,6 +10,9 @@
   holding it.
 - A user function taking ``*args`` or ``**kwargs``: the call becomes a call of a
   copy taking the arguments this call gives.
+- A method of a loop's item, ``layer.forward(x)`` of ``for layer in LAYERS``:
+  :func:`item_call` says which functions the list's classes run, for
+  derivo.dispatch to branch over them and derivo.fence to read them.
 
 From then on each is a call of a user function (inlined, or given a VJP) or of a
 primitive like any other.  The values the call went through are reads the
