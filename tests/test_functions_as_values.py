@@ -871,3 +871,29 @@ def issue_loss(x):
 def test_the_loop_over_layers_of_the_issue():
     x = np.array([1.0, 2.0])
     np.testing.assert_allclose(derivo.grad(issue_loss)(x), fd(issue_loss, x), rtol=1e-5)
+
+
+def keys_in_a_generator(x):
+    return sum(np.sum(ACTS[kind](x)) for kind in ("tanh", "sin"))
+
+
+KINDS = ["tanh", "sin"]
+
+
+def keys_of_a_global_in_a_generator(x):
+    # this raised NameError: the call by a key was moved out of the generator
+    return sum(np.sum(ACTS[kind](x)) for kind in KINDS)
+
+
+def items_in_a_comprehension(x):
+    outs = [layer(x) for layer in SCALES]
+    return np.sum(outs[0] * outs[1]) + sum(np.sum(layer.forward(x)) for layer in OBJECTS)
+
+
+@pytest.mark.parametrize("f", [keys_in_a_generator, keys_of_a_global_in_a_generator,
+                               items_in_a_comprehension])
+def test_calls_by_key_or_on_items_in_a_comprehension(f):
+    x = np.array([0.3, -0.2])
+    expected = fd(f, x)
+    np.testing.assert_allclose(derivo.grad(f)(x), expected, rtol=1e-6)
+    assert_close(derivo.jvp(f, (x,), (np.array([1.0, 0.0]),))[1], expected[0], rtol=1e-6)

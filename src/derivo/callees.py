@@ -212,29 +212,31 @@ def _read_by_key(tree, kwargs, given):
     return any(isinstance(n, S.Name) and n.id == kwargs for n in S.walk(tree.body))
 
 
-def _looped_items(parsed, name):
+def _looped_items(parsed, name, loops):
     """(the expression of the list, its items) when ``name`` takes its values from
-    a list or a tuple the transformation reads (see
-    :attr:`derivo.parse.Parsed.loop_lists`): a global, a closure variable, an
-    attribute of a fixed ``self``, a parameter a derivative specialises on; None
-    for any other name."""
-    listed = parsed.loop_lists.get(name)
+    a list or a tuple the transformation reads (see :func:`derivo.parse.loop_lists`):
+    a global, a closure variable, an attribute of a fixed ``self``, a parameter a
+    derivative specialises on; None for any other name."""
+    listed = loops.get(name)
     if listed is None:
         return None
     items = parsed.resolve_expression(listed, items=True)
     return (listed, items) if isinstance(items, (list, tuple)) and items else None
 
 
-def item_call(parsed, call):
+def item_call(parsed, call, loops=None):
     """(the item's name, the method's, the list's expression, its items, {class:
     (the index of its first item, its function)}) for ``call`` of a method of a
     loop's item, ``layer.forward(x)`` or ``layer(x)`` (its ``__call__``), each of
     whose items (see :func:`_looped_items`) is an object of a class defining it as
-    a user function; None for any other call."""
+    a user function; None for any other call.  ``loops``: the loop lists (see
+    :func:`derivo.parse.loop_lists`) of the tree ``call`` is in, if not the
+    function's own."""
     func = call.func
     name, attr = (func.value, func.attr) if isinstance(func, S.Attribute) else \
         (func, "__call__")
-    looped = _looped_items(parsed, name.id) if isinstance(name, S.Name) else None
+    loops = parsed.loop_lists if loops is None else loops
+    looped = _looped_items(parsed, name.id, loops) if isinstance(name, S.Name) else None
     methods = _item_methods(looped[1], attr) if looped is not None else None
     return None if methods is None else (name.id, attr, *looped, methods)
 

@@ -27,22 +27,27 @@ from .runtime import unknown_item
 
 #: The statements whose value is evaluated first and always (see ssa._EVALUATED_FIRST)
 _VALUE_FIRST = (S.Assign, S.Return, S.Expr)
+#: The expressions whose parts may run not at all or more than once
+_NOT_ONCE = (S.gast.IfExp, S.gast.BoolOp, S.gast.Lambda, S.gast.ListComp, S.gast.SetComp,
+             S.gast.DictComp, S.gast.GeneratorExp)
 #: The keys a branch compares with ==
 _KEY_TYPES = (str, int, bool)
 
 
-def branch_on_keys(block, namer, parsed):
+def branch_on_keys(block, namer, parsed, loops=None):
     """Rewrite, in ``block`` and the blocks nested in it, each statement calling a
     dict's function by a computed key, or a method of a loop's item (see
     :func:`_call_on_an_item`), into a branch over the keys or the items' classes
-    that assigns the call's value to a new name, which the statement reads instead."""
+    that assigns the call's value to a new name, which the statement reads instead.
+    ``loops``: the loop lists of the tree (see :func:`derivo.parse.loop_lists`)
+    when it is not the function's own (its comprehensions made loops)."""
     index = 0
     while index < len(block):
         stmt = block[index]
         for nested in ("body", "orelse"):
             if isinstance(getattr(stmt, nested, None), list):
-                branch_on_keys(getattr(stmt, nested), namer, parsed)
-        found = _call_by_key(stmt, parsed) or _call_on_an_item(stmt, parsed) \
+                branch_on_keys(getattr(stmt, nested), namer, parsed, loops)
+        found = _call_by_key(stmt, parsed) or _call_on_an_item(stmt, parsed, loops) \
             if isinstance(stmt, _VALUE_FIRST) else None
         if found is None:
             index += 1
@@ -61,12 +66,13 @@ def branch_on_keys(block, namer, parsed):
 
 def _evaluated_calls(stmt):
     """The calls in ``stmt``'s value, outermost first, not under ``and``, ``or``, a
-    conditional expression or a lambda, which may not evaluate them."""
+    conditional expression or a lambda, which may not evaluate them, nor in a
+    comprehension, which evaluates them with its own variables (made a loop, it
+    is branched in turn: see derivo.ssa.normalize)."""
     pending = [stmt.value] if stmt.value is not None else []
     while pending:
         node = pending.pop(0)
-        if isinstance(node, (S.gast.IfExp, S.gast.BoolOp, S.gast.Lambda)) or \
-                not isinstance(node, S.AST):
+        if isinstance(node, _NOT_ONCE) or not isinstance(node, S.AST):
             continue
         if isinstance(node, S.Call):
             yield node
@@ -94,7 +100,7 @@ def _call_by_key(stmt, parsed):
     return None
 
 
-def _call_on_an_item(stmt, parsed):
+def _call_on_an_item(stmt, parsed, loops):
     """(the call, [(test, call)], the statement when no test holds) of the first
     call in ``stmt``'s value of a method of a loop's item (``layer.forward(x)``,
     ``layer(x)`` of ``for layer in LAYERS``: see :func:`derivo.callees.item_call`);
@@ -103,7 +109,7 @@ def _call_on_an_item(stmt, parsed):
     (``self.act(z)``, ``ACTS[self.kind](z)``), of the item itself (see
     :func:`_by_item`)."""
     for call in _evaluated_calls(stmt):
-        looped = item_call(parsed, call)
+        looped = item_call(parsed, call, loops)
         if looped is None:
             continue
         item, attr, iterable, items, methods = looped

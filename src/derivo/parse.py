@@ -330,27 +330,9 @@ class Parsed:
 
     @functools.cached_property
     def loop_lists(self):
-        """{name: the expression of the list it takes its values from} for the names
-        a ``for`` loop takes from a list, and nothing else assigns: the loop's
-        target (``for layer in layers``), or one of what ``enumerate`` or ``zip``
-        pair (``for i, layer in enumerate(layers)``, ``for w, layer in zip(ws,
-        layers)``)."""
-        stores = S.store_counts(self.tree)
-        found = {}
-        for loop in (n for n in S.walk(self.tree) if isinstance(n, S.For)):
-            target, iterable = loop.target, loop.iter
-            if isinstance(target, S.Name):
-                pairs = [(target, iterable)]
-            elif isinstance(target, S.Tuple) and isinstance(iterable, S.Call) and \
-                    not iterable.keywords:
-                made_by = self.resolve_expression(iterable.func)
-                pairs = list(zip(target.elts[1:], iterable.args)) if made_by is enumerate \
-                    else list(zip(target.elts, iterable.args)) if made_by is zip else []
-            else:
-                pairs = []
-            found.update((name.id, listed) for name, listed in pairs
-                         if isinstance(name, S.Name) and stores[name.id] == 1)
-        return found
+        """{name: the expression of the list it takes its values from} of this
+        function's loops (see :func:`loop_lists`)."""
+        return loop_lists(self.tree, self.resolve_expression)
 
     def _handed_to_a_callee(self, call):
         """The names ``call`` gives, as they are, to a user function for parameters
@@ -503,6 +485,30 @@ class Outlined:
             self, S.deepcopy(self.tree), self._parsed.filename, self._parsed.lines,
             self._parsed.first_line, self._parsed.globals, self._parsed.closure,
             self._parsed.fixed, self._parsed.origins)
+
+
+def loop_lists(tree, resolve_expression):
+    """{name: the expression of the list it takes its values from} for the names
+    a ``for`` loop or a comprehension of ``tree`` takes from a list, and nothing
+    else assigns: the target (``for layer in layers``), or one of what
+    ``enumerate`` or ``zip`` pair (``for i, layer in enumerate(layers)``, ``for w,
+    layer in zip(ws, layers)``); ``resolve_expression`` tells those two."""
+    stores = S.store_counts(tree)
+    found = {}
+    for loop in (n for n in S.walk(tree) if isinstance(n, (S.For, S.gast.comprehension))):
+        target, iterable = loop.target, loop.iter
+        if isinstance(target, S.Name):
+            pairs = [(target, iterable)]
+        elif isinstance(target, S.Tuple) and isinstance(iterable, S.Call) and \
+                not iterable.keywords:
+            made_by = resolve_expression(iterable.func)
+            pairs = list(zip(target.elts[1:], iterable.args)) if made_by is enumerate \
+                else list(zip(target.elts, iterable.args)) if made_by is zip else []
+        else:
+            pairs = []
+        found.update((name.id, listed) for name, listed in pairs
+                     if isinstance(name, S.Name) and stores[name.id] == 1)
+    return found
 
 
 def parameter_names(func):
