@@ -184,3 +184,15 @@ def test_the_decorated_loss_gradient_matches_finite_differences():
         rel=1e-6)
     with np.errstate(invalid="ignore"), pytest.raises(FloatingPointError):
         decorated_loss_grad(np.inf, intercept, **keywords)
+
+
+def test_layer_objects_saliency_matches_central_differences():
+    from examples import layer_objects
+    rng = np.random.default_rng(3)
+    for target in (0.0, 3.0):
+        x = rng.normal(size=4)
+        expected = layer_objects.central_differences(lambda v: layer_objects.loss(v, target), x)
+        np.testing.assert_allclose(layer_objects.saliency(x, target), expected,
+                                   rtol=1e-6, atol=1e-9)
+        tangent = derivo.jvp(layer_objects.loss, (x, target), (np.eye(4)[1], 0.0))[1]
+        assert_close(tangent, expected[1], rtol=1e-6, atol=1e-9)

@@ -4,7 +4,9 @@ list item, a partial, a method of self, an object's __call__.  Each is
 differentiated as the function that runs, checked against finite differences in
 every mode, and a call that hands another function is transformed again."""
 
+import dataclasses
 import functools
+import importlib.util
 import math
 
 import numpy as np
@@ -511,3 +513,387 @@ def test_a_local_function_assigning_through_nonlocal_is_refused_at_its_line():
         with pytest.raises(DerivoError, match=r"test_functions_as_values\.py:\d+:\d+: "
                                               r"cannot differentiate 'nonlocal'"):
             run()
+
+
+# --- a partial made inside the function ----------------------------------------
+
+def partial_of_a_lambda(x, a):
+    h = functools.partial(lambda u, v: u * v, a)
+    return h(x) * x
+
+
+def partial_of_a_def(x, a):
+    b = a * 2.0
+    h = functools.partial(scaled, b, offset=x)
+    b = 100.0  # (the partial took b before)
+    return h(x) + h(x, offset=1.0)
+
+
+def partial_of_a_local_def_and_of_numpy(x, a):
+    def inner(u, v):
+        return u * np.sin(v) * x
+    h = functools.partial(inner, a)
+    k = functools.partial(np.multiply, x)
+    return h(x) + k(x) * a
+
+
+def partial_of_a_partial(x, a):
+    h = functools.partial(functools.partial(scaled, offset=a), c=3.0)
+    return h(x) * x
+
+
+A_MODEL = Model(0.5)
+
+
+def partial_of_a_method(x, a):
+    h = functools.partial(A_MODEL.predict, x=a)  # (a keyword bound)
+    k = functools.partial(A_MODEL.loss)
+    return h() * x + k(x)
+
+
+@pytest.mark.parametrize("f", [partial_of_a_lambda, partial_of_a_def,
+                               partial_of_a_local_def_and_of_numpy, partial_of_a_partial,
+                               partial_of_a_method])
+def test_a_partial_made_in_the_function_binds_its_arguments_at_the_call(f):
+    assert_all_modes(f, 0.7, 2.0)
+
+
+def test_a_partial_made_in_the_function_of_the_issue():
+    assert_close(derivo.grad(partial_of_a_lambda)(3.0, 2.0), 12.0)
+
+
+# --- a method of each item of a list of objects ------------------------------------
+
+class Dense:
+    def __init__(self, W):
+        self.W = W
+
+    def forward(self, x):
+        return np.tanh(self.W @ x)
+
+
+class Scale:
+    def __init__(self, s):
+        self.s = s
+
+    def forward(self, x):
+        y = x * self.s
+        for _ in range(2):  # (not straight-line: called through its VJP)
+            y = y * 1.1
+        return y
+
+    def __call__(self, x):
+        return x * self.s + np.sin(x)
+
+
+OBJECTS = [Dense(np.eye(2) * 0.5), Scale(0.8), Dense(np.ones((2, 2)) * 0.3)]
+SCALES = (Scale(2.0), Scale(-0.5))
+
+
+def through_layers(x):
+    for layer in OBJECTS:
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+def through_enumerated_layers(x):
+    for i, layer in enumerate(OBJECTS):
+        x = layer.forward(x) * (i + 1.0)
+    return np.sum(x)
+
+
+def through_called_layers(x):
+    for layer, w in zip(SCALES, [1.0, 2.0]):
+        x = layer(x) * w
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("f", [through_layers, through_enumerated_layers,
+                               through_called_layers])
+def test_a_method_of_a_loop_over_a_list_of_objects_is_called_by_class(f):
+    x = np.array([1.0, 2.0])
+    expected = fd(f, x)
+    np.testing.assert_allclose(derivo.grad(f)(x), expected, rtol=1e-6)
+    value, gradient = derivo.value_and_grad(f)(x)
+    assert_close(value, f(x))
+    np.testing.assert_allclose(gradient, expected, rtol=1e-6)
+    assert_close(derivo.jvp(f, (x,), (np.array([1.0, 0.0]),))[1], expected[0], rtol=1e-6)
+
+
+def test_a_list_of_objects_changed_between_calls_transforms_again():
+    global OBJECTS
+    x = np.array([1.0, 2.0])
+    gradient = derivo.grad(through_layers)
+    np.testing.assert_allclose(gradient(x), fd(through_layers, x), rtol=1e-6)
+    saved = OBJECTS
+    try:
+        OBJECTS[1] = Dense(np.array([[1.0, -1.0], [0.5, 2.0]]))  # a class fewer
+        np.testing.assert_allclose(gradient(x), fd(through_layers, x), rtol=1e-6)
+        OBJECTS = [Dense(np.eye(2)), Scale(0.5), Dense(np.eye(2) * 0.3)]  # a class more
+        np.testing.assert_allclose(gradient(x), fd(through_layers, x), rtol=1e-6)
+        OBJECTS.append(Scale(2.0))  # one more of a class it holds
+        np.testing.assert_allclose(gradient(x), fd(through_layers, x), rtol=1e-6)
+        OBJECTS = [Scale(2.0)]
+        gradient(x)
+        OBJECTS.append(Dense(np.eye(2)))  # in place, a class it did not hold
+        np.testing.assert_allclose(gradient(x), fd(through_layers, x), rtol=1e-6)
+    finally:
+        OBJECTS = saved
+
+
+def test_a_saved_derivative_refuses_an_item_its_list_did_not_hold(tmp_path):
+    from examples import layer_objects
+    x = np.array([0.5, -1.0, 2.0, 0.1])
+    path = layer_objects.saliency.save(tmp_path / "saliency.py")
+    spec = importlib.util.spec_from_file_location("saved_saliency", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    np.testing.assert_allclose(module.loss_grad(x, 3.0), layer_objects.saliency(x, 3.0))
+    layers = layer_objects.MODEL.layers
+    layers.append(layer_objects.Residual(np.eye(4)))  # a saved module checks nothing first
+    try:
+        with pytest.raises(DerivoError, match=r"layer holds an object self\.layers did not "
+                                              r"hold .* make the derivative again"):
+            module.loss_grad(x, 3.0)
+    finally:
+        layers.pop()
+
+
+ACTS = {"tanh": np.tanh, "sin": np.sin}
+
+
+class Activated:
+    """A layer whose method calls what the object says: the call is made per item."""
+
+    def __init__(self, W, kind):
+        self.W, self.kind = W, kind
+
+    def forward(self, x):
+        return self.act(self.W @ x)
+
+    def act(self, z):
+        return ACTS[self.kind](z)
+
+
+ACTIVATED = [Activated(np.eye(2) * 0.5, "tanh"), Scale(2.0),
+             Activated(np.ones((2, 2)) * 0.3, "sin")]
+
+
+def through_activated_layers(x):
+    for layer in ACTIVATED:
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+def through_two_items_of_one_class(x):
+    return np.sum(ACTIVATED[2].forward(ACTIVATED[0].forward(x)))
+
+
+@pytest.mark.parametrize("f", [through_activated_layers, through_two_items_of_one_class])
+def test_methods_calling_what_each_object_says_follow_each_object(f):
+    x = np.array([1.0, 2.0])
+    gradient = derivo.grad(f)
+    np.testing.assert_allclose(gradient(x), fd(f, x), rtol=1e-6)
+    assert_close(derivo.jvp(f, (x,), (np.array([0.0, 1.0]),))[1], fd(f, x)[1], rtol=1e-6)
+    saved = ACTIVATED[2].kind
+    try:
+        ACTIVATED[2].kind = "tanh"  # (the entry checks the key each call)
+        np.testing.assert_allclose(gradient(x), fd(f, x), rtol=1e-6)
+    finally:
+        ACTIVATED[2].kind = saved
+
+
+def through_layers_made_here(x):
+    layers = [Dense(np.eye(2))]
+    for layer in layers:
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+def partial_assigned_twice(x, a):
+    h = functools.partial(scaled, a)
+    if a > 0:
+        h = functools.partial(scaled, 2.0 * a)
+    return h(x)
+
+
+@pytest.mark.parametrize("f, args, column, instead", [
+    (through_layers_made_here, (np.array([1.0, 2.0]),), 12,
+     r"call the class's function, Cls.forward\(layer, ...\), or loop over a list held"),
+    (partial_assigned_twice, (0.7, 2.0), 11, "assign the partial once and only call it"),
+])
+def test_a_method_or_a_partial_derivo_cannot_follow_is_refused_at_its_call(f, args, column,
+                                                                          instead):
+    line = f.__code__.co_firstlineno + (3 if f is through_layers_made_here else 4)
+    where = r"test_functions_as_values\.py:{}:{}: ".format(line, column)
+    tangents = (np.ones_like(args[0]),) + (None,) * (len(args) - 1)
+    for run in (lambda: derivo.grad(f)(*args), lambda: derivo.jvp(f, args, tangents)):
+        with pytest.raises(DerivoError, match=where + ".*" + instead):
+            run()
+
+
+def through_layers_given(x, layers):
+    for layer in layers:
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+class Network:
+    """A model holding its layers, called from the loss (an MLP's shape)."""
+
+    def __init__(self, layers):
+        self.layers = layers
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+    def loss(self, x):
+        return np.sum(self(x) ** 2)
+
+
+NETWORK = Network([Activated(np.eye(2) * 0.5, "tanh"), Dense(np.ones((2, 2)) * 0.3)])
+
+
+def through_a_network(x):
+    return np.sum(NETWORK(x) ** 2) + NETWORK.loss(x)
+
+
+def test_a_list_of_objects_given_as_an_argument_or_held_by_self():
+    x = np.array([1.0, 2.0])
+    for f, rest in ((through_layers_given, (OBJECTS,)), (through_layers_given, (ACTIVATED,)),
+                    (through_a_network, ()), (NETWORK.loss, ())):
+        expected = fd(lambda v: f(v, *rest), x)
+        np.testing.assert_allclose(derivo.grad(f)(x, *rest), expected, rtol=1e-6)
+        tangents = (np.array([1.0, 0.0]),) + (None,) * len(rest)
+        assert_close(derivo.jvp(f, (x, *rest), tangents)[1], expected[0], rtol=1e-6)
+    gradient = derivo.grad(through_layers_given)
+    for layers in ([Scale(0.5), Dense(np.eye(2))], OBJECTS):  # another list: made for it
+        expected = fd(lambda v: through_layers_given(v, layers), x)
+        np.testing.assert_allclose(gradient(x, layers), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("f", [through_layers, through_activated_layers, through_a_network])
+def test_the_hessian_through_a_list_of_objects(f):
+    # its VJPs run their bodies again: the calls of the items' methods pass the rerun check
+    x = np.array([1.0, 2.0])
+    expected = np.array([fd(lambda v: derivo.grad(f)(v)[i], x, h=1e-5) for i in range(2)])
+    np.testing.assert_allclose(derivo.hessian(f)(x), expected, rtol=1e-5, atol=1e-7)
+
+
+def test_a_checkpointed_loop_over_a_list_of_objects_is_refused_for_the_stack():
+    line = through_layers.__code__.co_firstlineno + 2
+    with pytest.raises(DerivoError, match=r"test_functions_as_values\.py:{}:12: .* in a "
+                                          r"checkpointed loop: .* loops=\"stack\"".format(line)):
+        derivo.grad(through_layers, loops="checkpoint")(np.array([1.0, 2.0]))
+
+
+@dataclasses.dataclass
+class Weights:
+    W: np.ndarray
+
+    def forward(self, x):
+        return np.tanh(self.W @ x)
+
+
+def through_differentiated_layers(layers, x):
+    for layer in layers:
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+def through_differentiated_layers_by_class(layers, x):
+    for layer in layers:
+        x = Weights.forward(layer, x)
+    return np.sum(x)
+
+
+def test_the_method_of_a_differentiated_item_is_refused_for_the_class_s_function():
+    layers, x = [Weights(np.eye(2) * 0.5), Weights(np.ones((2, 2)) * 0.3)], np.array([1.0, 2.0])
+    line = through_differentiated_layers.__code__.co_firstlineno + 2
+    with pytest.raises(DerivoError, match=r"test_functions_as_values\.py:{}:12: .* of one it "
+                                          r"differentiates.* Cls\.forward\(layer".format(line)):
+        derivo.grad(through_differentiated_layers)(layers, x)
+    gradient = derivo.grad(through_differentiated_layers_by_class)(layers, x)
+    for index, layer in enumerate(layers):
+        def of_w(w):
+            changed = list(layers)
+            changed[index] = Weights(w)
+            return through_differentiated_layers_by_class(changed, x)
+        np.testing.assert_allclose(gradient[index].W, fd(of_w, layer.W), rtol=1e-6)
+
+
+class Doubling:
+    @staticmethod
+    def forward(x):
+        return x * 2.0
+
+
+DOUBLINGS = [Doubling(), Doubling()]
+
+
+def through_static_methods(x):
+    for layer in DOUBLINGS:
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+def test_a_static_method_of_a_loop_s_items_is_refused_not_given_self():
+    with pytest.raises(DerivoError, match="Cls.forward"):
+        derivo.grad(through_static_methods)(np.array([1.0, 2.0]))
+
+
+def test_a_list_of_objects_called_per_item_grown_transforms_again():
+    global ACTIVATED
+    x = np.array([1.0, 2.0])
+    gradient = derivo.grad(through_activated_layers)
+    np.testing.assert_allclose(gradient(x), fd(through_activated_layers, x), rtol=1e-6)
+    saved = ACTIVATED
+    try:
+        ACTIVATED = ACTIVATED + [Activated(np.eye(2), "sin")]  # (the entry checks the length)
+        np.testing.assert_allclose(gradient(x), fd(through_activated_layers, x), rtol=1e-6)
+        ACTIVATED.append(Activated(np.eye(2) * 2.0, "tanh"))   # in place too
+        np.testing.assert_allclose(gradient(x), fd(through_activated_layers, x), rtol=1e-6)
+    finally:
+        ACTIVATED = saved
+
+
+ISSUE_LAYERS = [Dense(np.eye(2) * 0.5), Dense(np.ones((2, 2)))]
+
+
+def issue_loss(x):
+    for layer in ISSUE_LAYERS:  # the convnet / MLP shape of real programs (issue 22)
+        x = layer.forward(x)
+    return np.sum(x)
+
+
+def test_the_loop_over_layers_of_the_issue():
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(derivo.grad(issue_loss)(x), fd(issue_loss, x), rtol=1e-5)
+
+
+def keys_in_a_generator(x):
+    return sum(np.sum(ACTS[kind](x)) for kind in ("tanh", "sin"))
+
+
+KINDS = ["tanh", "sin"]
+
+
+def keys_of_a_global_in_a_generator(x):
+    # this raised NameError: the call by a key was moved out of the generator
+    return sum(np.sum(ACTS[kind](x)) for kind in KINDS)
+
+
+def items_in_a_comprehension(x):
+    outs = [layer(x) for layer in SCALES]
+    return np.sum(outs[0] * outs[1]) + sum(np.sum(layer.forward(x)) for layer in OBJECTS)
+
+
+@pytest.mark.parametrize("f", [keys_in_a_generator, keys_of_a_global_in_a_generator,
+                               items_in_a_comprehension])
+def test_calls_by_key_or_on_items_in_a_comprehension(f):
+    x = np.array([0.3, -0.2])
+    expected = fd(f, x)
+    np.testing.assert_allclose(derivo.grad(f)(x), expected, rtol=1e-6)
+    assert_close(derivo.jvp(f, (x,), (np.array([1.0, 0.0]),))[1], expected[0], rtol=1e-6)

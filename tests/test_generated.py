@@ -121,6 +121,7 @@ EXAMPLE_ARGUMENTS = {
     "expected_counts": ([np.log(p) for p in importlib.import_module("examples.hmm_em")
                          .initial_parameters(2, 3, np.random.RandomState(0))],
                         [np.array([0, 2, 1]), np.array([1, 1])]),
+    "saliency": (np.array([0.5, -1.0, 2.0, 0.1]), 3.0),
     "rnn_grad": (*importlib.import_module("examples.rnn").initial(3, 2, 1),
                  *next(importlib.import_module("examples.rnn").sequences(1, steps=4, n_in=2))),
     "decorated_loss_grad": (0.4, -0.3),

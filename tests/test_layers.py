@@ -14,7 +14,7 @@ LAYERS = [
                 "checkpoints", "numba_checkpoints", "linalg_adjoints", "rules", "rules.runtime", "rules.builtins",
                 "rules.numpy", "rules.linalg", "rules.fft", "rules.scipy_special",
                 "rules.scipy_stats", "rules.scipy_signal", "rules.scipy", "rules.tangents", "rules.__main__"]),
-    ("normal form", ["contexts", "lift", "factories", "parse", "form", "dataflow",
+    ("normal form", ["contexts", "partials", "lift", "factories", "parse", "form", "dataflow",
                      "memory", "callees", "fence", "dispatch", "unzip", "ssa", "outline",
                      "inline"]),
     ("analysis", ["statements", "activity", "indexing", "kinds", "plans", "saving", "writes",

@@ -20,7 +20,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import memory, rules
-from .parse import EQUAL, KEYS, MISSING, PARAMETERS, Item, is_derivative
+from .parse import EQUAL, MISSING, PARAMETERS, Item, View, is_derivative
 
 CacheInfo = namedtuple("CacheInfo", "hits misses size")
 
@@ -109,8 +109,9 @@ class LiveReads:
                      for where, _, path, value in reads]
         self.kinds = [_kind(value) if data else None for value, data in zip(self.seen, self.data)]
         # a bound method is made anew at each read, a key may be a string made anew,
-        # a dict's keys are a new set
-        self.equal = [_is_bound_method(value) or EQUAL in path or KEYS in path
+        # a view (a dict's keys, a list's classes) is a new value
+        self.equal = [_is_bound_method(value) or EQUAL in path or
+                      any(isinstance(step, View) for step in path)
                       for (_, _, path, value) in reads]
         self.generation = generation
         # derivatives the code calls: brought up to date first, so that what their
@@ -135,8 +136,8 @@ class LiveReads:
                 where.cell_contents if isinstance(where, types.CellType) else where[ident]
             for step in path:
                 value = value[step.key] if isinstance(step, Item) else \
-                    value if step is EQUAL else frozenset(value) if step is KEYS else \
-                    getattr(value, step)
+                    value if step is EQUAL else step.of(value) if isinstance(step, View) \
+                    else getattr(value, step)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError):
             return MISSING
         return value
@@ -202,7 +203,10 @@ class LiveReads:
             # np.sum read from the np already checked: one lookup fewer
             read = roots.get((id(where), ident), root) if path else root
             read += "".join("[{!r}]".format(step.key) if isinstance(step, Item) else
-                            "" if step is EQUAL else "." + step for step in path)
+                            "" if step is EQUAL else "." + step for step in path
+                            if not isinstance(step, View))
+            if path and isinstance(path[-1], View):
+                read = path[-1].written.format(read)
             tests.append("{} {} {}_seen{}".format(read, "==" if self.equal[index] else "is",
                                                   prefix, index))
         tests.append("{0}_rules.generation is {0}_generation".format(prefix))

@@ -10,6 +10,9 @@
   holding it.
 - A user function taking ``*args`` or ``**kwargs``: the call becomes a call of a
   copy taking the arguments this call gives.
+- A method of a loop's item, ``layer.forward(x)`` of ``for layer in LAYERS``:
+  :func:`item_call` says which functions the list's classes run, for
+  derivo.dispatch to branch over them and derivo.fence to read them.
 
 From then on each is a call of a user function (inlined, or given a VJP) or of a
 primitive like any other.  The values the call went through are reads the
@@ -25,7 +28,7 @@ import types
 from . import rules
 from . import syntax as S
 from .lift import compile_trees
-from .parse import MISSING, parse
+from .parse import MISSING, called_by_class, parse
 from .memory import is_user_function, user_function
 from .names import identifier
 from .trees import builds_a_record
@@ -60,6 +63,8 @@ def direct_call(call, callee, parsed):
     origin = parsed.origin_of(receiver) if receiver is not None else None
     if origin is not None:  # what it calls through self is read where the caller read self
         function = _specialised(function, bound[0], origin)
+    elif _read_nowhere(receiver, parsed):  # (an analysis's copy: see with_its_object)
+        function = with_its_object(function, callee)
     call.func = S.copy_location(S.name(parsed.hold(identifier(function.__name__), function)),
                                 call.func)
     call.args = [receiver if receiver is not None else _argument(parsed, value, call)
@@ -233,6 +238,48 @@ def _read_by_key(tree, kwargs, given):
     return any(isinstance(n, S.Name) and n.id == kwargs for n in S.walk(tree.body))
 
 
+def _looped_items(parsed, name, loops):
+    """(the expression of the list, its items) when ``name`` takes its values from
+    a list or a tuple the transformation reads (see :func:`derivo.parse.loop_lists`):
+    a global, a closure variable, an attribute of a fixed ``self``, a parameter a
+    derivative specialises on; None for any other name."""
+    listed = loops.get(name)
+    if listed is None:
+        return None
+    items = parsed.resolve_expression(listed, items=True)
+    return (listed, items) if isinstance(items, (list, tuple)) and items else None
+
+
+def item_call(parsed, call, loops=None):
+    """(the item's name, the method's, the list's expression, its items, {class:
+    (the index of its first item, its function)}) for ``call`` of a method of a
+    loop's item, ``layer.forward(x)`` or ``layer(x)`` (its ``__call__``), each of
+    whose items (see :func:`_looped_items`) is an object of a class defining it as
+    a user function; None for any other call.  ``loops``: the loop lists (see
+    :func:`derivo.parse.loop_lists`) of the tree ``call`` is in, if not the
+    function's own."""
+    func = call.func
+    name, attr = (func.value, func.attr) if isinstance(func, S.Attribute) else \
+        (func, "__call__")
+    loops = parsed.loop_lists if loops is None else loops
+    looped = _looped_items(parsed, name.id, loops) if isinstance(name, S.Name) else None
+    methods = _item_methods(looped[1], attr) if looped is not None else None
+    return None if methods is None else (name.id, attr, *looped, methods)
+
+
+def _item_methods(items, attr):
+    """{class: (the index of its first item, its function ``attr``)} of the
+    classes of ``items``, in the order they come; None unless every item's
+    ``attr`` is a user function of its class (not one the item holds itself)."""
+    found = {}
+    for index, item in enumerate(items):
+        function = inspect.getattr_static(type(item), attr, None)  # (no staticmethod)
+        if not is_user_function(function) or attr in getattr(item, "__dict__", {}):
+            return None
+        found.setdefault(type(item), (index, function))
+    return found
+
+
 def _record_rule(cls):
     """Register the rule of building ``cls``, a dataclass or a NamedTuple."""
     if issubclass(cls, tuple):
@@ -313,13 +360,45 @@ def _copy(function):
 
 def _specialised(function, obj, origin):
     """A copy of ``function`` whose first parameter is known to hold ``obj``, which
-    the derivative's entry reads at ``origin`` (see :attr:`derivo.parse.Parsed.fixed`)."""
+    the derivative's entry reads at ``origin`` (see :attr:`derivo.parse.Parsed.fixed`;
+    None: nowhere)."""
     code = function.__code__
     copy = _copy(function)
     first = code.co_varnames[0]
     copy.derivo_fixed = ({first: obj}, {first: origin})
-    copy.derivo_key = (code, id(obj), origin[1:])  # (transform.Build: a VJP per object)
+    # (transform.Build: a VJP per object)
+    copy.derivo_key = (code, id(obj), origin[1:] if origin is not None else None)
     return copy
+
+
+def with_its_object(function, callee):
+    """``function``, what ``callee`` runs (see :func:`derivo.memory.user_function`),
+    as a copy knowing what its ``self`` holds when ``callee`` is a method bound to
+    an object or an object called (its ``__call__``), for an analysis of what it
+    does (``self.layers`` it loops over: see derivo.writes); the transformation of
+    the call reads and checks that object itself.  ``function`` for any other."""
+    if isinstance(callee, types.MethodType) and not isinstance(callee.__self__, type):
+        obj = callee.__self__
+    elif called_by_class(callee):
+        obj = callee
+    else:
+        return function
+    key = (function.__code__, id(obj))
+    if key not in _WITH_OBJECT:  # (it holds the object: no id in a key is reused)
+        _WITH_OBJECT[key] = _specialised(function, obj, None)
+    return _WITH_OBJECT[key]
+
+
+#: {(a method's code, the id of its object): the copy knowing it (see with_its_object)}
+_WITH_OBJECT = {}
+
+
+def _read_nowhere(receiver, parsed):
+    """Whether ``receiver`` is a chain of a parameter known to hold an object the
+    derivative's entry reads nowhere (a copy made by :func:`with_its_object`)."""
+    root = S.root_name(receiver) if receiver is not None else None
+    return root is not None and root.id in parsed.fixed and \
+        root.id in parsed.origins and parsed.origins[root.id] is None
 
 
 def _receiver(call, callee):

@@ -1,4 +1,5 @@
-"""Calls of a function looked up by a key the code computes, made branches.
+"""Calls of a function looked up by a key the code computes, or of a method of
+a loop's item, made branches.
 
 ``ACTIVATIONS[name](x)`` with ``name`` a loop's variable (``for (w, b), name in
 zip(params, names)``) calls another function on each trip, which no single
@@ -10,41 +11,52 @@ differentiates like any branch; any other key raises ``KeyError``, as the
 lookup would.  Each arm reads its item by a constant key, and the dict's set
 of keys is read too: the derivative's entry checks both on every call, and a
 dict that gained or lost a key is branched over again.
+
+``layer.forward(x)`` (or ``layer(x)``) in ``for layer in LAYERS``, a list of
+objects the transformation reads, becomes a branch over the classes of its
+items (``if type(layer) is Dense: t = Dense.forward(layer, x) elif ...``),
+each arm the call of the class's function with the item as ``self``; an item
+of another class (the list changed in place) is refused with a DerivoError.
+The entry checks each class's function, read through the first item of it.
 """
 
 from . import syntax as S
-from .parse import MISSING
+from .callees import item_call
+from .names import identifier
+from .parse import MISSING, parse
+from .runtime import unknown_item
 
 #: The statements whose value is evaluated first and always (see ssa._EVALUATED_FIRST)
 _VALUE_FIRST = (S.Assign, S.Return, S.Expr)
+#: The expressions whose parts may run not at all or more than once
+_NOT_ONCE = (S.gast.IfExp, S.gast.BoolOp, S.gast.Lambda, S.gast.ListComp, S.gast.SetComp,
+             S.gast.DictComp, S.gast.GeneratorExp)
 #: The keys a branch compares with ==
 _KEY_TYPES = (str, int, bool)
 
 
-def branch_on_keys(block, namer, parsed):
+def branch_on_keys(block, namer, parsed, loops=None):
     """Rewrite, in ``block`` and the blocks nested in it, each statement calling a
-    dict's function by a computed key into a branch over the keys that assigns
-    the call's value to a new name, which the statement reads instead."""
+    dict's function by a computed key, or a method of a loop's item (see
+    :func:`_call_on_an_item`), into a branch over the keys or the items' classes
+    that assigns the call's value to a new name, which the statement reads instead.
+    ``loops``: the loop lists of the tree (see :func:`derivo.parse.loop_lists`)
+    when it is not the function's own (its comprehensions made loops)."""
     index = 0
     while index < len(block):
         stmt = block[index]
         for nested in ("body", "orelse"):
             if isinstance(getattr(stmt, nested, None), list):
-                branch_on_keys(getattr(stmt, nested), namer, parsed)
-        found = _call_by_key(stmt, parsed) if isinstance(stmt, _VALUE_FIRST) else None
+                branch_on_keys(getattr(stmt, nested), namer, parsed, loops)
+        found = _call_by_key(stmt, parsed) or _call_on_an_item(stmt, parsed, loops) \
+            if isinstance(stmt, _VALUE_FIRST) else None
         if found is None:
             index += 1
             continue
-        call, table = found
+        call, arms, otherwise = found
         result = namer.fresh("called")
-        branch = [S.gast.Raise(exc=S.call(S.name("KeyError"), S.deepcopy(call.func.slice)),
-                               cause=None)]
-        for key in reversed(list(table)):
-            arm = S.call(S.subscript(S.deepcopy(call.func.value), S.const(key)),
-                         *map(S.deepcopy, call.args),
-                         keywords=[S.deepcopy(k) for k in call.keywords])
-            test = S.gast.Compare(left=S.deepcopy(call.func.slice), ops=[S.gast.Eq()],
-                                  comparators=[S.const(key)])
+        branch = [otherwise]
+        for test, arm in reversed(arms):
             branch = [S.if_(test, [S.assign(result, arm)], branch)]
         for node in S.walk(branch):
             S.copy_location(node, call)
@@ -53,27 +65,113 @@ def branch_on_keys(block, namer, parsed):
         index += 1  # (the statement again: it may call another function by a key)
 
 
-def _call_by_key(stmt, parsed):
-    """(the call, the dict) of the first call in ``stmt``'s value of a function
-    held in a dict the transformation reads, by a key that is a name or an
-    attribute of one it cannot read; None if there is none.  Not under ``and``,
-    ``or``, a conditional expression or a lambda, which may not evaluate it."""
+def _evaluated_calls(stmt):
+    """The calls in ``stmt``'s value, outermost first, not under ``and``, ``or``, a
+    conditional expression or a lambda, which may not evaluate them, nor in a
+    comprehension, which evaluates them with its own variables (made a loop, it
+    is branched in turn: see derivo.ssa.normalize)."""
     pending = [stmt.value] if stmt.value is not None else []
     while pending:
         node = pending.pop(0)
-        if isinstance(node, (S.gast.IfExp, S.gast.BoolOp, S.gast.Lambda)) or \
-                not isinstance(node, S.AST):
+        if isinstance(node, _NOT_ONCE) or not isinstance(node, S.AST):
             continue
-        if isinstance(node, S.Call) and isinstance(node.func, S.Subscript) and \
-                _names_a_value(node.func.slice) and \
-                parsed.resolve_callee(node) is MISSING:
-            table = parsed.resolve_expression(node.func.value, items=True)
+        if isinstance(node, S.Call):
+            yield node
+        pending.extend(S.gast.iter_child_nodes(node))
+
+
+def _call_by_key(stmt, parsed):
+    """(the call, [(test, call)], the statement when no test holds) of the first
+    call in ``stmt``'s value of a function held in a dict the transformation
+    reads, by a key that is a name or an attribute of one it cannot read: one
+    test of the key for each key of the dict; None if there is none."""
+    for call in _evaluated_calls(stmt):
+        if isinstance(call.func, S.Subscript) and _names_a_value(call.func.slice) and \
+                parsed.resolve_callee(call) is MISSING:
+            table = parsed.resolve_expression(call.func.value, items=True)
             if isinstance(table, dict) and table and all(
                     type(k) in _KEY_TYPES and callable(v) for k, v in table.items()):
-                parsed.read_keys(node.func.value, table)
-                return node, table
-        pending.extend(S.gast.iter_child_nodes(node))
+                parsed.read_keys(call.func.value, table)
+                key = call.func.slice
+                arms = [(S.gast.Compare(left=S.deepcopy(key), ops=[S.gast.Eq()],
+                                        comparators=[S.const(k)]),
+                         _called(S.subscript(S.deepcopy(call.func.value), S.const(k)), [], call))
+                        for k in table]
+                return call, arms, S.gast.Raise(exc=S.call(S.name("KeyError"), S.deepcopy(key)),
+                                                cause=None)
     return None
+
+
+def _call_on_an_item(stmt, parsed, loops):
+    """(the call, [(test, call)], the statement when no test holds) of the first
+    call in ``stmt``'s value of a method of a loop's item (``layer.forward(x)``,
+    ``layer(x)`` of ``for layer in LAYERS``: see :func:`derivo.callees.item_call`);
+    None if there is none.  The tests are of the item's class (see
+    :func:`_by_class`), or, where a method calls what its object says
+    (``self.act(z)``, ``ACTS[self.kind](z)``), of the item itself (see
+    :func:`_by_item`)."""
+    for call in _evaluated_calls(stmt):
+        looped = item_call(parsed, call, loops)
+        if looped is None:
+            continue
+        item, attr, iterable, items, methods = looped
+        parsed.record_classes(iterable)  # (another list of other classes: made again)
+        arms = _by_item(item, iterable, len(items), attr, call) \
+            if any(_calls_through_self(f) for _, f in methods.values()) else \
+            _by_class(item, iterable, methods, attr, call, parsed)
+        # (the list changed while the function ran, or a saved module's: checked nowhere)
+        message = ("{} holds an object {} did not hold when this derivative was made (the "
+                   "list changed while the function ran, or in a saved module's use): make "
+                   "the derivative again".format(item, parsed.words(iterable)))
+        refused = S.call(S.name(parsed.hold("unknown_item", unknown_item)),
+                         *map(S.const, (message, call.lineno, call.col_offset)))
+        return call, arms, S.gast.Raise(exc=refused, cause=None)
+    return None
+
+
+def _by_class(item, iterable, methods, attr, call, parsed):
+    """[(test, call)]: ``type(layer) is Dense``, ``Dense.forward(layer, x)`` for each
+    class of ``methods`` (see :func:`derivo.callees.item_call`), its function
+    read through its first item (``LAYERS[0].__class__.forward``), which the
+    derivative's entry checks."""
+    kind = parsed.hold("type", type)
+    arms = []
+    for cls, (index, _) in methods.items():
+        function = parsed.resolve_expression(S.attribute(S.attribute(S.subscript(
+            S.deepcopy(iterable), S.const(index)), "__class__"), attr), items=True)
+        test = S.gast.Compare(left=S.call(S.name(kind), S.name(item)), ops=[S.gast.Is()],
+                              comparators=[S.name(parsed.hold(identifier(cls.__name__), cls))])
+        held = parsed.hold(identifier("{}_{}".format(cls.__name__, attr.strip("_"))), function)
+        arms.append((test, _called(S.name(held), [S.name(item)], call)))
+    return arms
+
+
+def _by_item(item, iterable, count, attr, call):
+    """[(test, call)]: ``layer is LAYERS[0]``, ``LAYERS[0].forward(x)`` for each item
+    of the list: a call of a method of an item the transformation reads, which
+    follows what that object's attributes call (see :func:`derivo.callees.direct_call`)."""
+    arms = []
+    for index in range(count):
+        listed = S.subscript(S.deepcopy(iterable), S.const(index))
+        test = S.gast.Compare(left=S.name(item), ops=[S.gast.Is()], comparators=[listed])
+        func = S.deepcopy(listed) if attr == "__call__" else S.attribute(S.deepcopy(listed), attr)
+        arms.append((test, _called(func, [], call)))
+    return arms
+
+
+def _calls_through_self(function):
+    """Whether ``function`` calls what its first parameter says (``self.act(z)``)."""
+    try:
+        found = parse(function).callee_parameters
+    except Exception:  # (the transformation reports what it cannot read)
+        return False
+    return function.__code__.co_varnames[0] in found
+
+
+def _called(func, first, call):
+    """A copy of ``call`` calling ``func``, with ``first`` before its arguments."""
+    return S.call(func, *first, *map(S.deepcopy, call.args),
+                  keywords=[S.deepcopy(k) for k in call.keywords])
 
 
 def _names_a_value(key):

@@ -25,7 +25,9 @@ class DerivoError(Exception):
 
     def __init__(self, message, filename=None, lineno=None, col=None, construct=None):
         if filename is None:  # raised by derivo's code that generated code calls
-            filename, lineno, col = _running_user_line()
+            # (or by generated code itself, which may say the line and column)
+            filename, *found = _running_user_line()
+            lineno, col = (lineno, col) if lineno is not None else found
         self.message = message
         self.filename = filename
         self.lineno = lineno

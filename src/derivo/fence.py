@@ -14,7 +14,7 @@ import numpy as np
 
 from . import rules
 from . import syntax as S
-from .callees import given_functions
+from .callees import given_functions, item_call
 from .errors import UnsupportedSyntax
 from .memory import user_function
 from .parse import MISSING, is_derivative, parse
@@ -197,6 +197,9 @@ def rerun_reason(parsed, call, seen):
     :class:`Rerun`; ``seen``: the code of the user functions checked or being
     checked (a recursive function is checked once)."""
     callee = parsed.resolve_callee(call)
+    looped = item_call(parsed, call) if callee is MISSING else None
+    if looped is not None:  # layer.forward(x) of for layer in LAYERS
+        return _reason_in_items(parsed, call, looped[3], looped[4], seen)
     if callee is MISSING:
         if not isinstance(call.func, S.Attribute):
             return Rerun(parsed, call, "{!r} holds a function derivo cannot see when it "
@@ -224,6 +227,17 @@ def rerun_reason(parsed, call, seen):
     if found is not None:
         found.via.append((parsed, call))
     return found
+
+
+def _reason_in_items(parsed, call, items, methods, seen):
+    """The first reason in the functions a call of a loop's item runs (see
+    :func:`derivo.callees.item_call`), each read for its class's first item."""
+    for index, function in methods.values():
+        found = _reason_in_body(function, items[index], seen)
+        if found is not None:
+            found.via.append((parsed, call))
+            return found
+    return _reason_in_arguments(parsed, call, seen)
 
 
 def _self_of(callee):

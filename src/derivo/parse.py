@@ -22,6 +22,7 @@ from .errors import SourceUnavailable, UnsupportedSyntax
 from .contexts import lower_with_blocks
 from .factories import call_returned_functions, make_inner_derivatives, pass_closed_over_locals
 from .lift import lift_local_functions
+from .partials import bind_partials
 from .names import Namer, names_in
 
 MISSING = object()
@@ -131,8 +132,24 @@ class Item(tuple):
 UNPACKED = type("Unpacked", (), {"__repr__": lambda self: "UNPACKED"})()
 #: The step of a read's path that says its value is compared by equality (a key)
 EQUAL = "=="
-#: The step of a read's path whose value is the set of a dict's keys (by equality)
-KEYS = "keys()"
+
+
+class View:
+    """The last step of a read's path when the read is of a view of the value,
+    compared by equality: ``of(value)`` computes it, ``written`` is the check's
+    expression of it from the value's (see cache.LiveReads.check)."""
+
+    def __init__(self, label, of, written):
+        self.label, self.of, self.written = label, of, written
+
+    def __repr__(self):
+        return self.label
+
+
+#: The set of a dict's keys (code branched over them, see derivo.dispatch)
+KEYS = View("keys", frozenset, "frozenset({})")
+#: The classes of a list's items, in order (code branched over them)
+CLASSES = View("classes", lambda items: tuple(map(type, items)), "tuple(map(type, {}))")
 
 
 @dataclass
@@ -179,6 +196,11 @@ class Parsed:
         except TypeError:  # (a number: held in this function's code alone)
             pass
         return name
+
+    def is_held(self, ident):
+        """Whether ``ident`` is a name :meth:`hold` gave: the generated module may
+        hold its value under another name."""
+        return ident in self.closure and self._holder(ident) is None
 
     def resolve(self, ident):
         """The object a free name refers to, or MISSING."""
@@ -290,7 +312,7 @@ class Parsed:
         origin = self.origin_of(node)
         if origin is not None:
             where, ident, path = origin
-            _record(where, ident, path + (KEYS,), frozenset(table))
+            _record(where, ident, path + (KEYS,), KEYS.of(table))
 
     def _alias(self, ident):
         """What a local name assigned once, from an expression naming a function
@@ -334,9 +356,17 @@ class Parsed:
                     found.add(func.id)
                     if func.id in assigned:  # act = ACTIVATIONS[kind]; act(x)
                         chains.append(assigned[func.id])
+                    if func.id in self.loop_lists:  # for layer in layers: layer.forward(x)
+                        chains.append(self.loop_lists[func.id])
             for param in (found | self._handed_to_a_callee(call)) & params:
                 lines.setdefault(param, set()).add(call.lineno)
         return lines
+
+    @functools.cached_property
+    def loop_lists(self):
+        """{name: the expression of the list it takes its values from} of this
+        function's loops (see :func:`loop_lists`)."""
+        return loop_lists(self.tree, self.resolve_expression)
 
     def _handed_to_a_callee(self, call):
         """The names ``call`` gives, as they are, to a user function for parameters
@@ -383,6 +413,14 @@ class Parsed:
         where, ident, path = origin
         _record(where, ident, path + (EQUAL,), value)
         return value
+
+    def record_classes(self, node):
+        """Record, for the entry to check, the classes of the items of the list the
+        chain ``node`` (see :meth:`origin_of`) holds, in order: code made for them."""
+        origin = self.origin_of(node)
+        if origin is not None:
+            where, ident, path = origin
+            _record(where, ident, path + (CLASSES,), CLASSES.of(self._value_of(node)))
 
     def _value_of(self, node):
         """The value of a chain :meth:`origin_of` reads, as this transformation sees it."""
@@ -483,6 +521,30 @@ class Outlined:
             self._parsed.fixed, self._parsed.origins)
 
 
+def loop_lists(tree, resolve_expression):
+    """{name: the expression of the list it takes its values from} for the names
+    a ``for`` loop or a comprehension of ``tree`` takes from a list, and nothing
+    else assigns: the target (``for layer in layers``), or one of what
+    ``enumerate`` or ``zip`` pair (``for i, layer in enumerate(layers)``, ``for w,
+    layer in zip(ws, layers)``); ``resolve_expression`` tells those two."""
+    stores = S.store_counts(tree)
+    found = {}
+    for loop in (n for n in S.walk(tree) if isinstance(n, (S.For, S.gast.comprehension))):
+        target, iterable = loop.target, loop.iter
+        if isinstance(target, S.Name):
+            pairs = [(target, iterable)]
+        elif isinstance(target, S.Tuple) and isinstance(iterable, S.Call) and \
+                not iterable.keywords:
+            made_by = resolve_expression(iterable.func)
+            pairs = list(zip(target.elts[1:], iterable.args)) if made_by is enumerate \
+                else list(zip(target.elts, iterable.args)) if made_by is zip else []
+        else:
+            pairs = []
+        found.update((name.id, listed) for name, listed in pairs
+                     if isinstance(name, S.Name) and stores[name.id] == 1)
+    return found
+
+
 def parameter_names(func):
     """The names of a function's parameters, in order (keyword-only ones last)."""
     params = getattr(func, "params", None)  # an Outlined function, or an outline.Loop
@@ -558,7 +620,8 @@ def _parse(func):
                     dict(fixed), dict(origins))
     _hold_defaults(parsed)
     _unfreeze_distributions(parsed)
-    parsed = call_returned_functions(lift_local_functions(lower_with_blocks(parsed)), parse)
+    parsed = call_returned_functions(
+        lift_local_functions(bind_partials(lower_with_blocks(parsed))), parse)
     return pass_closed_over_locals(make_inner_derivatives(parsed), parse)
 
 

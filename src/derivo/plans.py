@@ -32,7 +32,7 @@ from .activity import hashable
 from .errors import NoDerivativeRule, UnsupportedSyntax
 from .memory import in_a_library
 from .outline import Loop
-from .parse import UNPACKED, is_distribution, parameter_names
+from .parse import MISSING, UNPACKED, Outlined, is_distribution, parameter_names
 from .statements import assigned_names, is_item_write, names_of
 
 
@@ -360,6 +360,27 @@ class Planner:
                        "write {} instead".format(site.label, next(
                            instead for construct, instead in _INSTEAD
                            if site.key is construct)))
+        elif isinstance(site.key, rules.Method) and isinstance(self.parsed.func, Outlined):
+            message = ("cannot differentiate {!r} in a checkpointed loop: its trips take the "
+                       "loop's items as arguments, so derivo cannot tell which function a "
+                       "method of one runs; reverse the loop with loops=\"stack\", which "
+                       "calls each item's method as the class's function".format(site.label))
+        elif isinstance(site.key, rules.Method):
+            func = getattr(node, "func", None)
+            owner = self.parsed.words(func.value) if isinstance(func, S.Attribute) else "obj"
+            message = ("cannot differentiate {0!r}: it is a method of a value derivo does not "
+                       "read when it transforms (an item of a list made in the function, or "
+                       "of one it differentiates), so which function runs is unknown; call "
+                       "the class's function, Cls.{1}({2}, ...), or loop over a list held by "
+                       "a global, a closure variable, an attribute of self or an argument not "
+                       "differentiated, each of whose items' classes defines {1}".format(
+                           site.label, site.key.name, owner))
+        elif site.key is MISSING:
+            message = ("cannot differentiate {!r}: it calls a value derivo does not follow "
+                       "when it transforms (a functools.partial assigned more than once or "
+                       "used as a value, an item of a list made in the function); call the "
+                       "function it holds where it is called, f(a, x), or assign the partial "
+                       "once and only call it".format(site.label))
         else:
             message = ("cannot differentiate {!r}: derivo has no derivative rule for it and "
                        "a differentiated value flows into it (register one with "

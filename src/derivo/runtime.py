@@ -19,6 +19,13 @@ _CONCRETE = (np.ndarray, np.generic, float, int)
 _SMALL = 1 << 16
 
 
+def unknown_item(message, lineno, col):
+    """The error generated code raises at the user's ``lineno:col`` where a loop's
+    item is an object the branch over its list's items was not made for (see
+    derivo.dispatch): its file is the one whose generated code runs."""
+    return DerivoError(message, None, lineno, col)
+
+
 def unbroadcast(adjoint, like):
     """Sum ``adjoint`` down to the shape of ``like``, undoing NumPy broadcasting;
     of a real ``like`` met with a complex value, the real part (the adjoint of a

@@ -69,11 +69,14 @@ def fixed_values(func, names, lead, args, kwargs):
 
 def _says_what_runs(value):
     """Whether ``value`` may be what a call calls: not data, or a container of
-    functions (``fns[0](x)``, ``acts["tanh"](x)``)."""
+    functions (``fns[0](x)``, ``acts["tanh"](x)``) or of objects whose methods run
+    (``layer.forward(x)`` of ``for layer in layers``: see derivo.dispatch)."""
     if isinstance(value, dict):
         return any(map(callable, value.values()))
     if isinstance(value, (list, tuple)):
-        return any(map(callable, value))
+        # (at C speed: a list of a million numbers takes milliseconds)
+        return any(map(callable, value)) or not all(
+            issubclass(kind, _DATA) for kind in set(map(type, value)))
     return not isinstance(value, _DATA)
 
 

@@ -60,6 +60,7 @@ from .dispatch import branch_on_keys
 from .fence import check_supported
 from .memory import in_a_library, is_new_array, read_helpers_with
 from .names import Namer, names_in
+from .parse import loop_lists
 from .unzip import unzip_assignments, unzip_loops
 
 JUMPS = (S.Break, S.Continue, S.gast.Raise, S.Return)
@@ -90,6 +91,8 @@ def normalize(parsed):
     # (the pass looks for them statement by statement, field by field)
     if any(isinstance(n, _COMPREHENSIONS) for n in S.walk(tree.body)):
         _lower_comprehensions(tree.body, namer, built, parsed)
+        # what a comprehension calls by a key or on its items, now in loops
+        branch_on_keys(tree.body, namer, parsed, loop_lists(tree, parsed.resolve_expression))
     unzip_loops(tree.body, namer, parsed)
     check_supported(parsed, tree)
     _ReturnLowering(parsed, namer).run(tree)

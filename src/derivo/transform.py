@@ -393,13 +393,24 @@ class Build:
         """Bind every global, closure variable and function the user's code reads."""
         local = parsed.local_names | {n.id for n in S.walk(tree) if isinstance(n, S.Name)
                                       and isinstance(n.ctx, S.Store)}
+        renamed = {}
         for node in S.walk(tree):
             if isinstance(node, S.Name) and isinstance(node.ctx, S.Load) \
                     and node.id not in local:
+                node.id = renamed.get(node.id, node.id)
                 obj = parsed.resolve(node.id)
                 if obj is MISSING or _is_builtin(node.id, obj) or \
                         self.namespace.get(node.id, MISSING) is obj:
                     continue
+                if node.id in self.namespace and callable(obj) and (
+                        parsed.is_held(node.id) or parsed.filename.startswith(GENERATED_PREFIX)):
+                    # another function's copy holds the name (a method specialised
+                    # on another object: see callees, or the module generated for
+                    # it, differentiated again): this one's is held as another
+                    alias = Namer(set(self.namespace) | set(parsed.globals) |
+                                  set(parsed.closure) | local).fresh(node.id)
+                    parsed.closure[alias] = obj
+                    node.id = renamed[node.id] = alias
                 self.bind(node.id, obj)
                 # a library's function is imported by a saved module, never copied
                 source = _user_source(obj) if callable(obj) and getattr(

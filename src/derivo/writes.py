@@ -22,7 +22,7 @@ import numpy as np
 from . import form, rules, trees
 from . import syntax as S
 from .activity import hashable
-from .callees import given_functions
+from .callees import given_functions, with_its_object
 from .errors import DerivoError, UnsupportedSyntax
 from .memory import (Flow, all_params, arguments, helper_flow, is_numpy, sharing_faults,
                      summarized, user_function)
@@ -290,6 +290,7 @@ def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
     function, given = user_function(callee)
     if function is None or function in seen:
         return []
+    function = with_its_object(function, callee)
     if not given:  # odeint(dynamics, y0): what odeint changes, calling dynamics
         seen, function = seen | {function}, given_functions(function, call, parsed) or function
     try:
@@ -335,9 +336,11 @@ def _changes_its_arguments(parsed, value, arrays, seen):
     if not isinstance(value, (S.Name, S.Attribute)) or \
             isinstance(S.root_name(value), S.Name) and S.root_name(value).id in parsed.local_names:
         return False
-    function, _ = user_function(parsed.callee_key(S.call(value)))
+    callee = parsed.callee_key(S.call(value))
+    function, _ = user_function(callee)
     if function is None or function in seen:
         return False
+    function = with_its_object(function, callee)
     try:
         return bool(_written(function, arrays, seen))
     except DerivoError:
