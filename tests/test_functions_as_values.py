@@ -897,3 +897,62 @@ def test_calls_by_key_or_on_items_in_a_comprehension(f):
     expected = fd(f, x)
     np.testing.assert_allclose(derivo.grad(f)(x), expected, rtol=1e-6)
     assert_close(derivo.jvp(f, (x,), (np.array([1.0, 0.0]),))[1], expected[0], rtol=1e-6)
+
+
+# --- a loop over a list of functions: each call is a branch over the items ---------
+
+def _square(t):
+    return t * t
+
+
+BASIS = [_square, np.sin, lambda t: t ** 3]
+
+
+def basis_sum(x):
+    return sum(f(x) for f in BASIS)
+
+
+def basis_loop(x, w):
+    total = 0.0
+    for f, weight in zip(BASIS, [w, 1.0, w * w]):
+        total = total + weight * f(x)
+    return total
+
+
+def test_a_loop_over_a_list_of_functions_calls_each():
+    x = 0.7
+    assert derivo.grad(basis_sum)(x) == pytest.approx(2 * x + np.cos(x) + 3 * x * x)
+    w = 1.5
+    _, tangent = derivo.jvp(basis_loop, (x, w), (1.0, 0.0))
+    assert tangent == pytest.approx(w * 2 * x + np.cos(x) + w * w * 3 * x * x)
+    h = 1e-6
+    assert derivo.grad(basis_loop, wrt=1)(x, w) == pytest.approx(
+        (basis_loop(x, w + h) - basis_loop(x, w - h)) / (2 * h), rel=1e-6)
+    assert derivo.hessian(basis_sum)(x) == pytest.approx(2 - np.sin(x) + 6 * x)
+
+
+def test_a_list_of_functions_changed_between_calls_is_read_again():
+    kept = list(BASIS)
+    try:
+        grad = derivo.grad(basis_sum)
+        assert grad(0.5) == pytest.approx(1.0 + np.cos(0.5) + 0.75)
+        BASIS[1] = np.exp                     # an item replaced
+        assert grad(0.5) == pytest.approx(1.0 + np.exp(0.5) + 0.75)
+        BASIS.append(np.tanh)                 # and one more
+        assert grad(0.5) == pytest.approx(1.0 + np.exp(0.5) + 0.75 + 1 / np.cosh(0.5) ** 2)
+    finally:
+        BASIS[:] = kept
+
+
+def test_a_function_that_draws_in_a_checkpointed_loop_over_functions_is_refused():
+    rng = np.random.default_rng(0)
+    noisy = [np.sin, lambda t: t + rng.normal()]
+
+    def rolled(x):
+        for _ in range(3):
+            for f in noisy:
+                x = f(x)
+        return x
+
+    with pytest.raises(derivo.DerivoError, match="random"):
+        derivo.grad(rolled, loops="checkpoint")(0.3)

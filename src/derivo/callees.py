@@ -10,7 +10,8 @@
   holding it.
 - A user function taking ``*args`` or ``**kwargs``: the call becomes a call of a
   copy taking the arguments this call gives.
-- A method of a loop's item, ``layer.forward(x)`` of ``for layer in LAYERS``:
+- A method of a loop's item, ``layer.forward(x)`` of ``for layer in LAYERS``,
+  or the item itself where each is a function (``f(x)`` of ``for f in BASIS``):
   :func:`item_call` says which functions the list's classes run, for
   derivo.dispatch to branch over them and derivo.fence to read them.
 
@@ -255,7 +256,9 @@ def item_call(parsed, call, loops=None):
     (the index of its first item, its function)}) for ``call`` of a method of a
     loop's item, ``layer.forward(x)`` or ``layer(x)`` (its ``__call__``), each of
     whose items (see :func:`_looped_items`) is an object of a class defining it as
-    a user function; None for any other call.  ``loops``: the loop lists (see
+    a user function; with {} for the classes where each item is a function,
+    called as it is (a user function or a primitive: ``f(x)`` of ``for f in
+    BASIS``); None for any other call.  ``loops``: the loop lists (see
     :func:`derivo.parse.loop_lists`) of the tree ``call`` is in, if not the
     function's own."""
     func = call.func
@@ -263,7 +266,12 @@ def item_call(parsed, call, loops=None):
         (func, "__call__")
     loops = parsed.loop_lists if loops is None else loops
     looped = _looped_items(parsed, name.id, loops) if isinstance(name, S.Name) else None
-    methods = _item_methods(looped[1], attr) if looped is not None else None
+    if looped is None:
+        return None
+    if attr == "__call__" and all(is_user_function(item) or rules.is_primitive(item)
+                                  for item in looped[1]):
+        return name.id, attr, *looped, {}
+    methods = _item_methods(looped[1], attr)
     return None if methods is None else (name.id, attr, *looped, methods)
 
 

@@ -108,8 +108,8 @@ def _call_on_an_item(stmt, parsed, loops):
     ``layer(x)`` of ``for layer in LAYERS``: see :func:`derivo.callees.item_call`);
     None if there is none.  The tests are of the item's class (see
     :func:`_by_class`), or, where a method calls what its object says
-    (``self.act(z)``, ``ACTS[self.kind](z)``), of the item itself (see
-    :func:`_by_item`)."""
+    (``self.act(z)``, ``ACTS[self.kind](z)``) or the items are functions, of the
+    item itself (see :func:`_by_item`)."""
     for call in _evaluated_calls(stmt):
         looped = item_call(parsed, call, loops)
         if looped is None:
@@ -117,7 +117,7 @@ def _call_on_an_item(stmt, parsed, loops):
         item, attr, iterable, items, methods = looped
         parsed.record_classes(iterable)  # (another list of other classes: made again)
         arms = _by_item(item, iterable, len(items), attr, call) \
-            if any(_calls_through_self(f) for _, f in methods.values()) else \
+            if not methods or any(_calls_through_self(f) for _, f in methods.values()) else \
             _by_class(item, iterable, methods, attr, call, parsed)
         # (the list changed while the function ran, or a saved module's: checked nowhere)
         message = ("{} holds an object {} did not hold when this derivative was made (the "

@@ -199,7 +199,7 @@ def rerun_reason(parsed, call, seen):
     callee = parsed.resolve_callee(call)
     looped = item_call(parsed, call) if callee is MISSING else None
     if looped is not None:  # layer.forward(x) of for layer in LAYERS
-        return _reason_in_items(parsed, call, looped[3], looped[4], seen)
+        return _reason_in_items(parsed, call, *looped[2:], seen)
     if callee is MISSING:
         if not isinstance(call.func, S.Attribute):
             return Rerun(parsed, call, "{!r} holds a function derivo cannot see when it "
@@ -229,9 +229,18 @@ def rerun_reason(parsed, call, seen):
     return found
 
 
-def _reason_in_items(parsed, call, items, methods, seen):
+def _reason_in_items(parsed, call, iterable, items, methods, seen):
     """The first reason in the functions a call of a loop's item runs (see
-    :func:`derivo.callees.item_call`), each read for its class's first item."""
+    :func:`derivo.callees.item_call`), each read for its class's first item, or
+    each item where the items are functions (the call of each, ``BASIS[0](x)``)."""
+    if not methods:
+        for index in range(len(items)):
+            each = S.copy_location(S.call(S.subscript(S.deepcopy(iterable), S.const(index)),
+                                          *call.args, keywords=call.keywords), call)
+            found = rerun_reason(parsed, each, seen)
+            if found is not None:
+                return found
+        return None
     for index, function in methods.values():
         found = _reason_in_body(function, items[index], seen)
         if found is not None:
