@@ -91,7 +91,7 @@ def function_of(params, body):
     return "def f({}):\n{}\n".format(params, textwrap.indent(body, "    "))
 
 
-def optimized(source, mark=None, shape_readers=(), spreaders=(), in_place=()):
+def optimized(source, mark=None, shape_readers=(), spreaders=(), in_place=(), primals=()):
     """Statement lines of ``source`` after optimize; ``mark`` (a line) gets ``effects``."""
     tree = function(source)
     if mark is not None:
@@ -99,7 +99,8 @@ def optimized(source, mark=None, shape_readers=(), spreaders=(), in_place=()):
             if isinstance(node, S.Assign) and S.to_source(node).strip() == mark:
                 node.effects = True
     return [line.strip() for line in S.to_source(
-        optimize(tree, shape_readers, spreaders, in_place)).splitlines()[1:]]
+        optimize(tree, shape_readers, spreaders, in_place,
+                 primals=frozenset(primals))).splitlines()[1:]]
 
 
 def test_unread_pure_assignment_is_removed():
@@ -613,3 +614,28 @@ def test_finishing_in_place_gives_the_same_array(left, op):
             assert np.shape(got) == np.shape(expected) and \
                 np.result_type(got) == np.result_type(expected)
             np.testing.assert_array_equal(got, expected)
+
+
+def test_a_chain_of_copies_folds_into_its_first_name_at_once():
+    out = optimized("""
+        def f(p):
+            t = p[0] * 2
+            u = t
+            slope = u
+            return slope + 1
+    """)
+    assert out == ["slope = p[0] * 2", "return slope + 1"]
+
+
+def test_an_adjoint_copied_from_a_primal_value_reads_it_by_its_name():
+    # ba = b of the adjoint of a * b: b keeps its name, ba goes
+    source = """
+        def f(t1):
+            a = t1[0]
+            b = t1[1]
+            ba = b
+            bb = a
+            return ba, bb
+    """
+    assert optimized(source, primals={"t1", "a", "b"})[:2] == ["a = t1[0]", "b = t1[1]"]
+    assert optimized(source)[:2] == ["bb = t1[0]", "ba = t1[1]"]

@@ -258,7 +258,8 @@ def simplify(expression, floats=None):
     return _Simplify(floats).visit(expression)
 
 
-def optimize(function, shape_readers=(), spreaders=(), in_place=(), floats=frozenset()):
+def optimize(function, shape_readers=(), spreaders=(), in_place=(), floats=frozenset(),
+             primals=frozenset()):
     """Fold seeds, drop copies and recomputations between names assigned once,
     let calls of ``shape_readers`` (names of helpers that read their second
     argument only for its shape) read a shape from where it came from, multiply
@@ -270,11 +271,12 @@ def optimize(function, shape_readers=(), spreaders=(), in_place=(), floats=froze
     is assigned to one of ``in_place`` (in array code, the adjoints of values
     that may be arrays).  ``floats``: the names that surely hold floats (the
     adjoints, the differentiated values), which a seed of 1.0 multiplies
-    exactly."""
+    exactly; ``primals``: the names of the function differentiated, which a copy
+    keeps (see :func:`_drop_copies`)."""
     floats = _float_names(function, floats)
     uses = _Uses(function)
     _fold_seeds(function, floats, uses)
-    _drop_copies(function, uses)
+    _drop_copies(function, uses, primals)
     _read_through_copies_in_blocks(function, uses)
     _drop_recomputations(function, uses)
     _shapes_from_sources(function, shape_readers, uses)
@@ -366,11 +368,15 @@ def _fold_seeds(function, floats, uses):
         seeds = found
 
 
-def _drop_copies(function, uses):
-    """``a = b`` at the top level, with a and b each assigned once and b not a
-    parameter: b is renamed a and the copy goes (``by1 = bresult1`` after
-    ``bresult, bresult1 = bresults`` becomes ``bresult, by1 = bresults``).
-    With one assignment each, a and b hold the same value wherever either is read."""
+def _drop_copies(function, uses, primals=frozenset()):
+    """``a = b`` at the top level, with a and b each assigned once: b is renamed a
+    and the copy goes (``by1 = bresult1`` after ``bresult, bresult1 = bresults``
+    becomes ``bresult, by1 = bresults``), unless b is one of ``primals`` (the
+    names of the function differentiated) and a is not (an adjoint that is a
+    primal value, ``ba = b`` of ``a * b``): then a is renamed b, and the value
+    keeps the name the user gave it.  b is renamed only
+    if it is not a parameter.  With one assignment each, a and b hold the same
+    value wherever either is read."""
     if not any(isinstance(getattr(stmt, "value", None), S.Name) and S.single_target(stmt)
                for stmt in function.body):
         return
@@ -383,13 +389,17 @@ def _drop_copies(function, uses):
         a = S.single_target(stmt)
         b = stmt.value.id if a and isinstance(stmt.value, S.Name) else None
         if b and not getattr(stmt, "effects", False) and stores.get(a) == 1 and \
-                stores.get(b) == 1 and not {a, b} & params and \
-                a not in renames and b not in renames:
-            # (b may be a name a copy before renamed to b: that one is a now too)
-            for old, new in renames.items():
-                if new == b:
-                    renames[old] = a
-            renames[b] = a
+                stores.get(b) == 1 and a not in params and a not in renames and \
+                b not in renames:
+            old, new = (a, b) if b in primals and a not in primals else (b, a)
+            if old in params:
+                index += 1
+                continue
+            # (a name a copy before renamed to old is new now too)
+            for earlier, renamed in renames.items():
+                if renamed == old:
+                    renames[earlier] = new
+            renames[old] = new
             copies.append(stmt)
             index = _remove(body, index)
         else:

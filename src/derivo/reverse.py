@@ -150,7 +150,9 @@ class Sweep:
                     if name not in self.analysis.scalars} if self.arrays else ()
         # adjoints and differentiated values hold floats (derivo differentiates floats)
         floats = set(self.adjoints.values()) | set(self.analysis.active)
-        function = optimize.optimize(function, shape_readers, spreaders, in_place, floats)
+        primals = {n.id for n in S.walk(self.normalized.tree) if isinstance(n, S.Name)}
+        function = optimize.optimize(function, shape_readers, spreaders, in_place, floats,
+                                     primals)
         accumulate.add_in_place(function, namespace, self.runtime)
         return function
 
