@@ -373,8 +373,8 @@ def _drop_copies(function, uses, primals=frozenset()):
     and the copy goes (``by1 = bresult1`` after ``bresult, bresult1 = bresults``
     becomes ``bresult, by1 = bresults``), unless b is one of ``primals`` (the
     names of the function differentiated) and a is not (an adjoint that is a
-    primal value, ``ba = b`` of ``a * b``): then a is renamed b, and the value
-    keeps the name the user gave it.  b is renamed only
+    primal value, ``ba = b`` of ``a * b``) and not returned: then a is renamed b,
+    and the value keeps the name the user gave it.  b is renamed only
     if it is not a parameter.  With one assignment each, a and b hold the same
     value wherever either is read."""
     if not any(isinstance(getattr(stmt, "value", None), S.Name) and S.single_target(stmt)
@@ -383,6 +383,9 @@ def _drop_copies(function, uses, primals=frozenset()):
     stores = uses.stores
     # a parameter is assigned by every call: never renamed
     params = {arg.id for arg in function.args.args + function.args.kwonlyargs}
+    # a returned gradient keeps its name: the names say which gradient is which
+    returned = S.loaded_names(function.body[-1]) if isinstance(function.body[-1], S.Return) \
+        else set()
     renames, copies, body, index = {}, [], function.body, 0
     while index < len(body):
         stmt = body[index]
@@ -391,7 +394,7 @@ def _drop_copies(function, uses, primals=frozenset()):
         if b and not getattr(stmt, "effects", False) and stores.get(a) == 1 and \
                 stores.get(b) == 1 and a not in params and a not in renames and \
                 b not in renames:
-            old, new = (a, b) if b in primals and a not in primals else (b, a)
+            old, new = (a, b) if b in primals and a not in primals | returned else (b, a)
             if old in params:
                 index += 1
                 continue
