@@ -44,7 +44,7 @@ import derivo
 from probing import (H, Probe, assert_gradient_matches_differences, coverage_gaps, load,
                      normal, numeric_gradient, positive, random_like, rule_cases, rule_of,
                      table_rules)
-from derivo import rules, runtime
+from derivo import adjoints, linalg_adjoints, rules, runtime
 from examples.mlp import loss as mlp_loss
 
 TABLE = "derivo.rules.runtime"
@@ -63,11 +63,15 @@ from derivo.runtime import (add_adjoints, add_at, add_at_in_place, addable, as_a
                             extremum_vjp, first_equal_vjp, getitem_vjp, hstack_vjp,
                             inner_vjp_left, inner_vjp_right, log, log_times, matmul_vjp_left,
                             matmul_vjp_right, norm_vjp, owned, part, pop_adjoint,
-                            pop_adjoint_in_place, power_exponent_jvp, scalar_seed, shaped_like,
+                            pop_adjoint_in_place, power_exponent_jvp, prod_vjp, scalar_seed,
+                            shaped_like,
                             sort_like, split_like, stored_part, stored_tangent, sum_vjp,
                             swap_last, tangent_owned,
                             transpose_vjp, transposed, unbroadcast, unsort, unstack, vstack_vjp,
                             zero_as, zero_gradient, zeroed, zeroed_in_place)
+from derivo.adjoints import (diag_vjp, diff_vjp, gathered_vjp, pad_sources, quantile_vjp,
+                             repeat_vjp, reverse_cumsum, rollaxis_vjp, tile_vjp)
+from derivo.linalg_adjoints import trace_vjp
 
 L4 = np.zeros(4)
 L5 = np.zeros(5)
@@ -92,6 +96,11 @@ COLUMNS = [np.zeros((2, 3)), np.zeros((2, 1))]
 ROWS = [np.zeros((2, 3)), np.zeros((2, 3)), np.zeros((2, 3))]
 VECTORS = [np.zeros(3), np.zeros(2)]
 D2 = {"a": np.zeros(3), "b": np.zeros(3)}
+PADDED = pad_sources(L34, 1, "constant")
+REFLECTED = pad_sources(L4, (2, 3), "reflect")
+A34 = np.array([[0.3, -1.2, 2.0, 0.7],
+                [1.5, 0.1, -0.4, 0.9],
+                [-2.0, 0.6, 1.1, -0.8]])
 
 
 @dataclasses.dataclass
@@ -271,6 +280,59 @@ for _expr, _shape in (("zeroed(x0, 1)", (3, 4)), ("zeroed(x0, (slice(None), 2))"
     probe(runtime.zeroed_in_place, _expr.replace("zeroed(x0", "zeroed_in_place(x0 * 1.0"),
           normal(*_shape))
 
+# The adjoints of NumPy functions (derivo.adjoints): linear in the adjoint x0.
+for _axis, _shape in (("1", (3, 4)), ("0", (3, 4)), ("None", (12,))):
+    probe(adjoints.reverse_cumsum, "reverse_cumsum(x0, L34, {})".format(_axis), normal(*_shape))
+for _n, _axis, _shape in ((1, -1, (3, 3)), (2, 0, (1, 4)), (3, 1, (3, 1))):
+    probe(adjoints.diff_vjp, "diff_vjp(x0, {}, {})".format(_n, _axis), normal(*_shape))
+# np.diag of a vector (the adjoint a matrix) and of a matrix (the adjoint its diagonal)
+for _v, _k, _shape in (("L4", 0, (4, 4)), ("L4", 1, (5, 5)), ("L4", -2, (6, 6)),
+                       ("L34", 0, (3,)), ("L34", 1, (3,)), ("L34", -1, (2,))):
+    probe(adjoints.diag_vjp, "diag_vjp(x0, {}, {})".format(_v, _k), normal(*_shape))
+for _repeats, _axis, _shape in (("2", "1", (3, 8)), ("np.array([1, 0, 2])", "0", (3, 4)),
+                                ("2", "None", (24,))):
+    probe(adjoints.repeat_vjp, "repeat_vjp(x0, L34, {}, {})".format(_repeats, _axis),
+          normal(*_shape))
+for _like, _reps, _shape in (("L34", "2", (3, 8)), ("L4", "(2, 2)", (2, 8)),
+                             ("L34", "(2, 1, 1)", (2, 3, 4))):
+    probe(adjoints.tile_vjp, "tile_vjp(x0, {}, {})".format(_like, _reps), normal(*_shape))
+probe(adjoints.rollaxis_vjp, "rollaxis_vjp(x0, L234, 2, 0)", normal(4, 2, 3))
+probe(adjoints.rollaxis_vjp, "rollaxis_vjp(x0, L234, 0, 3)", normal(3, 4, 2))
+probe(linalg_adjoints.trace_vjp, "trace_vjp(x0, L34, 0, 0, 1)", normal())
+probe(linalg_adjoints.trace_vjp, "trace_vjp(x0, L234, 1, 1, 2)", normal(2))
+probe(linalg_adjoints.trace_vjp, "trace_vjp(x0, L234, -1, 2, 0)", normal(3))
+# sources: positions repeated (IDX) and from nowhere (-1, the constant of np.pad)
+probe(adjoints.gathered_vjp, "gathered_vjp(x0, L5, IDX)", normal(4))
+probe(adjoints.gathered_vjp, "gathered_vjp(x0, L5, IDX)", normal())
+probe(adjoints.gathered_vjp, "gathered_vjp(x0, L34, PADDED)", normal(5, 6))
+probe(adjoints.gathered_vjp, "gathered_vjp(x0, L4, REFLECTED)", normal(9))
+for _q, _axis, _keepdims, _shape in ((0.3, 1, False, (3,)), (0.5, None, False, ()),
+                                     (0.75, 0, True, (1, 4))):
+    probe(adjoints.quantile_vjp, "quantile_vjp(x0, A34, {}, {}, {}, 'linear')".format(
+        _q, _axis, _keepdims), normal(*_shape))
+# the array gives the order only: its gradient is zero
+probe(adjoints.quantile_vjp, "quantile_vjp(x0, x1, 0.4, None, False, 'linear')", normal(),
+      normal(3, 4))
+
+# prod_vjp: the adjoint x0 times the product of the other elements of x1, a lane
+# of which may hold zeros (none, one, two or three of them).
+def with_zeros(*values):
+    return lambda rng: np.array(values, dtype=float)
+
+
+ZEROS_BY_ROW = with_zeros([0.7, -1.3, 1.9, 0.4], [1.2, 0.0, -0.8, 2.1], [0.0, 1.4, 0.0, -0.6])
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1, axis=1), x1, 1, False)", normal(3), normal(3, 4))
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1, axis=1), x1, 1, False)", normal(3), ZEROS_BY_ROW)
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1, axis=0, keepdims=True), x1, 0, True)",
+      normal(1, 4), ZEROS_BY_ROW)
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1), x1, None, False)", normal(),
+      with_zeros(0.5, -1.5, 0.0, 2.0))
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1), x1, None, False)", normal(),
+      with_zeros(0.0, 1.5, 0.0, 0.0, 0.8))
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1, axis=(0, 2)), x1, (0, 2), False)", normal(3),
+      normal(2, 3, 4))
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1), x1, None, False)", normal(), normal())
+
 # Copies and sums of adjoints.
 probe(runtime.owned, "owned(x0)", normal(3, 4))
 probe(runtime.owned, "owned(x0)", normal())
@@ -395,8 +457,8 @@ def test_every_runtime_rule_has_a_probe():
 
 #: helpers of derivo.runtime with no rule, and why
 WITHOUT_RULES = {
-    "prod_vjp": "the product of the other elements: its derivative in ans and the "
-                "array differs between the dividing and the zero-safe path",
+    "others_product_jvp": "in prod_vjp's second-order rules only: a third derivative of "
+                          "array code, refused",
     "split_stacked": "called by hstack_vjp and vstack_vjp only, never by generated code",
     "gradient_by_tangents": "its derivative needs the tangents of the tangent function it is "
                             "given: a third derivative of array code, refused",
@@ -716,16 +778,6 @@ def row_maxima(v):
 def concatenated(x):
     y = np.concatenate([x, x ** 2])
     return np.sum(np.sin(y) * y)
-
-
-def test_hessian_of_a_product_is_refused_by_name():
-    """prod_vjp has no rule: the Hessian says so instead of a wrong number."""
-    with pytest.raises(derivo.DerivoError, match="prod_vjp"):
-        derivo.hessian(product_of)(np.array([0.5, 1.5, 2.0]))
-
-
-def product_of(x):
-    return np.prod(x)
 
 
 def test_generated_code_compiles_without_warnings(tmp_path):

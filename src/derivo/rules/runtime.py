@@ -15,9 +15,19 @@ broadcasts back).  Arguments that only give shapes, axes, indices or select
 positions (``like``, ``axis``, ``index``, the ``ans`` of ``extremum_vjp``) get
 CONSTANT: the result does not vary with them (almost everywhere).
 
-Not here (their derivatives would be wrong or need more than a line):
-``prod_vjp`` (the product of the other elements, computed by dividing or not
-depending on zeros) and the helpers of ``loops="checkpoint"``.
+The helpers of :mod:`derivo.adjoints` that NumPy's rules call (``reverse_cumsum``,
+``diff_vjp``, ``tile_vjp``, ``gathered_vjp``...) are here too, and the helpers that
+only give positions or weights are constants.  ``prod_vjp`` is the one not linear
+in its array: the product of the other elements, whose tangent
+(``others_product_jvp``) is exact where the array holds zeros.
+
+Not here: the helpers of ``loops="checkpoint"``; the tangents the rules here call
+(``others_product_jvp``, ``einsum_vjp_operands_jvp``: a third derivative of array
+code is refused); and the adjoints of :mod:`derivo.adjoints` and
+:mod:`derivo.linalg_adjoints` that are not linear in their arrays or hold lists
+of them (``select_vjp``, ``split_vjp``, ``column_stack_vjp``, ``gradient_vjp``,
+``convolve_vjp``, ``interp_*_vjp``, the decompositions'), which
+``derivo.hessian`` refuses by name.
 """
 
 import numpy as np
@@ -27,13 +37,19 @@ from ..runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_fie
                        dot_vjp_right, einsum_vjp, einsum_vjp_operands_jvp, einsum_vjp_operands_vjp, expand, extremum_vjp, field_vjp,
                        first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
                        inner_vjp_right, is_real, items_vjp, key_of, kind_of, log, log_times,
-                       matmul_vjp_left, matmul_vjp_right, norm_vjp, one_like, owned, part,
+                       matmul_vjp_left, matmul_vjp_right, norm_vjp, one_like,
+                       others_product_jvp, owned, part, prod_vjp,
                        pop_adjoint, pop_adjoint_in_place, power_exponent_jvp, raised,
                        reduced_share, scalar_seed, shaped_like, size, sort_like, split_like,
                        stored_part, stored_tangent,
                        stop_gradient, sum_vjp, swap_last, tangent_owned, transpose_vjp, transposed,
                        unbroadcast, unshared, unsort, unpacked_vjp, unstack, values_vjp, vstack_vjp, zero_as,
                        zero_gradient, zeroed, zeroed_in_place, zeros_for)
+from ..adjoints import (appended_sources, average_weights, diag_vjp, diff_vjp, gathered_vjp,
+                        pad_sources, partition_sources, positions, ptp_weights, quantile_jvp,
+                        quantile_vjp, repeat_vjp, reverse_cumsum, rollaxis_vjp, select_choices,
+                        tile_vjp, trapezoid_weights)
+from ..linalg_adjoints import trace_vjp
 from . import CONSTANT, defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
@@ -44,6 +60,14 @@ nondifferentiable(scalar_seed, zero_gradient, zeros_for, copysign_one, one_like)
 # unshared only checks (and returns None); raised tells which way a try went; the
 # others read an array's size (or its share of a mean) and dtype.
 nondifferentiable(unshared, raised, size, reduced_share, kind_of, is_real)
+# Where each element of a selection came from (integer positions, which move with
+# the array's values only in steps, as a sort's order does; select_choices reads
+# boolean conditions).
+nondifferentiable(positions, pad_sources, appended_sources, partition_sources, select_choices)
+# Weights that do not vary with the array: ptp's shares of its max and min are
+# a step function of it, and np.average's and np.trapezoid's weights are built
+# from options a derivative refuses to differentiate (the array gives a shape).
+nondifferentiable(ptp_weights, average_weights, trapezoid_weights)
 
 # --- the scalar helpers of the builtins table ------------------------------------------
 
@@ -80,6 +104,47 @@ defvjp(norm_vjp, lambda g, ans, adjoint, norm, x, ord, axis, keepdims: np.sum(g 
 defjvp(norm_vjp, lambda t, ans, adjoint, norm, x, ord, axis, keepdims: norm_vjp(t, norm, x, ord, axis, keepdims),
        lambda t, ans, adjoint, norm, x, ord, axis, keepdims: -norm_vjp(adjoint * t / norm, norm, x, ord, axis, keepdims),
        lambda t, ans, adjoint, norm, x, ord, axis, keepdims: norm_vjp(adjoint, norm, t, ord, axis, keepdims), CONSTANT, CONSTANT, CONSTANT)
+
+# The adjoints of NumPy's cumulative sums, differences, repeats, tiles, traces and
+# of the functions that select elements (np.sort, np.take, np.pad, np.diagonal...,
+# through gathered_vjp).  Each is linear in the adjoint, so its tangent is itself
+# applied to the tangent, and its transpose is the NumPy function it is the
+# adjoint of, applied to g.
+# reverse_cumsum sums from the end (over the flattened array with axis None).
+defvjp(reverse_cumsum, lambda g, ans, adjoint, like, axis: np.cumsum(g, axis), CONSTANT, CONSTANT)
+defjvp(reverse_cumsum, lambda t, ans, adjoint, like, axis: reverse_cumsum(t, like, axis), CONSTANT, CONSTANT)
+defvjp(diff_vjp, lambda g, ans, adjoint, n, axis: np.diff(g, n, axis), CONSTANT, CONSTANT)
+defjvp(diff_vjp, lambda t, ans, adjoint, n, axis: diff_vjp(t, n, axis), CONSTANT, CONSTANT)
+# (np.diag of a vector's adjoint, a matrix, takes its diagonal, and the other way round)
+defvjp(diag_vjp, lambda g, ans, adjoint, v, k: np.diag(g, k), CONSTANT, CONSTANT)
+defjvp(diag_vjp, lambda t, ans, adjoint, v, k: diag_vjp(t, v, k), CONSTANT, CONSTANT)
+defvjp(repeat_vjp, lambda g, ans, adjoint, like, repeats, axis: np.repeat(g, repeats, axis), CONSTANT, CONSTANT, CONSTANT)
+defjvp(repeat_vjp, lambda t, ans, adjoint, like, repeats, axis: repeat_vjp(t, like, repeats, axis), CONSTANT, CONSTANT, CONSTANT)
+defvjp(tile_vjp, lambda g, ans, adjoint, like, reps: np.tile(g, reps), CONSTANT, CONSTANT)
+defjvp(tile_vjp, lambda t, ans, adjoint, like, reps: tile_vjp(t, like, reps), CONSTANT, CONSTANT)
+defvjp(rollaxis_vjp, lambda g, ans, adjoint, like, axis, start: np.rollaxis(g, axis, start), CONSTANT, CONSTANT, CONSTANT)
+defjvp(rollaxis_vjp, lambda t, ans, adjoint, like, axis, start: rollaxis_vjp(t, like, axis, start), CONSTANT, CONSTANT, CONSTANT)
+defvjp(trace_vjp, lambda g, ans, adjoint, a, offset, axis1, axis2: np.trace(g, offset, axis1, axis2), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+defjvp(trace_vjp, lambda t, ans, adjoint, a, offset, axis1, axis2: trace_vjp(t, a, offset, axis1, axis2), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+# gathered_vjp sums the adjoint onto the flat positions ``sources`` (-1: none);
+# its transpose reads g back at them (0 where from none), summed to the
+# adjoint's shape where the adjoint was broadcast to the sources'.
+defvjp(gathered_vjp, lambda g, ans, adjoint, like, sources: unbroadcast(np.where(np.asarray(sources) < 0, 0.0, np.ravel(g)[sources]), adjoint), CONSTANT, CONSTANT)
+defjvp(gathered_vjp, lambda t, ans, adjoint, like, sources: gathered_vjp(t, like, sources), CONSTANT, CONSTANT)
+# quantile_vjp weighs two order statistics, fixed near a point (ties aside): the
+# transpose is the quantile's own tangent (quantile_jvp), in the adjoint's shape.
+defvjp(quantile_vjp, lambda g, ans, adjoint, a, q, axis, keepdims, method: unbroadcast(quantile_jvp(g, adjoint, a, q, axis, keepdims, method), adjoint), CONSTANT, CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+defjvp(quantile_vjp, lambda t, ans, adjoint, a, q, axis, keepdims, method: quantile_vjp(t, a, q, axis, keepdims, method), CONSTANT, CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+
+# prod_vjp(adjoint, product, like, axis, keepdims) is expand(adjoint) times the product
+# of the other elements of like, which is not linear in like: its tangent in like is
+# others_product_jvp's, and that is symmetric in the tangent and the weight it is
+# transposed against (both sums over pairs j != i of prod_{k != i, j} like_k).
+# ``product`` is np.prod(like), a shortcut some arrays take: its changes are like's.
+defvjp(prod_vjp, lambda g, ans, adjoint, product, like, axis, keepdims: unbroadcast(np.sum(g * prod_vjp(np.ones(np.shape(product)), product, like, axis, keepdims), axis=axis, keepdims=keepdims), adjoint), CONSTANT,
+       lambda g, ans, adjoint, product, like, axis, keepdims: others_product_jvp(g * expand(adjoint, like, axis, keepdims), like, axis), CONSTANT, CONSTANT)
+defjvp(prod_vjp, lambda t, ans, adjoint, product, like, axis, keepdims: prod_vjp(t, product, like, axis, keepdims), CONSTANT,
+       lambda t, ans, adjoint, product, like, axis, keepdims: expand(adjoint, like, axis, keepdims) * others_product_jvp(t, like, axis), CONSTANT, CONSTANT)
 
 # --- products: bilinear in the adjoint and the other factor --------------------------
 
