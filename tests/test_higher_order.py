@@ -216,6 +216,35 @@ def averaged(x):
     return np.average(x ** 2, weights=np.arange(1.0, len(x) + 1)) ** 2 + np.trapezoid(x ** 3)
 
 
+def selected(x):
+    return np.sum(np.select([x > 1.0, x < -1.0], [x ** 2, np.sin(x)], x ** 3) ** 2)
+
+
+def column_stacked(x):
+    return np.sum(np.column_stack([x, x ** 2]) ** 3 * np.arange(2.0 * len(x)).reshape(-1, 2))
+
+
+def split_pieces(x):
+    first, second = np.split(x ** 2, 2)
+    return np.sum(first ** 3 * second)
+
+
+def gradient_squared(x):
+    return np.sum(np.gradient(x ** 3, 0.5) ** 2) + np.sum(np.gradient(np.reshape(x, (2, -1)), axis=1) ** 3)
+
+
+def kron_squared(x):
+    return np.sum(np.kron(np.reshape(x, (2, 2)), x[:3] ** 2) ** 2)
+
+
+def crossed(x):
+    return np.sum(np.cross(x[:3], x[1:] ** 2) ** 2)
+
+
+def tensordot_squared(x):
+    return np.sum(np.tensordot(np.reshape(x, (2, 2)), np.outer(x, x[:2]), ([1], [1])) ** 2)
+
+
 # (function, point, helper its gradient code calls)
 HESSIANS_OF_NUMPY = [
     (product, np.array([0.7, -1.3, 1.9, 0.4]), "prod_vjp"),
@@ -241,6 +270,13 @@ HESSIANS_OF_NUMPY = [
     (partitioned, np.array([0.7, -1.3, 1.9, 0.4]), "gathered_vjp"),
     (ptp_squared, np.array([0.7, -1.3, 1.9, 0.4]), "ptp_weights"),
     (averaged, np.array([0.7, -1.3, 1.9, 0.4]), "average_weights"),
+    (selected, np.array([0.7, -1.3, 1.9, 0.4]), "select_vjp"),
+    (column_stacked, np.array([0.7, -1.3, 1.9]), "column_stack_vjp"),
+    (split_pieces, np.array([0.7, -1.3, 1.9, 0.4]), "split_vjp"),
+    (gradient_squared, np.array([0.7, -1.3, 1.9, 0.4, 1.0, -0.2]), "gradient_vjp"),
+    (kron_squared, np.array([0.7, -1.3, 1.9, 0.4]), "kron_vjp"),
+    (crossed, np.array([0.7, -1.3, 1.9, 0.4]), "cross_vjp"),
+    (tensordot_squared, np.array([0.7, -1.3, 1.9, 0.4]), "tensordot_vjp_a"),
 ]
 
 

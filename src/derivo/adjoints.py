@@ -551,14 +551,17 @@ def interp_xp_jvp(tangent, x, xp, fp, left, right, period):
 
 def split_vjp(adjoint, ans, axis):
     """The adjoint of ``np.split`` (and array_split, hsplit...): the pieces' adjoints
-    joined along ``axis``, zeros for a piece no adjoint reached."""
+    joined along ``axis``, zeros for a piece no adjoint reached.  The pieces' adjoints
+    come as a list, or as an array of them (their tangents, which forward mode
+    adds element by element: runtime.addable)."""
     pieces = [np.zeros(np.shape(piece)) if _unreached_part(adjoint, i) else adjoint[i]
               for i, piece in enumerate(ans)]
     return np.concatenate(pieces, axis)
 
 
 def _unreached_part(adjoint, i):
-    if not isinstance(adjoint, (list, tuple)):
+    pieces = isinstance(adjoint, (list, tuple)) or isinstance(adjoint, np.ndarray) and adjoint.ndim
+    if not pieces:
         return True  # a plain 0.0: no piece was used
     return np.ndim(adjoint[i]) == 0 and adjoint[i] == 0
 

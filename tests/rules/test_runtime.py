@@ -69,9 +69,10 @@ from derivo.runtime import (add_adjoints, add_at, add_at_in_place, addable, as_a
                             swap_last, tangent_owned,
                             transpose_vjp, transposed, unbroadcast, unsort, unstack, vstack_vjp,
                             zero_as, zero_gradient, zeroed, zeroed_in_place)
-from derivo.adjoints import (diag_vjp, diff_vjp, gathered_vjp, pad_sources, quantile_vjp,
-                             repeat_vjp, reverse_cumsum, rollaxis_vjp, tile_vjp)
-from derivo.linalg_adjoints import trace_vjp
+from derivo.adjoints import (column_stack_vjp, diag_vjp, diff_vjp, gathered_vjp, gradient_vjp,
+                             pad_sources, quantile_vjp, repeat_vjp, reverse_cumsum, rollaxis_vjp,
+                             select_vjp, split_vjp, tile_vjp)
+from derivo.linalg_adjoints import cross_vjp, kron_vjp, tensordot_vjp_a, tensordot_vjp_b, trace_vjp
 
 L4 = np.zeros(4)
 L5 = np.zeros(5)
@@ -98,6 +99,8 @@ VECTORS = [np.zeros(3), np.zeros(2)]
 D2 = {"a": np.zeros(3), "b": np.zeros(3)}
 PADDED = pad_sources(L34, 1, "constant")
 REFLECTED = pad_sources(L4, (2, 3), "reflect")
+STACKED = [np.zeros(3), np.zeros((3, 2))]
+COORDS = np.array([0.0, 0.5, 1.5, 2.0, 3.5])
 A34 = np.array([[0.3, -1.2, 2.0, 0.7],
                 [1.5, 0.1, -0.4, 0.9],
                 [-2.0, 0.6, 1.1, -0.8]])
@@ -313,6 +316,41 @@ for _q, _axis, _keepdims, _shape in ((0.3, 1, False, (3,)), (0.5, None, False, (
 # the array gives the order only: its gradient is zero
 probe(adjoints.quantile_vjp, "quantile_vjp(x0, x1, 0.4, None, False, 'linear')", normal(),
       normal(3, 4))
+# pieces of an adjoint (of np.column_stack, np.split, np.select's choices)
+probe(adjoints.column_stack_vjp, "column_stack_vjp(x0, STACKED)[0]", normal(3, 3))
+probe(adjoints.column_stack_vjp, "column_stack_vjp(x0, STACKED)[1] * x0[:, :2]", normal(3, 3))
+probe(adjoints.split_vjp, "split_vjp([x0, x1], PIECES, 0)", normal(2, 3), normal(1, 3))
+probe(adjoints.split_vjp, "split_vjp([0.0, x0], COLUMNS, 1)", normal(2, 1))
+# (forward mode adds the pieces' tangents as an array of them: runtime.addable)
+probe(adjoints.split_vjp, "split_vjp(add_at([0.0, x1], x0, PIECES, 0), PIECES, 0)", normal(2, 3),
+      normal(1, 3))
+for _index in (0, 1):
+    probe(adjoints.select_vjp, "select_vjp(x0, [MASK, TIES > 1.0], [L34, L4])[{}]".format(_index),
+          normal(3, 4))
+# np.gradient's adjoint: one per axis, spacings as numbers or coordinates
+probe(adjoints.gradient_vjp, "gradient_vjp([x0, x1], L34, (), None, 1)", normal(3, 4), normal(3, 4))
+probe(adjoints.gradient_vjp, "gradient_vjp(x0, L5, (0.5,), None, 2)", normal(5))
+probe(adjoints.gradient_vjp, "gradient_vjp(x0, L5, (COORDS,), None, 1)", normal(5))
+probe(adjoints.gradient_vjp, "gradient_vjp(x0, L34, (), 1, 2)", normal(3, 4))
+# Products: linear in the adjoint x0 and in the other factor (the one whose adjoint
+# it is gives a shape).
+for _axes, _a, _b, _out in (("2", (2, 3, 4), (3, 4, 5), (2, 5)), ("([1], [0])", (2, 3), (3, 4), (2, 4)),
+                            ("((0, 2), (1, 0))", (3, 2, 4), (4, 3, 5), (2, 5)), ("0", (2,), (3,), (2, 3))):
+    for _helper in (linalg_adjoints.tensordot_vjp_a, linalg_adjoints.tensordot_vjp_b):
+        probe(_helper, "{}(x0, x1, x2, {})".format(_helper.__name__, _axes), normal(*_out),
+              normal(*_a), normal(*_b))
+for _a, _b, _out in (((2, 3), (3, 2), (6, 6)), ((3,), (2, 2), (2, 6)), ((2, 1, 2), (3,), (2, 1, 6))):
+    for _first in (True, False):
+        probe(linalg_adjoints.kron_vjp, "kron_vjp(x0, x1, x2, {})".format(_first), normal(*_out),
+              normal(*_a), normal(*_b))
+for _axes, _a, _b, _out in (("-1, -1, -1, None", (4, 3), (4, 3), (4, 3)),
+                            ("-1, -1, -1, None", (2,), (2,), ()),
+                            ("-1, -1, -1, None", (3, 2), (3,), (3, 3)),
+                            ("0, -1, 0, None", (3, 4), (4, 3), (3, 4)),
+                            ("-1, -1, -1, 0", (3, 2), (3, 2), (3, 2))):
+    for _first in (True, False):
+        probe(linalg_adjoints.cross_vjp, "cross_vjp(x0, x1, x2, {}, {})".format(_axes, _first),
+              normal(*_out), normal(*_a), normal(*_b))
 
 # prod_vjp: the adjoint x0 times the product of the other elements of x1, a lane
 # of which may hold zeros (none, one, two or three of them).
@@ -805,3 +843,23 @@ def test_the_tangent_of_an_einsum_adjoint_takes_a_zero_for_an_operand_nothing_re
                                                  [A, x], 0)
     np.testing.assert_allclose(with_zero, with_zeros)
     np.testing.assert_allclose(with_zero, np.outer(dx, adjoint))
+
+
+def convolved(x):
+    return np.sum(np.convolve(x, x ** 2) ** 2)
+
+
+def spectrum(x):
+    return np.sum(np.real(np.fft.fft(x ** 2)) ** 2)
+
+
+def interpolated(x):
+    return np.sum(np.interp(x, [0.0, 1.0, 4.0], [1.0, 3.0, 2.0]) ** 2)
+
+
+@pytest.mark.parametrize("f, helper", [(convolved, "convolve_vjp"), (spectrum, "fftn_vjp"),
+                                       (interpolated, "interp_x_vjp")])
+def test_a_hessian_through_an_adjoint_with_no_rule_is_refused_by_name(f, helper):
+    """These adjoints have no rule here: the Hessian names them instead of a wrong number."""
+    with pytest.raises(derivo.DerivoError, match=helper):
+        derivo.hessian(f)(np.array([0.5, 1.5, 2.0]))

@@ -15,19 +15,21 @@ broadcasts back).  Arguments that only give shapes, axes, indices or select
 positions (``like``, ``axis``, ``index``, the ``ans`` of ``extremum_vjp``) get
 CONSTANT: the result does not vary with them (almost everywhere).
 
-The helpers of :mod:`derivo.adjoints` that NumPy's rules call (``reverse_cumsum``,
-``diff_vjp``, ``tile_vjp``, ``gathered_vjp``...) are here too, and the helpers that
-only give positions or weights are constants.  ``prod_vjp`` is the one not linear
-in its array: the product of the other elements, whose tangent
-(``others_product_jvp``) is exact where the array holds zeros.
+The helpers of :mod:`derivo.adjoints` and :mod:`derivo.linalg_adjoints` that
+NumPy's rules call (``reverse_cumsum``, ``diff_vjp``, ``tile_vjp``, ``gathered_vjp``,
+``tensordot_vjp_a``...) are here too, and the helpers that only give positions or
+weights are constants.  ``prod_vjp`` is the one not linear in its array: the
+product of the other elements, whose tangent (``others_product_jvp``) is exact
+where the array holds zeros.
 
 Not here: the helpers of ``loops="checkpoint"``; the tangents the rules here call
 (``others_product_jvp``, ``einsum_vjp_operands_jvp``: a third derivative of array
-code is refused); and the adjoints of :mod:`derivo.adjoints` and
-:mod:`derivo.linalg_adjoints` that are not linear in their arrays or hold lists
-of them (``select_vjp``, ``split_vjp``, ``column_stack_vjp``, ``gradient_vjp``,
-``convolve_vjp``, ``interp_*_vjp``, the decompositions'), which
-``derivo.hessian`` refuses by name.
+code is refused); and the adjoints whose derivatives need more than a line:
+those of np.convolve and np.correlate (``convolve_vjp``, ``correlate_vjp``: the
+mode is read off the adjoint's shape), of np.interp (``interp_*_vjp``), of
+np.fft (``fftn_vjp``...: complex), of np.linalg.multi_dot and matrix_power and
+of the decompositions (``eigh_vjp``, ``svd_vjp``...: not linear in their
+matrices).  ``derivo.hessian`` refuses each of those by name.
 """
 
 import numpy as np
@@ -45,11 +47,12 @@ from ..runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_fie
                        stop_gradient, sum_vjp, swap_last, tangent_owned, transpose_vjp, transposed,
                        unbroadcast, unshared, unsort, unpacked_vjp, unstack, values_vjp, vstack_vjp, zero_as,
                        zero_gradient, zeroed, zeroed_in_place, zeros_for)
-from ..adjoints import (appended_sources, average_weights, diag_vjp, diff_vjp, gathered_vjp,
-                        pad_sources, partition_sources, positions, ptp_weights, quantile_jvp,
-                        quantile_vjp, repeat_vjp, reverse_cumsum, rollaxis_vjp, select_choices,
-                        tile_vjp, trapezoid_weights)
-from ..linalg_adjoints import trace_vjp
+from ..adjoints import (appended_sources, average_weights, column_stack_vjp, diag_vjp, diff_vjp,
+                        gathered_vjp, gradient_vjp, pad_sources, partition_sources, positions,
+                        ptp_weights, quantile_jvp, quantile_vjp, repeat_vjp, reverse_cumsum,
+                        rollaxis_vjp, select_choices, select_vjp, split_vjp, tile_vjp,
+                        trapezoid_weights)
+from ..linalg_adjoints import cross_vjp, kron_vjp, tensordot_vjp_a, tensordot_vjp_b, trace_vjp
 from . import CONSTANT, defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
@@ -136,6 +139,20 @@ defjvp(gathered_vjp, lambda t, ans, adjoint, like, sources: gathered_vjp(t, like
 defvjp(quantile_vjp, lambda g, ans, adjoint, a, q, axis, keepdims, method: unbroadcast(quantile_jvp(g, adjoint, a, q, axis, keepdims, method), adjoint), CONSTANT, CONSTANT, CONSTANT, CONSTANT, CONSTANT)
 defjvp(quantile_vjp, lambda t, ans, adjoint, a, q, axis, keepdims, method: quantile_vjp(t, a, q, axis, keepdims, method), CONSTANT, CONSTANT, CONSTANT, CONSTANT, CONSTANT)
 
+# gradient_vjp is the transpose of np.gradient's stencils (one adjoint per axis
+# differentiated along, a list of them for several): its transpose is np.gradient.
+defvjp(gradient_vjp, lambda g, ans, adjoint, f, spacing, axis, edge_order: np.gradient(g, *spacing, axis=axis, edge_order=edge_order), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+defjvp(gradient_vjp, lambda t, ans, adjoint, f, spacing, axis, edge_order: gradient_vjp(t, f, spacing, axis, edge_order), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+# Pieces of an adjoint, one per array: joining them back is the transpose, as
+# for hstack_vjp.  np.select's choices each take the adjoint where they were
+# chosen (select_choices): the transpose adds each choice's g where it was.
+defvjp(column_stack_vjp, lambda g, ans, adjoint, arrays: np.reshape(np.column_stack(list(map(np.broadcast_to, g, map(np.shape, ans)))), np.shape(adjoint)), CONSTANT)
+defjvp(column_stack_vjp, lambda t, ans, adjoint, arrays: column_stack_vjp(t, arrays), CONSTANT)
+defvjp(split_vjp, lambda g, ans, adjoint, pieces, axis: split_like(g, pieces, axis), CONSTANT, CONSTANT)
+defjvp(split_vjp, lambda t, ans, adjoint, pieces, axis: split_vjp(t, pieces, axis), CONSTANT, CONSTANT)
+defvjp(select_vjp, lambda g, ans, adjoint, condlist, choicelist: unbroadcast(sum(np.where(select_choices(condlist) == index, part, 0.0) for index, part in enumerate(g)), adjoint), CONSTANT, CONSTANT)
+defjvp(select_vjp, lambda t, ans, adjoint, condlist, choicelist: select_vjp(t, condlist, choicelist), CONSTANT, CONSTANT)
+
 # prod_vjp(adjoint, product, like, axis, keepdims) is expand(adjoint) times the product
 # of the other elements of like, which is not linear in like: its tangent in like is
 # others_product_jvp's, and that is symmetric in the tangent and the weight it is
@@ -174,6 +191,38 @@ defvjp(inner_vjp_right, lambda g, ans, adjoint, a, b: np.inner(a, g),
        lambda g, ans, adjoint, a, b: inner_vjp_left(adjoint, a, g), CONSTANT)
 defjvp(inner_vjp_right, lambda t, ans, adjoint, a, b: inner_vjp_right(t, a, b),
        lambda t, ans, adjoint, a, b: inner_vjp_right(adjoint, t, b), CONSTANT)
+# tensordot_vjp_a(adjoint, a, b, axes) contracts the adjoint with b (a gives a
+# shape): <tensordot_vjp_a(G, a, b), x> = <G, tensordot(x, b)>, so the adjoint's
+# transpose is tensordot(g, b) and b's the other VJP with g in a's place.
+defvjp(tensordot_vjp_a, lambda g, ans, adjoint, a, b, axes: np.tensordot(g, b, axes), CONSTANT,
+       lambda g, ans, adjoint, a, b, axes: tensordot_vjp_b(adjoint, g, b, axes), CONSTANT)
+defjvp(tensordot_vjp_a, lambda t, ans, adjoint, a, b, axes: tensordot_vjp_a(t, a, b, axes), CONSTANT,
+       lambda t, ans, adjoint, a, b, axes: tensordot_vjp_a(adjoint, a, t, axes), CONSTANT)
+defvjp(tensordot_vjp_b, lambda g, ans, adjoint, a, b, axes: np.tensordot(a, g, axes),
+       lambda g, ans, adjoint, a, b, axes: tensordot_vjp_a(adjoint, a, g, axes), CONSTANT, CONSTANT)
+defjvp(tensordot_vjp_b, lambda t, ans, adjoint, a, b, axes: tensordot_vjp_b(t, a, b, axes),
+       lambda t, ans, adjoint, a, b, axes: tensordot_vjp_b(adjoint, t, b, axes), CONSTANT, CONSTANT)
+# kron_vjp(adjoint, a, b, first) is the adjoint in a (first: weighed by b, a gives a
+# shape) or in b (weighed by a): <kron_vjp(G, x, b, True), a> = <G, kron(a, b)> =
+# <kron_vjp(G, a, x, False), b>.  The factor that gives a shape has no derivative.
+defvjp(kron_vjp, lambda g, ans, adjoint, a, b, first: np.kron(g, b) if first else np.kron(a, g),
+       lambda g, ans, adjoint, a, b, first: np.zeros(np.shape(a)) if first else kron_vjp(adjoint, a, g, True),
+       lambda g, ans, adjoint, a, b, first: kron_vjp(adjoint, g, b, False) if first else np.zeros(np.shape(b)), CONSTANT)
+defjvp(kron_vjp, lambda t, ans, adjoint, a, b, first: kron_vjp(t, a, b, first),
+       lambda t, ans, adjoint, a, b, first: np.zeros(np.shape(ans)) if first else kron_vjp(adjoint, t, b, False),
+       lambda t, ans, adjoint, a, b, first: kron_vjp(adjoint, a, t, True) if first else np.zeros(np.shape(ans)), CONSTANT)
+# cross_vjp(adjoint, a, b, ..., first) is b x g in a's shape (first) or g x a in b's:
+# the adjoint of x -> x x b (of x -> a x x), so the adjoint's transpose is that map.
+# It is linear in the other vector too: <b x G, x> = <b, G x x> and <G x a, x> =
+# <a, x x G> give their transposes.  The vector it is the adjoint in gives a shape.
+defvjp(cross_vjp, lambda g, ans, adjoint, a, b, axisa, axisb, axisc, axis, first: np.cross(g, b, axisa, axisb, axisc, axis) if first else np.cross(a, g, axisa, axisb, axisc, axis),
+       lambda g, ans, adjoint, a, b, axisa, axisb, axisc, axis, first: np.zeros(np.shape(a)) if first else cross_vjp(adjoint, a, g, axisa, axisb, axisc, axis, True),
+       lambda g, ans, adjoint, a, b, axisa, axisb, axisc, axis, first: cross_vjp(adjoint, g, b, axisa, axisb, axisc, axis, False) if first else np.zeros(np.shape(b)),
+       CONSTANT, CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+defjvp(cross_vjp, lambda t, ans, adjoint, a, b, axisa, axisb, axisc, axis, first: cross_vjp(t, a, b, axisa, axisb, axisc, axis, first),
+       lambda t, ans, adjoint, a, b, axisa, axisb, axisc, axis, first: np.zeros(np.shape(ans)) if first else cross_vjp(adjoint, t, b, axisa, axisb, axisc, axis, False),
+       lambda t, ans, adjoint, a, b, axisa, axisb, axisc, axis, first: cross_vjp(adjoint, a, t, axisa, axisb, axisc, axis, True) if first else np.zeros(np.shape(ans)),
+       CONSTANT, CONSTANT, CONSTANT, CONSTANT, CONSTANT)
 # einsum_vjp(adjoint, subscripts, operands, index) is the einsum with the adjoint
 # in operand index's place: linear in the adjoint and in each other operand; the
 # operand at index only gives a shape.
