@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.signal
 
 import derivo
 from examples.temperature import (fit_temperature, nll, nll_curvature, nll_slope,
@@ -245,6 +246,14 @@ def tensordot_squared(x):
     return np.sum(np.tensordot(np.reshape(x, (2, 2)), np.outer(x, x[:2]), ([1], [1])) ** 2)
 
 
+def convolved(x):
+    return np.sum(np.convolve(x, x[:3] ** 2, "same") ** 2) + np.sum(np.correlate(x ** 2, x[1:]) ** 2)
+
+
+def convolved_in_2d(x):
+    return np.sum(scipy.signal.convolve(np.reshape(x, (2, 3)), np.reshape(x[:4], (2, 2)) ** 2, "valid") ** 2)
+
+
 # (function, point, helper its gradient code calls)
 HESSIANS_OF_NUMPY = [
     (product, np.array([0.7, -1.3, 1.9, 0.4]), "prod_vjp"),
@@ -277,6 +286,9 @@ HESSIANS_OF_NUMPY = [
     (kron_squared, np.array([0.7, -1.3, 1.9, 0.4]), "kron_vjp"),
     (crossed, np.array([0.7, -1.3, 1.9, 0.4]), "cross_vjp"),
     (tensordot_squared, np.array([0.7, -1.3, 1.9, 0.4]), "tensordot_vjp_a"),
+    (convolved, np.array([0.7, -1.3, 1.9, 0.4, 1.0]), "convolve_vjp"),
+    (convolved, np.array([0.7, -1.3, 1.9, 0.4, 1.0]), "correlate_vjp"),
+    (convolved_in_2d, np.array([0.7, -1.3, 1.9, 0.4, 1.0, -0.2]), "convolve_vjp"),
 ]
 
 

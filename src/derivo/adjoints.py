@@ -273,6 +273,28 @@ def correlate_vjp(adjoint, a, v, which):
     return reversed_conj(convolve_vjp(adjoint, a, reversed_conj(v), 1, np.correlate))
 
 
+def convolved_cut(g, adjoint, in1, in2, which, correlate):
+    """The transpose of ``convolve_vjp(adjoint, in1, in2, which, correlate)`` in
+    its adjoint: g (in in1's place, ``which`` 0, or in2's) convolved with the other
+    argument, by the library ``correlate`` is of, and cut to the adjoint's shape
+    where convolve_vjp placed the adjoint (centred)."""
+    if correlate is np.correlate:
+        convolve = np.convolve
+    else:
+        from scipy.signal import convolve
+    full = convolve(g, in2, "full") if which == 0 else convolve(in1, g, "full")
+    return full[tuple(slice((f - o) // 2, (f - o) // 2 + o)
+                      for f, o in zip(np.shape(full), np.shape(adjoint)))]
+
+
+def correlate_mode(adjoint, a, v):
+    """The mode of ``np.correlate(a, v, mode)``, read off the length of its adjoint
+    (two modes give one length only where a or v has one element: then they give
+    one result)."""
+    lengths = {len(a) + len(v) - 1: "full", max(len(a), len(v)): "same"}
+    return lengths.get(len(adjoint), "valid")
+
+
 def reversed_conj(x):
     """x reversed in every axis and conjugated: correlate(a, v) is convolve(a,
     reversed_conj(v)), and reversed_conj is its own adjoint (JAX's convention)."""

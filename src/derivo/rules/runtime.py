@@ -25,11 +25,10 @@ where the array holds zeros.
 Not here: the helpers of ``loops="checkpoint"``; the tangents the rules here call
 (``others_product_jvp``, ``einsum_vjp_operands_jvp``: a third derivative of array
 code is refused); and the adjoints whose derivatives need more than a line:
-those of np.convolve and np.correlate (``convolve_vjp``, ``correlate_vjp``: the
-mode is read off the adjoint's shape), of np.interp (``interp_*_vjp``), of
-np.fft (``fftn_vjp``...: complex), of np.linalg.multi_dot and matrix_power and
-of the decompositions (``eigh_vjp``, ``svd_vjp``...: not linear in their
-matrices).  ``derivo.hessian`` refuses each of those by name.
+those of np.interp (``interp_*_vjp``: piecewise in x and xp), of np.fft
+(``fftn_vjp``...: complex), of np.linalg.multi_dot and matrix_power and of the
+decompositions (``eigh_vjp``, ``svd_vjp``...: not linear in their matrices).
+``derivo.hessian`` refuses each of those by name.
 """
 
 import numpy as np
@@ -47,7 +46,8 @@ from ..runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_fie
                        stop_gradient, sum_vjp, swap_last, tangent_owned, transpose_vjp, transposed,
                        unbroadcast, unshared, unsort, unpacked_vjp, unstack, values_vjp, vstack_vjp, zero_as,
                        zero_gradient, zeroed, zeroed_in_place, zeros_for)
-from ..adjoints import (appended_sources, average_weights, column_stack_vjp, diag_vjp, diff_vjp,
+from ..adjoints import (appended_sources, average_weights, column_stack_vjp, convolve_vjp,
+                        convolved_cut, correlate_mode, correlate_vjp, diag_vjp, diff_vjp,
                         gathered_vjp, gradient_vjp, pad_sources, partition_sources, positions,
                         ptp_weights, quantile_jvp, quantile_vjp, repeat_vjp, reverse_cumsum,
                         rollaxis_vjp, select_choices, select_vjp, split_vjp, tile_vjp,
@@ -223,6 +223,25 @@ defjvp(cross_vjp, lambda t, ans, adjoint, a, b, axisa, axisb, axisc, axis, first
        lambda t, ans, adjoint, a, b, axisa, axisb, axisc, axis, first: np.zeros(np.shape(ans)) if first else cross_vjp(adjoint, t, b, axisa, axisb, axisc, axis, False),
        lambda t, ans, adjoint, a, b, axisa, axisb, axisc, axis, first: cross_vjp(adjoint, a, t, axisa, axisb, axisc, axis, True) if first else np.zeros(np.shape(ans)),
        CONSTANT, CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+# convolve_vjp(adjoint, in1, in2, which, correlate) is the adjoint in in1 (which 0)
+# or in2 of a convolution cut to a mode: linear in the adjoint and in the other
+# argument (the one it is the adjoint of gives a shape).  Its transpose in the
+# adjoint is the cut convolution; in the other argument, the other adjoint:
+# <G, cut(x * y)> is <x, convolve_vjp(G, x, y, 0)> and <y, convolve_vjp(G, x, y, 1)>.
+defvjp(convolve_vjp, lambda g, ans, adjoint, in1, in2, which, correlate: convolved_cut(g, adjoint, in1, in2, which, correlate),
+       lambda g, ans, adjoint, in1, in2, which, correlate: np.zeros(np.shape(in1)) if which == 0 else convolve_vjp(adjoint, in1, g, 0, correlate),
+       lambda g, ans, adjoint, in1, in2, which, correlate: convolve_vjp(adjoint, g, in2, 1, correlate) if which == 0 else np.zeros(np.shape(in2)), CONSTANT, CONSTANT)
+defjvp(convolve_vjp, lambda t, ans, adjoint, in1, in2, which, correlate: convolve_vjp(t, in1, in2, which, correlate),
+       lambda t, ans, adjoint, in1, in2, which, correlate: np.zeros(np.shape(ans)) if which == 0 else convolve_vjp(adjoint, t, in2, 1, correlate),
+       lambda t, ans, adjoint, in1, in2, which, correlate: convolve_vjp(adjoint, in1, t, 0, correlate) if which == 0 else np.zeros(np.shape(ans)), CONSTANT, CONSTANT)
+# correlate_vjp(adjoint, a, v, which), the same for np.correlate(a, v, mode): its
+# transpose in the adjoint is np.correlate in the mode the adjoint's length tells.
+defvjp(correlate_vjp, lambda g, ans, adjoint, a, v, which: np.correlate(g, v, correlate_mode(adjoint, a, v)) if which == 0 else np.correlate(a, g, correlate_mode(adjoint, a, v)),
+       lambda g, ans, adjoint, a, v, which: np.zeros(np.shape(a)) if which == 0 else correlate_vjp(adjoint, a, g, 0),
+       lambda g, ans, adjoint, a, v, which: correlate_vjp(adjoint, g, v, 1) if which == 0 else np.zeros(np.shape(v)), CONSTANT)
+defjvp(correlate_vjp, lambda t, ans, adjoint, a, v, which: correlate_vjp(t, a, v, which),
+       lambda t, ans, adjoint, a, v, which: np.zeros(np.shape(ans)) if which == 0 else correlate_vjp(adjoint, t, v, 1),
+       lambda t, ans, adjoint, a, v, which: correlate_vjp(adjoint, a, t, 0) if which == 0 else np.zeros(np.shape(ans)), CONSTANT)
 # einsum_vjp(adjoint, subscripts, operands, index) is the einsum with the adjoint
 # in operand index's place: linear in the adjoint and in each other operand; the
 # operand at index only gives a shape.
