@@ -254,6 +254,15 @@ def convolved_in_2d(x):
     return np.sum(scipy.signal.convolve(np.reshape(x, (2, 3)), np.reshape(x[:4], (2, 2)) ** 2, "valid") ** 2)
 
 
+def spectrum(x):
+    return np.sum(np.real(np.fft.fft(x ** 2, 6)) ** 2) + np.sum(np.imag(np.fft.ifft(x ** 3)) ** 2)
+
+
+def half_spectrum(x):
+    spectrum = np.fft.rfft(x ** 2, norm="ortho")
+    return np.sum(np.real(spectrum) ** 3) + np.sum(np.imag(spectrum) ** 2)
+
+
 # (function, point, helper its gradient code calls)
 HESSIANS_OF_NUMPY = [
     (product, np.array([0.7, -1.3, 1.9, 0.4]), "prod_vjp"),
@@ -289,6 +298,8 @@ HESSIANS_OF_NUMPY = [
     (convolved, np.array([0.7, -1.3, 1.9, 0.4, 1.0]), "convolve_vjp"),
     (convolved, np.array([0.7, -1.3, 1.9, 0.4, 1.0]), "correlate_vjp"),
     (convolved_in_2d, np.array([0.7, -1.3, 1.9, 0.4, 1.0, -0.2]), "convolve_vjp"),
+    (spectrum, np.array([0.7, -1.3, 1.9, 0.4]), "fftn_vjp"),
+    (half_spectrum, np.array([0.7, -1.3, 1.9, 0.4, 1.0]), "rfftn_vjp"),
 ]
 
 

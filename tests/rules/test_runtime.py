@@ -73,7 +73,8 @@ from derivo.runtime import (add_adjoints, add_at, add_at_in_place, addable, as_a
 from derivo.adjoints import (column_stack_vjp, convolve_vjp, correlate_vjp, diag_vjp, diff_vjp, gathered_vjp, gradient_vjp,
                              pad_sources, quantile_vjp, repeat_vjp, reverse_cumsum, rollaxis_vjp,
                              select_vjp, split_vjp, tile_vjp)
-from derivo.linalg_adjoints import cross_vjp, kron_vjp, tensordot_vjp_a, tensordot_vjp_b, trace_vjp
+from derivo.linalg_adjoints import (cross_vjp, fftn_vjp, kron_vjp, real_like, rfftn_vjp,
+                                    tensordot_vjp_a, tensordot_vjp_b, trace_vjp)
 
 L4 = np.zeros(4)
 L5 = np.zeros(5)
@@ -101,6 +102,8 @@ D2 = {"a": np.zeros(3), "b": np.zeros(3)}
 PADDED = pad_sources(L34, 1, "constant")
 REFLECTED = pad_sources(L4, (2, 3), "reflect")
 STACKED = [np.zeros(3), np.zeros((3, 2))]
+L8 = np.zeros(8)
+CL4 = np.zeros(4, dtype=complex)
 COORDS = np.array([0.0, 0.5, 1.5, 2.0, 3.5])
 A34 = np.array([[0.3, -1.2, 2.0, 0.7],
                 [1.5, 0.1, -0.4, 0.9],
@@ -369,6 +372,20 @@ for _out, _a, _v, _which in (((4, 5), (2, 3), (3, 3), 0), ((2, 3), (3, 4), (2, 2
                              ((3, 4), (3, 4), (2, 3), 1)):
     probe(adjoints.convolve_vjp, "convolve_vjp(x0, x1, x2, {}, signal_correlate)".format(_which),
           normal(*_out), normal(*_a), normal(*_v))
+# np.fft's adjoints: transforms cut or padded to the argument's lengths (x0's shape
+# is the transform's), real for a real argument
+for _helper, _expr, _shape in (
+        (linalg_adjoints.fftn_vjp, "fftn_vjp(x0, L4, [0], None, False)", (4,)),
+        (linalg_adjoints.fftn_vjp, "fftn_vjp(x0, L4, [0], 'ortho', True)", (6,)),
+        (linalg_adjoints.fftn_vjp, "fftn_vjp(x0, L34, [0, 1], None, False)", (3, 4)),
+        (linalg_adjoints.fftn_vjp, "fftn_vjp(x0, L34, [0], 'forward', False)", (2, 4)),
+        (linalg_adjoints.fftn_vjp, "np.imag(fftn_vjp(x0, CL4, [0], None, True))", (4,)),
+        (linalg_adjoints.rfftn_vjp, "rfftn_vjp(x0, L8, None, [0], None)", (5,)),
+        (linalg_adjoints.rfftn_vjp, "rfftn_vjp(x0, L8, [6], [0], 'ortho')", (4,)),
+        (linalg_adjoints.rfftn_vjp, "rfftn_vjp(x0, L34, None, None, 'forward')", (3, 3)),
+        (linalg_adjoints.real_like, "real_like(x0 * (1 + 2j), L4)", (4,)),
+        (linalg_adjoints.real_like, "np.imag(real_like(x0 * (1 + 2j), CL4))", (4,))):
+    probe(_helper, _expr, normal(*_shape))
 
 # prod_vjp: the adjoint x0 times the product of the other elements of x1, a lane
 # of which may hold zeros (none, one, two or three of them).
@@ -863,15 +880,16 @@ def test_the_tangent_of_an_einsum_adjoint_takes_a_zero_for_an_operand_nothing_re
     np.testing.assert_allclose(with_zero, np.outer(dx, adjoint))
 
 
-def spectrum(x):
-    return np.sum(np.real(np.fft.fft(x ** 2)) ** 2)
+def inverse_spectrum(x):
+    return np.sum(np.fft.irfft(x ** 2) ** 2)
 
 
 def interpolated(x):
     return np.sum(np.interp(x, [0.0, 1.0, 4.0], [1.0, 3.0, 2.0]) ** 2)
 
 
-@pytest.mark.parametrize("f, helper", [(spectrum, "fftn_vjp"), (interpolated, "interp_x_vjp")])
+@pytest.mark.parametrize("f, helper", [(inverse_spectrum, "irfftn_vjp"),
+                                       (interpolated, "interp_x_vjp")])
 def test_a_hessian_through_an_adjoint_with_no_rule_is_refused_by_name(f, helper):
     """These adjoints have no rule here: the Hessian names them instead of a wrong number."""
     with pytest.raises(derivo.DerivoError, match=helper):

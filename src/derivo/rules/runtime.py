@@ -25,9 +25,10 @@ where the array holds zeros.
 Not here: the helpers of ``loops="checkpoint"``; the tangents the rules here call
 (``others_product_jvp``, ``einsum_vjp_operands_jvp``: a third derivative of array
 code is refused); and the adjoints whose derivatives need more than a line:
-those of np.interp (``interp_*_vjp``: piecewise in x and xp), of np.fft
-(``fftn_vjp``...: complex), of np.linalg.multi_dot and matrix_power and of the
-decompositions (``eigh_vjp``, ``svd_vjp``...: not linear in their matrices).
+those of np.interp (``interp_*_vjp``: piecewise in x and xp), of np.fft.irfft
+(``irfftn_vjp``: its transpose weighs and conjugates a half spectrum), of
+np.linalg.multi_dot and matrix_power and of the decompositions (``eigh_vjp``,
+``svd_vjp``...: not linear in their matrices).
 ``derivo.hessian`` refuses each of those by name.
 """
 
@@ -52,7 +53,8 @@ from ..adjoints import (appended_sources, average_weights, column_stack_vjp, con
                         ptp_weights, quantile_jvp, quantile_vjp, repeat_vjp, reverse_cumsum,
                         rollaxis_vjp, select_choices, select_vjp, split_vjp, tile_vjp,
                         trapezoid_weights)
-from ..linalg_adjoints import cross_vjp, kron_vjp, tensordot_vjp_a, tensordot_vjp_b, trace_vjp
+from ..linalg_adjoints import (cross_vjp, fftn_vjp, kron_vjp, real_like, rfftn_transpose, rfftn_vjp,
+                               tensordot_vjp_a, tensordot_vjp_b, trace_vjp)
 from . import CONSTANT, defjvp, defpartials, defvjp, nondifferentiable
 
 # --- constants -------------------------------------------------------------------------
@@ -152,6 +154,19 @@ defvjp(split_vjp, lambda g, ans, adjoint, pieces, axis: split_like(g, pieces, ax
 defjvp(split_vjp, lambda t, ans, adjoint, pieces, axis: split_vjp(t, pieces, axis), CONSTANT, CONSTANT)
 defvjp(select_vjp, lambda g, ans, adjoint, condlist, choicelist: unbroadcast(sum(np.where(select_choices(condlist) == index, part, 0.0) for index, part in enumerate(g)), adjoint), CONSTANT, CONSTANT)
 defjvp(select_vjp, lambda t, ans, adjoint, condlist, choicelist: select_vjp(t, condlist, choicelist), CONSTANT, CONSTANT)
+
+# The adjoints of np.fft's transforms are transforms of the adjoint, and real_like
+# takes the real part of one for a real argument; its transpose gives g back (the
+# adjoint of a real part, as np.real's rule).  fftn_vjp is the transform fitted to
+# a's lengths: its transpose is the same transform (the DFT matrix is symmetric)
+# of g at the adjoint's lengths, which np.fft pads or cuts to as the fitting's
+# transpose does.  rfftn_vjp pads a half spectrum and takes the real part.
+defvjp(real_like, lambda g, ans, value, like: g, CONSTANT)
+defjvp(real_like, lambda t, ans, value, like: real_like(t, like), CONSTANT)
+defvjp(fftn_vjp, lambda g, ans, adjoint, a, axes, norm, inverse: real_like(np.fft.ifftn(g, [np.shape(adjoint)[i] for i in axes], axes, norm) if inverse else np.fft.fftn(g, [np.shape(adjoint)[i] for i in axes], axes, norm), adjoint), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+defjvp(fftn_vjp, lambda t, ans, adjoint, a, axes, norm, inverse: fftn_vjp(t, a, axes, norm, inverse), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+defvjp(rfftn_vjp, lambda g, ans, adjoint, a, s, axes, norm: rfftn_transpose(g, adjoint, a, s, axes, norm), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+defjvp(rfftn_vjp, lambda t, ans, adjoint, a, s, axes, norm: rfftn_vjp(t, a, s, axes, norm), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
 
 # prod_vjp(adjoint, product, like, axis, keepdims) is expand(adjoint) times the product
 # of the other elements of like, which is not linear in like: its tangent in like is
