@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.signal
 
 import derivo
@@ -263,6 +264,20 @@ def half_spectrum(x):
     return np.sum(np.real(spectrum) ** 3) + np.sum(np.imag(spectrum) ** 2)
 
 
+def inverse_half_spectrum(x):
+    return np.sum(np.fft.irfft(x ** 2 + 1j * x[::-1], 6) ** 3)
+
+
+def block_diagonal(x):
+    return np.sum(scipy.linalg.block_diag(np.reshape(x[:4], (2, 2)), x[1:] ** 2) ** 3)
+
+
+def interpolated(v):
+    x, fp = v[:3], v[3:]
+    return np.sum(np.interp(x, [0.0, 1.0, 4.0, 5.0], fp ** 2) ** 3) + \
+        np.sum(np.interp(x, [0.0, 1.0, 4.0, 5.0], fp, period=6.0) ** 3)
+
+
 # (function, point, helper its gradient code calls)
 HESSIANS_OF_NUMPY = [
     (product, np.array([0.7, -1.3, 1.9, 0.4]), "prod_vjp"),
@@ -300,6 +315,10 @@ HESSIANS_OF_NUMPY = [
     (convolved_in_2d, np.array([0.7, -1.3, 1.9, 0.4, 1.0, -0.2]), "convolve_vjp"),
     (spectrum, np.array([0.7, -1.3, 1.9, 0.4]), "fftn_vjp"),
     (half_spectrum, np.array([0.7, -1.3, 1.9, 0.4, 1.0]), "rfftn_vjp"),
+    (inverse_half_spectrum, np.array([0.7, -1.3, 1.9, 0.4]), "irfftn_vjp"),
+    (block_diagonal, np.array([0.7, -1.3, 1.9, 0.4]), "block_diag_vjp"),
+    (interpolated, np.array([0.3, 2.5, 5.5, 1.0, 2.0, -1.0, 0.5]), "interp_x_vjp"),
+    (interpolated, np.array([0.3, 2.5, 5.5, 1.0, 2.0, -1.0, 0.5]), "interp_fp_vjp"),
 ]
 
 

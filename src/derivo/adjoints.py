@@ -545,6 +545,20 @@ def interp_fp_jvp(tangent, x, xp, left, right, period):
     return below * tangent[segments.below] + above * tangent[segments.above]
 
 
+def interp_slope_vjp(adjoint, x, xp, fp, left, right, period):
+    """The transpose of fp -> d np.interp(x, xp, fp, ...) / d x (the slope of fp
+    over each x's segment, linear in fp), applied to ``adjoint``: each x's
+    adjoint over its segment's width, added at the knot above and taken from
+    the knot below (nothing outside the knots)."""
+    segments = InterpSegments(x, xp, left, right, period)
+    share = np.broadcast_to(adjoint, np.shape(segments.width)) * \
+        np.where(segments.inside, 1.0, 0.0) / np.where(segments.inside, segments.width, 1.0)
+    total = np.zeros(np.shape(fp), dtype=np.result_type(share, float))
+    np.add.at(total, segments.above, share)
+    np.add.at(total, segments.below, -share)
+    return total
+
+
 def _interp_knot_partials(segments, fp):
     """d result / d xp[below] and d result / d xp[above]: moving a knot moves
     the segment under x, by slope (fraction - 1) and by -slope fraction."""

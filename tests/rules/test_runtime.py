@@ -70,10 +70,12 @@ from derivo.runtime import (add_adjoints, add_at, add_at_in_place, addable, as_a
                             swap_last, tangent_owned,
                             transpose_vjp, transposed, unbroadcast, unsort, unstack, vstack_vjp,
                             zero_as, zero_gradient, zeroed, zeroed_in_place)
-from derivo.adjoints import (column_stack_vjp, convolve_vjp, correlate_vjp, diag_vjp, diff_vjp, gathered_vjp, gradient_vjp,
+from derivo.adjoints import (column_stack_vjp, convolve_vjp, correlate_vjp, diag_vjp, interp_fp_vjp,
+                             interp_x_vjp, diff_vjp, gathered_vjp, gradient_vjp,
                              pad_sources, quantile_vjp, repeat_vjp, reverse_cumsum, rollaxis_vjp,
                              select_vjp, split_vjp, tile_vjp)
-from derivo.linalg_adjoints import (cross_vjp, fftn_vjp, kron_vjp, real_like, rfftn_vjp,
+from derivo.linalg_adjoints import (block_diag_vjp, cross_vjp, fftn_vjp, irfftn_vjp, kron_vjp,
+                                    real_like, rfftn_vjp,
                                     tensordot_vjp_a, tensordot_vjp_b, trace_vjp)
 
 L4 = np.zeros(4)
@@ -104,6 +106,10 @@ REFLECTED = pad_sources(L4, (2, 3), "reflect")
 STACKED = [np.zeros(3), np.zeros((3, 2))]
 L8 = np.zeros(8)
 CL4 = np.zeros(4, dtype=complex)
+KNOTS = np.array([-2.0, -0.5, 0.7, 2.5])
+CL5 = np.zeros(5, dtype=complex)
+CL34 = np.zeros((3, 4), dtype=complex)
+BLOCKS = [np.zeros((2, 2)), np.zeros(3), np.zeros((1, 2))]
 COORDS = np.array([0.0, 0.5, 1.5, 2.0, 3.5])
 A34 = np.array([[0.3, -1.2, 2.0, 0.7],
                 [1.5, 0.1, -0.4, 0.9],
@@ -383,9 +389,22 @@ for _helper, _expr, _shape in (
         (linalg_adjoints.rfftn_vjp, "rfftn_vjp(x0, L8, None, [0], None)", (5,)),
         (linalg_adjoints.rfftn_vjp, "rfftn_vjp(x0, L8, [6], [0], 'ortho')", (4,)),
         (linalg_adjoints.rfftn_vjp, "rfftn_vjp(x0, L34, None, None, 'forward')", (3, 3)),
+        (linalg_adjoints.irfftn_vjp, "irfftn_vjp(x0, L5, None, [0], None)", (8,)),
+        (linalg_adjoints.irfftn_vjp, "np.imag(irfftn_vjp(x0, CL5, [9], [0], 'ortho'))", (9,)),
+        (linalg_adjoints.irfftn_vjp, "np.real(irfftn_vjp(x0, CL34, None, None, 'forward'))", (3, 6)),
+        (linalg_adjoints.irfftn_vjp, "np.imag(irfftn_vjp(x0, CL34, [2, 5], [0, 1], None))", (2, 5)),
         (linalg_adjoints.real_like, "real_like(x0 * (1 + 2j), L4)", (4,)),
         (linalg_adjoints.real_like, "np.imag(real_like(x0 * (1 + 2j), CL4))", (4,))):
     probe(_helper, _expr, normal(*_shape))
+# scipy.linalg.block_diag's: an array's block (np.atleast_2d of it)
+for _index in (0, 1, 2):
+    probe(linalg_adjoints.block_diag_vjp, "block_diag_vjp(x0, BLOCKS, {})".format(_index),
+          normal(4, 7))
+# np.interp's adjoints in x and fp (x1 the points, some outside the knots; x2 fp)
+for _options in ("None, None, None", "0.0, 1.0, None", "None, None, 3.0"):
+    for _helper in (adjoints.interp_x_vjp, adjoints.interp_fp_vjp):
+        probe(_helper, "{}(x0, x1, KNOTS, x2, {})".format(_helper.__name__, _options),
+              normal(6), normal(6), normal(4))
 
 # prod_vjp: the adjoint x0 times the product of the other elements of x1, a lane
 # of which may hold zeros (none, one, two or three of them).
@@ -880,17 +899,24 @@ def test_the_tangent_of_an_einsum_adjoint_takes_a_zero_for_an_operand_nothing_re
     np.testing.assert_allclose(with_zero, np.outer(dx, adjoint))
 
 
-def inverse_spectrum(x):
-    return np.sum(np.fft.irfft(x ** 2) ** 2)
 
 
 def interpolated(x):
-    return np.sum(np.interp(x, [0.0, 1.0, 4.0], [1.0, 3.0, 2.0]) ** 2)
+    return np.sum(np.interp(x, np.array([0.0, 1.0, 4.0]) * x[0], [1.0, 3.0, 2.0]) ** 2)
 
 
-@pytest.mark.parametrize("f, helper", [(inverse_spectrum, "irfftn_vjp"),
-                                       (interpolated, "interp_x_vjp")])
+def chained(x):
+    return np.sum(np.linalg.multi_dot([np.outer(x, x), np.outer(x, x ** 2), x]))
+
+
+def eigenvalues(x):
+    return np.sum(np.linalg.eigvalsh(np.outer(x, x) + np.diag(x)) ** 3)
+
+
+@pytest.mark.parametrize("f, helper", [(interpolated, "interp_x_vjp"), (chained, "multi_dot_vjp"),
+                                       (eigenvalues, "eigvalsh_vjp")])
 def test_a_hessian_through_an_adjoint_with_no_rule_is_refused_by_name(f, helper):
-    """These adjoints have no rule here: the Hessian names them instead of a wrong number."""
+    """These adjoints have no rule here (interp_x_vjp none in the knots xp): the
+    Hessian names them instead of a wrong number."""
     with pytest.raises(derivo.DerivoError, match=helper):
         derivo.hessian(f)(np.array([0.5, 1.5, 2.0]))

@@ -25,11 +25,10 @@ where the array holds zeros.
 Not here: the helpers of ``loops="checkpoint"``; the tangents the rules here call
 (``others_product_jvp``, ``einsum_vjp_operands_jvp``: a third derivative of array
 code is refused); and the adjoints whose derivatives need more than a line:
-those of np.interp (``interp_*_vjp``: piecewise in x and xp), of np.fft.irfft
-(``irfftn_vjp``: its transpose weighs and conjugates a half spectrum), of
-np.linalg.multi_dot and matrix_power and of the decompositions (``eigh_vjp``,
-``svd_vjp``...: not linear in their matrices).
-``derivo.hessian`` refuses each of those by name.
+np.interp's in its knots xp (``interp_xp_vjp``, and the others' changes with xp),
+those of np.linalg.multi_dot and matrix_power and of the decompositions
+(``eigh_vjp``, ``svd_vjp``...: not linear in their matrices).  ``derivo.hessian``
+refuses each of those by name.
 """
 
 import numpy as np
@@ -49,11 +48,13 @@ from ..runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_fie
                        zero_gradient, zeroed, zeroed_in_place, zeros_for)
 from ..adjoints import (appended_sources, average_weights, column_stack_vjp, convolve_vjp,
                         convolved_cut, correlate_mode, correlate_vjp, diag_vjp, diff_vjp,
-                        gathered_vjp, gradient_vjp, pad_sources, partition_sources, positions,
+                        gathered_vjp, gradient_vjp, interp_fp_jvp, interp_fp_vjp,
+                        interp_slope_vjp, interp_x_vjp, pad_sources, partition_sources, positions,
                         ptp_weights, quantile_jvp, quantile_vjp, repeat_vjp, reverse_cumsum,
                         rollaxis_vjp, select_choices, select_vjp, split_vjp, tile_vjp,
                         trapezoid_weights)
-from ..linalg_adjoints import (cross_vjp, fftn_vjp, kron_vjp, real_like, rfftn_transpose, rfftn_vjp,
+from ..linalg_adjoints import (block_diag_jvp, block_diag_vjp, cross_vjp, fftn_vjp, irfftn_vjp,
+                               kron_vjp, real_like, rfftn_transpose, rfftn_vjp,
                                tensordot_vjp_a, tensordot_vjp_b, trace_vjp)
 from . import CONSTANT, defjvp, defpartials, defvjp, nondifferentiable
 
@@ -167,6 +168,30 @@ defvjp(fftn_vjp, lambda g, ans, adjoint, a, axes, norm, inverse: real_like(np.ff
 defjvp(fftn_vjp, lambda t, ans, adjoint, a, axes, norm, inverse: fftn_vjp(t, a, axes, norm, inverse), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
 defvjp(rfftn_vjp, lambda g, ans, adjoint, a, s, axes, norm: rfftn_transpose(g, adjoint, a, s, axes, norm), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
 defjvp(rfftn_vjp, lambda t, ans, adjoint, a, s, axes, norm: rfftn_vjp(t, a, s, axes, norm), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+# irfftn_vjp is the transpose of np.fft.irfftn (the pairing of a complex adjoint c
+# with z, Re(c z), is symmetric), so its transpose is irfftn again.
+defvjp(irfftn_vjp, lambda g, ans, adjoint, a, s, axes, norm: np.fft.irfftn(g, s, axes, norm), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+defjvp(irfftn_vjp, lambda t, ans, adjoint, a, s, axes, norm: irfftn_vjp(t, a, s, axes, norm), CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+# block_diag_vjp reads an array's block of the adjoint; block_diag_jvp, which puts
+# it in its place among zeros, is its transpose.
+defvjp(block_diag_vjp, lambda g, ans, adjoint, arrays, index: block_diag_jvp(g, arrays, index), CONSTANT, CONSTANT)
+defjvp(block_diag_vjp, lambda t, ans, adjoint, arrays, index: block_diag_vjp(t, arrays, index), CONSTANT, CONSTANT)
+
+# np.interp's adjoints in x and fp, where the segment each x falls in is fixed
+# (knots aside).  interp_x_vjp is the adjoint times the slope of fp, linear in fp:
+# interp_slope_vjp is that slope's transpose, spreading each x's share over its
+# segment's knots.  interp_fp_vjp weighs the two knots by 1 - f and f, and f moves
+# with x by 1 / width: the same spread of the adjoint times x's tangent, whose
+# transpose is the slope again.  Their changes with the knots xp are not here (None:
+# a Hessian in xp is refused).
+defvjp(interp_x_vjp, lambda g, ans, adjoint, x, xp, fp, left, right, period: interp_x_vjp(g, x, xp, fp, left, right, period), CONSTANT, None,
+       lambda g, ans, adjoint, x, xp, fp, left, right, period: interp_slope_vjp(adjoint * g, x, xp, fp, left, right, period), CONSTANT, CONSTANT, CONSTANT)
+defjvp(interp_x_vjp, lambda t, ans, adjoint, x, xp, fp, left, right, period: interp_x_vjp(t, x, xp, fp, left, right, period), CONSTANT, None,
+       lambda t, ans, adjoint, x, xp, fp, left, right, period: interp_x_vjp(adjoint, x, xp, t, left, right, period), CONSTANT, CONSTANT, CONSTANT)
+defvjp(interp_fp_vjp, lambda g, ans, adjoint, x, xp, fp, left, right, period: interp_fp_jvp(g, x, xp, left, right, period),
+       lambda g, ans, adjoint, x, xp, fp, left, right, period: interp_x_vjp(adjoint, x, xp, g, left, right, period), None, CONSTANT, CONSTANT, CONSTANT, CONSTANT)
+defjvp(interp_fp_vjp, lambda t, ans, adjoint, x, xp, fp, left, right, period: interp_fp_vjp(t, x, xp, fp, left, right, period),
+       lambda t, ans, adjoint, x, xp, fp, left, right, period: interp_slope_vjp(adjoint * t, x, xp, fp, left, right, period), None, CONSTANT, CONSTANT, CONSTANT, CONSTANT)
 
 # prod_vjp(adjoint, product, like, axis, keepdims) is expand(adjoint) times the product
 # of the other elements of like, which is not linear in like: its tangent in like is
