@@ -232,7 +232,8 @@ def split_pieces(x):
 
 
 def gradient_squared(x):
-    return np.sum(np.gradient(x ** 3, 0.5) ** 2) + np.sum(np.gradient(np.reshape(x, (2, -1)), axis=1) ** 3)
+    return np.sum(np.gradient(x ** 3, 0.5) ** 2) + \
+        np.sum(np.gradient(np.reshape(x, (2, -1)), axis=1) ** 3)
 
 
 def kron_squared(x):
@@ -248,11 +249,13 @@ def tensordot_squared(x):
 
 
 def convolved(x):
-    return np.sum(np.convolve(x, x[:3] ** 2, "same") ** 2) + np.sum(np.correlate(x ** 2, x[1:]) ** 2)
+    return np.sum(np.convolve(x, x[:3] ** 2, "same") ** 2) + \
+        np.sum(np.correlate(x ** 2, x[1:]) ** 2)
 
 
 def convolved_in_2d(x):
-    return np.sum(scipy.signal.convolve(np.reshape(x, (2, 3)), np.reshape(x[:4], (2, 2)) ** 2, "valid") ** 2)
+    kernel = np.reshape(x[:4], (2, 2)) ** 2
+    return np.sum(scipy.signal.convolve(np.reshape(x, (2, 3)), kernel, "valid") ** 2)
 
 
 def spectrum(x):
@@ -276,6 +279,14 @@ def interpolated(v):
     x, fp = v[:3], v[3:]
     return np.sum(np.interp(x, [0.0, 1.0, 4.0, 5.0], fp ** 2) ** 3) + \
         np.sum(np.interp(x, [0.0, 1.0, 4.0, 5.0], fp, period=6.0) ** 3)
+
+
+def spectrum_in_2d(x):
+    return np.sum(np.real(np.fft.fftn(np.reshape(x ** 2, (2, 2)))) ** 2)
+
+
+def correlated_in_2d(x):
+    return np.sum(scipy.signal.correlate(np.reshape(x ** 2, (2, 3)), np.reshape(x[:4], (2, 2))) ** 2)
 
 
 # (function, point, helper its gradient code calls)
@@ -315,6 +326,8 @@ HESSIANS_OF_NUMPY = [
     (convolved_in_2d, np.array([0.7, -1.3, 1.9, 0.4, 1.0, -0.2]), "convolve_vjp"),
     (spectrum, np.array([0.7, -1.3, 1.9, 0.4]), "fftn_vjp"),
     (half_spectrum, np.array([0.7, -1.3, 1.9, 0.4, 1.0]), "rfftn_vjp"),
+    (spectrum_in_2d, np.array([0.7, -1.3, 1.9, 0.4]), "fftn_vjp"),
+    (correlated_in_2d, np.array([0.7, -1.3, 1.9, 0.4, 1.0, -0.2]), "reversed_conj"),
     (inverse_half_spectrum, np.array([0.7, -1.3, 1.9, 0.4]), "irfftn_vjp"),
     (block_diagonal, np.array([0.7, -1.3, 1.9, 0.4]), "block_diag_vjp"),
     (interpolated, np.array([0.3, 2.5, 5.5, 1.0, 2.0, -1.0, 0.5]), "interp_x_vjp"),

@@ -71,6 +71,7 @@ from derivo.runtime import (add_adjoints, add_at, add_at_in_place, addable, as_a
                             transpose_vjp, transposed, unbroadcast, unsort, unstack, vstack_vjp,
                             zero_as, zero_gradient, zeroed, zeroed_in_place)
 from derivo.adjoints import (column_stack_vjp, convolve_vjp, correlate_vjp, diag_vjp, interp_fp_vjp,
+                             reversed_conj,
                              interp_x_vjp, diff_vjp, gathered_vjp, gradient_vjp,
                              pad_sources, quantile_vjp, repeat_vjp, reverse_cumsum, rollaxis_vjp,
                              select_vjp, split_vjp, tile_vjp)
@@ -344,12 +345,15 @@ probe(adjoints.gradient_vjp, "gradient_vjp(x0, L5, (COORDS,), None, 1)", normal(
 probe(adjoints.gradient_vjp, "gradient_vjp(x0, L34, (), 1, 2)", normal(3, 4))
 # Products: linear in the adjoint x0 and in the other factor (the one whose adjoint
 # it is gives a shape).
-for _axes, _a, _b, _out in (("2", (2, 3, 4), (3, 4, 5), (2, 5)), ("([1], [0])", (2, 3), (3, 4), (2, 4)),
-                            ("((0, 2), (1, 0))", (3, 2, 4), (4, 3, 5), (2, 5)), ("0", (2,), (3,), (2, 3))):
+for _axes, _a, _b, _out in (("2", (2, 3, 4), (3, 4, 5), (2, 5)),
+                            ("([1], [0])", (2, 3), (3, 4), (2, 4)),
+                            ("((0, 2), (1, 0))", (3, 2, 4), (4, 3, 5), (2, 5)),
+                            ("0", (2,), (3,), (2, 3))):
     for _helper in (linalg_adjoints.tensordot_vjp_a, linalg_adjoints.tensordot_vjp_b):
         probe(_helper, "{}(x0, x1, x2, {})".format(_helper.__name__, _axes), normal(*_out),
               normal(*_a), normal(*_b))
-for _a, _b, _out in (((2, 3), (3, 2), (6, 6)), ((3,), (2, 2), (2, 6)), ((2, 1, 2), (3,), (2, 1, 6))):
+for _a, _b, _out in (((2, 3), (3, 2), (6, 6)), ((3,), (2, 2), (2, 6)),
+                     ((2, 1, 2), (3,), (2, 1, 6))):
     for _first in (True, False):
         probe(linalg_adjoints.kron_vjp, "kron_vjp(x0, x1, x2, {})".format(_first), normal(*_out),
               normal(*_a), normal(*_b))
@@ -391,7 +395,8 @@ for _helper, _expr, _shape in (
         (linalg_adjoints.rfftn_vjp, "rfftn_vjp(x0, L34, None, None, 'forward')", (3, 3)),
         (linalg_adjoints.irfftn_vjp, "irfftn_vjp(x0, L5, None, [0], None)", (8,)),
         (linalg_adjoints.irfftn_vjp, "np.imag(irfftn_vjp(x0, CL5, [9], [0], 'ortho'))", (9,)),
-        (linalg_adjoints.irfftn_vjp, "np.real(irfftn_vjp(x0, CL34, None, None, 'forward'))", (3, 6)),
+        (linalg_adjoints.irfftn_vjp, "np.real(irfftn_vjp(x0, CL34, None, None, 'forward'))",
+         (3, 6)),
         (linalg_adjoints.irfftn_vjp, "np.imag(irfftn_vjp(x0, CL34, [2, 5], [0, 1], None))", (2, 5)),
         (linalg_adjoints.real_like, "real_like(x0 * (1 + 2j), L4)", (4,)),
         (linalg_adjoints.real_like, "np.imag(real_like(x0 * (1 + 2j), CL4))", (4,))):
@@ -405,6 +410,8 @@ for _options in ("None, None, None", "0.0, 1.0, None", "None, None, 3.0"):
     for _helper in (adjoints.interp_x_vjp, adjoints.interp_fp_vjp):
         probe(_helper, "{}(x0, x1, KNOTS, x2, {})".format(_helper.__name__, _options),
               normal(6), normal(6), normal(4))
+probe(adjoints.reversed_conj, "reversed_conj(x0)", normal(3, 4))
+probe(adjoints.reversed_conj, "np.imag(reversed_conj(x0 * (1 - 2j)))", normal(5))
 
 # prod_vjp: the adjoint x0 times the product of the other elements of x1, a lane
 # of which may hold zeros (none, one, two or three of them).
@@ -572,6 +579,60 @@ def test_every_runtime_helper_has_a_rule():
     assert not missing, "runtime helpers with no rule: " + ", ".join(missing)
     for name in WITHOUT_RULES:
         assert not rules.is_primitive(getattr(runtime, name)), name + " has a rule now"
+
+
+#: helpers the VJP rules of NumPy, np.linalg, np.fft and scipy.signal call that have
+#: no rule here (a Hessian through them is refused by name), and why
+WITHOUT_SECOND_ORDER = dict.fromkeys(
+    ["cho_factor_vjp", "cho_solve_vjp_c", "cholesky_vjp", "eig_vjp", "eigh_vjp", "eigvals_vjp",
+     "eigvalsh_vjp", "lstsq_vjp_a", "lstsq_vjp_b", "lu_factor_vjp", "lu_solve_vjp_b",
+     "lu_solve_vjp_lu", "matrix_power_vjp", "multi_dot_vjp", "norm_vjp_any", "pinv_vjp", "qr_vjp",
+     "scipy_cholesky_vjp", "scipy_solve_vjp_a", "slogdet_vjp", "solve_triangular_vjp_a",
+     "solve_triangular_vjp_b", "svd_vjp"],
+    "not linear in the matrix or matrices: each needs a rule of its own")
+WITHOUT_SECOND_ORDER["interp_xp_vjp"] = "np.interp's adjoint in the knots, a slope over a " \
+                                        "width that moves with them"
+
+
+def helpers_of_vjp_rules():
+    """{name: labels} of derivo's helpers that VJP rules of the library tables call."""
+    for module in ("scipy.linalg", "scipy.signal"):
+        importlib.import_module(module)  # registers its lazy table
+    rules.load_tables()
+    tables = ("derivo.rules.numpy", "derivo.rules.linalg", "derivo.rules.fft",
+              "derivo.rules.scipy_signal")
+    found = {}
+    for by_arity in rules.RULES.values():
+        for rule in by_arity.values():
+            if rule.table not in tables or rule.style != "vjp":
+                continue
+            for template in filter(None, rule.templates):
+                for name in template.fn.__code__.co_names:
+                    value = template.fn.__globals__.get(name)
+                    if inspect.isfunction(value) and value.__module__.startswith("derivo."):
+                        found.setdefault(name, set()).add(rule.label)
+    return found
+
+
+def test_every_helper_of_a_vjp_rule_has_a_rule():
+    """The gradient code of a NumPy function calls the helpers its VJP rule does:
+    without a rule of their own (or a reason above), its Hessian is refused."""
+    found = helpers_of_vjp_rules()
+    missing = {name: sorted(labels) for name, labels in found.items()
+               if name not in WITHOUT_SECOND_ORDER
+               and not rules.is_primitive(found_helper(name))
+               and not rules.is_nondifferentiable(found_helper(name))}
+    assert not missing, "helpers of VJP rules with no rule: {}".format(missing)
+    for name in WITHOUT_SECOND_ORDER:
+        assert name in found, name + " is called by no VJP rule now"
+        assert not rules.is_primitive(found_helper(name)), name + " has a rule now"
+
+
+def found_helper(name):
+    for module in (runtime, adjoints, linalg_adjoints):
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise AssertionError("no helper " + name)
 
 
 def test_constants_are_nondifferentiable():

@@ -49,12 +49,12 @@ from ..runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_fie
 from ..adjoints import (appended_sources, average_weights, column_stack_vjp, convolve_vjp,
                         convolved_cut, correlate_mode, correlate_vjp, diag_vjp, diff_vjp,
                         gathered_vjp, gradient_vjp, interp_fp_jvp, interp_fp_vjp,
-                        interp_slope_vjp, interp_x_vjp, pad_sources, partition_sources, positions,
-                        ptp_weights, quantile_jvp, quantile_vjp, repeat_vjp, reverse_cumsum,
-                        rollaxis_vjp, select_choices, select_vjp, split_vjp, tile_vjp,
-                        trapezoid_weights)
-from ..linalg_adjoints import (block_diag_jvp, block_diag_vjp, cross_vjp, fftn_vjp, irfftn_vjp,
-                               kron_vjp, real_like, rfftn_transpose, rfftn_vjp,
+                        interp_slope_vjp, interp_x_vjp, pad_sources, partition_sources,
+                        positions, ptp_weights, quantile_jvp, quantile_vjp, repeat_vjp,
+                        reverse_cumsum, reversed_conj, rollaxis_vjp, select_choices, select_vjp,
+                        split_vjp, tile_vjp, trapezoid_weights)
+from ..linalg_adjoints import (block_diag_jvp, block_diag_vjp, cross_vjp, fft_axes, fftn_vjp,
+                               irfftn_vjp, kron_vjp, real_like, rfftn_transpose, rfftn_vjp,
                                tensordot_vjp_a, tensordot_vjp_b, trace_vjp)
 from . import CONSTANT, defjvp, defpartials, defvjp, nondifferentiable
 
@@ -74,6 +74,8 @@ nondifferentiable(positions, pad_sources, appended_sources, partition_sources, s
 # a step function of it, and np.average's and np.trapezoid's weights are built
 # from options a derivative refuses to differentiate (the array gives a shape).
 nondifferentiable(ptp_weights, average_weights, trapezoid_weights)
+# the axes an n-dimensional transform of np.fft runs along
+nondifferentiable(fft_axes)
 
 # --- the scalar helpers of the builtins table ------------------------------------------
 
@@ -274,6 +276,10 @@ defvjp(convolve_vjp, lambda g, ans, adjoint, in1, in2, which, correlate: convolv
 defjvp(convolve_vjp, lambda t, ans, adjoint, in1, in2, which, correlate: convolve_vjp(t, in1, in2, which, correlate),
        lambda t, ans, adjoint, in1, in2, which, correlate: np.zeros(np.shape(ans)) if which == 0 else convolve_vjp(adjoint, t, in2, 1, correlate),
        lambda t, ans, adjoint, in1, in2, which, correlate: convolve_vjp(adjoint, in1, t, 0, correlate) if which == 0 else np.zeros(np.shape(ans)), CONSTANT, CONSTANT)
+# reversed_conj (of scipy.signal.correlate's rule) reverses and conjugates: its
+# own transpose.
+defvjp(reversed_conj, lambda g, ans, x: reversed_conj(g))
+defjvp(reversed_conj, lambda t, ans, x: reversed_conj(t))
 # correlate_vjp(adjoint, a, v, which), the same for np.correlate(a, v, mode): its
 # transpose in the adjoint is np.correlate in the mode the adjoint's length tells.
 defvjp(correlate_vjp, lambda g, ans, adjoint, a, v, which: np.correlate(g, v, correlate_mode(adjoint, a, v)) if which == 0 else np.correlate(a, g, correlate_mode(adjoint, a, v)),
