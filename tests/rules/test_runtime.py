@@ -1,8 +1,10 @@
 """Every rule of the runtime table, and Hessians of array functions through it.
 
-Generated gradient code calls the helpers of :mod:`derivo.runtime`; the rules
-in ``derivo.rules.runtime`` make that code differentiable (``derivo.hessian``
-and ``derivo.hvp`` run forward mode over ``derivo.grad``'s code).
+Generated gradient code calls the helpers of :mod:`derivo.runtime` (and of
+:mod:`derivo.adjoints` and :mod:`derivo.linalg_adjoints`, which NumPy's rules
+call); the rules in ``derivo.rules.runtime`` make that code differentiable
+(``derivo.hessian`` and ``derivo.hvp`` run forward mode over ``derivo.grad``'s
+code).
 
 The parametrisation walks ``derivo.rules.RULES`` and takes every rule written
 in ``derivo.rules.runtime``; each is looked up in ``PROBES`` below: probe

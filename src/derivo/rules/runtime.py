@@ -113,6 +113,8 @@ defjvp(norm_vjp, lambda t, ans, adjoint, norm, x, ord, axis, keepdims: norm_vjp(
        lambda t, ans, adjoint, norm, x, ord, axis, keepdims: -norm_vjp(adjoint * t / norm, norm, x, ord, axis, keepdims),
        lambda t, ans, adjoint, norm, x, ord, axis, keepdims: norm_vjp(adjoint, norm, t, ord, axis, keepdims), CONSTANT, CONSTANT, CONSTANT)
 
+# --- the adjoints of NumPy's functions (derivo.adjoints, derivo.linalg_adjoints) -----
+
 # The adjoints of NumPy's cumulative sums, differences, repeats, tiles, traces and
 # of the functions that select elements (np.sort, np.take, np.pad, np.diagonal...,
 # through gathered_vjp).  Each is linear in the adjoint, so its tangent is itself
@@ -199,7 +201,8 @@ defjvp(interp_fp_vjp, lambda t, ans, adjoint, x, xp, fp, left, right, period: in
 # of the other elements of like, which is not linear in like: its tangent in like is
 # others_product_jvp's, and that is symmetric in the tangent and the weight it is
 # transposed against (both sums over pairs j != i of prod_{k != i, j} like_k).
-# ``product`` is np.prod(like), a shortcut some arrays take: its changes are like's.
+# ``product`` is np.prod(like), which the helper reads only to divide it where like
+# has no zero: CONSTANT, as its changes are like's, which the rules in like count.
 defvjp(prod_vjp, lambda g, ans, adjoint, product, like, axis, keepdims: unbroadcast(np.sum(g * prod_vjp(np.ones(np.shape(product)), product, like, axis, keepdims), axis=axis, keepdims=keepdims), adjoint), CONSTANT,
        lambda g, ans, adjoint, product, like, axis, keepdims: others_product_jvp(g * expand(adjoint, like, axis, keepdims), like, axis), CONSTANT, CONSTANT)
 defjvp(prod_vjp, lambda t, ans, adjoint, product, like, axis, keepdims: prod_vjp(t, product, like, axis, keepdims), CONSTANT,
