@@ -289,6 +289,14 @@ def correlated_in_2d(x):
     return np.sum(scipy.signal.correlate(np.reshape(x ** 2, (2, 3)), np.reshape(x[:4], (2, 2))) ** 2)
 
 
+TRIANGLE = np.array([[2.0, 0.0, 0.0], [0.5, 1.5, 0.0], [-0.3, 0.8, 2.5]])
+
+
+def solved_triangular(x):
+    return np.sum(scipy.linalg.solve_triangular(TRIANGLE, x ** 2, lower=True) ** 3) + \
+        np.sum(np.sin(scipy.linalg.solve_triangular(TRIANGLE, x, trans="T", lower=True)))
+
+
 # (function, point, helper its gradient code calls)
 HESSIANS_OF_NUMPY = [
     (product, np.array([0.7, -1.3, 1.9, 0.4]), "prod_vjp"),
@@ -330,6 +338,7 @@ HESSIANS_OF_NUMPY = [
     (correlated_in_2d, np.array([0.7, -1.3, 1.9, 0.4, 1.0, -0.2]), "reversed_conj"),
     (inverse_half_spectrum, np.array([0.7, -1.3, 1.9, 0.4]), "irfftn_vjp"),
     (block_diagonal, np.array([0.7, -1.3, 1.9, 0.4]), "block_diag_vjp"),
+    (solved_triangular, np.array([0.7, -1.3, 1.9]), "solve_triangular_vjp_b"),
     (interpolated, np.array([0.3, 2.5, 5.5, 1.0, 2.0, -1.0, 0.5]), "interp_x_vjp"),
     (interpolated, np.array([0.3, 2.5, 5.5, 1.0, 2.0, -1.0, 0.5]), "interp_fp_vjp"),
 ]
@@ -370,6 +379,12 @@ def test_the_hessian_of_a_product_with_zeros_is_exact(x):
     x = np.array(x)
     np.testing.assert_allclose(derivo.hessian(product)(x), others_except_two(x), rtol=1e-14,
                                atol=0)
+
+
+def test_the_hvp_of_a_product_with_a_zero_is_exact():
+    x, v = np.array([0.7, 0.0, 1.9, 0.4]), np.array([1.0, -2.0, 0.5, 3.0])
+    (product_times_v,) = derivo.hvp(product, (x,), (v,))
+    np.testing.assert_allclose(product_times_v, others_except_two(x) @ v, rtol=1e-14, atol=0)
 
 
 def test_hessians_of_numpy_against_closed_forms():

@@ -161,6 +161,12 @@ def _transposed(trans):
                       "derivo's rule takes trans 0 or 1".format(trans))
 
 
+def flipped_trans(trans):
+    """The ``trans`` of scipy.linalg.solve_triangular that solves with A^T where
+    ``trans`` solves with A, and the other way round."""
+    return 0 if _transposed(trans) else 1
+
+
 def solve_triangular_vjp_a(adjoint, ans, a, b, trans, lower):
     """The adjoint in A of x = op(A)^-1 b, A read in one triangle only."""
     from scipy.linalg import solve_triangular

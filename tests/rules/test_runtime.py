@@ -41,6 +41,7 @@ import zlib
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import derivo
 from probing import (H, Probe, assert_gradient_matches_differences, coverage_gaps, load,
@@ -73,7 +74,7 @@ from derivo.runtime import (add_adjoints, add_at, add_at_in_place, addable, as_a
                             transpose_vjp, transposed, unbroadcast, unsort, unstack, vstack_vjp,
                             zero_as, zero_gradient, zeroed, zeroed_in_place)
 from derivo.adjoints import (column_stack_vjp, convolve_vjp, correlate_vjp, diag_vjp, interp_fp_vjp,
-                             reversed_conj,
+                             reversed_conj, solve_triangular_vjp_b,
                              interp_x_vjp, diff_vjp, gathered_vjp, gradient_vjp,
                              pad_sources, quantile_vjp, repeat_vjp, reverse_cumsum, rollaxis_vjp,
                              select_vjp, split_vjp, tile_vjp)
@@ -414,6 +415,17 @@ for _options in ("None, None, None", "0.0, 1.0, None", "None, None, 3.0"):
               normal(6), normal(6), normal(4))
 probe(adjoints.reversed_conj, "reversed_conj(x0)", normal(3, 4))
 probe(adjoints.reversed_conj, "np.imag(reversed_conj(x0 * (1 - 2j)))", normal(5))
+# scipy.linalg.solve_triangular's adjoint in b: x1 a well-conditioned triangle
+# (its other triangle is not read), x0 one or several right-hand sides
+def triangle(*shape):
+    return lambda rng: rng.normal(size=shape) + 4.0 * np.eye(shape[0])
+
+
+for _trans, _lower, _shape in ((0, False, (3,)), (1, True, (3, 2)), ("T", False, (3, 2)),
+                               ("N", True, (3,))):
+    probe(adjoints.solve_triangular_vjp_b,
+          "solve_triangular_vjp_b(x0, x1, {!r}, {})".format(_trans, _lower), normal(*_shape),
+          triangle(3, 3))
 
 # prod_vjp: the adjoint x0 times the product of the other elements of x1, a lane
 # of which may hold zeros (none, one, two or three of them).
@@ -590,7 +602,7 @@ WITHOUT_SECOND_ORDER = dict.fromkeys(
      "eigvalsh_vjp", "lstsq_vjp_a", "lstsq_vjp_b", "lu_factor_vjp", "lu_solve_vjp_b",
      "lu_solve_vjp_lu", "matrix_power_vjp", "multi_dot_vjp", "norm_vjp_any", "pinv_vjp", "qr_vjp",
      "scipy_cholesky_vjp", "scipy_solve_vjp_a", "slogdet_vjp", "solve_triangular_vjp_a",
-     "solve_triangular_vjp_b", "svd_vjp"],
+     "svd_vjp"],
     "not linear in the matrix or matrices: each needs a rule of its own")
 WITHOUT_SECOND_ORDER["interp_xp_vjp"] = "np.interp's adjoint in the knots, a slope over a " \
                                         "width that moves with them"
@@ -976,8 +988,13 @@ def eigenvalues(x):
     return np.sum(np.linalg.eigvalsh(np.outer(x, x) + np.diag(x)) ** 3)
 
 
+def solved_in_the_matrix(x):
+    return np.sum(scipy.linalg.solve_triangular(np.outer(x, x) + np.eye(3), x, lower=True) ** 2)
+
+
 @pytest.mark.parametrize("f, helper", [(interpolated, "interp_x_vjp"), (chained, "multi_dot_vjp"),
-                                       (eigenvalues, "eigvalsh_vjp")])
+                                       (eigenvalues, "eigvalsh_vjp"),
+                                       (solved_in_the_matrix, "solve_triangular_vjp_a")])
 def test_a_hessian_through_an_adjoint_with_no_rule_is_refused_by_name(f, helper):
     """These adjoints have no rule here (interp_x_vjp none in the knots xp): the
     Hessian names them instead of a wrong number."""

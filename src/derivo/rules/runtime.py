@@ -52,7 +52,8 @@ from ..adjoints import (appended_sources, average_weights, column_stack_vjp, con
                         interp_slope_vjp, interp_x_vjp, pad_sources, partition_sources,
                         positions, ptp_weights, quantile_jvp, quantile_vjp, repeat_vjp,
                         reverse_cumsum, reversed_conj, rollaxis_vjp, select_choices, select_vjp,
-                        split_vjp, tile_vjp, trapezoid_weights)
+                        flipped_trans, solve_triangular_jvp_a, solve_triangular_vjp_a,
+                        solve_triangular_vjp_b, split_vjp, tile_vjp, trapezoid_weights)
 from ..linalg_adjoints import (block_diag_jvp, block_diag_vjp, cross_vjp, fft_axes, fftn_vjp,
                                irfftn_vjp, kron_vjp, real_like, rfftn_transpose, rfftn_vjp,
                                tensordot_vjp_a, tensordot_vjp_b, trace_vjp)
@@ -291,6 +292,13 @@ defvjp(correlate_vjp, lambda g, ans, adjoint, a, v, which: np.correlate(g, v, co
 defjvp(correlate_vjp, lambda t, ans, adjoint, a, v, which: correlate_vjp(t, a, v, which),
        lambda t, ans, adjoint, a, v, which: np.zeros(np.shape(ans)) if which == 0 else correlate_vjp(adjoint, t, v, 1),
        lambda t, ans, adjoint, a, v, which: correlate_vjp(adjoint, a, t, 0) if which == 0 else np.zeros(np.shape(ans)), CONSTANT)
+# solve_triangular_vjp_b(adjoint, a, trans, lower) is X = op(A)^-T G, the solve with
+# the other of A and A^T (flipped_trans): linear in G, its transpose the solve
+# op(A)^-1 g; in A, the tangent and adjoint of that other solve's solution (ans).
+defvjp(solve_triangular_vjp_b, lambda g, ans, adjoint, a, trans, lower: solve_triangular_vjp_b(g, a, flipped_trans(trans), lower),
+       lambda g, ans, adjoint, a, trans, lower: solve_triangular_vjp_a(g, ans, a, adjoint, flipped_trans(trans), lower), CONSTANT, CONSTANT)
+defjvp(solve_triangular_vjp_b, lambda t, ans, adjoint, a, trans, lower: solve_triangular_vjp_b(t, a, trans, lower),
+       lambda t, ans, adjoint, a, trans, lower: solve_triangular_jvp_a(t, ans, a, flipped_trans(trans), lower), CONSTANT, CONSTANT)
 # einsum_vjp(adjoint, subscripts, operands, index) is the einsum with the adjoint
 # in operand index's place: linear in the adjoint and in each other operand; the
 # operand at index only gives a shape.
