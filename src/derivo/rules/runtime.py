@@ -18,7 +18,7 @@ CONSTANT: the result does not vary with them (almost everywhere).
 The helpers of :mod:`derivo.adjoints` and :mod:`derivo.linalg_adjoints` that
 NumPy's rules call (``reverse_cumsum``, ``diff_vjp``, ``tile_vjp``, ``gathered_vjp``,
 ``tensordot_vjp_a``...) are here too, and the helpers that only give positions or
-weights are constants.  ``prod_vjp`` is the one not linear in its array: the
+weights are constants.  ``prod_vjp`` is not linear in its array: the
 product of the other elements, whose tangent (``others_product_jvp``) is exact
 where the array holds zeros.
 
@@ -26,9 +26,10 @@ Not here: the helpers of ``loops="checkpoint"``; the tangents the rules here cal
 (``others_product_jvp``, ``einsum_vjp_operands_jvp``: a third derivative of array
 code is refused); and the adjoints whose derivatives need more than a line:
 np.interp's in its knots xp (``interp_xp_vjp``, and the others' changes with xp),
-those of np.linalg.multi_dot and matrix_power and of the decompositions
-(``eigh_vjp``, ``svd_vjp``...: not linear in their matrices).  ``derivo.hessian``
-refuses each of those by name.
+those of np.linalg.multi_dot and matrix_power, and those of the decompositions
+and solves in their matrices (``eigh_vjp``, ``svd_vjp``, ``solve_triangular_vjp_a``...:
+not linear in them).  ``derivo.hessian`` refuses each of those by name;
+tests/rules/test_runtime.py lists them.
 """
 
 import numpy as np
