@@ -161,6 +161,12 @@ def _transposed(trans):
                       "derivo's rule takes trans 0 or 1".format(trans))
 
 
+def flipped_trans(trans):
+    """The ``trans`` of scipy.linalg.solve_triangular that solves with A^T where
+    ``trans`` solves with A, and the other way round."""
+    return 0 if _transposed(trans) else 1
+
+
 def solve_triangular_vjp_a(adjoint, ans, a, b, trans, lower):
     """The adjoint in A of x = op(A)^-1 b, A read in one triangle only."""
     from scipy.linalg import solve_triangular
@@ -271,6 +277,28 @@ def correlate_vjp(adjoint, a, v, which):
     if which == 0:
         return convolve_vjp(adjoint, a, reversed_conj(v), 0, np.correlate)
     return reversed_conj(convolve_vjp(adjoint, a, reversed_conj(v), 1, np.correlate))
+
+
+def convolved_cut(g, adjoint, in1, in2, which, correlate):
+    """The transpose of ``convolve_vjp(adjoint, in1, in2, which, correlate)`` in
+    its adjoint: g (in in1's place, ``which`` 0, or in2's) convolved with the other
+    argument, by the library ``correlate`` is of, and cut to the adjoint's shape
+    where convolve_vjp placed the adjoint (centred)."""
+    if correlate is np.correlate:
+        convolve = np.convolve
+    else:
+        from scipy.signal import convolve
+    full = convolve(g, in2, "full") if which == 0 else convolve(in1, g, "full")
+    return full[tuple(slice((f - o) // 2, (f - o) // 2 + o)
+                      for f, o in zip(np.shape(full), np.shape(adjoint)))]
+
+
+def correlate_mode(adjoint, a, v):
+    """The mode of ``np.correlate(a, v, mode)``, read off the length of its adjoint
+    (two modes give one length only where a or v has one element: then they give
+    one result)."""
+    lengths = {len(a) + len(v) - 1: "full", max(len(a), len(v)): "same"}
+    return lengths.get(len(adjoint), "valid")
 
 
 def reversed_conj(x):
@@ -523,6 +551,20 @@ def interp_fp_jvp(tangent, x, xp, left, right, period):
     return below * tangent[segments.below] + above * tangent[segments.above]
 
 
+def interp_slope_vjp(adjoint, x, xp, fp, left, right, period):
+    """The transpose of fp -> d np.interp(x, xp, fp, ...) / d x (the slope of fp
+    over each x's segment, linear in fp), applied to ``adjoint``: each x's
+    adjoint over its segment's width, added at the knot above and taken from
+    the knot below (nothing outside the knots)."""
+    segments = InterpSegments(x, xp, left, right, period)
+    share = np.broadcast_to(adjoint, np.shape(segments.width)) * \
+        np.where(segments.inside, 1.0, 0.0) / np.where(segments.inside, segments.width, 1.0)
+    total = np.zeros(np.shape(fp), dtype=np.result_type(share, float))
+    np.add.at(total, segments.above, share)
+    np.add.at(total, segments.below, -share)
+    return total
+
+
 def _interp_knot_partials(segments, fp):
     """d result / d xp[below] and d result / d xp[above]: moving a knot moves
     the segment under x, by slope (fraction - 1) and by -slope fraction."""
@@ -551,14 +593,17 @@ def interp_xp_jvp(tangent, x, xp, fp, left, right, period):
 
 def split_vjp(adjoint, ans, axis):
     """The adjoint of ``np.split`` (and array_split, hsplit...): the pieces' adjoints
-    joined along ``axis``, zeros for a piece no adjoint reached."""
+    joined along ``axis``, zeros for a piece no adjoint reached.  The pieces' adjoints
+    come as a list, or as an array of them (their tangents, which forward mode
+    adds element by element: runtime.addable)."""
     pieces = [np.zeros(np.shape(piece)) if _unreached_part(adjoint, i) else adjoint[i]
               for i, piece in enumerate(ans)]
     return np.concatenate(pieces, axis)
 
 
 def _unreached_part(adjoint, i):
-    if not isinstance(adjoint, (list, tuple)):
+    pieces = isinstance(adjoint, (list, tuple)) or isinstance(adjoint, np.ndarray) and adjoint.ndim
+    if not pieces:
         return True  # a plain 0.0: no piece was used
     return np.ndim(adjoint[i]) == 0 and adjoint[i] == 0
 

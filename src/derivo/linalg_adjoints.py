@@ -960,6 +960,16 @@ def rfftn_vjp(adjoint, a, s, axes, norm):
     return _fitted(out, [np.shape(a)[i] for i in axes], axes)
 
 
+def rfftn_transpose(g, adjoint, a, s, axes, norm):
+    """The transpose of ``rfftn_vjp(adjoint, a, s, axes, norm)`` in its adjoint:
+    fftn of g fitted to the lengths s (np.fft pads or cuts as the transpose of
+    fitting to a's lengths does), cut to the half spectrum the adjoint holds."""
+    axes = fft_axes(a, s, axes)
+    lengths = list(s) if s is not None else [np.shape(a)[i] for i in axes]
+    out = np.fft.fftn(g, s=lengths, axes=axes, norm=norm)
+    return real_like(out[tuple(map(slice, np.shape(adjoint)))], adjoint)
+
+
 #: the norm under which rfft scales as irfft does under the key
 _DUAL_NORM = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
 

@@ -321,18 +321,49 @@ def prod_vjp(adjoint, ans, like, axis, keepdims):
     a = as_array(like)
     if isinstance(a, _CONCRETE) and not np.any(a == 0):  # a lazy array: no test of its values
         return expand(adjoint * ans, a, axis, keepdims) / a
-    axes = tuple(range(a.ndim)) if axis is None else (
-        (axis,) if np.ndim(axis) == 0 else tuple(axis))
-    axes = tuple(x % a.ndim for x in axes)
-    kept = [i for i in range(a.ndim) if i not in axes]
-    moved = np.transpose(a, kept + list(axes))
-    flat = moved.reshape(moved.shape[:len(kept)] + (-1,))
+    flat, back = _lanes(a, axis)
     ones = np.ones(flat.shape[:-1] + (1,))
     before = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
     after = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
-    others = (before * after).reshape(moved.shape)
-    others = np.transpose(others, tuple(np.argsort(kept + list(axes))))
-    return expand(adjoint, a, axis, keepdims) * others
+    return expand(adjoint, a, axis, keepdims) * back(before * after)
+
+
+def others_product_jvp(tangent, like, axis):
+    """The tangent, along ``tangent`` of ``like``, of the product of the other
+    elements of each lane ``np.prod(like, axis)`` reduces (what prod_vjp
+    multiplies the adjoint by): exact where ``like`` holds zeros."""
+    a = as_array(like)
+    lanes, back = _lanes(a, axis)
+    t, _ = _lanes(np.broadcast_to(tangent, np.shape(a)), axis)
+    zero = lanes == 0
+    count = np.sum(zero, axis=-1, keepdims=True)
+    nonzero = np.where(zero, 1.0, lanes)
+    rest = np.prod(nonzero, axis=-1, keepdims=True)  # the product of the nonzero elements
+    ratios = np.where(zero, 0.0, t / nonzero)  # t_j / a_j at the nonzero a_j
+    ratio_sum = np.sum(ratios, axis=-1, keepdims=True)
+    at_zeros = np.sum(np.where(zero, t, 0.0), axis=-1, keepdims=True)  # t_j at the zero a_j
+    # d prod_{j != i} a_j = sum over j != i of t_j prod_{k != i, j} a_k.  At a nonzero
+    # a_i that is (rest / a_i) (ratio_sum - t_i / a_i) with no zero in the lane, (rest / a_i)
+    # t_p with one zero a_p, and 0 with more.  At a zero a_i: rest ratio_sum when it is the
+    # only zero, rest t_q when a_q is the other one, and 0 with more.
+    off_zeros = rest / nonzero * np.where(count == 0, ratio_sum - ratios,
+                                          np.where(count == 1, at_zeros, 0.0))
+    on_zeros = rest * np.where(count == 1, ratio_sum, np.where(count == 2, at_zeros - t, 0.0))
+    return back(np.where(zero, on_zeros, off_zeros))
+
+
+def _lanes(a, axis):
+    """``a`` with the axes a reduction over ``axis`` reduces moved last and joined
+    into one, and the function putting an array of that shape back in a's."""
+    ndim = np.ndim(a)
+    axes = tuple(range(ndim)) if axis is None else (
+        (axis,) if np.ndim(axis) == 0 else tuple(axis))
+    axes = tuple(x % ndim for x in axes)
+    kept = [i for i in range(ndim) if i not in axes]
+    moved = np.transpose(a, kept + list(axes))
+    order = tuple(np.argsort(kept + list(axes)))
+    return moved.reshape(moved.shape[:len(kept)] + (-1,)), \
+        lambda lanes: np.transpose(lanes.reshape(moved.shape), order)
 
 
 def transpose_vjp(adjoint, axes):

@@ -414,6 +414,8 @@ for _split, _expr, _shape in ((np.split, "np.split(x0, 3)", (6,)),
                               (np.dsplit, "np.dsplit(x0, [1])", (2, 2, 3))):
     probe(_split, "np.sum({0}[0] ** 2) * np.sum({0}[-1]) + {0}[1]".format(_expr), normal(*_shape))
 probe(np.split, "np.split(x0, 3)[1]", normal(6))
+# the pieces' adjoint as one array (np.array of the pieces), not a list
+probe(np.split, "np.array(np.split(x0, 2)) * x0[:3]", normal(6))
 for _mode in ("full", "same", "valid"):
     probe(np.correlate, "np.correlate(x0, x1, {!r})".format(_mode), normal(6), normal(3))
     probe(np.correlate, "np.correlate(x0, x1, mode={!r})".format(_mode), normal(2), normal(5))

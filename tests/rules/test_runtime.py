@@ -1,8 +1,10 @@
 """Every rule of the runtime table, and Hessians of array functions through it.
 
-Generated gradient code calls the helpers of :mod:`derivo.runtime`; the rules
-in ``derivo.rules.runtime`` make that code differentiable (``derivo.hessian``
-and ``derivo.hvp`` run forward mode over ``derivo.grad``'s code).
+Generated gradient code calls the helpers of :mod:`derivo.runtime` (and of
+:mod:`derivo.adjoints` and :mod:`derivo.linalg_adjoints`, which NumPy's rules
+call); the rules in ``derivo.rules.runtime`` make that code differentiable
+(``derivo.hessian`` and ``derivo.hvp`` run forward mode over ``derivo.grad``'s
+code).
 
 The parametrisation walks ``derivo.rules.RULES`` and takes every rule written
 in ``derivo.rules.runtime``; each is looked up in ``PROBES`` below: probe
@@ -39,12 +41,13 @@ import zlib
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import derivo
 from probing import (H, Probe, assert_gradient_matches_differences, coverage_gaps, load,
                      normal, numeric_gradient, positive, random_like, rule_cases, rule_of,
                      table_rules)
-from derivo import rules, runtime
+from derivo import adjoints, linalg_adjoints, rules, runtime
 from examples.mlp import loss as mlp_loss
 
 TABLE = "derivo.rules.runtime"
@@ -55,6 +58,7 @@ import dataclasses
 from typing import NamedTuple
 
 import numpy as np
+from scipy.signal import correlate as signal_correlate
 
 from derivo.runtime import (add_field, add_field_in_place, field_vjp, items_vjp, unpacked_vjp,
                             values_vjp)
@@ -63,11 +67,20 @@ from derivo.runtime import (add_adjoints, add_at, add_at_in_place, addable, as_a
                             extremum_vjp, first_equal_vjp, getitem_vjp, hstack_vjp,
                             inner_vjp_left, inner_vjp_right, log, log_times, matmul_vjp_left,
                             matmul_vjp_right, norm_vjp, owned, part, pop_adjoint,
-                            pop_adjoint_in_place, power_exponent_jvp, scalar_seed, shaped_like,
+                            pop_adjoint_in_place, power_exponent_jvp, prod_vjp, scalar_seed,
+                            shaped_like,
                             sort_like, split_like, stored_part, stored_tangent, sum_vjp,
                             swap_last, tangent_owned,
                             transpose_vjp, transposed, unbroadcast, unsort, unstack, vstack_vjp,
                             zero_as, zero_gradient, zeroed, zeroed_in_place)
+from derivo.adjoints import (column_stack_vjp, convolve_vjp, correlate_vjp, diag_vjp, interp_fp_vjp,
+                             reversed_conj, solve_triangular_vjp_b,
+                             interp_x_vjp, diff_vjp, gathered_vjp, gradient_vjp,
+                             pad_sources, quantile_vjp, repeat_vjp, reverse_cumsum, rollaxis_vjp,
+                             select_vjp, split_vjp, tile_vjp)
+from derivo.linalg_adjoints import (block_diag_vjp, cross_vjp, fftn_vjp, irfftn_vjp, kron_vjp,
+                                    real_like, rfftn_vjp,
+                                    tensordot_vjp_a, tensordot_vjp_b, trace_vjp)
 
 L4 = np.zeros(4)
 L5 = np.zeros(5)
@@ -92,6 +105,19 @@ COLUMNS = [np.zeros((2, 3)), np.zeros((2, 1))]
 ROWS = [np.zeros((2, 3)), np.zeros((2, 3)), np.zeros((2, 3))]
 VECTORS = [np.zeros(3), np.zeros(2)]
 D2 = {"a": np.zeros(3), "b": np.zeros(3)}
+PADDED = pad_sources(L34, 1, "constant")
+REFLECTED = pad_sources(L4, (2, 3), "reflect")
+STACKED = [np.zeros(3), np.zeros((3, 2))]
+L8 = np.zeros(8)
+CL4 = np.zeros(4, dtype=complex)
+KNOTS = np.array([-2.0, -0.5, 0.7, 2.5])
+CL5 = np.zeros(5, dtype=complex)
+CL34 = np.zeros((3, 4), dtype=complex)
+BLOCKS = [np.zeros((2, 2)), np.zeros(3), np.zeros((1, 2))]
+COORDS = np.array([0.0, 0.5, 1.5, 2.0, 3.5])
+A34 = np.array([[0.3, -1.2, 2.0, 0.7],
+                [1.5, 0.1, -0.4, 0.9],
+                [-2.0, 0.6, 1.1, -0.8]])
 
 
 @dataclasses.dataclass
@@ -271,6 +297,155 @@ for _expr, _shape in (("zeroed(x0, 1)", (3, 4)), ("zeroed(x0, (slice(None), 2))"
     probe(runtime.zeroed_in_place, _expr.replace("zeroed(x0", "zeroed_in_place(x0 * 1.0"),
           normal(*_shape))
 
+# The adjoints of NumPy functions (derivo.adjoints): linear in the adjoint x0.
+for _axis, _shape in (("1", (3, 4)), ("0", (3, 4)), ("None", (12,))):
+    probe(adjoints.reverse_cumsum, "reverse_cumsum(x0, L34, {})".format(_axis), normal(*_shape))
+for _n, _axis, _shape in ((1, -1, (3, 3)), (2, 0, (1, 4)), (3, 1, (3, 1))):
+    probe(adjoints.diff_vjp, "diff_vjp(x0, {}, {})".format(_n, _axis), normal(*_shape))
+# np.diag of a vector (the adjoint a matrix) and of a matrix (the adjoint its diagonal)
+for _v, _k, _shape in (("L4", 0, (4, 4)), ("L4", 1, (5, 5)), ("L4", -2, (6, 6)),
+                       ("L34", 0, (3,)), ("L34", 1, (3,)), ("L34", -1, (2,))):
+    probe(adjoints.diag_vjp, "diag_vjp(x0, {}, {})".format(_v, _k), normal(*_shape))
+for _repeats, _axis, _shape in (("2", "1", (3, 8)), ("np.array([1, 0, 2])", "0", (3, 4)),
+                                ("2", "None", (24,))):
+    probe(adjoints.repeat_vjp, "repeat_vjp(x0, L34, {}, {})".format(_repeats, _axis),
+          normal(*_shape))
+for _like, _reps, _shape in (("L34", "2", (3, 8)), ("L4", "(2, 2)", (2, 8)),
+                             ("L34", "(2, 1, 1)", (2, 3, 4))):
+    probe(adjoints.tile_vjp, "tile_vjp(x0, {}, {})".format(_like, _reps), normal(*_shape))
+probe(adjoints.rollaxis_vjp, "rollaxis_vjp(x0, L234, 2, 0)", normal(4, 2, 3))
+probe(adjoints.rollaxis_vjp, "rollaxis_vjp(x0, L234, 0, 3)", normal(3, 4, 2))
+probe(linalg_adjoints.trace_vjp, "trace_vjp(x0, L34, 0, 0, 1)", normal())
+probe(linalg_adjoints.trace_vjp, "trace_vjp(x0, L234, 1, 1, 2)", normal(2))
+probe(linalg_adjoints.trace_vjp, "trace_vjp(x0, L234, -1, 2, 0)", normal(3))
+# sources: positions repeated (IDX) and from nowhere (-1, the constant of np.pad)
+probe(adjoints.gathered_vjp, "gathered_vjp(x0, L5, IDX)", normal(4))
+probe(adjoints.gathered_vjp, "gathered_vjp(x0, L5, IDX)", normal())
+probe(adjoints.gathered_vjp, "gathered_vjp(x0, L34, PADDED)", normal(5, 6))
+probe(adjoints.gathered_vjp, "gathered_vjp(x0, L4, REFLECTED)", normal(9))
+for _q, _axis, _keepdims, _shape in ((0.3, 1, False, (3,)), (0.5, None, False, ()),
+                                     (0.75, 0, True, (1, 4))):
+    probe(adjoints.quantile_vjp, "quantile_vjp(x0, A34, {}, {}, {}, 'linear')".format(
+        _q, _axis, _keepdims), normal(*_shape))
+# the array gives the order only: its gradient is zero
+probe(adjoints.quantile_vjp, "quantile_vjp(x0, x1, 0.4, None, False, 'linear')", normal(),
+      normal(3, 4))
+# pieces of an adjoint (of np.column_stack, np.split, np.select's choices)
+probe(adjoints.column_stack_vjp, "column_stack_vjp(x0, STACKED)[0]", normal(3, 3))
+probe(adjoints.column_stack_vjp, "column_stack_vjp(x0, STACKED)[1] * x0[:, :2]", normal(3, 3))
+probe(adjoints.split_vjp, "split_vjp([x0, x1], PIECES, 0)", normal(2, 3), normal(1, 3))
+probe(adjoints.split_vjp, "split_vjp([0.0, x0], COLUMNS, 1)", normal(2, 1))
+# (forward mode adds the pieces' tangents as an array of them: runtime.addable)
+probe(adjoints.split_vjp, "split_vjp(add_at([0.0, x1], x0, PIECES, 0), PIECES, 0)", normal(2, 3),
+      normal(1, 3))
+for _index in (0, 1):
+    probe(adjoints.select_vjp, "select_vjp(x0, [MASK, TIES > 1.0], [L34, L4])[{}]".format(_index),
+          normal(3, 4))
+# np.gradient's adjoint: one per axis, spacings as numbers or coordinates
+probe(adjoints.gradient_vjp, "gradient_vjp([x0, x1], L34, (), None, 1)", normal(3, 4), normal(3, 4))
+probe(adjoints.gradient_vjp, "gradient_vjp(x0, L5, (0.5,), None, 2)", normal(5))
+probe(adjoints.gradient_vjp, "gradient_vjp(x0, L5, (COORDS,), None, 1)", normal(5))
+probe(adjoints.gradient_vjp, "gradient_vjp(x0, L34, (), 1, 2)", normal(3, 4))
+# Products: linear in the adjoint x0 and in the other factor (the one whose adjoint
+# it is gives a shape).
+for _axes, _a, _b, _out in (("2", (2, 3, 4), (3, 4, 5), (2, 5)),
+                            ("([1], [0])", (2, 3), (3, 4), (2, 4)),
+                            ("((0, 2), (1, 0))", (3, 2, 4), (4, 3, 5), (2, 5)),
+                            ("0", (2,), (3,), (2, 3))):
+    for _helper in (linalg_adjoints.tensordot_vjp_a, linalg_adjoints.tensordot_vjp_b):
+        probe(_helper, "{}(x0, x1, x2, {})".format(_helper.__name__, _axes), normal(*_out),
+              normal(*_a), normal(*_b))
+for _a, _b, _out in (((2, 3), (3, 2), (6, 6)), ((3,), (2, 2), (2, 6)),
+                     ((2, 1, 2), (3,), (2, 1, 6))):
+    for _first in (True, False):
+        probe(linalg_adjoints.kron_vjp, "kron_vjp(x0, x1, x2, {})".format(_first), normal(*_out),
+              normal(*_a), normal(*_b))
+for _axes, _a, _b, _out in (("-1, -1, -1, None", (4, 3), (4, 3), (4, 3)),
+                            ("-1, -1, -1, None", (2,), (2,), ()),
+                            ("-1, -1, -1, None", (3, 2), (3,), (3, 3)),
+                            ("0, -1, 0, None", (3, 4), (4, 3), (3, 4)),
+                            ("-1, -1, -1, 0", (3, 2), (3, 2), (3, 2))):
+    for _first in (True, False):
+        probe(linalg_adjoints.cross_vjp, "cross_vjp(x0, x1, x2, {}, {})".format(_axes, _first),
+              normal(*_out), normal(*_a), normal(*_b))
+# np.convolve's and np.correlate's modes (read off the adjoint's length), with the
+# first argument longer or shorter than the second
+for _mode, _a, _v in (("full", 5, 3), ("same", 5, 3), ("valid", 5, 3), ("same", 2, 5),
+                      ("valid", 3, 4), ("full", 1, 3)):
+    _out = len(np.convolve(np.zeros(_a), np.zeros(_v), _mode))
+    for _which in (0, 1):
+        probe(adjoints.convolve_vjp, "convolve_vjp(x0, x1, x2, {}, np.correlate)".format(_which),
+              normal(_out), normal(_a), normal(_v))
+    _out = len(np.correlate(np.zeros(_a), np.zeros(_v), _mode))
+    for _which in (0, 1):
+        probe(adjoints.correlate_vjp, "correlate_vjp(x0, x1, x2, {})".format(_which),
+              normal(_out), normal(_a), normal(_v))
+# scipy.signal.convolve's (n-dimensional)
+for _out, _a, _v, _which in (((4, 5), (2, 3), (3, 3), 0), ((2, 3), (3, 4), (2, 2), 1),
+                             ((3, 4), (3, 4), (2, 3), 1)):
+    probe(adjoints.convolve_vjp, "convolve_vjp(x0, x1, x2, {}, signal_correlate)".format(_which),
+          normal(*_out), normal(*_a), normal(*_v))
+# np.fft's adjoints: transforms cut or padded to the argument's lengths (x0's shape
+# is the transform's), real for a real argument
+for _helper, _expr, _shape in (
+        (linalg_adjoints.fftn_vjp, "fftn_vjp(x0, L4, [0], None, False)", (4,)),
+        (linalg_adjoints.fftn_vjp, "fftn_vjp(x0, L4, [0], 'ortho', True)", (6,)),
+        (linalg_adjoints.fftn_vjp, "fftn_vjp(x0, L34, [0, 1], None, False)", (3, 4)),
+        (linalg_adjoints.fftn_vjp, "fftn_vjp(x0, L34, [0], 'forward', False)", (2, 4)),
+        (linalg_adjoints.fftn_vjp, "np.imag(fftn_vjp(x0, CL4, [0], None, True))", (4,)),
+        (linalg_adjoints.rfftn_vjp, "rfftn_vjp(x0, L8, None, [0], None)", (5,)),
+        (linalg_adjoints.rfftn_vjp, "rfftn_vjp(x0, L8, [6], [0], 'ortho')", (4,)),
+        (linalg_adjoints.rfftn_vjp, "rfftn_vjp(x0, L34, None, None, 'forward')", (3, 3)),
+        (linalg_adjoints.irfftn_vjp, "irfftn_vjp(x0, L5, None, [0], None)", (8,)),
+        (linalg_adjoints.irfftn_vjp, "np.imag(irfftn_vjp(x0, CL5, [9], [0], 'ortho'))", (9,)),
+        (linalg_adjoints.irfftn_vjp, "np.real(irfftn_vjp(x0, CL34, None, None, 'forward'))",
+         (3, 6)),
+        (linalg_adjoints.irfftn_vjp, "np.imag(irfftn_vjp(x0, CL34, [2, 5], [0, 1], None))", (2, 5)),
+        (linalg_adjoints.real_like, "real_like(x0 * (1 + 2j), L4)", (4,)),
+        (linalg_adjoints.real_like, "np.imag(real_like(x0 * (1 + 2j), CL4))", (4,))):
+    probe(_helper, _expr, normal(*_shape))
+# scipy.linalg.block_diag's: an array's block (np.atleast_2d of it)
+for _index in (0, 1, 2):
+    probe(linalg_adjoints.block_diag_vjp, "block_diag_vjp(x0, BLOCKS, {})".format(_index),
+          normal(4, 7))
+# np.interp's adjoints in x and fp (x1 the points, some outside the knots; x2 fp)
+for _options in ("None, None, None", "0.0, 1.0, None", "None, None, 3.0"):
+    for _helper in (adjoints.interp_x_vjp, adjoints.interp_fp_vjp):
+        probe(_helper, "{}(x0, x1, KNOTS, x2, {})".format(_helper.__name__, _options),
+              normal(6), normal(6), normal(4))
+probe(adjoints.reversed_conj, "reversed_conj(x0)", normal(3, 4))
+probe(adjoints.reversed_conj, "np.imag(reversed_conj(x0 * (1 - 2j)))", normal(5))
+# scipy.linalg.solve_triangular's adjoint in b: x1 a well-conditioned triangle
+# (its other triangle is not read), x0 one or several right-hand sides
+def triangle(*shape):
+    return lambda rng: rng.normal(size=shape) + 4.0 * np.eye(shape[0])
+
+
+for _trans, _lower, _shape in ((0, False, (3,)), (1, True, (3, 2)), ("T", False, (3, 2)),
+                               ("N", True, (3,))):
+    probe(adjoints.solve_triangular_vjp_b,
+          "solve_triangular_vjp_b(x0, x1, {!r}, {})".format(_trans, _lower), normal(*_shape),
+          triangle(3, 3))
+
+# prod_vjp: the adjoint x0 times the product of the other elements of x1, a lane
+# of which may hold zeros (none, one, two or three of them).
+def with_zeros(*values):
+    return lambda rng: np.array(values, dtype=float)
+
+
+ZEROS_BY_ROW = with_zeros([0.7, -1.3, 1.9, 0.4], [1.2, 0.0, -0.8, 2.1], [0.0, 1.4, 0.0, -0.6])
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1, axis=1), x1, 1, False)", normal(3), normal(3, 4))
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1, axis=1), x1, 1, False)", normal(3), ZEROS_BY_ROW)
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1, axis=0, keepdims=True), x1, 0, True)",
+      normal(1, 4), ZEROS_BY_ROW)
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1), x1, None, False)", normal(),
+      with_zeros(0.5, -1.5, 0.0, 2.0))
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1), x1, None, False)", normal(),
+      with_zeros(0.0, 1.5, 0.0, 0.0, 0.8))
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1, axis=(0, 2)), x1, (0, 2), False)", normal(3),
+      normal(2, 3, 4))
+probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1), x1, None, False)", normal(), normal())
+
 # Copies and sums of adjoints.
 probe(runtime.owned, "owned(x0)", normal(3, 4))
 probe(runtime.owned, "owned(x0)", normal())
@@ -395,8 +570,8 @@ def test_every_runtime_rule_has_a_probe():
 
 #: helpers of derivo.runtime with no rule, and why
 WITHOUT_RULES = {
-    "prod_vjp": "the product of the other elements: its derivative in ans and the "
-                "array differs between the dividing and the zero-safe path",
+    "others_product_jvp": "in prod_vjp's second-order rules only: a third derivative of "
+                          "array code, refused",
     "split_stacked": "called by hstack_vjp and vstack_vjp only, never by generated code",
     "gradient_by_tangents": "its derivative needs the tangents of the tangent function it is "
                             "given: a third derivative of array code, refused",
@@ -421,6 +596,60 @@ def test_every_runtime_helper_has_a_rule():
     assert not missing, "runtime helpers with no rule: " + ", ".join(missing)
     for name in WITHOUT_RULES:
         assert not rules.is_primitive(getattr(runtime, name)), name + " has a rule now"
+
+
+#: helpers the VJP rules of NumPy, np.linalg, np.fft and scipy.signal call that have
+#: no rule here (a Hessian through them is refused by name), and why
+WITHOUT_SECOND_ORDER = dict.fromkeys(
+    ["cho_factor_vjp", "cho_solve_vjp_c", "cholesky_vjp", "eig_vjp", "eigh_vjp", "eigvals_vjp",
+     "eigvalsh_vjp", "lstsq_vjp_a", "lstsq_vjp_b", "lu_factor_vjp", "lu_solve_vjp_b",
+     "lu_solve_vjp_lu", "matrix_power_vjp", "multi_dot_vjp", "norm_vjp_any", "pinv_vjp", "qr_vjp",
+     "scipy_cholesky_vjp", "scipy_solve_vjp_a", "slogdet_vjp", "solve_triangular_vjp_a",
+     "svd_vjp"],
+    "not linear in the matrix or matrices: each needs a rule of its own")
+WITHOUT_SECOND_ORDER["interp_xp_vjp"] = "np.interp's adjoint in the knots, a slope over a " \
+                                        "width that moves with them"
+
+
+def helpers_of_vjp_rules():
+    """{name: labels} of derivo's helpers that VJP rules of the library tables call."""
+    for module in ("scipy.linalg", "scipy.signal"):
+        importlib.import_module(module)  # registers its lazy table
+    rules.load_tables()
+    tables = ("derivo.rules.numpy", "derivo.rules.linalg", "derivo.rules.fft",
+              "derivo.rules.scipy_signal")
+    found = {}
+    for by_arity in rules.RULES.values():
+        for rule in by_arity.values():
+            if rule.table not in tables or rule.style != "vjp":
+                continue
+            for template in filter(None, rule.templates):
+                for name in template.fn.__code__.co_names:
+                    value = template.fn.__globals__.get(name)
+                    if inspect.isfunction(value) and value.__module__.startswith("derivo."):
+                        found.setdefault(name, set()).add(rule.label)
+    return found
+
+
+def test_every_helper_of_a_vjp_rule_has_a_rule():
+    """The gradient code of a NumPy function calls the helpers its VJP rule does:
+    without a rule of their own (or a reason above), its Hessian is refused."""
+    found = helpers_of_vjp_rules()
+    missing = {name: sorted(labels) for name, labels in found.items()
+               if name not in WITHOUT_SECOND_ORDER
+               and not rules.is_primitive(found_helper(name))
+               and not rules.is_nondifferentiable(found_helper(name))}
+    assert not missing, "helpers of VJP rules with no rule: {}".format(missing)
+    for name in WITHOUT_SECOND_ORDER:
+        assert name in found, name + " is called by no VJP rule now"
+        assert not rules.is_primitive(found_helper(name)), name + " has a rule now"
+
+
+def found_helper(name):
+    for module in (runtime, adjoints, linalg_adjoints):
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise AssertionError("no helper " + name)
 
 
 def test_constants_are_nondifferentiable():
@@ -721,16 +950,6 @@ def concatenated(x):
     return np.sum(np.sin(y) * y)
 
 
-def test_hessian_of_a_product_is_refused_by_name():
-    """prod_vjp has no rule: the Hessian says so instead of a wrong number."""
-    with pytest.raises(derivo.DerivoError, match="prod_vjp"):
-        derivo.hessian(product_of)(np.array([0.5, 1.5, 2.0]))
-
-
-def product_of(x):
-    return np.prod(x)
-
-
 def test_generated_code_compiles_without_warnings(tmp_path):
     """The transpose_vjp rule reads literal axes without ``is`` (``(2, 0, 1)[0] is
     None`` would make Python emit a SyntaxWarning)."""
@@ -756,3 +975,31 @@ def test_the_tangent_of_an_einsum_adjoint_takes_a_zero_for_an_operand_nothing_re
                                                  [A, x], 0)
     np.testing.assert_allclose(with_zero, with_zeros)
     np.testing.assert_allclose(with_zero, np.outer(dx, adjoint))
+
+
+
+
+def interpolated(x):
+    return np.sum(np.interp(x, np.array([0.0, 1.0, 4.0]) * x[0], [1.0, 3.0, 2.0]) ** 2)
+
+
+def chained(x):
+    return np.sum(np.linalg.multi_dot([np.outer(x, x), np.outer(x, x ** 2), x]))
+
+
+def eigenvalues(x):
+    return np.sum(np.linalg.eigvalsh(np.outer(x, x) + np.diag(x)) ** 3)
+
+
+def solved_in_the_matrix(x):
+    return np.sum(scipy.linalg.solve_triangular(np.outer(x, x) + np.eye(3), x, lower=True) ** 2)
+
+
+@pytest.mark.parametrize("f, helper", [(interpolated, "interp_x_vjp"), (chained, "multi_dot_vjp"),
+                                       (eigenvalues, "eigvalsh_vjp"),
+                                       (solved_in_the_matrix, "solve_triangular_vjp_a")])
+def test_a_hessian_through_an_adjoint_with_no_rule_is_refused_by_name(f, helper):
+    """These adjoints have no rule here (interp_x_vjp none in the knots xp): the
+    Hessian names them instead of a wrong number."""
+    with pytest.raises(derivo.DerivoError, match=helper):
+        derivo.hessian(f)(np.array([0.5, 1.5, 2.0]))
