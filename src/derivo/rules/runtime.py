@@ -45,7 +45,7 @@ from ..runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_fie
                        reduced_share, scalar_seed, shaped_like, size, sort_like, split_like,
                        stored_part, stored_tangent,
                        stop_gradient, sum_vjp, swap_last, tangent_owned, transpose_vjp, transposed,
-                       unbroadcast, unshared, unsort, unpacked_vjp, unstack, values_vjp, vstack_vjp, zero_as,
+                       unbroadcast, unknown_item, unshared, unsort, unpacked_vjp, unstack, values_vjp, vstack_vjp, zero_as,
                        zero_gradient, zeroed, zeroed_in_place, zeros_for)
 from ..adjoints import (appended_sources, average_weights, column_stack_vjp, convolve_vjp,
                         convolved_cut, correlate_mode, correlate_vjp, diag_vjp, diff_vjp,
@@ -68,6 +68,8 @@ nondifferentiable(scalar_seed, zero_gradient, zeros_for, copysign_one, one_like)
 # unshared only checks (and returns None); raised tells which way a try went; the
 # others read an array's size (or its share of a mean) and dtype.
 nondifferentiable(unshared, raised, size, reduced_share, kind_of, is_real)
+# unknown_item makes the error a branch over a list's items raises where none matched
+nondifferentiable(unknown_item)
 # Where each element of a selection came from (integer positions, which move with
 # the array's values only in steps, as a sort's order does; select_choices reads
 # boolean conditions).
