@@ -625,3 +625,11 @@ def test_a_local_helper_with_a_negative_default_is_differentiated():
     _, tangent = derivo.jvp(local_helper_with_signed_defaults, (A.copy(),), (along,))
     assert tangent == pytest.approx(central(local_helper_with_signed_defaults, A.copy())[0],
                                     rel=1e-6)
+
+
+def test_a_vjp_of_a_hessian_names_what_to_differentiate_instead():
+    def cubic_sum(x):
+        return np.sum(x ** 3)
+
+    with pytest.raises(derivo.DerivoError, match="what derivo.hessian or derivo.jacobian"):
+        derivo.vjp(derivo.hessian(cubic_sum), np.ones(2))

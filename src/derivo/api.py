@@ -1406,6 +1406,7 @@ def vjp(func: Function, *args: Any, backend: str = "python",
     if isinstance(code, Derivative) or is_generated(code) or _bound_parts(code) is not None \
             or backend != "python":  # (compiled code is no generator to resume)
         return _vjp_by_running_again(code, func, differentiable, args, kwargs, loops)
+    _refuse_opaque(code)
     if callees.takes_spread_arguments(code):  # its copy taking these arguments by name
         code, renamed = _spread_copy(code, len(args), tuple(sorted(kwargs)))
         kwargs = {renamed.get(k, k): v for k, v in kwargs.items()}

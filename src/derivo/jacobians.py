@@ -13,8 +13,8 @@ import numpy as np
 
 from . import callees, trees
 from .api import (Derivative, Function, Wrt, _code_for, _copied, _derivative, _differentiable,
-                  _differentiable_or_container, _in_structure, _is_tree, _short_repr, jvp,
-                  resolve_wrt, spread_calls)
+                  _differentiable_or_container, _in_structure, _is_tree, _refuse_opaque,
+                  _short_repr, jvp, resolve_wrt, spread_calls)
 from .errors import DerivoError
 from .transform import LOG, SLOW_SECONDS
 
@@ -43,6 +43,7 @@ def jacobian(func: Function, wrt: Wrt = 0, mode: str = "auto") -> Function:
     if mode not in ("auto", "forward", "reverse"):
         raise DerivoError("jacobian mode must be 'auto', 'forward' or 'reverse', got "
                           "{!r}".format(mode))
+    _refuse_opaque(func)
     if inspect.isfunction(func) and callees.takes_spread_arguments(func):
         return spread_calls(func, lambda copy: jacobian(copy, wrt, mode))
     names = resolve_wrt(func, wrt)
@@ -96,6 +97,7 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
     so that ``H[k1][k2]`` has shape ``p[k1].shape + p[k2].shape``; a leaf that
     is not differentiated (an int, a string, None) gets None.
     """
+    _refuse_opaque(func)
     if inspect.isfunction(func) and callees.takes_spread_arguments(func):
         return spread_calls(func, lambda copy: hessian(copy, wrt))
     names = resolve_wrt(func, wrt)
