@@ -154,9 +154,15 @@ def sums_a_twice_decorated_helper(y):
     return s
 
 
+@passes_everything_on
+def decorated_around_a_decorated_helper(x):  # three wrappers, each with its own fn
+    return shifted_kinked_square(x * 0.9) * x
+
+
 def test_stacked_wrappers_forwarding_star_args_are_told_apart():
     assert derivo.grad(sums_a_twice_decorated_helper)(1.5) == pytest.approx(4.0)
-    for f in (shifted_kinked_square, sums_a_twice_decorated_helper):
+    for f in (shifted_kinked_square, sums_a_twice_decorated_helper,
+              decorated_around_a_decorated_helper):
         assert_every_mode_matches(f, 1.5)
 
 

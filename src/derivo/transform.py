@@ -402,11 +402,13 @@ class Build:
                 if obj is MISSING or _is_builtin(node.id, obj) or \
                         self.namespace.get(node.id, MISSING) is obj:
                     continue
-                if node.id in self.namespace and callable(obj) and (
-                        parsed.is_held(node.id) or parsed.filename.startswith(GENERATED_PREFIX)):
-                    # another function's copy holds the name (a method specialised
-                    # on another object: see callees, or the module generated for
-                    # it, differentiated again): this one's is held as another
+                if node.id in self.namespace and callable(obj):
+                    # another function of the module holds the name for another
+                    # function (a method specialised on another object, see callees;
+                    # the module generated for it, differentiated again; a closure
+                    # variable of two decorators' wrappers): this one's is held as
+                    # another.  (A function changed is transformed again, never
+                    # given to the code by name: see cache.LiveReads.refresh.)
                     alias = Namer(set(self.namespace) | set(parsed.globals) |
                                   set(parsed.closure) | local).fresh(node.id)
                     parsed.closure[alias] = obj
