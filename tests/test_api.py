@@ -644,4 +644,8 @@ def test_a_star_args_derivative_shows_and_saves_the_code_of_its_last_call(tmp_pa
         derivative.save(str(tmp_path / "spread_grad.py"))
     assert derivative(2.0, 3.0) == 3.0
     assert "def spread_grad(x, rest_0)" in derivative.source
-    assert os.path.exists(derivative.save(str(tmp_path / "spread_grad.py")))
+    saved = derivative.save(str(tmp_path / "spread_grad.py"))
+    spec = importlib.util.spec_from_file_location("spread_saved", saved)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert getattr(module, derivative.__name__)(2.0, 3.0) == 3.0

@@ -1213,7 +1213,7 @@ def spread_calls(func, make, lead=0):
     arguments by name (see callees.spread), made once per count of positional
     arguments (after ``lead`` leading ones, a vjp's cotangent or a jvp's
     tangents) and set of keywords.  Its ``last`` is the one it called last, whose
-    ``source`` it shows.  ``func`` may be such a function itself (a derivative
+    ``source`` and ``__name__`` it takes.  ``func`` may be such a function itself (a derivative
     of a derivative): then the copy is what it calls for those arguments."""
     made = {}  # (positional count, keywords) -> (make(copy), keywords renamed)
 
@@ -1229,8 +1229,8 @@ def spread_calls(func, make, lead=0):
     def call(*given, **keywords):
         function, renamed = made_for(len(given) - lead, keywords)
         call.last = function
-        if hasattr(function, "source"):
-            call.source = function.source
+        if hasattr(function, "source"):  # a derivative: named and shown as its code is
+            call.source, call.__name__ = function.source, function.__name__
         return function(*given, **{renamed.get(k, k): v for k, v in keywords.items()})
 
     call.derivo_spread = made_for
