@@ -956,3 +956,59 @@ def test_a_function_that_draws_in_a_checkpointed_loop_over_functions_is_refused(
 
     with pytest.raises(derivo.DerivoError, match="random"):
         derivo.grad(rolled, loops="checkpoint")(0.3)
+
+
+# --- a local name given one of several functions: a branch over them ---------------
+
+def _relu(z):
+    return np.maximum(z, 0.0)
+
+
+def chosen_by_a_flag(x, use_tanh):
+    act = np.tanh if use_tanh else _relu
+    return np.sum(act(x) ** 2)
+
+
+def chosen_in_branches(x, w):
+    if w > 0:
+        act = np.sin
+    else:
+        act = np.cos
+    return act(x * w) + act(x)
+
+
+def chosen_among_lambdas(x, w):
+    act = (lambda z: np.tanh(z)) if w > 0 else (lambda z: z * z)
+    return act(x * w)
+
+
+@pytest.mark.parametrize("use_tanh", [True, False])
+def test_a_function_chosen_by_a_flag_is_called_by_a_branch(use_tanh):
+    x = np.array([0.5, -0.2, 1.3])
+    expected = 2 * np.tanh(x) / np.cosh(x) ** 2 if use_tanh else 2 * np.maximum(x, 0.0)
+    np.testing.assert_allclose(derivo.grad(chosen_by_a_flag)(x, use_tanh), expected)
+    _, tangent = derivo.jvp(chosen_by_a_flag, (x, use_tanh), (np.ones(3), None))
+    assert tangent == pytest.approx(np.sum(expected))
+
+
+@pytest.mark.parametrize("w", [0.8, -0.6])
+def test_a_function_chosen_in_branches_is_called_by_a_branch(w):
+    x, h = 0.7, 1e-6
+    for wrt, step in ((0, (h, 0.0)), (1, (0.0, h))):
+        central = (chosen_in_branches(x + step[0], w + step[1]) -
+                   chosen_in_branches(x - step[0], w - step[1])) / (2 * h)
+        assert derivo.grad(chosen_in_branches, wrt=wrt)(x, w) == pytest.approx(central, rel=1e-6)
+    assert derivo.hessian(chosen_in_branches)(x, w) == pytest.approx(
+        -w * w * np.sin(x * w) - np.sin(x) if w > 0 else -w * w * np.cos(x * w) - np.cos(x),
+        rel=1e-6)
+    expected = w * (1 - np.tanh(x * w) ** 2) if w > 0 else 2 * x * w * w
+    assert derivo.grad(chosen_among_lambdas)(x, w) == pytest.approx(expected)
+
+
+def test_a_name_given_a_function_derivo_cannot_see_is_refused_at_the_call():
+    def through_a_parameter(x, fns):
+        act = fns[0] if x > 0 else np.tanh
+        return act(x)
+
+    with pytest.raises(derivo.DerivoError, match="through_a_parameter|act"):
+        derivo.grad(through_a_parameter)(0.5, [np.sin])

@@ -18,11 +18,19 @@ items (``if type(layer) is Dense: t = Dense.forward(layer, x) elif ...``),
 each arm the call of the class's function with the item as ``self``; an item
 of another class (the list changed in place) is refused with a DerivoError.
 The entry checks each class's function, read through the first item of it.
+
+``act(x)`` of a local name each of whose assignments gives it a function the
+transformation reads (``act = np.tanh if use_tanh else relu``, or one in each
+arm of an ``if``) becomes a branch over those functions by identity (``if act
+is np.tanh: t = np.tanh(x) elif act is relu: ...``): the test is of the value
+the name holds when it is called, whatever path assigned it.
 """
 
+from . import rules
 from . import syntax as S
 from .callees import item_call
 from .names import identifier
+from .memory import is_user_function
 from .parse import MISSING, parse
 from .runtime import unknown_item
 
@@ -48,8 +56,8 @@ def branch_on_keys(block, namer, parsed, loops=None):
         for nested in ("body", "orelse"):
             if isinstance(getattr(stmt, nested, None), list):
                 branch_on_keys(getattr(stmt, nested), namer, parsed, loops)
-        found = _call_by_key(stmt, parsed) or _call_on_an_item(stmt, parsed, loops) \
-            if isinstance(stmt, _VALUE_FIRST) else None
+        found = _call_by_key(stmt, parsed) or _call_on_an_item(stmt, parsed, loops) or \
+            _call_of_a_choice(stmt, parsed) if isinstance(stmt, _VALUE_FIRST) else None
         if found is None:
             index += 1
             continue
@@ -127,6 +135,59 @@ def _call_on_an_item(stmt, parsed, loops):
                          *map(S.const, (message, call.lineno, call.col_offset)))
         return call, arms, S.gast.Raise(exc=refused, cause=None)
     return None
+
+
+def _call_of_a_choice(stmt, parsed):
+    """(the call, [(test, call)], the statement when no test holds) of the first
+    call in ``stmt``'s value of a local name that holds one of the functions its
+    assignments give it (see :func:`_chosen_functions`): ``act is relu``,
+    ``relu(x)`` for each; None if there is none."""
+    for call in _evaluated_calls(stmt):
+        if not isinstance(call.func, S.Name) or parsed.resolve_callee(call) is not MISSING:
+            continue
+        choices = _chosen_functions(parsed, call.func.id)
+        if not choices:
+            continue
+        arms = [(S.gast.Compare(left=S.name(call.func.id), ops=[S.gast.Is()],
+                                comparators=[S.deepcopy(choice)]),
+                 _called(S.deepcopy(choice), [], call)) for choice in choices]
+        message = ("{} holds a function none of its assignments gave it when this "
+                   "derivative was made: make the derivative again".format(call.func.id))
+        refused = S.call(S.name(parsed.hold("unknown_item", unknown_item)),
+                         *map(S.const, (message, call.lineno, call.col_offset)))
+        return call, arms, S.gast.Raise(exc=refused, cause=None)
+    return None
+
+
+def _chosen_functions(parsed, name):
+    """The expressions naming the functions the local ``name`` may hold, one per
+    function: each assignment of it is ``name = e``, e a name or attribute chain
+    the transformation reads to a user function or a primitive, or a conditional
+    expression of those; [] for any other name (a parameter, one assigned
+    otherwise or from anything else)."""
+    if name not in parsed.local_names or name in S.param_names(parsed.tree):
+        return []
+    stores = [n for n in S.walk(parsed.tree) if isinstance(n, S.Name) and n.id == name
+              and isinstance(n.ctx, S.Store)]
+    values = [s.value for s in S.walk(parsed.tree)
+              if isinstance(s, S.Assign) and S.single_target(s) == name]
+    if not values or len(values) != len(stores):
+        return []  # (also stored by a loop, an unpacking, an augmented assignment...)
+    choices, seen = [], set()
+    while values:
+        value = values.pop(0)
+        if isinstance(value, S.gast.IfExp):
+            values[:0] = [value.body, value.orelse]
+            continue
+        if not isinstance(value, (S.Name, S.Attribute)):
+            return []
+        function = parsed.resolve_expression(value)
+        if not (is_user_function(function) or rules.is_primitive(function)):
+            return []
+        if id(function) not in seen:
+            seen.add(id(function))
+            choices.append(value)
+    return choices
 
 
 def _by_class(item, iterable, methods, attr, call, parsed):
