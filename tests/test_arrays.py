@@ -1129,3 +1129,51 @@ def test_a_zero_adjoint_through_a_write_reaches_a_stack_shaped(x):
     f = _stacks_into_what_a_return_may_skip
     got = derivo.grad(f, wrt=1)(x, c)
     assert got == pytest.approx((f(x, c + H) - f(x, c - H)) / (2 * H), rel=1e-6)
+
+
+_WEIGHTS = np.array([1.0, 2.0])
+
+
+def _weighted_sum(x):
+    return np.sum(_WEIGHTS * x)  # a number x broadcast against an array
+
+
+class _Weighted:
+    def __call__(self, x):
+        return np.sum(_WEIGHTS * x)
+
+
+_BY_NAME = {"weighted": _weighted_sum}
+_LISTED = [_weighted_sum]
+_OBJECTS = [_Weighted()]
+
+
+def _by_key(x, name):
+    return _BY_NAME[name](x)
+
+
+def _by_item(x):
+    return _LISTED[0](x)
+
+
+def _by_loop(x):
+    total = 0.0
+    for f in _LISTED:
+        total = total + f(x)
+    return total
+
+
+def _by_object(x):
+    total = 0.0
+    for weighted in _OBJECTS:
+        total = total + weighted(x)
+    return total
+
+
+@pytest.mark.parametrize("f, args", [(_by_key, ("weighted",)), (_by_item, ()), (_by_loop, ()),
+                                     (_by_object, ())])
+def test_numpy_code_reached_through_a_container_gets_array_code(f, args):
+    # f itself names no NumPy: the function it calls through a dict, a list or an
+    # object does, and broadcasts the number x, whose gradient is then a sum
+    got = derivo.grad(f)(0.7, *args)
+    assert np.ndim(got) == 0 and got == pytest.approx(3.0)

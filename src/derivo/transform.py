@@ -10,6 +10,7 @@ differentiated parameters).
 import ast
 import builtins
 import contextlib
+import functools
 import gc
 import inspect
 import logging
@@ -24,7 +25,7 @@ from .errors import DerivoError, UnsupportedSyntax
 from .fence import refuse_rerun_calls
 from .forward import forward
 from .names import Namer, identifier
-from .parse import GENERATED_PREFIX, MISSING, Outlined, parse, too_deep
+from .parse import GENERATED_PREFIX, MISSING, Outlined, is_derivative, parse, too_deep
 from .inline import inline_calls
 from .outline import outline_loops
 from .reverse import reverse, reverse_in_halves
@@ -479,9 +480,40 @@ def uses_numpy(func, seen=None):
             getattr(value, "__module__", None) or ""
         if module == "numpy" or module.startswith("numpy."):
             return True
-        if inspect.isfunction(value) and not S.is_derivo(value) and uses_numpy(value, seen):
+        if any(not S.is_derivo(f) and uses_numpy(f, seen) for f in _functions_in(value)):
             return True
     return False
+
+
+def _functions_in(value, seen=None):
+    """The Python functions a value the code reads may call: itself, what a partial
+    or a bound method calls, the functions of a user class or of an object's class,
+    and those of the items of a list, tuple or dict (``BASIS[0](x)``, ``layer(x)``);
+    not a derivative's code, which takes numbers as derivo made it for them."""
+    seen = set() if seen is None else seen
+    if id(value) in seen or is_derivative(value):
+        return
+    seen.add(id(value))
+    if inspect.isfunction(value):
+        yield value
+    elif isinstance(value, functools.partial):
+        yield from _functions_in(value.func, seen)
+    elif inspect.ismethod(value):
+        yield from _functions_in(value.__func__, seen)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _functions_in(item, seen)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _functions_in(item, seen)
+    elif not isinstance(value, _PLAIN_VALUES) and not inspect.ismodule(value):
+        for klass in (value if inspect.isclass(value) else type(value)).__mro__:
+            yield from (f for f in vars(klass).values()
+                        if inspect.isfunction(f) and not in_a_library(f))
+
+
+#: values that call nothing
+_PLAIN_VALUES = (int, float, complex, str, bytes, type(None), np.ndarray, np.generic)
 
 
 def _holds_arrays(value):
