@@ -397,3 +397,21 @@ def test_an_array_written_with_itself_keeps_its_adjoint(f, loops):
     """y[i] = y: the part written gets its adjoint before the write cuts it from y's."""
     np.testing.assert_allclose(derivo.grad(f, loops=loops)(X.copy()),
                                central_differences(f, X), rtol=1e-6, atol=1e-8)
+
+
+def updated_through_a_name_of_an_item_read(x, c):
+    q3 = x[np.array([3, 0])]  # a copy of two items: NumPy's fancy index
+    q4 = q3                   # a second name of that copy
+    q4 *= np.cos(q4) * c      # changes q3 too
+    return np.sum(q3 * q3) + np.sum(q4 * q4)
+
+
+@pytest.mark.parametrize("take", [
+    lambda f, x: derivo.value_and_grad(f, wrt=1)(x, 0.7),
+    lambda f, x: derivo.jvp(f, (x, 0.7), (None, 1.0)),
+])
+def test_two_names_of_one_item_read_updated_in_place_are_refused(take):
+    # the run-time check of a view of x does not see that q3 and q4 are one array
+    x = np.array([0.4537, -0.8121, 0.9473, 0.2089])
+    with pytest.raises(DerivoError, match="sharing memory with 'q4'|another name for"):
+        take(updated_through_a_name_of_an_item_read, x)

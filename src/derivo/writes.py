@@ -86,13 +86,31 @@ def refuse_shared_writes(analysis, writes=True):
                                                      _user_names(analysis).__contains__))
         site = fault.site
         if fault.kind == "item" and isinstance(site, S.Assign) and \
-                isinstance(site.value, S.Subscript) and isinstance(site.value.value, S.Name):
-            # y[i]: a number, a copy (y[mask]) or a row (a view) of y; only
+                isinstance(site.value, S.Subscript) and isinstance(site.value.value, S.Name) \
+                and not {fault.name, fault.other} <= _aliases(analysis.normalized.tree,
+                                                              S.single_target(site)):
+            # z = y[i]: a number, a copy (y[mask]) or a row (a view) of y; only
             # the run tells, so the primal checks (see primal.PrimalSweep.block,
-            # forward.Tangents.statement)
+            # forward.Tangents.statement).  Two names of z itself share it whatever
+            # it is: refused above.
             analysis.shared_checks[id(site)] = (site.value.value.id, str(error))
         else:
             raise error
+
+
+def _aliases(tree, name):
+    """``name`` and the names ``tree`` makes other names of its value by plain
+    assignment (``b = a``, either way, transitively)."""
+    copies = [(s.targets[0].id, s.value.id) for s in S.walk(tree)
+              if S.single_target(s) and isinstance(s.value, S.Name)]
+    found, grown = {name}, True
+    while grown:
+        grown = False
+        for a, b in copies:
+            if (a in found) != (b in found):
+                found |= {a, b}
+                grown = True
+    return found
 
 
 def refuse_writes_into_globals(analysis):
