@@ -960,3 +960,22 @@ def test_a_loop_over_an_iterator_is_reversed_over_its_items(f):
     h = 1e-6
     central = (f(x.copy(), M, c + h) - f(x.copy(), M, c - h)) / (2 * h)
     assert derivo.grad(f, wrt=2)(x.copy(), M, c) == pytest.approx(central, rel=1e-6)
+
+
+def scaled_after_a_view_is_read(x, c):
+    y = x * 1.0
+    head = y[::2] * c      # the adjoint reads y[::2], a view of y
+    y[::-1] = y * c        # written in place: given back in the reverse
+    s = 0.0
+    for _ in range(3):
+        s = s + np.sum(y) * 0.1
+        y *= np.cos(c)     # loops="reversible" undoes it, binding y to a new array
+    return s + np.sum(head * head)
+
+
+@pytest.mark.parametrize("loops", ["stack", "reversible"])
+def test_a_write_is_given_back_into_the_array_an_undone_update_rebound(loops):
+    x, c, h = np.array([0.4537, -0.8121, 0.9473, 0.2089]), 0.6173, 1e-6
+    f = scaled_after_a_view_is_read
+    central = (f(x.copy(), c + h) - f(x.copy(), c - h)) / (2 * h)
+    assert derivo.grad(f, wrt=1, loops=loops)(x.copy(), c) == pytest.approx(central, rel=1e-7)

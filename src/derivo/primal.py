@@ -53,7 +53,7 @@ class PrimalSweep:
         for index, stmt in enumerate(block):
             saved = self.saving.pushes.get(id(stmt), [])
             if isinstance(stmt, (S.For, S.While)):
-                out += [self.tape.save(n) for n in saved]
+                out += [s for n in saved for s in self.tape.save(n)]
                 if id(stmt) in self.saving.counted and id(stmt) in self.saving.reversed:
                     name, start = self.tape.loop_start(stmt)
                     out.append(S.assign(start, S.name(name)))
@@ -64,7 +64,7 @@ class PrimalSweep:
                 continue
             if self.is_unused_counter(stmt, block, index):
                 continue
-            out += [self.tape.save(n, stmt) for n in saved]
+            out += [s for n in saved for s in self.tape.save(n, stmt)]
             if isinstance(stmt, S.If):
                 out.append(S.if_(S.deepcopy(stmt.test), self.block(stmt.body),
                                  self.block(stmt.orelse)))
@@ -189,7 +189,7 @@ class PrimalSweep:
         out = [S.copy_location(S.effect(S.assign(S.tuple_(
             [S.deepcopy(stmt.targets[0]), S.store(kept)], store_ctx=True), call)), stmt)]
         if id(stmt) in self.tape.kept_in_loops:
-            out.append(self.tape.save(kept))
+            out += self.tape.save(kept)
         return out
 
     def apart(self, ident, other, message):

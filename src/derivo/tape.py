@@ -37,6 +37,10 @@ class Tape:
         # function whose VJP comes in halves
         self.residuals = {}
         self.kept_in_loops = self._residuals_kept_in_loops()
+        # names an undone update binds to a new value (x = x * e): the reverse gives
+        # one back an array equal to the one it held, not that array
+        self.rebound = {self.saving.inverses[i][0] for i in self.saving.undone
+                        if i in self.saving.inverses}
         self.used = bool(analysis.saving.pushes) or bool(self.kept_in_loops) or any(
             isinstance(callee, Loop) for _, callee, _ in analysis.calls)
         if self.used:
@@ -116,13 +120,17 @@ class Tape:
 
     def save(self, ident, stmt=None):
         """``push(x)`` before ``stmt`` overwrites x; a copy of the part an
-        in-place write ``x[i] = v`` overwrites."""
+        in-place write ``x[i] = v`` overwrites, and x itself after it where an undone
+        update may bind x to another array before the reverse gives the part back."""
         if stmt is not None and is_item_write(stmt):
             item = stmt.targets[0]
             part = S.gast.Subscript(value=S.name(ident), slice=S.deepcopy(item.slice),
                                     ctx=S.Load())
-            return S.Expr(value=S.call(self.push, S.call(self.runtime("copy_of"), part)))
-        return S.Expr(value=S.call(self.push, S.name(ident)))
+            kept = [S.Expr(value=S.call(self.push, S.call(self.runtime("copy_of"), part)))]
+            if ident in self.rebound:
+                kept.append(S.Expr(value=S.call(self.push, S.name(ident))))
+            return kept
+        return [S.Expr(value=S.call(self.push, S.name(ident)))]
 
     def restore(self, stmt, part="all"):
         """Give back the values ``stmt`` overwrote: undo an integer step, or pop.
@@ -143,9 +151,12 @@ class Tape:
                  if part == "all" or (n in stored) == (part == "temporaries")]
         if is_item_write(stmt):
             item = stmt.targets[0]
-            return [S.effect(S.assign(S.gast.Subscript(
-                value=S.name(n), slice=S.deepcopy(item.slice), ctx=S.Store()),
-                S.call(self.pop))) for n in names]
+            # (the array written, where an undo rebound its name: see save)
+            return [s for n in names for s in
+                    ([S.effect(S.assign(n, S.call(self.pop)))] if n in self.rebound else []) +
+                    [S.effect(S.assign(S.gast.Subscript(
+                        value=S.name(n), slice=S.deepcopy(item.slice), ctx=S.Store()),
+                        S.call(self.pop)))]]
         return [S.effect(S.assign(n, S.call(self.pop))) for n in reversed(names)]
 
     def restore_residuals(self, stmt):
