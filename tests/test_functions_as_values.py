@@ -1012,3 +1012,48 @@ def test_a_name_given_a_function_derivo_cannot_see_is_refused_at_the_call():
 
     with pytest.raises(derivo.DerivoError, match="through_a_parameter|act"):
         derivo.grad(through_a_parameter)(0.5, [np.sin])
+
+
+# --- closures one factory makes are different functions -----------------------------
+
+def _wave(k):
+    def phi(x):
+        return k * np.sin(k * x)
+    return phi
+
+
+WAVES = [_wave(1.0), _wave(2.0), _wave(3.0)]
+LOW, HIGH = _wave(1.0), _wave(2.0)
+
+
+def waves_summed(x):
+    total = 0.0
+    for phi in WAVES:
+        total = total + phi(x)
+    return total
+
+
+def low_and_high(x):
+    return LOW(x) + HIGH(x)
+
+
+def _waves_slope(ks, x):
+    return sum(k * k * np.cos(k * x) for k in ks)
+
+
+def test_closures_of_one_factory_are_differentiated_each_with_its_own_cells():
+    x = 0.7
+    assert derivo.grad(low_and_high)(x) == pytest.approx(_waves_slope([1.0, 2.0], x))
+    assert derivo.grad(waves_summed)(x) == pytest.approx(_waves_slope([1.0, 2.0, 3.0], x))
+    _, tangent = derivo.jvp(waves_summed, (x,), (1.0,))
+    assert tangent == pytest.approx(_waves_slope([1.0, 2.0, 3.0], x))
+    assert derivo.hessian(waves_summed)(x) == pytest.approx(
+        -sum(k ** 3 * np.sin(k * x) for k in (1.0, 2.0, 3.0)))
+    kept = list(WAVES)
+    try:
+        grad = derivo.grad(waves_summed)
+        grad(x)
+        WAVES[1] = _wave(10.0)  # another closure of the same code
+        assert grad(x) == pytest.approx(_waves_slope([1.0, 10.0, 3.0], x))
+    finally:
+        WAVES[:] = kept

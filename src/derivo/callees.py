@@ -28,7 +28,7 @@ import types
 
 from . import rules
 from . import syntax as S
-from .lift import compile_trees
+from .lift import code_key, compile_trees
 from .parse import MISSING, called_by_class, parse
 from .memory import is_user_function, user_function
 from .names import identifier
@@ -123,7 +123,6 @@ def spread(function, npositional, keywords):
     parameter for it}.  None for any other function."""
     if not takes_spread_arguments(function):
         return None
-    code = function.__code__
     callee = parse(function)
     tree, args = callee.tree, callee.tree.args
     named = [a.id for a in args.args + args.kwonlyargs]
@@ -157,7 +156,7 @@ def spread(function, npositional, keywords):
     tree.name = identifier(function.__name__)
     copy = compile_trees(callee, [tree], {})[tree.name]
     copy.__qualname__ = function.__qualname__  # (what messages and docstrings call it)
-    copy.derivo_key = (code, npositional, tuple(keywords))
+    copy.derivo_key = (code_key(function), npositional, tuple(keywords))
     return copy, renamed
 
 
@@ -324,8 +323,7 @@ def given_functions(function, call, parsed):
     fixed.update(_function_defaults(function, set(called) - set(given)))
     if not fixed:
         return None
-    key = (getattr(function, "derivo_key", code),
-           tuple((name, id(value)) for name, value in sorted(fixed.items())))
+    key = (code_key(function), tuple((name, id(value)) for name, value in sorted(fixed.items())))
     if key not in _GIVEN:  # one copy per function given: a recursive call calls itself
         copy = _copy(function)
         copy.derivo_fixed = (fixed, dict.fromkeys(fixed))  # (read where the caller reads them)
@@ -375,7 +373,7 @@ def _specialised(function, obj, origin):
     first = code.co_varnames[0]
     copy.derivo_fixed = ({first: obj}, {first: origin})
     # (transform.Build: a VJP per object)
-    copy.derivo_key = (code, id(obj), origin[1:] if origin is not None else None)
+    copy.derivo_key = (code_key(function), id(obj), origin[1:] if origin is not None else None)
     return copy
 
 

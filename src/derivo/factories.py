@@ -31,7 +31,7 @@ import functools
 import types
 
 from . import syntax as S
-from .lift import compile_trees
+from .lift import code_key, compile_trees
 from .names import identifier
 
 
@@ -185,7 +185,7 @@ def _taking_closed_over(callee, closed):
     function = callee.func
     tree.name = identifier(function.__name__)
     made = compile_trees(callee, [tree], {})[tree.name]
-    made.derivo_key = (getattr(function, "derivo_key", function.__code__), tuple(extra))
+    made.derivo_key = (code_key(function), tuple(extra))
     return made
 
 

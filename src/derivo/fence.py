@@ -16,6 +16,7 @@ from . import rules
 from . import syntax as S
 from .callees import given_functions, item_call
 from .errors import UnsupportedSyntax
+from .lift import code_key
 from .memory import user_function
 from .parse import MISSING, is_derivative, parse
 from .trees import builds_a_record
@@ -275,7 +276,7 @@ def _reason_in_arguments(parsed, call, seen):
 def _reason_in_body(function, owner, seen):
     """The first call in the body of the user function ``function`` (a method of
     ``owner``, when not None) that may give another result when run again."""
-    key = getattr(function, "derivo_key", function.__code__)  # (a copy: see callees)
+    key = code_key(function)
     if key in seen:
         return None
     seen.add(key)

@@ -48,6 +48,16 @@ class _Local:
         self.free = []              # the enclosing function's locals it reads
 
 
+def code_key(function):
+    """What tells apart the code a Python function runs: a copy's ``derivo_key``
+    (see derivo.callees), else its code object and the cells it closes over (the
+    closures one factory makes are different functions)."""
+    key = getattr(function, "derivo_key", None)
+    if key is not None:
+        return key
+    return function.__code__, tuple(map(id, function.__closure__ or ()))
+
+
 def lift_local_functions(parsed):
     """Lift, in place, the local functions of ``parsed`` (a
     :class:`derivo.parse.Parsed`): its tree then holds no ``def`` or ``lambda``,

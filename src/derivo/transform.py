@@ -25,6 +25,7 @@ from .errors import DerivoError, UnsupportedSyntax
 from .fence import refuse_rerun_calls
 from .forward import forward
 from .names import Namer, identifier
+from .lift import code_key
 from .parse import GENERATED_PREFIX, MISSING, Outlined, is_derivative, parse, too_deep
 from .inline import inline_calls
 from .outline import outline_loops
@@ -342,7 +343,7 @@ class Build:
     def _helper(self, callee, params, caller, call, kind, made):
         """Transform ``callee`` once per (kind, params) for the functions calling it;
         kind ``"halves"``: the forward and backward halves of its VJP, a pair of names."""
-        key = (getattr(callee, "derivo_key", callee.__code__), params)  # (see callees)
+        key = (code_key(callee), params)
         if key in made:  # (a recursive call too: its derivative calls itself)
             return made[key]
         # a lambda's derivative is named after the name it is called by
@@ -403,13 +404,14 @@ class Build:
                 if obj is MISSING or _is_builtin(node.id, obj) or \
                         self.namespace.get(node.id, MISSING) is obj:
                     continue
-                if node.id in self.namespace and callable(obj):
-                    # another function of the module holds the name for another
-                    # function (a method specialised on another object, see callees;
-                    # the module generated for it, differentiated again; a closure
-                    # variable of two decorators' wrappers): this one's is held as
-                    # another.  (A function changed is transformed again, never
-                    # given to the code by name: see cache.LiveReads.refresh.)
+                if node.id in self.namespace:
+                    # another function of the module holds the name for another value
+                    # (a method specialised on another object, see callees; the module
+                    # generated for it, differentiated again; a closure variable of two
+                    # closures of one factory, of two decorators' wrappers): this one's
+                    # is held as another.  (A function changed is transformed again; a
+                    # name read for two values is never given one by refresh: see
+                    # cache.LiveReads.refresh.)
                     alias = Namer(set(self.namespace) | set(parsed.globals) |
                                   set(parsed.closure) | local).fresh(node.id)
                     parsed.closure[alias] = obj
