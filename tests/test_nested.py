@@ -276,3 +276,17 @@ def test_a_gradient_called_with_arrays_inside_a_function_runs_its_array_code():
     x = np.array([1.0, 2.0])
     assert derivo.jvp(calls_a_gradient, (x, 3.0), (np.zeros(2), 1.0)) == (90.0, 60.0)
     assert derivo.grad(calls_a_gradient, wrt=1)(x, 3.0) == 60.0   # 4 y sum(x^2)
+
+
+STIFFNESS = 2.0
+
+
+def stiff_cubic(x):
+    return STIFFNESS * x ** 3
+
+
+def test_a_held_second_derivative_reads_a_global_rebound_after_it_was_made(monkeypatch):
+    second = derivo.grad(derivo.grad(stiff_cubic))
+    assert second(0.7) == pytest.approx(6 * 2.0 * 0.7)
+    monkeypatch.setitem(globals(), "STIFFNESS", 5.0)
+    assert second(0.7) == pytest.approx(6 * 5.0 * 0.7)

@@ -21,8 +21,8 @@ from . import (__version__, cache, callees, codegen, display, numba_backend, rul
 from . import syntax as S
 from .errors import GENERATED_ORIGINS, DerivoError, user_line
 from .fence import check_supported
-from .parse import (GENERATED_PREFIX, MISSING, parse, parsing_once, recording_reads,
-                    too_deep)
+from .parse import (GENERATED_PREFIX, MISSING, parse, parsing_once, record_reads,
+                    recording_reads, too_deep)
 from .analyze import MEMORY_REFUSALS, parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
 from .transform import Build, collection_paused, is_generated, uses_numpy
@@ -917,6 +917,11 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
                            keeps_residuals=keeps_residuals and loops[3] != "numba")
             name = module.add(func, list(names), kind, tuple_wrt, has_aux=has_aux,
                               pullback=pullback, fixed=fixed)
+            made_by = _made_by(func)
+            if made_by is not None:
+                # code derivo generated reads what its Derivative refreshes: that one
+                # is brought up to date before this one's reads are checked
+                record_reads([({"derivative": made_by.call}, "derivative", (), made_by.call)])
             if loops[3] == "numba":
                 numba_backend.nopython(module.functions, module.namespace)
             source = module.source()
@@ -1026,12 +1031,16 @@ def _derivative(func, wrt, kind, loops=DEFAULT_LOOPS, has_aux=False,
     return made
 
 
+def _made_by(func):
+    """The Derivative whose generated code ``func`` is, or None."""
+    array_code = getattr(func, "derivo_array_code", None)
+    return getattr(array_code, "__self__", None) or getattr(func, "derivo_made_by", None)
+
+
 def _derivative_of(func):
     """What ``func``, a Derivative or its generated code, is the derivative of; None
     for anything else."""
-    array_code = getattr(func, "derivo_array_code", None)
-    derivative = func if isinstance(func, Derivative) else \
-        getattr(array_code, "__self__", None) or getattr(func, "derivo_made_by", None)
+    derivative = func if isinstance(func, Derivative) else _made_by(func)
     return getattr(derivative, "__wrapped__", None)
 
 
