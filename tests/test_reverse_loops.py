@@ -448,13 +448,16 @@ def over_an_iterator_read_again(ws, c):
     return s + sum(it) * c
 
 
-@pytest.mark.parametrize("f, args", [
-    (over_an_endless_count, ([1.0, 2.0], 0.5)),            # a list of it never ends
-    (over_an_iterator_read_again, ([1.0, 2.0, 3.0], 0.7)),  # a list of it takes what sum reads
-])
-def test_other_iterators_are_not_made_lists(f, args):
+def test_an_iterator_read_again_is_not_made_a_list():
+    # a list of it would take what sum reads after the loop
     with pytest.raises(TypeError):
-        derivo.value_and_grad(f, wrt=1)(*args)
+        derivo.value_and_grad(over_an_iterator_read_again, wrt=1)([1.0, 2.0, 3.0], 0.7)
+
+
+def test_a_zip_of_an_endless_count_is_made_a_list_of_pairs():
+    # a list of the count never ends, a list of the zip does
+    value, gradient = derivo.value_and_grad(over_an_endless_count, wrt=1)([1.0, 2.0], 0.5)
+    assert (value, gradient) == (pytest.approx(1.0), pytest.approx(2.0))
 
 
 def counted_over_reversed(x, c):
@@ -979,3 +982,31 @@ def test_a_write_is_given_back_into_the_array_an_undone_update_rebound(loops):
     f = scaled_after_a_view_is_read
     central = (f(x.copy(), c + h) - f(x.copy(), c - h)) / (2 * h)
     assert derivo.grad(f, wrt=1, loops=loops)(x.copy(), c) == pytest.approx(central, rel=1e-7)
+
+
+def counted_along_a_zip(w, xs):
+    h = 0.0
+    for t, xt in zip(itertools.count(), xs):  # itertools.count() has no length
+        h = np.tanh(w * h + xt * t)
+    return h
+
+
+def paired_items_enumerated(x, ys):
+    s = 0.0
+    for i, (a, b) in enumerate(zip(ys, ys[::-1])):  # nor has a zip
+        s = s + x[i] * a * b * s + x[i] ** 2
+    return s
+
+
+def test_a_zip_or_enumerate_of_an_iterator_is_differentiated():
+    xs, h = np.array([0.1, -0.3, 0.5]), 1e-6
+    f = counted_along_a_zip
+    central = (f(0.5 + h, xs) - f(0.5 - h, xs)) / (2 * h)
+    assert derivo.grad(f)(0.5, xs) == pytest.approx(central, rel=1e-6)
+    assert derivo.jvp(f, (0.5, xs), (1.0, None))[1] == pytest.approx(central, rel=1e-6)
+    x, ys = np.array([0.3, 0.5, -0.2]), np.array([1.1, 0.9, 0.7])
+    g = paired_items_enumerated
+    for i in range(3):
+        step = np.eye(3)[i] * h
+        assert derivo.grad(g)(x, ys)[i] == pytest.approx(
+            (g(x + step, ys) - g(x - step, ys)) / (2 * h), rel=1e-6)

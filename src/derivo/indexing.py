@@ -10,6 +10,7 @@ analysis that rewrites the tree.
 """
 
 import collections
+import inspect
 
 from . import rules
 from . import syntax as S
@@ -161,6 +162,24 @@ class Indexing:
         backwards = S.Slice(lower=None, upper=None, step=S.const(-1))
         return S.copy_location(S.subscript(S.deepcopy(value.args[0]), backwards), loop)
 
+    def _may_have_no_length(self, sequence):
+        """Whether ``sequence``, an argument of ``zip`` or ``enumerate``, may have no
+        ``len``: a generator expression, or a call of an iterator's maker (``zip``,
+        ``map``, an ``itertools`` function, a generator function)."""
+        if isinstance(sequence, S.Name):  # (ssa puts a call derivo has no rule for on a line)
+            tree = self.normalized.tree
+            if S.load_counts(tree)[sequence.id] != 1:
+                return False  # read again: a list of it would take what the rest reads
+            sequence = S.values_assigned_once(tree).get(sequence.id)
+        if isinstance(sequence, S.gast.GeneratorExp):
+            return True
+        if not isinstance(sequence, S.Call):
+            return False
+        callee = self.parsed.callee_key(sequence)
+        return any(callee is maker for maker in _ITERATORS) or \
+            getattr(callee, "__module__", None) == "itertools" or \
+            inspect.isgeneratorfunction(callee)
+
     def _maybe_an_iterator(self, sequence):
         """Whether a loop's sequence, read by the loop alone, is a dict's view or
         a ``map``/``filter`` (not differentiated) of one that cannot be indexed
@@ -207,10 +226,12 @@ class Indexing:
         args = iterable.args
         counts = {"enumerate": (1, 2), "zip": range(1, len(args) + 1), "reversed": (1,)}
         # an iterator whose items are not read as the indexed forms read them (nested
-        # unpacking, keywords, starred arguments): the reverse loop indexes a list of it
+        # unpacking, keywords, starred arguments), or over what has no length to
+        # index by (zip(itertools.count(), xs)): the reverse loop indexes a list of it
         listed = ("iterator", [iterable], [loop.target.id], None, dropped)
         if iterable.keywords or len(args) not in counts[kind] or \
-                any(isinstance(a, S.gast.Starred) for a in args) or \
+                any(isinstance(a, S.gast.Starred) or self._may_have_no_length(a)
+                    for a in args) or \
                 kind == "zip" and len(args) > 1 and self.parsed.resolve("min") is not min:
             return listed
         if kind == "reversed":
@@ -226,6 +247,9 @@ class Indexing:
                 start, S.Name) and start.id not in S.stored_names(loop.body)):
             return listed
         return (kind, sequences, targets, start, dropped + unpack)
+
+
+_ITERATORS = (zip, enumerate, map, filter, iter)
 
 
 def _unpacking(loop, width):
