@@ -5,6 +5,7 @@ Values are compared with closed forms, never with derivo itself.
 
 import copy
 import dis
+import functools
 import importlib.util
 import inspect
 import math
@@ -649,3 +650,22 @@ def test_a_star_args_derivative_shows_and_saves_the_code_of_its_last_call(tmp_pa
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert getattr(module, derivative.__name__)(2.0, 3.0) == 3.0
+
+
+def _forwarding(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+@_forwarding
+def forwarded_product(x, y):
+    return x * y * y
+
+
+@pytest.mark.parametrize("wrt", ["y", 1])
+def test_a_wrapped_parameter_given_as_a_keyword_is_differentiated(wrt):
+    assert derivo.grad(forwarded_product, wrt=wrt)(0.3, y=0.8) == pytest.approx(2 * 0.3 * 0.8)
+    assert derivo.grad(forwarded_product, wrt=wrt)(0.3, 0.8) == pytest.approx(2 * 0.3 * 0.8)
+    assert derivo.hessian(forwarded_product, wrt=wrt)(0.3, y=0.8) == pytest.approx(2 * 0.3)

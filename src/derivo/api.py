@@ -1216,22 +1216,43 @@ def _spread_copy(func, npositional, keywords):
     return copies[npositional, keywords]
 
 
+def _spread_wrt(func, wrt, renamed):
+    """``wrt`` for the copy of ``func`` a call made (see :func:`spread_calls`): a name
+    or a position of the signature ``func`` shows (a functools.wraps wrapper shows
+    the wrapped function's) is the keyword parameter of the copy where the call
+    gives it as a keyword, else its position."""
+    try:
+        shown = [p.name for p in inspect.signature(func).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        shown = []
+
+    def each(w):
+        if isinstance(w, int) and not isinstance(w, bool) and -len(shown) <= w < len(shown):
+            return renamed.get(shown[w], w)
+        if not isinstance(w, str):
+            return w
+        return renamed[w] if w in renamed else shown.index(w) if w in shown else w
+    return type(wrt)(map(each, wrt)) if isinstance(wrt, (tuple, list)) else each(wrt)
+
+
 def spread_calls(func, make, lead=0):
     """For ``func``, which takes ``*args`` or ``**kwargs``: a function that, at each
-    call, calls ``make(copy)`` for the copy of ``func`` taking that call's
-    arguments by name (see callees.spread), made once per count of positional
+    call, calls ``make(copy, renamed)`` for the copy of ``func`` taking that call's
+    arguments by name (see callees.spread; ``renamed``: {keyword: the copy's
+    parameter}), made once per count of positional
     arguments (after ``lead`` leading ones, a vjp's cotangent or a jvp's
     tangents) and set of keywords.  Its ``last`` is the one it called last, whose
     ``source`` and ``__name__`` it takes.  ``func`` may be such a function itself (a derivative
     of a derivative): then the copy is what it calls for those arguments."""
-    made = {}  # (positional count, keywords) -> (make(copy), keywords renamed)
+    made = {}  # (positional count, keywords) -> (make(copy, renamed), keywords renamed)
 
     def made_for(npositional, keywords):
         shape = (npositional, tuple(sorted(keywords)))
         if shape not in made:
             copy, renamed = func.derivo_spread(*shape) if hasattr(func, "derivo_spread") \
                 else _spread_copy(func, *shape)
-            made[shape] = make(copy), renamed
+            made[shape] = make(copy, renamed), renamed
         return made[shape]
 
     @functools.wraps(func)
@@ -1254,20 +1275,12 @@ def _of_spread(func, wrt, kind, loops, has_aux, pullback):
     derivative of its copy for each call's arguments (see :func:`spread_calls`);
     ``wrt`` counts the positional arguments as the call gives them."""
     several = isinstance(wrt, (tuple, list))
-    # a name of the signature func shows (a functools.wraps wrapper shows the
-    # wrapped function's) stands for its position
-    try:
-        shown = [p.name for p in inspect.signature(func).parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        shown = []
-    wrt = type(wrt)(shown.index(w) if w in shown else w for w in wrt) if several else \
-        shown.index(wrt) if wrt in shown else wrt
 
-    def make(copy):
+    def make(copy, renamed):
+        wrt_here = _spread_wrt(func, wrt, renamed)
         if isinstance(getattr(copy, "__self__", None), Derivative):  # a derivative's entry
-            return _derivative(copy, wrt, kind, loops, has_aux, pullback)
-        return Derivative(copy, kind, resolve_wrt(copy, wrt), several, loops, has_aux,
+            return _derivative(copy, wrt_here, kind, loops, has_aux, pullback)
+        return Derivative(copy, kind, resolve_wrt(copy, wrt_here), several, loops, has_aux,
                           pullback).call
 
     derivative = spread_calls(func, make, {"vjp": 1, "jvp": len(wrt) if several else 1}.get(

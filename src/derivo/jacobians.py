@@ -14,7 +14,7 @@ import numpy as np
 from . import callees, trees
 from .api import (Derivative, Function, Wrt, _code_for, _copied, _derivative, _differentiable,
                   _differentiable_or_container, _in_structure, _is_tree, _refuse_opaque,
-                  _short_repr, jvp, resolve_wrt, spread_calls)
+                  _short_repr, _spread_wrt, jvp, resolve_wrt, spread_calls)
 from .errors import DerivoError
 from .transform import LOG, SLOW_SECONDS
 
@@ -45,7 +45,8 @@ def jacobian(func: Function, wrt: Wrt = 0, mode: str = "auto") -> Function:
                           "{!r}".format(mode))
     _refuse_opaque(func)
     if inspect.isfunction(func) and callees.takes_spread_arguments(func):
-        return spread_calls(func, lambda copy: jacobian(copy, wrt, mode))
+        return spread_calls(func, lambda copy, renamed: jacobian(
+            copy, _spread_wrt(func, wrt, renamed), mode))
     names = resolve_wrt(func, wrt)
     many = isinstance(wrt, (tuple, list))
 
@@ -99,7 +100,8 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
     """
     _refuse_opaque(func)
     if inspect.isfunction(func) and callees.takes_spread_arguments(func):
-        return spread_calls(func, lambda copy: hessian(copy, wrt))
+        return spread_calls(func, lambda copy, renamed: hessian(
+            copy, _spread_wrt(func, wrt, renamed)))
     names = resolve_wrt(func, wrt)
     many = isinstance(wrt, (tuple, list))
     gradient = _derivative(func, tuple(names) if many else names[0], "grad")
