@@ -1749,3 +1749,18 @@ def test_a_second_derivative_through_a_helper_in_halves_is_refused_at_the_user_s
     with pytest.raises(DerivoError, match="a second time") as refused:
         derivo.hessian(through_a_looping_helper, wrt=1)(np.array([1.0, 2.0]), 0.5)
     assert refused.value.filename == __file__
+
+
+def _distance_twice(x, y, c0=0.0, *, c1=1.0):
+    s = 0.0
+    for _ in range(2):
+        s += math.dist((x, y), (0.3, 0.5))
+    return s * c1 + c0
+
+
+def test_a_second_derivative_of_a_partial_is_refused_at_the_user_s_line():
+    # the partial's derivative is made of the function's: no Derivative claims its code
+    partial = functools.partial(_distance_twice, c0=-0.2, c1=0.5)
+    with pytest.raises(DerivoError, match="a second time") as refused:
+        derivo.hessian(partial)(0.7, 0.2)
+    assert refused.value.filename == __file__

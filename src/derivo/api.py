@@ -1024,10 +1024,16 @@ def _derivative(func, wrt, kind, loops=DEFAULT_LOOPS, has_aux=False,
             if user is not None:
                 raise _refused_again(error, user) from None
             first = _first_differentiated(func)
-            if first is None:
+            if first is not None:  # (a derivative of a derivative of first: the message says so)
+                raise _at_definition(error.message, first, error) from None
+            located = user_line(error.filename, error.lineno) if error.lineno else None
+            if located is None:
                 raise
-            # (a derivative of a derivative of first: the message says so)
-            raise _at_definition(error.message, first, error) from None
+            # (code derivo generated that no Derivative claims: its lines say whose it is)
+            raise type(error)("cannot differentiate this function a second time: derivo "
+                              "refuses line {} of the derivative it generated for it ({})".format(
+                                  error.lineno, error.message), *located,
+                              error.construct) from None
     return made
 
 
