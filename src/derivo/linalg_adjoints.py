@@ -327,7 +327,8 @@ def norm_vjp_any(adjoint, ans, x, ord, axis, keepdims):
     _real_only("np.linalg.norm", x)
     axes = _norm_axes(x, ord, axis)
     if ord is None or (ord == "fro" and len(axes) == 2) or (ord == 2 and len(axes) == 1):
-        return expand(adjoint / ans, x, axis, keepdims) * x   # the Euclidean norm: x / |x|
+        from .runtime import norm_vjp  # (here: a saved module copies what it needs only)
+        return norm_vjp(adjoint, ans, x, ord, axis, keepdims)   # the Euclidean norm
     if len(axes) == 1:
         return expand(adjoint, x, axis, keepdims) * _vector_norm_partials(x, ans, ord, axis,
                                                                           keepdims)

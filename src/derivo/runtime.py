@@ -620,12 +620,14 @@ def vstack_vjp(adjoint, arrays):
 
 
 def norm_vjp(adjoint, ans, x, ord, axis, keepdims):
-    """Adjoint of the 2-norm (Frobenius for matrices) of ``x``."""
+    """Adjoint of the 2-norm (Frobenius for matrices) of ``x``: x / |x|, and 0
+    where the norm is 0 (the cone's apex, where 0 is a subgradient and central
+    differences agree)."""
     matrix = (np.ndim(x) > 1 and axis is None) or np.ndim(axis) == 1
     if ord not in (None, 2, "fro") or (ord == 2 and matrix) or (ord == "fro" and not matrix):
         raise DerivoError("derivo differentiates np.linalg.norm only for the 2-norm of "
                           "vectors and the Frobenius norm, not ord={!r}".format(ord))
-    return expand(adjoint / ans, x, axis, keepdims) * x
+    return expand(adjoint / np.where(ans == 0, np.inf, ans), x, axis, keepdims) * x
 
 
 def einsum_vjp(adjoint, subscripts, operands, index):

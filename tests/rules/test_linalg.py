@@ -335,3 +335,21 @@ def test_the_second_derivative_through_solve_of_a_vector():
     grad = derivo.grad(solved_for_a_vector)
     central = (grad(c + h) - grad(c - h)) / (2 * h)
     assert derivo.hessian(solved_for_a_vector)(c) == pytest.approx(central, rel=1e-6)
+
+
+def scaled_norm_of_nothing(x, c):
+    return np.linalg.norm(0.0 * x) * c + np.sum(x * c)  # the norm of a constant 0
+
+
+@pytest.mark.parametrize("axis", [None, 1])
+def test_the_norm_s_derivative_at_zero_is_zero_as_differences_give(axis):
+    # the cone's apex: 0 is a subgradient, and central differences give it
+    zeros = np.zeros((2, 3))
+    assert np.all(derivo.grad(lambda a: np.sum(np.linalg.norm(a, axis=axis)))(zeros) == 0.0)
+    assert derivo.jvp(lambda a: np.sum(np.linalg.norm(a, axis=axis)), (zeros,),
+                      (np.ones((2, 3)),))[1] == 0.0
+    x, c, h = np.array([0.5, -1.0]), 0.7, 1e-6
+    gx, gc = derivo.grad(scaled_norm_of_nothing, wrt=(0, 1))(x, c)
+    np.testing.assert_allclose(gx, [c, c])
+    assert gc == pytest.approx((scaled_norm_of_nothing(x, c + h) -
+                                scaled_norm_of_nothing(x, c - h)) / (2 * h))
