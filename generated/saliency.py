@@ -19,7 +19,7 @@ def forward_backward(bresult, residuals):
     return bx
 
 
-def __call___forward(self, x):
+def Model_call_forward(self, x):
     stack = []
     push = stack.append
     called = None
@@ -69,7 +69,7 @@ def __call___forward(self, x):
     return result, (stack, x, cond1, cond2, cond3, t2, t3, t4, t5, t6, seq1, called, t11)
 
 
-def __call___backward(bresult, residuals):
+def Model_call_backward(bresult, residuals):
     stack, x, cond1, cond2, cond3, t2, t3, t4, t5, t6, seq1, called, t11 = residuals
     pop = stack.pop
     # line 43: return x
@@ -112,7 +112,7 @@ def __call___backward(bresult, residuals):
 
 
 def loss_grad(x, target):
-    t1, __call___residuals = __call___forward(MODEL, x)
+    t1, Model_call_residuals = Model_call_forward(MODEL, x)
     t2 = t1 - target
     small = np.abs(t2) <= 0.5
     t4 = 0.5 * t2
@@ -128,7 +128,7 @@ def loss_grad(x, target):
     bt5 = unbroadcast(np.where(small, 0.0, bt3), t7) * 0.5
     bt2 = bt2 + (bt5 * np.sign(t2) if is_real(t2) else np.real(bt5) * np.conj(t2) / np.where(t5 == 0, 1, t5))
     bt1 = unbroadcast(bt2, t1)
-    bx = __call___backward(bt1, __call___residuals)
+    bx = Model_call_backward(bt1, Model_call_residuals)
     return bx
 
 # derivo's runtime helpers this module calls, copied from derivo 0.1.0 so that it

@@ -1030,10 +1030,8 @@ def _derivative(func, wrt, kind, loops=DEFAULT_LOOPS, has_aux=False,
             if located is None:
                 raise
             # (code derivo generated that no Derivative claims: its lines say whose it is)
-            raise type(error)("cannot differentiate this function a second time: derivo "
-                              "refuses line {} of the derivative it generated for it ({})".format(
-                                  error.lineno, error.message), *located,
-                              error.construct) from None
+            raise type(error)("cannot differentiate this function a second time: {}".format(
+                _refused_line(error)), *located, error.construct) from None
     return made
 
 
@@ -1102,11 +1100,16 @@ def _refused_again(error, user):
         found = user_line(error.filename, error.lineno) if error.lineno else None
         if found is not None and code is not None and found[0] == code.co_filename:
             where = found[1]
-        reason = ("derivo refuses line {} of the derivative it generated for it ({}); "
-                  "differentiate a version of {} without this construct".format(
-                      error.lineno, error.message, label))
+        reason = "{}; differentiate a version of {} without this construct".format(
+            _refused_line(error), label)
     return _at_definition("cannot differentiate {} a second time: {}".format(label, reason),
                           user, error, where)
+
+
+def _refused_line(error):
+    """What ``error``, a refusal of derivo's generated code, says of it."""
+    return "derivo refuses line {} of the derivative it generated for it ({})".format(
+        error.lineno, error.message)
 
 
 def _first_write_in_place(func):

@@ -131,10 +131,16 @@ def _call_on_an_item(stmt, parsed, loops):
         message = ("{} holds an object {} did not hold when this derivative was made (the "
                    "list changed while the function ran, or in a saved module's use): make "
                    "the derivative again".format(item, parsed.words(iterable)))
-        refused = S.call(S.name(parsed.hold("unknown_item", unknown_item)),
-                         *map(S.const, (message, call.lineno, call.col_offset)))
-        return call, arms, S.gast.Raise(exc=refused, cause=None)
+        return call, arms, _refused(parsed, message, call)
     return None
+
+
+def _refused(parsed, message, call):
+    """``raise`` of the DerivoError saying ``message`` at ``call``'s line, for the
+    branch where no test held (see runtime.unknown_item)."""
+    refused = S.call(S.name(parsed.hold("unknown_item", unknown_item)),
+                     *map(S.const, (message, call.lineno, call.col_offset)))
+    return S.gast.Raise(exc=refused, cause=None)
 
 
 def _call_of_a_choice(stmt, parsed):
@@ -153,9 +159,7 @@ def _call_of_a_choice(stmt, parsed):
                  _called(S.deepcopy(choice), [], call)) for choice in choices]
         message = ("{} holds a function none of its assignments gave it when this "
                    "derivative was made: make the derivative again".format(call.func.id))
-        refused = S.call(S.name(parsed.hold("unknown_item", unknown_item)),
-                         *map(S.const, (message, call.lineno, call.col_offset)))
-        return call, arms, S.gast.Raise(exc=refused, cause=None)
+        return call, arms, _refused(parsed, message, call)
     return None
 
 

@@ -346,9 +346,13 @@ class Build:
         key = (code_key(callee), params)
         if key in made:  # (a recursive call too: its derivative calls itself)
             return made[key]
-        # a lambda's derivative is named after the name it is called by
+        # a lambda's derivative is named after the name it is called by, a special
+        # method's after its class (Model.__call__: Model_call)
         base = callee.__name__ if callee.__name__.isidentifier() else \
             getattr(call.func, "id", identifier(callee.__name__))
+        if base.startswith("__") and base.endswith("__"):
+            owner = callee.__qualname__.rpartition(".")[0].rpartition(".")[2]
+            base = identifier("{}_{}".format(owner, base.strip("_")) if owner else base.strip("_"))
         if kind == "halves":
             halves = made[key] = tuple(self.names.fresh("{}_{}".format(base, half))
                                        for half in ("forward", "backward"))
