@@ -306,7 +306,7 @@ HESSIANS_OF_NUMPY = [
     (column_products, np.array([0.7, 0.0, 0.0, 0.4, 1.1, -0.6]), "prod_vjp"),
     (squared_cumsum, np.array([1.0, 2.0, 3.0]), "reverse_cumsum"),
     (cumsum_of_a_matrix, np.array([0.3, -0.2, 0.5, 1.0, 0.1, -0.7]), "reverse_cumsum"),
-    (cumprod_sum, np.array([0.7, 1.3, 1.9, 0.4]), "reverse_cumsum"),
+    (cumprod_sum, np.array([0.7, 1.3, 1.9, 0.4]), "cumprod_vjp"),
     (squared_differences, np.array([0.7, -1.3, 1.9, 0.4]), "diff_vjp"),
     (second_differences, np.array([0.7, -1.3, 1.9, 0.4, 1.0]), "diff_vjp"),
     (sorted_cubes, np.array([0.7, -1.3, 1.9, 0.4]), "gathered_vjp"),
@@ -385,6 +385,33 @@ def test_the_hvp_of_a_product_with_a_zero_is_exact():
     x, v = np.array([0.7, 0.0, 1.9, 0.4]), np.array([1.0, -2.0, 0.5, 3.0])
     (product_times_v,) = derivo.hvp(product, (x,), (v,))
     np.testing.assert_allclose(product_times_v, others_except_two(x) @ v, rtol=1e-14, atol=0)
+
+
+def running_products_gradient(x):
+    """d cumprod_sum / dx_k = sum_{i >= k} STEPS_i prod_{j <= i, j != k} x_j, by the definition."""
+    return np.array([sum(STEPS[i] * np.prod(np.delete(x[:i + 1], k)) for i in range(k, len(x)))
+                     for k in range(len(x))])
+
+
+@pytest.mark.parametrize("x", [[0.7, -1.3, 1.9, 0.4], [0.7, 0.0, 1.9, 0.4],
+                               [0.0, -1.3, 0.0, 0.4], [0.7, 1.3, 0.0, 0.0]])
+def test_running_products_are_differentiated_exactly_at_zeros(x):
+    x = np.array(x)
+    expected = running_products_gradient(x)
+    np.testing.assert_allclose(derivo.grad(cumprod_sum)(x), expected,
+                               rtol=1e-14, atol=0)
+    v = np.array([1.0, -2.0, 0.5, 3.0])
+    _, along = derivo.jvp(cumprod_sum, (x,), (v,))
+    np.testing.assert_allclose(along, expected @ v, rtol=1e-14, atol=1e-15)
+
+
+def test_the_hessian_of_running_products_away_from_zeros_and_its_refusal_at_one():
+    x = np.array([0.7, -1.3, 1.9, 0.4])
+    hessian = derivo.hessian(cumprod_sum)(x)
+    np.testing.assert_allclose(hessian, differences_of_the_gradient(cumprod_sum, x),
+                               rtol=1e-6, atol=1e-8)
+    with pytest.raises(derivo.DerivoError, match="second derivative of np.cumprod"):
+        derivo.hessian(cumprod_sum)(np.array([0.7, 0.0, 1.9, 0.4]))
 
 
 def test_hessians_of_numpy_against_closed_forms():

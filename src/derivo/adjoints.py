@@ -9,7 +9,7 @@ and inverses are applied by solving, never formed.
 import numpy as np
 
 from .errors import DerivoError
-from .runtime import swap_last
+from .runtime import holds_no_zero, swap_last
 
 
 def reverse_cumsum(adjoint, like, axis):
@@ -18,6 +18,86 @@ def reverse_cumsum(adjoint, like, axis):
     if axis is None:
         return np.reshape(np.flip(np.cumsum(np.flip(np.ravel(adjoint)))), np.shape(like))
     return np.flip(np.cumsum(np.flip(adjoint, axis), axis), axis)
+
+
+def _first_zero(lanes):
+    """Per lane (the last axis) of ``lanes``: masks of the positions before its
+    first zero and of that zero, the product of the elements before it, and the
+    running products ``prod(lanes[z+1:i+1])`` after it (all 1 with no zero)."""
+    zero = lanes == 0
+    index = np.arange(lanes.shape[-1])
+    first = np.where(np.any(zero, axis=-1), np.argmax(zero, axis=-1), lanes.shape[-1])[..., None]
+    before, at = index < first, index == first
+    prefix = np.prod(np.where(before, lanes, 1.0), axis=-1, keepdims=True)
+    after = np.cumprod(np.where(index > first, lanes, 1.0), axis=-1)
+    return before, at, prefix, after
+
+
+def cumprod_vjp(adjoint, product, a, axis):
+    """The adjoint of ``product = np.cumprod(a, axis)``: element k gets
+    ``sum_{i>=k} adjoint_i * prod_{j<=i, j!=k} a_j``.  Before a lane's first zero
+    that is ``sum_{i>=k} adjoint_i * product_i / a_k``; at the zero, the product
+    before it times the adjoint summed against the products after it; past it,
+    0 (each of its products holds the zero)."""
+    if axis is None:
+        return np.reshape(cumprod_vjp(adjoint, product, np.ravel(a), 0), np.shape(a))
+    shares = reverse_cumsum(adjoint * product, a, axis)
+    if holds_no_zero(a):
+        return shares / a
+    lanes, g, shares = (np.moveaxis(x, axis, -1) for x in
+                        (a, np.broadcast_to(adjoint, np.shape(product)), shares))
+    before, at, prefix, after = _first_zero(lanes)
+    at_zero = prefix * reverse_cumsum(g * after, g, -1)
+    return np.moveaxis(np.where(before, shares / np.where(before, lanes, 1.0), 0.0) +
+                       np.where(at, at_zero, 0.0), -1, axis)
+
+
+def cumprod_jvp(tangent, product, a, axis):
+    """The tangent of ``product = np.cumprod(a, axis)``: ``product_i * sum_{k<=i}
+    t_k / a_k`` before a lane's first zero; from the zero on, only the zero's own
+    tangent moves the products (every other leaves the factor 0)."""
+    if axis is None:
+        return cumprod_jvp(np.ravel(np.broadcast_to(tangent, np.shape(a))), product,
+                           np.ravel(a), 0)
+    if holds_no_zero(a):
+        return product * np.cumsum(tangent / a, axis=axis)
+    lanes, t, y = (np.moveaxis(x, axis, -1) for x in
+                   (a, np.broadcast_to(tangent, np.shape(a)), product))
+    before, at, prefix, after = _first_zero(lanes)
+    started = y * np.cumsum(np.where(before, t / np.where(before, lanes, 1.0), 0.0), axis=-1)
+    from_zero = np.sum(np.where(at, t, 0.0), axis=-1, keepdims=True) * prefix * after
+    return np.moveaxis(np.where(before, started, from_zero), -1, axis)
+
+
+def _refuse_second_at_zero(a):
+    if np.any(np.equal(a, 0)):
+        raise DerivoError("derivo does not take the second derivative of np.cumprod where "
+                          "its array holds a zero (the first derivative is exact there)")
+
+
+def cumprod_second(adjoint, u, product, a, axis):
+    """``sum_i adjoint_i sum_k u_k d2 product_i / da_k da_m`` for each m, with
+    ``product = np.cumprod(a, axis)``: ``(R(adjoint * product * C) - u *
+    R(adjoint * product) / a) / a``, R summing from the end and C = cumsum(u / a).
+    Symmetric in u and the direction m: the VJP and the JVP of cumprod_vjp in a."""
+    if axis is None:
+        return np.reshape(cumprod_second(adjoint, np.ravel(u), product, np.ravel(a), 0),
+                          np.shape(a))
+    _refuse_second_at_zero(a)
+    weighted = adjoint * product
+    return (reverse_cumsum(weighted * np.cumsum(u / a, axis=axis), a, axis) -
+            u * reverse_cumsum(weighted, a, axis) / a) / a
+
+
+def cumprod_second_tangent(t, s, product, a, axis):
+    """``sum_{k, m} t_k s_m d2 product_i / da_k da_m`` for each i, with ``product =
+    np.cumprod(a, axis)``: ``product * (cumsum(t / a) * cumsum(s / a) - cumsum(t * s / a**2))``."""
+    if axis is None:
+        t, s, a = (np.ravel(np.broadcast_to(x, np.shape(a))) for x in (t, s, a))
+        axis = 0
+    _refuse_second_at_zero(a)
+    return product * (np.cumsum(t / a, axis=axis) * np.cumsum(s / a, axis=axis) -
+                      np.cumsum(t * s / a ** 2, axis=axis))
 
 
 def diff_vjp(adjoint, n, axis):

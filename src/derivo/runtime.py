@@ -315,11 +315,17 @@ def inner_vjp_right(adjoint, a, b):
     return np.moveaxis(summed, 0, -1)
 
 
+def holds_no_zero(a):
+    """Whether the array ``a`` is known to hold no zero (a lazy array's values
+    are not tested: not known)."""
+    return isinstance(a, _CONCRETE) and not np.any(np.equal(a, 0))
+
+
 def prod_vjp(adjoint, ans, like, axis, keepdims):
     """Adjoint of ``np.prod``: the product of the other elements, computed
     without dividing (a zero element must not turn the gradient into nan)."""
     a = as_array(like)
-    if isinstance(a, _CONCRETE) and not np.any(a == 0):  # a lazy array: no test of its values
+    if holds_no_zero(a):
         return expand(adjoint * ans, a, axis, keepdims) / a
     flat, back = _lanes(a, axis)
     ones = np.ones(flat.shape[:-1] + (1,))

@@ -230,6 +230,15 @@ def with_zero(*shape):
     return make
 
 
+def with_zeros(*shape):
+    """Normal draws with zeros at the start, inside and twice in a row."""
+    def make(rng):
+        x = nonzero(*shape)(rng)
+        x.flat[[0, 5, 6]] = 0.0
+        return x
+    return make
+
+
 # Reductions: axis None/0/1/-1 (and a tuple on a 3-d array), keepdims True/False.
 REDUCTION_AXES = [[], ["axis=0"], ["axis=1"], ["axis=-1"], ["axis=None"]]
 
@@ -338,6 +347,9 @@ for _name, _domain in (("cumsum", normal), ("cumprod", nonzero)):
         probe(getattr(np, _name), "np.{}(x0{})".format(_name, _keywords), _domain(3, 4))
         probe(Method(_name), "x0.{}({})".format(_name, _keywords[2:]), _domain(3, 4))
     probe(getattr(np, _name), "np.{}(x0)".format(_name), _domain(5))
+for _keywords in ("", ", axis=0", ", axis=1"):  # the products of the others, at zeros
+    probe(np.cumprod, "np.cumprod(x0{})".format(_keywords), with_zero(3, 4))
+    probe(np.cumprod, "np.cumprod(x0{})".format(_keywords), with_zeros(3, 4))
 probe(np.diff, "np.diff(x0)", normal(5))
 probe(np.diff, "np.diff(x0)", normal(3, 4))
 probe(np.diff, "np.diff(x0, axis=0)", normal(3, 4))

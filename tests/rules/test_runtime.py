@@ -73,7 +73,8 @@ from derivo.runtime import (add_adjoints, add_at, add_at_in_place, addable, as_a
                             swap_last, tangent_owned,
                             transpose_vjp, transposed, unbroadcast, unsort, unstack, vstack_vjp,
                             zero_as, zero_gradient, zeroed, zeroed_in_place)
-from derivo.adjoints import (column_stack_vjp, convolve_vjp, correlate_vjp, diag_vjp, interp_fp_vjp,
+from derivo.adjoints import (column_stack_vjp, convolve_vjp, correlate_vjp, cumprod_jvp, cumprod_vjp,
+                             diag_vjp, interp_fp_vjp,
                              reversed_conj, solve_triangular_vjp_b,
                              interp_x_vjp, diff_vjp, gathered_vjp, gradient_vjp,
                              pad_sources, quantile_vjp, repeat_vjp, reverse_cumsum, rollaxis_vjp,
@@ -87,6 +88,7 @@ L5 = np.zeros(5)
 L14 = np.zeros((1, 4))
 L31 = np.zeros((3, 1))
 L34 = np.zeros((3, 4))
+Z34 = np.array([[0.7, -1.3, 1.9, 0.4], [1.2, 0.0, -0.8, 2.1], [0.0, 1.4, 0.0, -0.6]])
 L234 = np.zeros((2, 3, 4))
 LIST3 = [1.0, 2.0, 3.0]
 UNSORTED = [2.0, -1.0, 2.0, 0.5]
@@ -445,6 +447,15 @@ probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1), x1, None, False)", normal(),
 probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1, axis=(0, 2)), x1, (0, 2), False)", normal(3),
       normal(2, 3, 4))
 probe(runtime.prod_vjp, "prod_vjp(x0, np.prod(x1), x1, None, False)", normal(), normal())
+# cumprod_vjp and cumprod_jvp: linear in x0, and their second derivatives in x1
+# (refused where x1 holds a zero); Z34 holds zeros, so only x0 varies there.
+for _axis, _shape in (("1", (3, 4)), ("0", (3, 4)), ("None", (12,))):
+    for _helper in ("cumprod_vjp", "cumprod_jvp"):
+        _lane = _shape if _helper == "cumprod_vjp" else (3, 4)
+        probe(getattr(adjoints, _helper), "{}(x0, np.cumprod(x1, {}), x1, {})".format(
+            _helper, _axis, _axis), normal(*_lane), normal(3, 4))
+        probe(getattr(adjoints, _helper), "{}(x0, np.cumprod(Z34, {}), Z34, {})".format(
+            _helper, _axis, _axis), normal(*_lane))
 
 # Copies and sums of adjoints.
 probe(runtime.owned, "owned(x0)", normal(3, 4))

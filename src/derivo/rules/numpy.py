@@ -15,7 +15,7 @@ from ..runtime import (dot_vjp_left, dot_vjp_right, einsum_vjp, expand, extremum
                        kind_of, log_times, matmul_vjp_left, matmul_vjp_right, prod_vjp,
                        reduced_share, size, split_like, transpose_vjp, transposed, unbroadcast,
                        unstack, vstack_vjp)
-from ..adjoints import (appended_sources, average_weights, column_stack_vjp, convolve_vjp,
+from ..adjoints import (appended_sources, average_weights, column_stack_vjp, convolve_vjp, cumprod_vjp,
                         correlate_vjp, diag_vjp, diff_vjp, gathered_vjp, gradient_vjp,
                         interp_fp_vjp, interp_x_vjp, interp_xp_vjp, pad_sources,
                         partition_sources, positions, ptp_weights, quantile_vjp, repeat_vjp,
@@ -158,9 +158,9 @@ for _std in (np.std, Method("std")):
     defvjp(_std, lambda g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: expand(g / np.where(ans == 0, np.inf, ans), a, axis, keepdims) * ((a - np.mean(a, axis=axis, keepdims=True)) / (size(a) / size(ans) - ddof)), returns=NEW)
 for _cumsum in (np.cumsum, Method("cumsum")):
     defvjp(_cumsum, lambda g, ans, a, axis=None, dtype=None, out=None: reverse_cumsum(g, a, axis), returns=NEW)
-# through ans / a: a zero element of a gives nan (as autograd's rule does)
+# the products of the other elements, exact where a holds zeros
 for _cumprod in (np.cumprod, Method("cumprod")):
-    defvjp(_cumprod, lambda g, ans, a, axis=None, dtype=None, out=None: reverse_cumsum(g * ans, a, axis) / a, returns=NEW)
+    defvjp(_cumprod, lambda g, ans, a, axis=None, dtype=None, out=None: cumprod_vjp(g, ans, a, axis), returns=NEW)
 
 defvjp(np.nansum, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.where(np.isnan(a), 0.0, expand(g, a, axis, keepdims)), returns=NEW)
 defvjp(np.nanmean, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.where(np.isnan(a), 0.0, expand(g, a, axis, keepdims) / np.sum(~np.isnan(a), axis=axis, keepdims=True)), returns=NEW)

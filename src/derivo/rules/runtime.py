@@ -20,11 +20,12 @@ NumPy's rules call (``reverse_cumsum``, ``diff_vjp``, ``tile_vjp``, ``gathered_v
 ``tensordot_vjp_a``...) are here too, and the helpers that only give positions or
 weights are constants.  ``prod_vjp`` is not linear in its array: the
 product of the other elements, whose tangent (``others_product_jvp``) is exact
-where the array holds zeros.
+where the array holds zeros; ``cumprod_vjp``'s is exact away from zeros and
+refused at them.
 
 Not here: the helpers of ``loops="checkpoint"``; the tangents the rules here call
-(``others_product_jvp``, ``einsum_vjp_operands_jvp``: a third derivative of array
-code is refused); and the adjoints whose derivatives need more than a line:
+(``others_product_jvp``, ``einsum_vjp_operands_jvp``, ``cumprod_second``: a third
+derivative of array code is refused); and the adjoints whose derivatives need more than a line:
 np.interp's in its knots xp (``interp_xp_vjp``, and the others' changes with xp),
 those of np.linalg.multi_dot and matrix_power, and those of the decompositions
 and solves in their matrices (``eigh_vjp``, ``svd_vjp``, ``solve_triangular_vjp_a``...:
@@ -37,7 +38,7 @@ import numpy as np
 from ..runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_field_in_place,
                        addable, as_array, copy_of, copy_vjp, copysign_one, dot_vjp_left,
                        dot_vjp_right, einsum_vjp, einsum_vjp_operands_jvp, einsum_vjp_operands_vjp, expand, extremum_vjp, field_vjp,
-                       first_equal_vjp, getitem_vjp, hstack_vjp, inner_vjp_left,
+                       first_equal_vjp, getitem_vjp, holds_no_zero, hstack_vjp, inner_vjp_left,
                        inner_vjp_right, is_real, items_vjp, key_of, kind_of, log, log_times,
                        matmul_vjp_left, matmul_vjp_right, norm_vjp, one_like,
                        others_product_jvp, owned, part, prod_vjp,
@@ -48,6 +49,7 @@ from ..runtime import (add_adjoints, add_at, add_at_in_place, add_field, add_fie
                        unbroadcast, unknown_item, unshared, unsort, unpacked_vjp, unstack, values_vjp, vstack_vjp, zero_as,
                        zero_gradient, zeroed, zeroed_in_place, zeros_for)
 from ..adjoints import (appended_sources, average_weights, column_stack_vjp, convolve_vjp,
+                        cumprod_jvp, cumprod_second, cumprod_second_tangent, cumprod_vjp,
                         convolved_cut, correlate_mode, correlate_vjp, diag_vjp, diff_vjp,
                         gathered_vjp, gradient_vjp, interp_fp_jvp, interp_fp_vjp,
                         interp_slope_vjp, interp_x_vjp, pad_sources, partition_sources,
@@ -80,6 +82,8 @@ nondifferentiable(positions, pad_sources, appended_sources, partition_sources, s
 nondifferentiable(ptp_weights, average_weights, trapezoid_weights)
 # the axes an n-dimensional transform of np.fft runs along
 nondifferentiable(fft_axes)
+# whether an array holds no zero (a step function of it)
+nondifferentiable(holds_no_zero)
 
 # --- the scalar helpers of the builtins table ------------------------------------------
 
@@ -127,6 +131,19 @@ defjvp(norm_vjp, lambda t, ans, adjoint, norm, x, ord, axis, keepdims: norm_vjp(
 # reverse_cumsum sums from the end (over the flattened array with axis None).
 defvjp(reverse_cumsum, lambda g, ans, adjoint, like, axis: np.cumsum(g, axis), CONSTANT, CONSTANT)
 defjvp(reverse_cumsum, lambda t, ans, adjoint, like, axis: reverse_cumsum(t, like, axis), CONSTANT, CONSTANT)
+# cumprod_vjp(adjoint, product, a, axis) and cumprod_jvp(tangent, product, a, axis)
+# are linear in the adjoint (the tangent) and each other's transpose; in a, both move
+# by cumprod_second or cumprod_second_tangent, the products' second derivatives
+# contracted with the two directions.  ``product`` is np.cumprod(a): CONSTANT, as
+# prod_vjp's below.
+defvjp(cumprod_vjp, lambda g, ans, adjoint, product, a, axis: cumprod_jvp(g, product, a, axis), CONSTANT,
+       lambda g, ans, adjoint, product, a, axis: cumprod_second(adjoint, g, product, a, axis), CONSTANT)
+defjvp(cumprod_vjp, lambda t, ans, adjoint, product, a, axis: cumprod_vjp(t, product, a, axis), CONSTANT,
+       lambda t, ans, adjoint, product, a, axis: cumprod_second(adjoint, t, product, a, axis), CONSTANT)
+defvjp(cumprod_jvp, lambda g, ans, tangent, product, a, axis: cumprod_vjp(g, product, a, axis), CONSTANT,
+       lambda g, ans, tangent, product, a, axis: cumprod_second(g, tangent, product, a, axis), CONSTANT)
+defjvp(cumprod_jvp, lambda t, ans, tangent, product, a, axis: cumprod_jvp(t, product, a, axis), CONSTANT,
+       lambda t, ans, tangent, product, a, axis: cumprod_second_tangent(tangent, t, product, a, axis), CONSTANT)
 defvjp(diff_vjp, lambda g, ans, adjoint, n, axis: np.diff(g, n, axis), CONSTANT, CONSTANT)
 defjvp(diff_vjp, lambda t, ans, adjoint, n, axis: diff_vjp(t, n, axis), CONSTANT, CONSTANT)
 # (np.diag of a vector's adjoint, a matrix, takes its diagonal, and the other way round)

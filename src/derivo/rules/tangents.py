@@ -14,7 +14,7 @@ import operator
 import numpy as np
 
 from .. import syntax as S
-from ..adjoints import (interp_fp_jvp, interp_x_partial, interp_xp_jvp, pad_sources,
+from ..adjoints import (cumprod_jvp, interp_fp_jvp, interp_x_partial, interp_xp_jvp, pad_sources,
                         partition_sources, ptp_weights, quantile_jvp, select_choices,
                         trapezoid_weights)
 from ..runtime import (addable, as_array, expand, is_real, kind_of, power_exponent_jvp,
@@ -96,7 +96,7 @@ for _std in (np.std, Method("std")):  # 0 where std is 0 (see numpy.py)
 for _cumsum in (np.cumsum, Method("cumsum")):
     defjvp(_cumsum, lambda t, ans, a, axis=None, dtype=None, out=None: np.cumsum(t, axis=axis))
 for _cumprod in (np.cumprod, Method("cumprod")):
-    defjvp(_cumprod, lambda t, ans, a, axis=None, dtype=None, out=None: ans * np.cumsum(t / a, axis=axis))
+    defjvp(_cumprod, lambda t, ans, a, axis=None, dtype=None, out=None: cumprod_jvp(t, ans, a, axis))
 
 defjvp(np.nansum, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.sum(np.where(np.isnan(a), 0.0, t), axis=axis, keepdims=keepdims))
 defjvp(np.nanmean, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False: np.sum(np.where(np.isnan(a), 0.0, t), axis=axis, keepdims=keepdims) / np.sum(~np.isnan(a), axis=axis, keepdims=keepdims))
