@@ -266,6 +266,100 @@ def test_a_change_an_earlier_adjoint_would_read_is_refused_though_never_read_aga
         derivo.grad(filled_after_an_adjoint_reads_it)(X)
 
 
+def boundaries_set(y):
+    y[0] = y[1]
+    y[-1] = y[-2]
+    return y
+
+
+def given_a_helper_after_an_adjoint_reads_it(x, w):
+    a = x * 2.0
+    u = a * w
+    b = boundaries_set(a)
+    return np.sum(u * b)
+
+
+def rebound_to_what_a_helper_returns(x, w):
+    a = x * w
+    a = boundaries_set(a)
+    return np.sum(a * a)
+
+
+def given_a_helper_in_a_loop(x, w):
+    a = x * 1.0
+    for i in range(3):
+        u = a * w
+        a = boundaries_set(u)
+    return np.sum(a * a)
+
+
+def smoothed_in_place(y):
+    for k in range(2):
+        y -= 0.1 * np.roll(y, 1)
+    return y
+
+
+def given_a_looping_helper(x, w):
+    a = x * w
+    u = a * a
+    b = smoothed_in_place(a)
+    return np.sum(u * b)
+
+
+W = np.array([1.5, 0.5, -0.8, 1.1])
+GIVEN_TO_A_HELPER_THAT_WRITES_IT = [given_a_helper_after_an_adjoint_reads_it,
+                                    rebound_to_what_a_helper_returns, given_a_helper_in_a_loop,
+                                    given_a_looping_helper]
+
+
+@pytest.mark.parametrize("f", GIVEN_TO_A_HELPER_THAT_WRITES_IT)
+def test_an_array_a_helper_writes_gets_the_derivative_of_the_writes(f):
+    # the helper's derivative writes into copies, so what an adjoint reads is kept
+    expected = central_differences(lambda x: f(x, W), X)
+    np.testing.assert_allclose(derivo.grad(f)(X.copy(), W), expected, rtol=1e-6, atol=1e-8)
+    tangent = derivo.jvp(f, (X.copy(), W), (np.ones(4), np.zeros(4)))[1]
+    np.testing.assert_allclose(tangent, np.sum(expected), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("f", GIVEN_TO_A_HELPER_THAT_WRITES_IT[:2])
+def test_an_array_a_helper_writes_is_differentiated_when_checkpointed(f):
+    np.testing.assert_allclose(derivo.grad(f, loops="checkpoint")(X.copy(), W),
+                               central_differences(lambda x: f(x, W), X), rtol=1e-6, atol=1e-8)
+
+
+def read_again_after_a_helper_writes_it(x):
+    a = x * 2.0
+    b = boundaries_set(a)
+    return np.sum(a * b)
+
+
+def first_two_filled(y):
+    y[:2].fill(0.5)
+    return y * 1.0
+
+
+def given_a_helper_that_fills_a_view(x, w):
+    a = x * 2.0
+    u = a * w
+    b = first_two_filled(a)
+    return np.sum(u + b)
+
+
+@pytest.mark.parametrize("f, call", [(read_again_after_a_helper_writes_it, "boundaries_set"),
+                                     (given_a_helper_that_fills_a_view, "first_two_filled")])
+def test_a_helper_writing_what_is_read_after_or_through_a_method_is_refused(f, call):
+    arguments = (X.copy(), W)[:f.__code__.co_argcount]
+    with pytest.raises(DerivoError, match=rf"test_writes.py:\d+:\d+: .*'{call}\(a\)': "
+                                          r"it may change 'a' in place"):
+        derivo.grad(f)(*arguments)
+
+
+def test_a_hessian_through_a_helper_that_writes_its_argument_is_refused_at_the_call():
+    # the second derivative recomputes the helper from the array it changed
+    with pytest.raises(DerivoError, match=r"test_writes.py:\d+:\d+: .*'boundaries_set\(a\)'"):
+        derivo.hessian(rebound_to_what_a_helper_returns)(X.copy(), W)
+
+
 def put_inside_a_loop(x):
     s = 0.0
     y = x * 1.0

@@ -5,7 +5,8 @@ name that owns it.  :func:`refuse_shared_writes` applies it to what the
 ownership analysis (:func:`~derivo.memory.sharing_faults`) finds;
 :func:`refuse_hidden_writes` refuses a change derivo cannot see at all (a method
 that changes its object, ``np.copyto``, ``out=``, a helper that writes into what
-it is given, read with :func:`parameter_writes`); :func:`refuse_writes_into_globals`
+it is given, read with :func:`parameter_writes`, unless the helper's derivative
+writes into copies, read with :func:`derivative_writes`); :func:`refuse_writes_into_globals`
 a write into memory the function does not bind.  Each takes the
 ``analyze.Analysis`` of the function, after activity.
 """
@@ -161,7 +162,11 @@ def refuse_hidden_writes(analysis):
     ``x.fill(a)``, ``xs.sort()``; ``xs.append(v)`` is followed), a NumPy
     function that writes into its first argument (``np.copyto(x, v)``), or an
     ``out=`` argument.  Activity would not flow through it, and the
-    derivative would silently miss it."""
+    derivative would silently miss it.  A differentiated call of a helper
+    that writes into what it is given (``b = set_bnd(a)``) is followed where
+    the helper's derivative writes into copies (:func:`_kept_by_the_derivative`)
+    and the caller reads the argument no more: the adjoints of earlier lines
+    then read the value they were computed with."""
     local = analysis.local_names
     for loop in S.walk(analysis.normalized.tree):
         if isinstance(loop, S.For) and isinstance(loop.target, S.Name) and \
@@ -198,6 +203,8 @@ def refuse_hidden_writes(analysis):
             else []
         if isinstance(node, S.Call):
             changed += _written_in_place(analysis.parsed, node)
+        kept = _kept_by_the_derivative(analysis, node, handed) \
+            if handed and id(node) in differentiated else set()
         if (changed or handed) and flow is None:
             flow = Flow(analysis.normalized.tree, analysis.parsed, local, analysis.scalars,
                         analysis.arrays)
@@ -212,11 +219,24 @@ def refuse_hidden_writes(analysis):
                 analysis.changed_by_call.get(id(node), set()) | names
             # (an adjoint of an earlier line reads a value the change changes,
             # whether or not the primal reads it again)
-            read_by_adjoints = read_before(
+            read_by_adjoints = set() if id(expression) in kept else read_before(
                 node, flow.reached(expression, deep, at=node, read_afterwards=False))
             if names & analysis.useful and (names | S.loaded_names(node)) & analysis.varied or \
                     read_by_adjoints:
                 raise _change_in_place(analysis, node, expression, names & analysis.useful)
+
+
+def _kept_by_the_derivative(analysis, call, handed):
+    """The ids of the arguments in ``handed`` that ``call`` changes but the
+    code derivo runs for it leaves as they were: the callee's forward half
+    (reverse mode) or its tangent function, which write into copies (see
+    :func:`derivative_writes`).  A VJP that is not split runs the callee
+    itself and then recomputes it from what it was given: none."""
+    callee = form.annotation(call, "user_function") or analysis.parsed.callee_key(call)
+    if analysis.reverse and not analysis.halves(callee):
+        return set()
+    return {id(e) for e in handed} - {
+        id(e) for e in _arguments_a_helper_changes(analysis, call, derivative=True)}
 
 
 def _read_by_adjoints(analysis):
@@ -274,12 +294,14 @@ def _change_in_place(analysis, node, expression, names):
             if others else ""),
         "change in place")
 
-def _arguments_a_helper_changes(analysis, call):
+def _arguments_a_helper_changes(analysis, call, derivative=False):
     """The arguments given to a user function for the parameters it changes in
     place (``setfirst(y, v)`` with ``def setfirst(y, v): y[0] = v``), and all
-    those given to a function derivo cannot read (see :func:`_arguments_changed_by`)."""
+    those given to a function derivo cannot read (see :func:`_arguments_changed_by`);
+    ``derivative``: that its derivative changes, for a call derivo differentiates."""
     callee = form.annotation(call, "user_function") or analysis.parsed.callee_key(call)
-    return _arguments_changed_by(analysis.parsed, call, callee, analysis.arrays)
+    return _arguments_changed_by(analysis.parsed, call, callee, analysis.arrays,
+                                 derivative=derivative)
 
 
 def _user_names(analysis):
@@ -287,14 +309,15 @@ def _user_names(analysis):
     return S.stored_names(analysis.parsed.tree) | set(all_params(analysis.parsed.tree))
 
 
-def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
+def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset(), derivative=False):
     """The arguments of ``call`` (of ``callee``, resolved by ``parsed``) that it may
     change in place: those a user function changes (see :func:`parameter_writes`),
     be it called as a function, as a method of a user object (``FILLER.go(a)``),
     as a user object (``layer(a)``), as a class or through ``functools.partial``;
     what a function a local name was assigned changes (``zeros = np.zeros``); and
     every argument of a function derivo cannot read (``fn(a)``, fn a parameter,
-    ``obj.go(a)`` of a method it does not know)."""
+    ``obj.go(a)`` of a method it does not know).  ``derivative``: what the
+    derivative derivo makes of a user function changes (:func:`derivative_writes`)."""
     everything = [*call.args, *(k.value for k in call.keywords)]
     if isinstance(call.func, S.Name) and call.func.id in parsed.local_names and \
             callee is MISSING:  # (not a parameter said to hold callee: see Parsed.fixed)
@@ -312,7 +335,8 @@ def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset()):
     if not given:  # odeint(dynamics, y0): what odeint changes, calling dynamics
         seen, function = seen | {function}, given_functions(function, call, parsed) or function
     try:
-        written = _written(function, arrays, seen)
+        written = derivative_writes(function, arrays) if derivative else \
+            _written(function, arrays, seen)
     except DerivoError:  # no source: it may change any argument
         return everything
     return [argument for name, argument in arguments(call, function, given)
@@ -405,8 +429,19 @@ def parameter_writes(func, arrays):
     return _parameter_writes(func, arrays, frozenset())
 
 
-def _parameter_writes(func, arrays, _seen):
-    """:func:`parameter_writes`, the functions ``_seen`` taken to write nothing."""
+@summarized
+def derivative_writes(func, arrays):
+    """The parameters whose memory the derivative derivo makes of ``func`` may
+    change: those :func:`parameter_writes` finds, but for what the statement
+    form does not do in place: an item write or an append (ssa copies a
+    parameter written on entry and any other written array that may not be
+    new after its assignment) and an update ``y += e`` (computed anew)."""
+    return _parameter_writes(func, arrays, frozenset(), in_copies=False)
+
+
+def _parameter_writes(func, arrays, _seen, in_copies=True):
+    """:func:`parameter_writes`, the functions ``_seen`` taken to write nothing;
+    not ``in_copies``: :func:`derivative_writes`."""
     flow = helper_flow(func, arrays)
     parsed = flow.refs.parsed
     changed = []  # expressions whose object the function changes
@@ -414,12 +449,13 @@ def _parameter_writes(func, arrays, _seen):
     for node in S.walk(flow.tree):
         if isinstance(node, (S.Assign, S.gast.Delete)):
             for target in _flattened(node.targets):
-                if isinstance(target, (S.Subscript, S.Attribute)):
+                if isinstance(target, S.Attribute) or isinstance(target, S.Subscript) and (
+                        in_copies or isinstance(node, S.gast.Delete)):
                     changed.append(target.value)
-            if flow.refs.is_update(node):  # y += e on an array
+            if in_copies and flow.refs.is_update(node):  # y += e on an array
                 changed.append(node.value.left)
         elif isinstance(node, S.Expr) and isinstance(node.value, S.Call) and \
-                isinstance(node.value.func, S.Attribute):
+                isinstance(node.value.func, S.Attribute) and (in_copies or not is_append(node)):
             changed.append(node.value.func.value)
         if not isinstance(node, S.Call):
             continue
