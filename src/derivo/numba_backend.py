@@ -24,12 +24,11 @@ numba types by construction:
   out as a step count, a typed list of the values saved, and the inverse
   (:func:`_inline_undos`).
 
-- a checkpointed ``for`` loop runs its schedule in compiled code
-  (:mod:`derivo.numba_checkpoints`, :func:`_compiled_checkpoints`), its tape on
-  a typed stack.
+- a checkpointed loop runs its schedule in compiled code, a ``for`` loop's
+  counted one and a ``while`` loop's online one (:mod:`derivo.numba_checkpoints`,
+  :func:`_compiled_checkpoints`), its tape on a typed stack.
 
-What it cannot make nopython is refused with the construct named: checkpointed
-``while`` loops (their online schedule is run by derivo's Python ``Tape``), the other runtime
+What it cannot make nopython is refused with the construct named: the other runtime
 helpers (a list's adjoint, an item's), generators (``derivo.vjp``'s pullback),
 a called user function that reads a number from its globals (numba would
 freeze it), and at a call whatever numba cannot type for its arguments.  Array code (a function that uses NumPy) keeps NumPy's

@@ -1,16 +1,20 @@
-"""Checkpointed ``for`` loops run by compiled code (``backend="numba"``).
+"""Checkpointed loops run by compiled code (``backend="numba"``).
 
 The numba backend rewrites the generated code's call of
 :func:`derivo.checkpoints.checkpointed_for` and its tape's ``reverse`` into
-calls of :func:`checkpoint_forward` and :func:`checkpoint_reverse`, which
-numba compiles together with the generated code (each specialised to the
-loop's ``trips`` function and VJP, passed as first-class functions).  They run
-the schedule of :class:`derivo.checkpoints.Tape` for counted loops (revolve,
-halving and segments, the same splits and so the same step counts), with the
-kept states in a list of ``slots`` state tuples allocated once and their trip
-numbers in an integer array: the tape is a tuple the generated code keeps on
-a typed stack.  The recursion of ``Tape.reverse_range`` is a loop over the
-kept states, the deepest one last.
+calls of :func:`checkpoint_forward` and :func:`checkpoint_reverse`, and those
+of :func:`derivo.checkpoints.checkpointed_while` into :func:`online_forward`
+and :func:`online_reverse`, which numba compiles together with the generated
+code (each specialised to the loop's ``trips`` function and VJP, passed as
+first-class functions).  They run the schedules of
+:class:`derivo.checkpoints.Tape`: for counted loops revolve, halving and
+segments, for ``while`` loops the online one (``Tape.run_online``, its choice
+of the states to reverse from, revolve's splits trip by trip), the same
+states kept and so the same step counts, with the kept states in a list of
+``slots`` state tuples allocated once and their trip numbers in a list of
+integers: the tape is a tuple the generated code keeps on a typed stack.  The
+recursion of ``Tape.reverse_kept`` is a loop over the kept states, the deepest
+one last.
 
 The functions are plain Python as well (tests run them without numba); the
 few operations on tuples of any length numba types only with constant
