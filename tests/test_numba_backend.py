@@ -466,6 +466,9 @@ def test_saving_a_compiled_checkpointed_loop_is_refused(numba, tmp_path):
     gradient(0.7, 0.4, 5)
     with pytest.raises(derivo.DerivoError, match="cannot save a checkpointed loop compiled"):
         gradient.save(str(tmp_path / "saved.py"))
+    online = derivo.grad(newton_root, loops="checkpoint", backend="numba")
+    with pytest.raises(derivo.DerivoError, match="cannot save a checkpointed loop compiled"):
+        online.save(str(tmp_path / "saved.py"))
 
 
 @pytest.mark.parametrize("schedule, code", [("revolve", 0), ("halving", 1), ("segments", 2)])
