@@ -359,14 +359,106 @@ def test_checkpointed_loops_compile_and_equal_python(numba, schedule):
         assert same(single(0.7, 0.4, steps), derivo.grad(decaying, wrt=(0, 1))(0.7, 0.4, steps))
 
 
-def test_a_checkpointed_while_loop_is_refused(numba):
-    def halve(x, y):
-        while x > 1.0:
-            x = x / 2.0 * y
-        return x
+def swing(damping, theta, omega, tol):
+    """A damped pendulum released from theta, run until it has (nearly) stopped: the
+    exit depends on the data; three state variables, one of them a clock."""
+    t = 0.0
+    while abs(omega) + abs(theta) > tol and t < 20.0:
+        omega = omega - 0.05 * (9.81 * math.sin(theta) + damping * omega)
+        theta = theta + 0.05 * omega
+        t = t + 0.05
+    return theta * theta + omega + t * damping
 
-    with pytest.raises(derivo.DerivoError, match="checkpointed while loop"):
-        derivo.grad(halve, loops="checkpoint", backend="numba")(10.0, 1.0)
+
+def newton_root(a, tol):
+    """sqrt(a) by Newton's iteration run until the residual is below tol: one
+    state variable (a bare value through the schedule), as many trips as it takes."""
+    x = a
+    while abs(x * x - a) > tol:
+        x = x - (x * x - a) / (2.0 * x)
+    return x
+
+
+def while_in_a_for(x, y, n):
+    """A checkpointed while loop run again on each trip of a for loop: a tape per
+    trip on the typed stack."""
+    total = 0.0
+    for i in range(n):
+        z = x + 0.5 * i
+        while z > y:
+            z = z * 0.7 - 0.01 * y
+        total = total + z * z
+    return total
+
+
+@pytest.mark.parametrize("slots", [1, 2, 3, 5, None])
+def test_checkpointed_while_loops_compile_and_equal_python(numba, slots):
+    options = dict(loops="checkpoint", checkpoints=slots)
+    compiled = derivo.grad(swing, wrt=(0, 1, 2), backend="numba", **options)
+    python = derivo.grad(swing, wrt=(0, 1, 2), **options)
+    assert "online_forward(" in compiled.source and "online_reverse(" in compiled.source
+    # no trip, one trip, a few, and about 150 (to the clock's limit)
+    for args in ((0.4, 0.0, 0.0, 1e-3), (0.4, 0.0, 0.0, -1.0), (0.4, 0.02, 0.0, 0.3),
+                 (0.4, 0.05, 0.0, 0.3), (0.4, 1.0, 0.0, 1e-3), (0.1, 1.0, 0.5, 1e-3)):
+        assert same(compiled(*args), python(*args)), (slots, args)
+    args = (0.4, 1.0, 0.0, 1e-3)
+    for i, got in enumerate(compiled(*args)):
+        assert got == pytest.approx(central(swing, args, i), rel=1e-5, abs=1e-8), i
+    root = derivo.grad(newton_root, backend="numba", **options)
+    for a, want in ((1.0, 1.0), (2.0, 0.5 / math.sqrt(2.0)), (50.0, 0.5 / math.sqrt(50.0))):
+        assert same(root(a, 1e-12), derivo.grad(newton_root, **options)(a, 1e-12)), a
+        assert root(a, 1e-12) == pytest.approx(want, rel=1e-9)  # a = 1: no trip, x = a
+    nested = derivo.grad(while_in_a_for, wrt=(0, 1), backend="numba", **options)
+    for n in (0, 1, 4):
+        args = (3.0, 1.0, n)
+        assert same(nested(*args), derivo.grad(while_in_a_for, wrt=(0, 1), **options)(*args))
+    assert nested(3.0, 1.0, 4)[0] == pytest.approx(central(while_in_a_for, (3.0, 1.0, 4), 0),
+                                                   rel=1e-6)
+
+
+def four_loops(x, y, n):
+    """Checkpointed for and while loops in one function: their functions are numbered
+    (f_trips1, f_step1_vjp, ...), each tape reversed by its own loop's VJP."""
+    for _ in range(n):
+        x = x - 0.1 * math.sin(x * y)
+    while x > 0.1:
+        x = x * 0.8
+    for _ in range(n):
+        y = y + 0.1 * math.cos(x + y)
+    while y > 0.2:
+        y = y * 0.9 - 0.001 * x
+    return x * y
+
+
+def test_checkpointed_for_and_while_loops_in_one_function(numba):
+    options = dict(wrt=(0, 1), loops="checkpoint", checkpoints=2)
+    compiled = derivo.grad(four_loops, backend="numba", **options)
+    assert compiled.source.count("online_reverse(") == 2
+    for args in ((2.0, 1.5, 5), (0.05, 0.1, 0)):
+        assert same(compiled(*args), derivo.grad(four_loops, **options)(*args)), args
+    assert compiled(2.0, 1.5, 5)[1] == pytest.approx(central(four_loops, (2.0, 1.5, 5), 1),
+                                                     rel=1e-6)
+
+
+def test_bessels_checkpointed_while_loop_compiles(numba):
+    compiled = derivo.grad(bessel.besselj, wrt="z", loops="checkpoint", checkpoints=3,
+                           backend="numba")
+    for v, z in ((3, 1e-3), (0, 0.5), (2, 1.0), (3, 7.5)):  # (3, 1e-3): no trip
+        assert same(compiled(v, z), bessel.besselj_grad(v, z), rtol=1e-10), (v, z)
+
+
+def test_a_checkpointed_while_loop_of_arrays_runs_as_python(numba, caplog):
+    def shrink(v, tol):
+        while np.sum(v * v) > tol:
+            v = v * 0.9 + 0.001 * np.sin(v)
+        return np.sum(v * v * v)
+
+    v = np.array([1.0, 2.0, -0.5])
+    with caplog.at_level(logging.INFO, logger="derivo"):
+        got = derivo.grad(shrink, loops="checkpoint", checkpoints=2, backend="numba")(v, 0.1)
+    assert "uses NumPy; it runs as Python code" in caplog.text
+    assert same(got, derivo.grad(shrink, loops="checkpoint", checkpoints=2)(v, 0.1))
+    assert same(got, derivo.grad(shrink)(v, 0.1))
 
 
 def test_saving_a_compiled_checkpointed_loop_is_refused(numba, tmp_path):
@@ -374,6 +466,9 @@ def test_saving_a_compiled_checkpointed_loop_is_refused(numba, tmp_path):
     gradient(0.7, 0.4, 5)
     with pytest.raises(derivo.DerivoError, match="cannot save a checkpointed loop compiled"):
         gradient.save(str(tmp_path / "saved.py"))
+    online = derivo.grad(newton_root, loops="checkpoint", backend="numba")
+    with pytest.raises(derivo.DerivoError, match="cannot save a checkpointed loop compiled"):
+        online.save(str(tmp_path / "saved.py"))
 
 
 @pytest.mark.parametrize("schedule, code", [("revolve", 0), ("halving", 1), ("segments", 2)])
@@ -403,6 +498,41 @@ def test_the_compiled_schedule_is_the_tapes(schedule, code):
                 trips, range(steps), (0.3, 0.0), (2.0,), slots, code)
             (bx, _, bstiffness), recomputed = numba_checkpoints.reversed_counting(
                 tape, trips, vjp, (2 * x, 1.0), (0.0,))
+            assert (bstiffness, bx) == pytest.approx((stiffness_adjoint, x_adjoint), rel=1e-12)
+            assert recomputed == LAST_RUN.get("recomputed_steps", 0), (slots, steps)
+
+
+def test_the_compiled_online_schedule_is_the_tapes():
+    """numba_checkpoints' online schedule run as Python: the same kept states, adjoints
+    and recomputed trips as checkpoints.Tape for every slot count and trip count."""
+    from derivo import numba_checkpoints
+    from derivo.checkpoints import LAST_RUN, checkpointed_while
+
+    def spring(stiffness, x, steps):
+        v, n = 0.0, 0.0
+        while n < steps:
+            x += 0.01 * v
+            v -= 0.01 * stiffness * math.sin(x)
+            n += 1.0
+        return x * x + v
+
+    for slots in (1, 2, 3, 5, 10):
+        gradient = derivo.grad(spring, wrt=(0, 1), loops="checkpoint", checkpoints=slots)
+        scope = gradient.derivo_function.__globals__
+        trips, vjp = scope["spring_trips"], scope["spring_step_vjp"]
+        for steps in (0, 1, 2, 3, 7, 50, 333):
+            state = (0.3, 0.0, 0.0)  # (x, v, n), as the generated code passes them
+            assert scope["checkpointed_while"] is checkpointed_while
+            tapes = []
+            checkpointed_while(tapes.append, trips, state, (steps, 2.0), slots)
+            (x, _, _), tape = numba_checkpoints.online_forward(trips, state, (steps, 2.0),
+                                                              slots)
+            (shape, _, starts, _, _) = tape
+            assert list(starts[:shape[2]]) == [start for start, _, _ in tapes[0].kept]
+            LAST_RUN.clear()
+            stiffness_adjoint, x_adjoint = gradient(2.0, 0.3, steps)
+            (bx, _, _, bstiffness), recomputed = numba_checkpoints.reversed_online(
+                tape, trips, vjp, (2 * x, 1.0, 0.0), (0.0,))
             assert (bstiffness, bx) == pytest.approx((stiffness_adjoint, x_adjoint), rel=1e-12)
             assert recomputed == LAST_RUN.get("recomputed_steps", 0), (slots, steps)
 

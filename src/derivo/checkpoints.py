@@ -10,6 +10,9 @@ derivo's ordinary stack-reversed code for a stretch of trips (a *segment*),
 which walks the trips backwards, recomputing each state it needs from the
 nearest kept one, and reverses each stretch whose states all fit in the
 slots in one call (a ``while`` loop: with the VJP of one trip, trip by trip).
+With ``backend="numba"`` compiled copies of these schedules run instead
+(:mod:`derivo.numba_checkpoints`): a change to one here is made there too, as
+tests/test_numba_backend.py checks (the same step counts).
 
 Counting as section 8.5 of Blondel and Roulet, *The Elements of Differentiable
 Programming* (2024), does (trips run, the last one excluded since the VJP needs

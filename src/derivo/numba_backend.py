@@ -24,12 +24,11 @@ numba types by construction:
   out as a step count, a typed list of the values saved, and the inverse
   (:func:`_inline_undos`).
 
-- a checkpointed ``for`` loop runs its schedule in compiled code
-  (:mod:`derivo.numba_checkpoints`, :func:`_compiled_checkpoints`), its tape on
-  a typed stack.
+- a checkpointed loop runs its schedule in compiled code, a ``for`` loop's
+  counted one and a ``while`` loop's online one (:mod:`derivo.numba_checkpoints`,
+  :func:`_compiled_checkpoints`), its tape on a typed stack.
 
-What it cannot make nopython is refused with the construct named: checkpointed
-``while`` loops (their online schedule is run by derivo's Python ``Tape``), the other runtime
+What it cannot make nopython is refused with the construct named: the other runtime
 helpers (a list's adjoint, an item's), generators (``derivo.vjp``'s pullback),
 a called user function that reads a number from its globals (numba would
 freeze it), and at a call whatever numba cannot type for its arguments.  Array code (a function that uses NumPy) keeps NumPy's
@@ -136,25 +135,24 @@ _SCHEDULE_CODES = {"revolve": 0, "halving": 1, "segments": 2}
 
 
 def _compiled_checkpoints(function, namespace):
-    """A checkpointed ``for`` loop run by compiled code (:mod:`derivo.numba_checkpoints`):
+    """A checkpointed loop run by compiled code (:mod:`derivo.numba_checkpoints`):
     ``x1, v1 = checkpointed_for(push, f_trips, range(n), (x, v), (k,), ...)`` as
     ``(x1, v1), f_tape = checkpoint_forward(f_trips, range(n), (x, v), (k,), slots,
-    schedule)`` and ``push(f_tape)``, and the tape's ``pop().reverse(f_..._vjp,
+    schedule)`` and ``push(f_tape)``, and the tape's ``pop().reverse(f_trips_vjp,
     seeds, invariants=...)`` as ``f_tape = pop()`` and a call of
-    ``checkpoint_reverse`` with the invariants' adjoints starting at 0.0.  A
-    ``while`` loop's online schedule stays in derivo's Python Tape: refused."""
+    ``checkpoint_reverse`` with the invariants' adjoints starting at 0.0; a
+    ``while`` loop's ``checkpointed_while(push, f_trips, (x, v), (k,), slots=...)``
+    and its tape's ``reverse(f_step_vjp, ...)`` alike, as ``online_forward`` and
+    ``online_reverse``."""
     taken = {n.id for n in S.walk(function) if isinstance(n, S.Name)}
-    tapes = {}  # the base name of a loop's functions: (its tape's name, its trips function)
+    tapes = {}  # a loop's VJP's name: (its tape's name, its trips function, its reverse)
 
     def rewrite(stmt):
         call = getattr(stmt, "value", None)
         if not isinstance(call, S.Call):
             return None
         callee = namespace.get(call.func.id) if isinstance(call.func, S.Name) else None
-        if callee is checkpoints.checkpointed_while:
-            raise _refusal(function, "a checkpointed while loop (its online schedule runs "
-                           "in derivo's Python Tape)")
-        if callee is checkpoints.checkpointed_for:
+        if callee is checkpoints.checkpointed_for or callee is checkpoints.checkpointed_while:
             return _checkpoint_forward(stmt, call, namespace, taken, tapes)
         if isinstance(call.func, S.Attribute) and call.func.attr == "reverse" and \
                 isinstance(call.func.value, S.Call) and not call.func.value.args:
@@ -164,16 +162,31 @@ def _compiled_checkpoints(function, namespace):
     _in_blocks(function, rewrite)
 
 
-def _checkpoint_forward(stmt, call, namespace, taken, tapes):
+def _while_forward(call):
+    """The arguments of ``online_forward`` for a call of ``checkpointed_while``."""
+    push, trips, state, invariants = call.args
+    options = {k.arg: k.value.value for k in call.keywords}
+    return push, trips, [trips, state, invariants, S.const(options.get("slots") or 0)]
+
+
+def _for_forward(call):
+    """The arguments of ``checkpoint_forward`` for a call of ``checkpointed_for``."""
     push, trips, iterations, state, invariants = call.args
     options = {k.arg: k.value.value for k in call.keywords}
-    base = trips.id[:-len("_trips")]
-    tape = tapes[base][0] if base in tapes else _fresh(taken, base + "_tape")
-    tapes[base] = (tape, trips.id)
-    forward = _bound(namespace, "checkpoint_forward", numba_checkpoints.checkpoint_forward)
-    value = S.call(forward, trips, iterations, state, invariants,
-                   S.const(options.get("slots") or 0),
-                   S.const(_SCHEDULE_CODES[options.get("schedule", "revolve")]))
+    return push, trips, [trips, iterations, state, invariants,
+                         S.const(options.get("slots") or 0),
+                         S.const(_SCHEDULE_CODES[options.get("schedule", "revolve")])]
+
+
+def _checkpoint_forward(stmt, call, namespace, taken, tapes):
+    """A checkpointed loop's primal run (see _compiled_checkpoints)."""
+    name, forward, *reverse, arguments, vjp_of = _COMPILED_SCHEDULES[namespace[call.func.id]]
+    push, trips, values = arguments(call)
+    vjp = vjp_of(trips.id)
+    stem, _, number = trips.id.rpartition("_trips")
+    tape = tapes[vjp][0] if vjp in tapes else _fresh(taken, (stem or trips.id) + "_tape" + number)
+    tapes[vjp] = (tape, trips.id, reverse)
+    value = S.call(_bound(namespace, name, forward), *values)
     target = S.tuple_([stmt.targets[0], S.store(tape)], store_ctx=True)
     out = [S.copy_location(S.assign(target, value), stmt)]
     if isinstance(push, S.Name):
@@ -184,17 +197,42 @@ def _checkpoint_forward(stmt, call, namespace, taken, tapes):
 def _checkpoint_reverse(function, stmt, call, namespace, tapes):
     """The reverse sweep of a checkpointed loop (see _compiled_checkpoints)."""
     vjp, seeds = call.args
-    base = next((b for b in tapes if vjp.id == b + "_trips_vjp"), None)
-    if base is None or not isinstance(stmt, S.Assign):
+    if vjp.id not in tapes or not isinstance(stmt, S.Assign):
         raise _refusal(function, "a checkpointed loop's tape used as {}".format(
             S.expr_source(call)))
-    tape, trips = tapes[base]
+    tape, trips, (name, reverse) = tapes[vjp.id]
     positions = next((k.value.value for k in call.keywords if k.arg == "invariants"), ())
     totals = S.tuple_([S.const(0.0) for _ in positions])
-    reverse = _bound(namespace, "checkpoint_reverse", numba_checkpoints.checkpoint_reverse)
     return [S.copy_location(S.assign(S.store(tape), call.func.value), stmt),
             S.copy_location(S.assign(stmt.targets[0], S.call(
-                reverse, S.name(tape), S.name(trips), vjp, seeds, totals)), stmt)]
+                _bound(namespace, name, reverse), S.name(tape), S.name(trips), vjp, seeds,
+                totals)), stmt)]
+
+
+def _step_vjp_of(trips):
+    """The name of a while loop's step's VJP from its runner's: outline names
+    them ``f_step`` and ``f_trips`` (numbered alike), transform their VJPs ``..._vjp``."""
+    stem, _, number = trips.rpartition("_trips")
+    return "{}_step{}_vjp".format(stem, number)
+
+
+#: a Python schedule's function: (the name and function of the compiled one, those
+#: of its reverse, the compiled one's arguments from the call, the name of the
+#: loop's VJP from its runner's)
+_COMPILED_SCHEDULES = {
+    checkpoints.checkpointed_for: (
+        "checkpoint_forward", numba_checkpoints.checkpoint_forward,
+        "checkpoint_reverse", numba_checkpoints.checkpoint_reverse, _for_forward,
+        lambda trips: trips + "_vjp"),
+    checkpoints.checkpointed_while: (
+        "online_forward", numba_checkpoints.online_forward,
+        "online_reverse", numba_checkpoints.online_reverse, _while_forward, _step_vjp_of),
+}
+
+#: the compiled schedules' functions the generated code calls
+_SCHEDULE_FUNCTIONS = (numba_checkpoints.checkpoint_forward,
+                       numba_checkpoints.checkpoint_reverse,
+                       numba_checkpoints.online_forward, numba_checkpoints.online_reverse)
 
 
 def _bound(namespace, ident, value):
@@ -698,7 +736,7 @@ _IMPLEMENTED = {"copysign_one": _copysign_one, "log": _log, "log_times": _log_ti
 def _implemented_helper(value):
     name = getattr(value, "__name__", None)
     return name in _IMPLEMENTED and getattr(runtime, name) is value or \
-        value in (numba_checkpoints.checkpoint_forward, numba_checkpoints.checkpoint_reverse)
+        any(value is f for f in _SCHEDULE_FUNCTIONS)
 
 
 def _register_implementations(numba):
@@ -750,8 +788,7 @@ def saved_module(source, namespace, name, guard):
     ``name`` (the derivative) a Python function that runs ``guard`` first (the
     statements refusing arrays, or "") and calls the compiled one."""
     numba = require()
-    schedules = (numba_checkpoints.checkpoint_forward, numba_checkpoints.checkpoint_reverse)
-    if any(value is schedule for value in namespace.values() for schedule in schedules):
+    if any(value is f for value in namespace.values() for f in _SCHEDULE_FUNCTIONS):
         raise DerivoError(
             "{}: cannot save a checkpointed loop compiled by numba: the saved module would "
             "need derivo's compiled schedule; save the derivative made with "

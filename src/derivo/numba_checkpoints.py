@@ -1,16 +1,20 @@
-"""Checkpointed ``for`` loops run by compiled code (``backend="numba"``).
+"""Checkpointed loops run by compiled code (``backend="numba"``).
 
 The numba backend rewrites the generated code's call of
 :func:`derivo.checkpoints.checkpointed_for` and its tape's ``reverse`` into
-calls of :func:`checkpoint_forward` and :func:`checkpoint_reverse`, which
-numba compiles together with the generated code (each specialised to the
-loop's ``trips`` function and VJP, passed as first-class functions).  They run
-the schedule of :class:`derivo.checkpoints.Tape` for counted loops (revolve,
-halving and segments, the same splits and so the same step counts), with the
-kept states in a list of ``slots`` state tuples allocated once and their trip
-numbers in an integer array: the tape is a tuple the generated code keeps on
-a typed stack.  The recursion of ``Tape.reverse_range`` is a loop over the
-kept states, the deepest one last.
+calls of :func:`checkpoint_forward` and :func:`checkpoint_reverse`, and those
+of :func:`derivo.checkpoints.checkpointed_while` into :func:`online_forward`
+and :func:`online_reverse`, which numba compiles together with the generated
+code (each specialised to the loop's ``trips`` function and VJP, passed as
+first-class functions).  They run the schedules of
+:class:`derivo.checkpoints.Tape`: for counted loops revolve, halving and
+segments, for ``while`` loops the online one (``Tape.run_online``, its choice
+of the states to reverse from, revolve's splits trip by trip), the same
+states kept and so the same step counts, with the kept states in a list of
+``slots`` state tuples allocated once and their trip numbers in a list of
+integers: the tape is a tuple the generated code keeps on a typed stack.  The
+recursion of ``Tape.reverse_kept`` is a loop over the kept states, the deepest
+one last.
 
 The functions are plain Python as well (tests run them without numba); the
 few operations on tuples of any length numba types only with constant
@@ -147,6 +151,139 @@ def segment(segment_vjp, iterations, invariants, seeds, totals, start, count, st
     return seeds, totals, stop - first - 1
 
 
+# --- while loops: the online schedule --------------------------------------------------
+
+#: a request of trips no while loop reaches (one slot: the whole loop in one call)
+UNBOUNDED = 2 ** 62
+
+
+def online_forward(trips, state, invariants, slots):
+    """The primal ``while`` loop through ``trips(count, *state, *invariants)`` (it
+    runs at most ``count`` trips and returns how many it ran, then the state),
+    keeping states as :meth:`derivo.checkpoints.Tape.run_online` does: every
+    state until the ``slots`` are taken, then every other one, so that they span
+    the trips made so far.  (The final state as the generated code assigns it,
+    the tape); ``slots`` 0: 20."""
+    if slots == 0:
+        slots = 20
+    kept = [state] * slots
+    starts = [0] * slots
+    count, spacing, total = 1, 1, 0
+    while True:
+        due = total > 0 and slots > 1 and total % spacing == 0
+        candidate = state  # the state a trip runs from is kept once the trip ran
+        request = spacing - total % spacing if slots > 1 else UNBOUNDED
+        result = trips(request, *state, *invariants)
+        done, state = result[0], result[1:]
+        if done > 0 and due:
+            if count == slots:  # thin the kept states to every other one
+                for i in range(0, count, 2):
+                    kept[i // 2], starts[i // 2] = kept[i], starts[i]
+                count, spacing = (count + 1) // 2, spacing * 2
+            if total % spacing == 0:
+                kept[count], starts[count] = candidate, total
+                count += 1
+        total += done
+        if done < request:
+            break
+    last, recomputed = kept[0], 0
+    if total == 0:
+        count = 0
+    else:
+        start, last = starts[count - 1], kept[count - 1]
+        if start == total - 1:
+            count -= 1
+        else:  # the state before the last trip, from the last kept one
+            last = ahead(trips, last, invariants, total - 1 - start)
+            recomputed = total - 1 - start
+        if count > 0:
+            count = keep_best_roots(kept, starts, count, total - 1, slots)
+    shape = (total, slots, count, recomputed)
+    return bare_if_one(state), (shape, kept, starts, last, invariants)
+
+
+def ahead(trips, state, invariants, count):
+    """The state ``count`` trips after ``state`` (the loop runs them all)."""
+    return trips(count, *state, *invariants)[1:]
+
+
+def keep_best_roots(kept, starts, count, end, slots):
+    """Keep, first in ``kept`` and ``starts``, the kept states
+    :func:`derivo.checkpoints.best_roots` chooses to reverse trips 0 .. end - 1
+    from (the same dynamic programming, the same ties); return how many."""
+    # cost[i * slots + k]: the least cost of trips starts[i] .. end - 1 with the
+    # state at starts[i] as the k-th chosen one; after: the next chosen (-1: none).
+    cost = [0] * (count * slots)
+    after = [-1] * (count * slots)
+    for i in range(count - 1, -1, -1):
+        for k in range(min(i, slots - 1) + 1):
+            here = slots - k
+            least, choice = optimal_cost(end - starts[i], here), -1
+            if here > 1:
+                for j in range(i + 1, count):
+                    option = optimal_cost(starts[j] - starts[i], here) + cost[j * slots + k + 1]
+                    if option < least:
+                        least, choice = option, j
+            cost[i * slots + k], after[i * slots + k] = least, choice
+    i, k, chosen = 0, 0, 1
+    while after[i * slots + k] >= 0:
+        i, k = after[i * slots + k], k + 1
+        kept[chosen], starts[chosen] = kept[i], starts[i]
+        chosen += 1
+    return chosen
+
+
+def online_reverse(tape, trips, step_vjp, seeds, totals):
+    """The adjoints of :func:`reversed_online`, without its count."""
+    return reversed_online(tape, trips, step_vjp, seeds, totals)[0]
+
+
+def reversed_online(tape, trips, step_vjp, seeds, totals):
+    """(the adjoints, the trips recomputed, those of :func:`online_forward`
+    included) of the loop of ``tape``, as :meth:`derivo.checkpoints.Tape.reverse`
+    reverses a ``while`` loop: its last trip from the state before it, then the
+    trips before from the kept states, the deepest last, splitting each stretch
+    the slots cannot hold whole as revolve does.  ``step_vjp(seed, *state,
+    *invariants)`` is the VJP of one trip; seeds and totals as
+    :func:`reversed_counting`'s."""
+    shape, kept, starts, last, invariants = tape
+    steps, slots, held, recomputed = shape
+    seeds = as_tuple(seeds)
+    if steps == 0:
+        return bare_if_one(seeds + totals), 0
+    seeds, totals = taken(step_vjp(seed_of(seeds), *last, *invariants), seeds, totals)
+    end = steps - 1
+    while held > 0:
+        start, state = starts[held - 1], kept[held - 1]
+        length = end - start
+        free = slots + 1 - held
+        if length > 1 and free > 1 and length > free + 1:
+            # Keep the state at the split, deeper; reverse the trips after it first.
+            split = optimal_split(length, free, repetitions(length, free))
+            kept[held], starts[held] = ahead(trips, state, invariants, split), start + split
+            recomputed += split
+            held += 1
+            continue
+        held -= 1
+        if length > 0 and free <= 1:  # one slot: each trip from this state alone
+            for offset in range(length - 1, 0, -1):
+                seeds, totals = taken(step_vjp(seed_of(seeds), *ahead(
+                    trips, state, invariants, offset), *invariants), seeds, totals)
+                recomputed += offset
+            seeds, totals = taken(step_vjp(seed_of(seeds), *state, *invariants), seeds,
+                                  totals)
+        elif length > 0:  # room for the states of every trip: run them, then reverse
+            states = [state] * length
+            for i in range(1, length):
+                states[i] = ahead(trips, states[i - 1], invariants, 1)
+            for i in range(length - 1, -1, -1):
+                seeds, totals = taken(step_vjp(seed_of(seeds), *states[i], *invariants),
+                                      seeds, totals)
+            recomputed += length - 1
+        end = start
+    return bare_if_one(seeds + totals), recomputed
+
+
 # --- operations numba types only for each length of tuple (see register) -----------------
 
 def items_of(iterations, first, stop):
@@ -242,7 +379,9 @@ def register(numba):
         isinstance(a, types.Integer) for a in (n, k)) else None)
     for function in (repetitions, fewer_repetitions, optimal_cost, optimal_split, halving_split,
                      segment_length, checkpoint_forward, checkpoint_reverse,
-                     reversed_counting, split_of, bit_length, run, segment, items_of):
+                     reversed_counting, split_of, bit_length, run, segment, items_of,
+                     online_forward, ahead, keep_best_roots, online_reverse,
+                     reversed_online):
         overload(function)(_itself(function))
 
 
