@@ -1085,8 +1085,6 @@ KNOWN = {
         (FORWARD, r"can't multiply sequence by non-int"),
     "hessian of a dict comprehension over .items()":
         (FORWARD, r"list indices must be integers or slices, not str"),
-    "save refuses a default it cannot write (a lambda, a closure) without naming its line":
-        ({"save"}, r"cannot save the derivative as a module: it uses '\w+_default'"),
     "a second derivative of a call of a function held in a dict names the generated code":
         ({"grad_of_grad", "jacobian_of_grad", "hessian"},
          r"<derivo generated [^>]*>:\d+:\d+: cannot differentiate \"(table|ops)\["),

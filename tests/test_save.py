@@ -187,9 +187,93 @@ def with_a_lambda_default(x, act=lambda z: z * SCALE):
 def test_a_lambda_default_is_refused_not_written_as_its_line(tmp_path):
     derivative = derivo.grad(with_a_lambda_default)
     assert derivative(0.5) == pytest.approx(2 * 0.5 * SCALE)
-    with pytest.raises(derivo.DerivoError, match="'act_default'.*neither a literal"):
+    with pytest.raises(derivo.DerivoError,
+                       match=r"test_save.py:183:0: .*'act_default'.*neither a literal"):
         derivative.save(tmp_path / "lambda_grad.py")
     assert not (tmp_path / "lambda_grad.py").exists()
+
+
+def scaled_by(k):
+    def scaled(z):
+        return z * k
+    return scaled
+
+
+SCALED = scaled_by(0.7)
+
+
+def with_a_closure_bound_at_the_top_level(x, fn=SCALED):
+    return fn(x) * x
+
+
+def saved(derivative, path):
+    """The namespace of the module ``derivative`` saves at ``path``."""
+    derivative.save(path)
+    namespace = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    return namespace
+
+
+def test_a_closure_a_module_binds_at_its_top_level_is_imported(tmp_path):
+    module = saved(derivo.grad(with_a_closure_bound_at_the_top_level), tmp_path / "closure.py")
+    assert "from {} import SCALED".format(__name__) in (tmp_path / "closure.py").read_text()
+    grad = module["with_a_closure_bound_at_the_top_level_grad"]
+    assert grad(0.5) == pytest.approx(1.4 * 0.5)
+    # the module was made for the closure SCALED holds: it computes no other's derivative
+    with pytest.raises(ValueError, match="generated for fn is scaled_by.<locals>.scaled"):
+        grad(0.5, fn=scaled_by(2.0))
+
+
+def test_a_function_a_parameter_held_that_no_module_binds_is_refused_at_its_def(tmp_path):
+    derivative = derivo.grad(with_a_closure_bound_at_the_top_level)
+    assert derivative(0.5, fn=scaled_by(2.0)) == pytest.approx(2.0)
+    with pytest.raises(derivo.DerivoError, match=r"test_save.py:\d+:0: .*'fn_held' \(function "
+                                                 r"scaled_by.<locals>.scaled\).*top level"):
+        derivative.save(tmp_path / "held.py")
+
+
+def train(loss_fn, w):
+    return loss_fn(w) + w
+
+
+def squared(w):
+    return w * w
+
+
+class Model:
+    def __init__(self, a):
+        self.a = a
+
+    def predict(self, x):
+        return self.a * x
+
+    def loss(self, x):
+        return self.predict(x) ** 2
+
+
+class Other(Model):
+    def predict(self, x):
+        return self.a * x * x
+
+
+def test_a_derivative_saved_before_its_first_call_is_refused(tmp_path):
+    with pytest.raises(derivo.DerivoError, match="train is transformed at its first call, "
+                                                 "for the functions its parameters loss_fn"):
+        derivo.grad(train, wrt=1).save(tmp_path / "train.py")
+
+
+def test_a_saved_derivative_checks_the_functions_its_parameters_held(tmp_path):
+    derivative = derivo.grad(train, wrt=1)
+    assert derivative(squared, 1.5) == pytest.approx(4.0)
+    grad = saved(derivative, tmp_path / "train.py")["train_grad"]
+    assert grad(squared, 1.5) == pytest.approx(4.0)
+    with pytest.raises(ValueError, match="generated for loss_fn is squared"):
+        grad(math.sin, 1.5)
+    model = Model(2.0)
+    loss_grad = saved(derivo.grad(model.loss), tmp_path / "model.py")["loss_grad"]
+    assert loss_grad(model, 0.5) == pytest.approx(8 * 0.5)
+    with pytest.raises(ValueError, match=r"self.predict.__func__ is Model.predict"):
+        loss_grad(Other(2.0), 0.5)
 
 
 # --- several derivatives in one module ----------------------------------------------------

@@ -10,6 +10,7 @@ import importlib
 import linecache
 import math
 import os
+import sys
 import textwrap
 import types
 
@@ -189,12 +190,18 @@ def module_text(source, namespace, header, data=None):
         elif getattr(obj, "__module__", None) in HELPER_MODULES and \
                 getattr(obj, "__name__", None) == name:
             helpers[name] = obj.__module__
+        elif _attribute_path(obj) is not None:  # a method: Model.predict
+            imports.append("import {}".format(obj.__module__))
+            definitions.append("{} = {}".format(name, _attribute_path(obj)))
         else:
             line = _import_line(name, obj)
             if line is None:
                 raise DerivoError("cannot save the derivative as a module: it uses {!r} "
-                                  "({}), which is neither a literal nor importable".format(
-                                      name, type(obj).__name__))
+                                  "({}), which is neither a literal nor importable; bind it "
+                                  "at the top level of a module, or make it a parameter".format(
+                                      name, " ".join([type(obj).__name__, *filter(None, [
+                                          getattr(obj, "__qualname__", None)])])),
+                                  construct=name)
             imports.append(line)
     others = {n: v for n, v in namespace.items() if n in used and n not in helpers}
     copied = helper_sources(helpers, others, set(_merged_imports(imports)))
@@ -327,7 +334,32 @@ def _import_line(name, obj):
         except ImportError:
             found = None
         if found is obj and module != "__main__":
-            if qualname == name:
-                return "from {} import {}".format(module, qualname)
-            return "from {} import {} as {}".format(module, qualname, name)
+            return _from_import(module, qualname, name)
+    # a value a module binds at its top level (SC = make_scale(0.7)), under the name
+    # the code uses if it binds it so
+    held = vars(sys.modules.get(module)) if module in sys.modules and module != "__main__" \
+        else {}
+    bound = [n for n, value in held.items() if value is obj and not n.startswith("_")]
+    if bound:
+        return _from_import(module, name if name in bound else bound[0], name)
     return None
+
+
+def _attribute_path(obj):
+    """``module.Class.method`` for a function a class of an importable module
+    defines (``__qualname__`` ``Class.method``), else None."""
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", "")
+    if not isinstance(obj, types.FunctionType) or "." not in qualname or "<" in qualname or \
+            module not in sys.modules or module == "__main__":
+        return None
+    found = sys.modules[module]
+    for step in qualname.split("."):
+        found = getattr(found, step, None)
+    return "{}.{}".format(module, qualname) if found is obj else None
+
+
+def _from_import(module, found, name):
+    """The import of ``module``'s ``found`` under ``name``."""
+    if found == name:
+        return "from {} import {}".format(module, name)
+    return "from {} import {} as {}".format(module, found, name)

@@ -107,16 +107,29 @@ def _identity(value):
 
 
 def saved_guard(live, name):
-    """The check a saved module of the generated function ``name`` runs first: it
-    was made for the keys its parameters held (``activation == 'tanh'``), which a
-    saved module cannot transform again for, so it refuses another; '' when the
-    transformation read none (see cache.LiveReads)."""
-    tests = ["{}{} != {!r}".format(ident, "".join("." + step for step in path[:-1]), seen)
-             for (where, ident, path), seen in zip(live.reads, live.seen)
-             if where is PARAMETERS and path and path[-1] == EQUAL
-             and all(isinstance(step, str) for step in path[:-1])]
+    """The check a saved module of the generated function ``name`` runs first, and
+    the values it compares with ({name in the module: value}): it was made for the
+    keys its parameters held (``activation == 'tanh'``) and the functions they
+    held (``loss_fn is loss_fn_held``, ``self.predict.__func__ is
+    self_predict_held``), which a saved module cannot transform again for, so it
+    refuses others; '' when the transformation read none (see cache.LiveReads)."""
+    tests, held = [], {}
+    for (where, ident, path), seen in zip(live.reads, live.seen):
+        if where is not PARAMETERS or not all(isinstance(step, str) for step in path):
+            continue
+        read = ident + "".join("." + step for step in path if step != EQUAL)
+        if path and path[-1] == EQUAL:
+            tests.append("{} != {!r}".format(read, seen))
+        else:
+            kept = "_".join([ident, *(step for step in path if step != "__func__"), "held"])
+            held[kept] = seen
+            tests.append("{} is not {}".format(read, kept))
     if not tests:
-        return ""
+        return "", held
+    told = [t.replace(" != ", " == ") for t in tests if " != " in t] + [
+        "{} is {}".format(t.split(" is not ")[0], getattr(held[t.split(" is not ")[1]],
+                                                        "__qualname__", "the one it held"))
+        for t in tests if " is not " in t]
     return "if {}:\n    raise ValueError({!r})\n".format(" or ".join(tests), (
         "{} was generated for {}: derive again for other values".format(
-            name, ", ".join(t.replace(" != ", " == ") for t in tests))))
+            name, ", ".join(told)))), held
