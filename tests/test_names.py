@@ -109,3 +109,25 @@ def test_user_variable_named_underscore():
                          ids=["reversed", "range"])
 def test_user_variable_shadowing_a_builtin_the_reverse_sweep_calls(func):
     assert_grad_matches(func, 1.1, 2)
+
+
+# globals named as derivo names what it generates for a function called 'stepped'
+stepped_trips = 3.0
+stepped_step = 2.0
+stepped_grad = 0.5
+stepped_forward = 1.5
+
+
+def stepped(x, w):
+    s = x * 1.0
+    for i in range(3):
+        s = s * w + stepped_trips * stepped_step * stepped_grad * stepped_forward
+    return s
+
+
+@pytest.mark.parametrize("loops", ["stack", "checkpoint"])
+def test_a_global_named_as_generated_code_is_read_as_the_users(loops):
+    # s = x w^3 + 4.5 (w^2 + w + 1): d/dw = 3 x w^2 + 4.5 (2 w + 1)
+    x, w = 1.0, 0.5
+    assert derivo.grad(stepped, wrt=1, loops=loops)(x, w) == \
+        pytest.approx(3 * x * w * w + 4.5 * (2 * w + 1))

@@ -24,7 +24,7 @@ from . import syntax as S
 from .errors import DerivoError, UnsupportedSyntax
 from .fence import refuse_rerun_calls
 from .forward import forward
-from .names import Namer, identifier
+from .names import Namer, identifier, names_in
 from .lift import code_key
 from .parse import GENERATED_PREFIX, MISSING, Outlined, is_derivative, parse, too_deep
 from .inline import inline_calls
@@ -150,6 +150,9 @@ class Build:
             return self.add_over_tangents(func, wrt, kind, tuple_wrt, name, call)
         parsed = parse(func)
         parsed.fixed.update(fixed)
+        # the module's names must not hide what the user's code reads (f_trips = 3.0)
+        self.names.taken.update(name for name in names_in(parsed.tree)
+                                if name in parsed.globals or name in parsed.closure)
         if kind == "vjp" and call is not None and halves is None:
             refuse_rerun_calls(parsed, parsed.tree.body, _HELPER_RUN_AGAIN.format(
                 func.__name__), _HELPER_INSTEAD.format(func.__name__))
