@@ -35,5 +35,5 @@ def besselj_grad(v, z, atol=1e-08):
     # line 17: out = s
     bs += 1.0
     # line 16: s = (z / 2) ** v / math.factorial(v)
-    bt2 += bs / math.factorial(v) * (v * t2 ** (v - 1))
+    bt2 += bs / math.factorial(v) * (v * t2 ** (v - (v != 0)))
     return bt2 / 2

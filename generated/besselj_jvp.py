@@ -10,7 +10,7 @@ def besselj_jvp(dz, v, z, atol=1e-08):
     t2 = z / 2
     dt2 = dz / 2
     s = t2 ** v / math.factorial(v)
-    ds = dt2 * (v * t2 ** (v - 1)) / math.factorial(v)
+    ds = dt2 * (v * t2 ** (v - (v != 0))) / math.factorial(v)
     out = s
     dout = ds
     # line 20: s *= (-1) / k / (k + v) * (z / 2) ** 2

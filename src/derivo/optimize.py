@@ -48,6 +48,20 @@ def is_literal(node, value):
     return number is not None and number == value
 
 
+_COMPARE = {S.gast.Eq: operator.eq, S.gast.NotEq: operator.ne, S.gast.Lt: operator.lt,
+            S.gast.LtE: operator.le, S.gast.Gt: operator.gt, S.gast.GtE: operator.ge}
+
+
+def _compared_number(node):
+    """``node``, or the int 0 or 1 where it compares two numeric literals."""
+    if isinstance(node, S.gast.Compare) and len(node.ops) == 1 and \
+            type(node.ops[0]) in _COMPARE:
+        a, b = _number(node.left), _number(node.comparators[0])
+        if a is not None and b is not None:
+            return S.const(int(_COMPARE[type(node.ops[0])](a, b)))
+    return node
+
+
 def _constant(value):
     return S.neg(S.const(-value)) if value < 0 else S.const(value)
 
@@ -79,6 +93,8 @@ class _Simplify(S.NodeTransformer):
             # g * (1 / y) is g / y (before 1 / 3 folds to a rounded 0.333...)
             node = S.binop(node.left, S.Div(), node.right.right)
         self.generic_visit(node)
+        # a comparison of numbers in arithmetic is the int it counts as (2 != 0: 1)
+        node.left, node.right = _compared_number(node.left), _compared_number(node.right)
         left, right, op = node.left, node.right, node.op
         a, b = _number(left), _number(right)
         if a is not None and b is not None and type(op) in _FOLD:

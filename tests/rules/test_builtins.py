@@ -227,3 +227,42 @@ def test_a_hessian_through_math_prod_matches_differences_of_the_gradient():
     # d^2/dx0^2 of x0^2 x2 is 2 x2; d^2/dx0 dx1 of 1.5 x0 x1 x2 x3 is 1.5 x2 x3
     assert hessian[0, 0] == pytest.approx(2 * x[2])
     assert hessian[0, 1] == pytest.approx(1.5 * x[2] * x[3])
+
+
+# --- x ** y where y is 0: the function is 1 for every x, its partial in x 0 ---
+
+def power_by_operator(x, y):
+    return (x / 2) ** y
+
+
+def power_by_pow(x, y):
+    return pow(x, y) + math.pow(x, y)
+
+
+@pytest.mark.parametrize("f", [power_by_operator, power_by_pow])
+@pytest.mark.parametrize("y", [0, 0.0])
+def test_a_zero_exponents_partial_in_the_base_is_zero_at_a_zero_base(f, y):
+    assert derivo.grad(f)(0.0, y) == 0.0
+    assert derivo.jvp(f, (0.0, y), (1.0, 0.0))[1] == 0.0
+    assert derivo.grad(derivo.grad(f))(0.0, y) == 0.0
+
+
+def test_a_literal_exponents_partial_is_written_as_a_power():
+    source = derivo.grad(power_by_operator).source
+    assert "y * (x / 2) ** (y - (y != 0))" in source
+    cubed = derivo.grad(lambda_free_cube).source
+    assert "3 * x ** 2" in cubed and "!=" not in cubed
+
+
+def lambda_free_cube(x):
+    return x ** 3
+
+
+def test_besselj_of_order_zero_has_slope_zero_at_zero():
+    # J_0' = -J_1, and J_1(0) = 0; J_1'(0) = 1/2
+    spec = importlib.util.spec_from_file_location(
+        "bessel_example", __file__.rsplit("/tests/", 1)[0] + "/examples/bessel.py")
+    bessel = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bessel)
+    assert bessel.besselj_grad(0, 0.0) == 0.0
+    assert bessel.besselj_grad(1, 0.0) == 0.5

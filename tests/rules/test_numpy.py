@@ -650,3 +650,15 @@ def test_std_of_an_array_whose_entries_are_equal_has_the_derivative_zero(method)
     np.testing.assert_array_equal(gx, np.zeros(4))
     assert gc == 1.0
     assert derivo.jvp(spread, (x, 0.6), (np.ones(4), 1.0))[1] == 1.0
+
+
+def zero_exponent_powers(x, y):
+    return np.sum(x ** y + np.power(x, y))
+
+
+def test_a_zero_exponents_partial_in_the_base_is_zero_at_a_zero_base():
+    x, y = np.array([0.0, 2.0, 0.0]), np.array([0.0, 3.0, 2.0])
+    with np.errstate(all="raise"):  # (no 0 * inf on the way)
+        np.testing.assert_array_equal(derivo.grad(zero_exponent_powers)(x, y), [0.0, 24.0, 0.0])
+        tangent = derivo.jvp(zero_exponent_powers, (x, y), (np.ones(3), np.zeros(3)))[1]
+    assert tangent == 24.0

@@ -81,7 +81,7 @@ defpartials(np.hypot, lambda ans, x, y: x / ans, lambda ans, x, y: y / ans)
 # a step in x1; x2 is the value where x1 == 0
 defpartials(np.heaviside, CONSTANT, lambda ans, x1, x2: x1 == 0)
 defpartials(np.copysign, lambda ans, x, y: np.sign(x) * np.copysign(1.0, y), CONSTANT)
-defpartials(np.power, lambda ans, x, y: y * x ** (y - 1), lambda ans, x, y: log_times(ans, x))
+defpartials(np.power, lambda ans, x, y: y * x ** (y - (y != 0)), lambda ans, x, y: log_times(ans, x))
 defpartials(np.maximum, lambda ans, x, y: x >= y, lambda ans, x, y: x < y)
 defpartials(np.minimum, lambda ans, x, y: x <= y, lambda ans, x, y: x > y)
 defpartials(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: np.exp(y - ans))
