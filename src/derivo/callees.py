@@ -29,7 +29,7 @@ import types
 from . import rules
 from . import syntax as S
 from .lift import code_key, compile_trees
-from .parse import MISSING, called_by_class, parse
+from .parse import MISSING, PARAMETERS, called_by_class, parse, record_reads, recording_reads
 from .memory import is_user_function, user_function
 from .names import identifier
 from .trees import builds_a_record
@@ -316,10 +316,15 @@ def given_functions(function, call, parsed):
     given = {**dict(zip(positional, call.args)), **{k.arg: k.value for k in call.keywords}}
     fixed = {}
     for name in sorted(set(called) & set(given)):
-        value = parsed.resolve_expression(given[name], items=True) if isinstance(
-            given[name], (S.Name, S.Attribute, S.Subscript)) else MISSING
-        if value is not MISSING and _followed(value):
+        with recording_reads() as reads:
+            value = parsed.resolve_expression(given[name], items=True) if isinstance(
+                given[name], (S.Name, S.Attribute, S.Subscript)) else MISSING
+        followed = value is not MISSING and _followed(value)
+        if followed:
             fixed[name] = value
+        # what the copy is told depends on what the caller gives; a parameter
+        # given something not followed is checked by the caller's own entry
+        record_reads(read for read in reads.values() if followed or read[0] is not PARAMETERS)
     fixed.update(_function_defaults(function, set(called) - set(given)))
     if not fixed:
         return None
