@@ -402,15 +402,16 @@ def log(x):
 
 
 def log_times(ans, x):
-    """``ans * log(x)``, the partial of ``ans = x ** y`` in y, with 0 where ans is
-    0: the limit at x = 0 for y > 0, where log(0) would raise or give -inf
-    times 0; NaN where x < 0, as NumPy gives."""
+    """``ans * log(x)``, the partial of ``ans = x ** y`` in y, with 0 where x is 0
+    (as JAX gives): the limit there for y > 0, where log(0) would raise or give
+    -inf times 0, and also for y = 0, where 0 ** y is 1; 0 where ``ans``
+    underflowed to 0; NaN where x < 0, as NumPy gives."""
     if type(ans) is float or type(ans) is int:
-        if ans == 0:
+        if x == 0 or ans == 0:
             return 0.0
         return ans * math.log(x) if x > 0 else math.nan
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(np.equal(ans, 0), 0.0, ans * np.log(x))
+        return np.where(np.equal(x, 0) | np.equal(ans, 0), 0.0, ans * np.log(x))
 
 
 def power_exponent_jvp(t, ans, x):

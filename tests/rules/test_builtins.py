@@ -22,6 +22,8 @@ import derivo
 from derivo import rules
 from derivo import syntax as S
 
+from checks import numeric_grad
+
 OPERATORS = {S.Add: "+", S.Sub: "-", S.Mult: "*", S.Div: "/", S.Pow: "**", S.Mod: "%"}
 UNARY = {S.USub: "-", S.UAdd: "+"}
 
@@ -245,6 +247,16 @@ def test_a_zero_exponents_partial_in_the_base_is_zero_at_a_zero_base(f, y):
     assert derivo.grad(f)(0.0, y) == 0.0
     assert derivo.jvp(f, (0.0, y), (1.0, 0.0))[1] == 0.0
     assert derivo.grad(derivo.grad(f))(0.0, y) == 0.0
+
+
+@pytest.mark.parametrize("f", [power_by_operator, power_by_pow])
+@pytest.mark.parametrize("y", [0.0, 2.5])
+def test_the_partial_in_the_exponent_is_zero_at_a_zero_base(f, y):
+    # 0 ** y is 0 for every y > 0 and 1 at y = 0: JAX's 0 there, never log(0)
+    assert derivo.grad(f, wrt=1)(0.0, y) == 0.0
+    assert derivo.jvp(f, (0.0, y), (0.0, 1.0))[1] == 0.0
+    x = 3.0
+    assert derivo.grad(f, wrt=1)(x, y) == pytest.approx(numeric_grad(f, (x, y), wrt=1))
 
 
 def test_a_literal_exponents_partial_is_written_as_a_power():

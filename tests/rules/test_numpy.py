@@ -662,3 +662,6 @@ def test_a_zero_exponents_partial_in_the_base_is_zero_at_a_zero_base():
         np.testing.assert_array_equal(derivo.grad(zero_exponent_powers)(x, y), [0.0, 24.0, 0.0])
         tangent = derivo.jvp(zero_exponent_powers, (x, y), (np.ones(3), np.zeros(3)))[1]
     assert tangent == 24.0
+    with np.errstate(all="raise"):
+        exponent = derivo.grad(zero_exponent_powers, wrt=1)(x, y)
+    np.testing.assert_array_equal(exponent, [0.0, 2 * 8.0 * np.log(2.0), 0.0])
