@@ -11,7 +11,7 @@ import pytest
 
 import derivo
 
-from checks import assert_close
+from checks import assert_close, numeric_grad
 
 
 def central(f, x, h=1e-6):
@@ -142,3 +142,89 @@ def test_hessian_and_jacobians_of_a_partial_with_keywords():
         assert derivo.jacobian(entry, wrt=(1,), mode=mode)(p, 1.5) == \
             pytest.approx((2 * 0.5 * 1.5 + 2.0,))
     assert derivo.jacobian(derivo.grad(entry, wrt=1), wrt=(1,))(p, 1.5) == pytest.approx((1.0,))
+
+
+# --- class-based decorators: an object whose __call__ takes *args and **kwargs --------
+
+
+class logged:
+    """A decorator written as a class, as functools.update_wrapper's docs show it."""
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+
+class counted:
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.calls = 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.fn(*args, **kwargs)
+
+
+@logged
+def scaled_product(x, y, scale=2.0):
+    return scale * np.sin(x) * y * y
+
+
+@logged
+def fit(w, X, y):
+    r = np.tanh(X @ w) - y
+    return np.sum(r * r)
+
+
+def calls_a_decorated_function(x):
+    return scaled_product(x, 3.0) + x * x
+
+
+@counted
+def counted_square(x):
+    return x * x
+
+
+def test_a_class_decorated_function_is_differentiated_as_the_function_it_calls():
+    args = (0.7, 1.5)
+    assert_close(derivo.grad(scaled_product)(*args), numeric_grad(scaled_product, args),
+                 rtol=1e-7)
+    assert_close(derivo.grad(scaled_product, wrt="y")(*args),
+                 numeric_grad(scaled_product, args, wrt=1), rtol=1e-7)
+    assert_close(derivo.grad(scaled_product, wrt=(0, 1))(*args, scale=3.0),
+                 tuple(numeric_grad(scaled_product, args, wrt=i, kwargs={"scale": 3.0})
+                       for i in (0, 1)), rtol=1e-7)
+    assert derivo.grad(scaled_product).source.startswith("def scaled_product_grad(")
+    x = 0.7
+    assert_close(derivo.grad(derivo.grad(scaled_product))(x, 1.5),
+                 -2.0 * np.sin(x) * 1.5 * 1.5, rtol=1e-10)
+
+
+def test_array_derivatives_of_a_class_decorated_function():
+    rng = np.random.default_rng(0)
+    X, y, w = rng.normal(size=(6, 3)), rng.normal(size=6), rng.normal(size=3)
+    h = 1e-6
+    expected = [(fit(w + h * e, X, y) - fit(w - h * e, X, y)) / (2 * h) for e in np.eye(3)]
+    np.testing.assert_allclose(derivo.grad(fit)(w, X, y), np.array(expected), rtol=1e-6)
+    hessian = derivo.hessian(fit)(w, X, y)
+    gradient = derivo.grad(fit)
+    columns = [(gradient(w + h * e, X, y) - gradient(w - h * e, X, y)) / (2 * h)
+               for e in np.eye(3)]
+    np.testing.assert_allclose(hessian, np.array(columns).T, rtol=1e-5)
+    np.testing.assert_allclose(derivo.jacobian(fit)(w, X, y), gradient(w, X, y), rtol=1e-12)
+
+
+def test_a_class_decorated_function_called_inside_is_differentiated_through():
+    x = 0.4
+    assert_close(derivo.grad(calls_a_decorated_function)(x),
+                 numeric_grad(calls_a_decorated_function, (x,)), rtol=1e-7)
+
+
+def test_a_decorator_changing_its_own_attributes_is_refused_with_what_to_write():
+    with pytest.raises(derivo.DerivoError, match=r"test_bound.py:\d+:\d+: cannot "
+                       r"differentiate augmented assignment to 'self.calls': .*has_aux"):
+        derivo.grad(counted_square)(2.0)

@@ -196,3 +196,18 @@ def test_layer_objects_saliency_matches_central_differences():
                                    rtol=1e-6, atol=1e-9)
         tangent = derivo.jvp(layer_objects.loss, (x, target), (np.eye(4)[1], 0.0))[1]
         assert_close(tangent, expected[1], rtol=1e-6, atol=1e-9)
+
+
+def test_pair_potentials_forces_match_finite_differences():
+    from examples.pair_potentials import (cluster_energy, cluster_gradient, lennard_jones, morse,
+                                          pair_force)
+    assert_close(pair_force(1.3), numeric_grad(lennard_jones, (1.3,)), rtol=1e-7)
+    assert_close(derivo.grad(morse)(0.9), numeric_grad(morse, (0.9,)), rtol=1e-7)
+    atoms = np.array([[0.0, 0.0, 0.0], [1.3, 0.0, 0.0], [0.5, 1.2, 0.0], [0.6, 0.4, 1.1]])
+    h = 1e-6
+    expected = np.zeros_like(atoms)
+    for index in np.ndindex(atoms.shape):
+        step = np.zeros_like(atoms)
+        step[index] = h
+        expected[index] = (cluster_energy(atoms + step) - cluster_energy(atoms - step)) / (2 * h)
+    np.testing.assert_allclose(cluster_gradient(atoms), expected, rtol=1e-6, atol=1e-8)

@@ -1166,15 +1166,15 @@ def _refuse_opaque(func):
 
 def _new_derivative(func, wrt, kind, loops, has_aux, pullback):
     _refuse_opaque(func)
+    spread = spread_copies(func)
+    if spread is not None:
+        return _of_spread(func, wrt, kind, loops, has_aux, pullback, spread)
     bound = _bound_parts(func)
     if bound is not None:
         return _of_bound(func, bound, wrt, kind, loops, has_aux)
     if not callable(func) or not hasattr(func, "__code__"):
         parse(func)  # raises the error that explains what is missing
         raise DerivoError("derivo differentiates Python functions, got {!r}".format(func))
-    if hasattr(func, "derivo_spread") or \
-            callees.takes_spread_arguments(func) and not is_generated(func):
-        return _of_spread(func, wrt, kind, loops, has_aux, pullback)
     names = resolve_wrt(func, wrt)
     if isinstance(wrt, (tuple, list)) and not names:
         raise DerivoError("wrt=() names no parameter: give at least one")
@@ -1227,7 +1227,7 @@ def _of_bound(func, bound, wrt, kind, loops, has_aux):
     else:
         def derivative(*given, **more):
             return entry(*given[:lead], *args, *given[lead:], **keywords, **more)
-    for attribute in ("source", "kind", "wrt", "save", "module_source", "__doc__",
+    for attribute in ("source", "kind", "wrt", "save", "module_source", "__doc__", "__name__",
                       "_repr_html_", "_repr_markdown_"):
         setattr(derivative, attribute, getattr(entry, attribute))
     derivative.__wrapped__ = func
@@ -1246,6 +1246,41 @@ def _spread_copy(func, npositional, keywords):
     if (npositional, keywords) not in copies:
         copies[npositional, keywords] = callees.spread(func, npositional, keywords)
     return copies[npositional, keywords]
+
+
+def spread_copies(func):
+    """For ``func`` when the code it runs takes ``*args`` or ``**kwargs`` (a
+    wrapper, a class-based decorator's ``__call__``): the function making its copy
+    for a call's arguments (see :func:`spread_calls`); None for any other."""
+    if hasattr(func, "derivo_spread"):
+        return func.derivo_spread
+    if inspect.isfunction(func):
+        return functools.partial(_spread_copy, func) if \
+            callees.takes_spread_arguments(func) and not is_generated(func) else None
+    bound = _bound_parts(func)
+    if bound is not None and callees.takes_spread_arguments(bound[0]):
+        return _bound_spread(bound, func)
+    return None
+
+
+def _bound_spread(bound, func):
+    """For ``func``, bound to a function taking ``*args`` or ``**kwargs`` (see
+    :func:`_bound_parts`): (its copy for a call's arguments, bound as it is, and
+    {keyword: the copy's parameter}), as :func:`spread_calls` makes them.  The
+    copy has ``func``'s name, which functools.update_wrapper gives an object."""
+    function, args, keywords = bound
+    name = getattr(func, "__name__", None)
+    name = name if isinstance(name, str) and name.isidentifier() else None
+
+    def spread(npositional, given):
+        copy, renamed = _spread_copy(function, npositional + len(args),
+                                     tuple(sorted({*given, *keywords})))
+        if name is not None:
+            copy = callees.copy_function(copy, name)
+            copy.__qualname__ = getattr(func, "__qualname__", name)
+        return functools.partial(copy, *args, **{renamed.get(k, k): v
+                                                 for k, v in keywords.items()}), renamed
+    return spread
 
 
 def _spread_wrt(func, wrt, renamed):
@@ -1268,7 +1303,7 @@ def _spread_wrt(func, wrt, renamed):
     return type(wrt)(map(each, wrt)) if isinstance(wrt, (tuple, list)) else each(wrt)
 
 
-def spread_calls(func, make, lead=0):
+def spread_calls(func, make, lead=0, spread=None):
     """For ``func``, which takes ``*args`` or ``**kwargs``: a function that, at each
     call, calls ``make(copy, renamed)`` for the copy of ``func`` taking that call's
     arguments by name (see callees.spread; ``renamed``: {keyword: the copy's
@@ -1276,14 +1311,15 @@ def spread_calls(func, make, lead=0):
     arguments (after ``lead`` leading ones, a vjp's cotangent or a jvp's
     tangents) and set of keywords.  Its ``last`` is the one it called last, whose
     ``source`` and ``__name__`` it takes.  ``func`` may be such a function itself (a derivative
-    of a derivative): then the copy is what it calls for those arguments."""
+    of a derivative): then the copy is what it calls for those arguments; or a
+    callable whose copies ``spread(npositional, keywords)`` makes (see :func:`spread_copies`)."""
     made = {}  # (positional count, keywords) -> (make(copy, renamed), keywords renamed)
+    spread = spread or spread_copies(func)
 
     def made_for(npositional, keywords):
         shape = (npositional, tuple(sorted(keywords)))
         if shape not in made:
-            copy, renamed = func.derivo_spread(*shape) if hasattr(func, "derivo_spread") \
-                else _spread_copy(func, *shape)
+            copy, renamed = spread(*shape)
             made[shape] = make(copy, renamed), renamed
         return made[shape]
 
@@ -1302,7 +1338,7 @@ def spread_calls(func, make, lead=0):
     return call
 
 
-def _of_spread(func, wrt, kind, loops, has_aux, pullback):
+def _of_spread(func, wrt, kind, loops, has_aux, pullback, spread=None):
     """The derivative of ``func``, which takes ``*args`` or ``**kwargs``: the
     derivative of its copy for each call's arguments (see :func:`spread_calls`);
     ``wrt`` counts the positional arguments as the call gives them."""
@@ -1312,11 +1348,13 @@ def _of_spread(func, wrt, kind, loops, has_aux, pullback):
         wrt_here = _spread_wrt(func, wrt, renamed)
         if isinstance(getattr(copy, "__self__", None), Derivative):  # a derivative's entry
             return _derivative(copy, wrt_here, kind, loops, has_aux, pullback)
+        if isinstance(copy, functools.partial):  # the copy of a bound function
+            return _of_bound(copy, _bound_parts(copy), wrt_here, kind, loops, has_aux)
         return Derivative(copy, kind, resolve_wrt(copy, wrt_here), several, loops, has_aux,
                           pullback).call
 
     derivative = spread_calls(func, make, {"vjp": 1, "jvp": len(wrt) if several else 1}.get(
-        kind, 0))
+        kind, 0), spread)
 
     def save(path=None):
         if derivative.last is None:

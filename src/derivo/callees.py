@@ -62,12 +62,6 @@ def direct_call(call, callee, parsed):
         return None
     receiver = _receiver(call, callee)
     origin = parsed.origin_of(receiver) if receiver is not None else None
-    if origin is not None:  # what it calls through self is read where the caller read self
-        function = _specialised(function, bound[0], origin)
-    elif _read_nowhere(receiver, parsed):  # (an analysis's copy: see with_its_object)
-        function = with_its_object(function, callee)
-    call.func = S.copy_location(S.name(parsed.hold(identifier(function.__name__), function)),
-                                call.func)
     call.args = [receiver if receiver is not None else _argument(parsed, value, call)
                  for value in bound[:1]] + [_argument(parsed, value, call)
                                             for value in bound[1:]] + call.args
@@ -75,6 +69,13 @@ def direct_call(call, callee, parsed):
     call.keywords = [S.gast.keyword(arg=name, value=_argument(parsed, value, call))
                      for name, value in keywords.items() if name not in given_keywords] + \
         call.keywords
+    function = _spread(function, call, parsed) or function  # __call__(self, *args, **kwargs)
+    if origin is not None:  # what it calls through self is read where the caller read self
+        function = _specialised(function, bound[0], origin)
+    elif _read_nowhere(receiver, parsed):  # (an analysis's copy: see with_its_object)
+        function = with_its_object(function, callee)
+    call.func = S.copy_location(S.name(parsed.hold(identifier(function.__name__), function)),
+                                call.func)
     return function
 
 
@@ -330,7 +331,7 @@ def given_functions(function, call, parsed):
         return None
     key = (code_key(function), tuple((name, id(value)) for name, value in sorted(fixed.items())))
     if key not in _GIVEN:  # one copy per function given: a recursive call calls itself
-        copy = _copy(function)
+        copy = copy_function(function)
         copy.derivo_fixed = (fixed, dict.fromkeys(fixed))  # (read where the caller reads them)
         copy.derivo_key = key
         _GIVEN[key] = copy  # (it holds what it is given: no id in a key is reused)
@@ -359,9 +360,10 @@ def _followed(value):
 _GIVEN = {}
 
 
-def _copy(function):
-    """A new function object running ``function``'s code, with its attributes."""
-    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__,
+def copy_function(function, name=None):
+    """A new function object running ``function``'s code, with its attributes
+    (and the ``__name__`` ``name``, if given)."""
+    copy = types.FunctionType(function.__code__, function.__globals__, name or function.__name__,
                               function.__defaults__, function.__closure__)
     copy.__kwdefaults__ = function.__kwdefaults__
     copy.__qualname__, copy.__module__ = function.__qualname__, function.__module__
@@ -374,7 +376,7 @@ def _specialised(function, obj, origin):
     the derivative's entry reads at ``origin`` (see :attr:`derivo.parse.Parsed.fixed`;
     None: nowhere)."""
     code = function.__code__
-    copy = _copy(function)
+    copy = copy_function(function)
     first = code.co_varnames[0]
     copy.derivo_fixed = ({first: obj}, {first: origin})
     # (transform.Build: a VJP per object)

@@ -190,7 +190,7 @@ def module_text(source, namespace, header, data=None):
         elif getattr(obj, "__module__", None) in HELPER_MODULES and \
                 getattr(obj, "__name__", None) == name:
             helpers[name] = obj.__module__
-        elif _attribute_path(obj) is not None:  # a method: Model.predict
+        elif _attribute_path(obj) is not None:  # Model.predict, f.__wrapped__
             imports.append("import {}".format(obj.__module__))
             definitions.append("{} = {}".format(name, _attribute_path(obj)))
         else:
@@ -347,15 +347,20 @@ def _import_line(name, obj):
 
 def _attribute_path(obj):
     """``module.Class.method`` for a function a class of an importable module
-    defines (``__qualname__`` ``Class.method``), else None."""
+    defines (``__qualname__`` ``Class.method``), ``module.f.__wrapped__`` for one
+    that what the module binds to its name wraps (a decorator's functools.wraps
+    or update_wrapper); else None."""
     module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", "")
-    if not isinstance(obj, types.FunctionType) or "." not in qualname or "<" in qualname or \
+    if not isinstance(obj, types.FunctionType) or "<" in qualname or \
             module not in sys.modules or module == "__main__":
         return None
     found = sys.modules[module]
     for step in qualname.split("."):
         found = getattr(found, step, None)
-    return "{}.{}".format(module, qualname) if found is obj else None
+    path = "{}.{}".format(module, qualname)
+    if found is obj:
+        return path if "." in qualname else None  # (a top-level one is imported)
+    return path + ".__wrapped__" if getattr(found, "__wrapped__", None) is obj else None
 
 
 def _from_import(module, found, name):

@@ -11,10 +11,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import callees, trees
+from . import trees
 from .api import (Derivative, Function, Wrt, _code_for, _copied, _derivative, _differentiable,
                   _differentiable_or_container, _in_structure, _is_tree, _refuse_opaque,
-                  _short_repr, _spread_wrt, jvp, resolve_wrt, spread_calls)
+                  _short_repr, _spread_wrt, jvp, resolve_wrt, spread_calls, spread_copies)
 from .errors import DerivoError
 from .transform import LOG, SLOW_SECONDS
 
@@ -44,7 +44,8 @@ def jacobian(func: Function, wrt: Wrt = 0, mode: str = "auto") -> Function:
         raise DerivoError("jacobian mode must be 'auto', 'forward' or 'reverse', got "
                           "{!r}".format(mode))
     _refuse_opaque(func)
-    if inspect.isfunction(func) and callees.takes_spread_arguments(func):
+    spread = spread_copies(func)
+    if spread is not None:
         return spread_calls(func, lambda copy, renamed: jacobian(
             copy, _spread_wrt(func, wrt, renamed), mode))
     names = resolve_wrt(func, wrt)
@@ -99,7 +100,8 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
     is not differentiated (an int, a string, None) gets None.
     """
     _refuse_opaque(func)
-    if inspect.isfunction(func) and callees.takes_spread_arguments(func):
+    spread = spread_copies(func)
+    if spread is not None:
         return spread_calls(func, lambda copy, renamed: hessian(
             copy, _spread_wrt(func, wrt, renamed)))
     names = resolve_wrt(func, wrt)

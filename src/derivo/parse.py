@@ -577,8 +577,11 @@ def _parse(func):
     lifted = getattr(func, "derivo_lifted", None)
     fixed, origins = getattr(func, "derivo_fixed", ({}, {}))  # (see callees)
     if lifted is not None:  # a local function of a user's function (see lift)
+        tree = S.deepcopy(lifted.tree)
+        if func.__name__.isidentifier():  # (a copy named anew keeps its name)
+            tree.name = func.__name__
         parsed = call_returned_functions(Parsed(
-            func, S.deepcopy(lifted.tree), lifted.filename, lifted.lines, lifted.first_line,
+            func, tree, lifted.filename, lifted.lines, lifted.first_line,
             func.__globals__, _closure_of(func), dict(fixed), dict(origins)), parse)
         return pass_closed_over_locals(make_inner_derivatives(parsed), parse)
     # A wrapper (functools.wraps) is differentiated as the code it runs, which calls

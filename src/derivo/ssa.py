@@ -373,9 +373,7 @@ class _Normalizer:
         elif isinstance(target, S.Name):
             current = S.name(target.id)
         else:
-            raise self.parsed.error(UnsupportedSyntax, stmt, "cannot differentiate augmented "
-                                    "assignment to {!r}".format(self.parsed.words(target)),
-                                    "augmented assignment")
+            raise self._refused_assignment(stmt, target, "augmented assignment")
         value = S.binop(current, stmt.op, stmt.value)
         out = self.assign_to(target, S.copy_location(value, stmt), stmt)
         # in place for an array, or for an array a container holds (L[i] += e):
@@ -402,8 +400,16 @@ class _Normalizer:
             return self.unpack(target, value, origin)
         if isinstance(target, S.Subscript) and isinstance(target.value, S.Name):
             return self.write_item(target, value, origin, reread)
-        raise self.parsed.error(UnsupportedSyntax, target, "cannot differentiate assignment "
-                                "to {!r}".format(self.parsed.words(target)), "assignment")
+        raise self._refused_assignment(target, target, "assignment")
+
+    def _refused_assignment(self, node, target, label):
+        """The refusal of an assignment to ``target``, neither a name nor an item of
+        one (``self.calls += 1``, ``obj.w = v``)."""
+        advice = ": derivo does not follow changes to an object's attributes; return the " \
+            "new value (with has_aux=True, beside the gradient), or change it outside the " \
+            "differentiated function" if isinstance(target, S.Attribute) else ""
+        return self.parsed.error(UnsupportedSyntax, node, "cannot differentiate {} to {!r}{}"
+                                 .format(label, self.parsed.words(target), advice), label)
 
     def write_item(self, target, value, origin, reread):
         """``x[i] = value``: an in-place write, with the value and the index each
