@@ -469,3 +469,68 @@ def test_a_call_checks_library_modules_by_name_and_user_modules_by_attribute(
     assert ("live_reads_model", ("shape",)) in checked
     monkeypatch.setattr(user_module, "shape", np.cos)
     assert_close(df(1.5), central(library_and_user, 1.5))
+
+
+# --- a function's code and defaults set anew (IPython's autoreload sets __code__) -------
+
+
+def scaled_square(x, a=2.0):
+    return a * x * x
+
+
+def keyword_scaled_square(x, *, a=2.0):
+    return a * x * x
+
+
+def times_c(x, c=1.0):
+    return x * c
+
+
+def calls_times_c(x):
+    return times_c(x) * x
+
+
+def cube_code(x):
+    return x * x * x
+
+
+def test_defaults_set_anew_are_the_ones_the_next_call_uses():
+    for f in (scaled_square, keyword_scaled_square):
+        saved = f.__defaults__, f.__kwdefaults__
+        df, vg = derivo.grad(f), derivo.value_and_grad(f)
+        assert df(1.5) == pytest.approx(6.0) and vg(1.5)[0] == pytest.approx(4.5)
+        try:
+            if f.__defaults__:
+                f.__defaults__ = (3.0,)
+            else:
+                f.__kwdefaults__ = {"a": 3.0}
+            assert df(1.5) == pytest.approx(9.0)  # the first call after the change too
+            assert vg(1.5) == pytest.approx((6.75, 9.0))
+            assert df(1.5, a=1.0) == pytest.approx(3.0)
+        finally:
+            f.__defaults__, f.__kwdefaults__ = saved
+
+
+def test_a_callees_defaults_and_code_set_anew_make_the_derivative_again():
+    df = derivo.grad(calls_times_c)
+    assert df(1.5) == pytest.approx(3.0)
+    saved_defaults, saved_code = times_c.__defaults__, times_c.__code__
+    try:
+        times_c.__defaults__ = (4.0,)
+        assert df(1.5) == pytest.approx(12.0)
+        assert df(1.5) == pytest.approx(numeric_grad(calls_times_c, (1.5,)))
+        times_c.__code__ = cube_code.__code__  # (as autoreload does with an edited helper)
+        times_c.__defaults__ = None
+        assert df(1.5) == pytest.approx(4 * 1.5 ** 3)
+    finally:
+        times_c.__defaults__, times_c.__code__ = saved_defaults, saved_code
+    assert df(1.5) == pytest.approx(3.0)
+
+
+def test_the_differentiated_functions_code_set_anew_makes_it_again():
+    def square(x):
+        return x * x
+    ds = derivo.grad(square)
+    assert ds(2.0) == 4.0
+    square.__code__ = cube_code.__code__
+    assert ds(2.0) == 12.0

@@ -21,8 +21,8 @@ from . import (__version__, cache, callees, codegen, display, numba_backend, rul
 from . import syntax as S
 from .errors import GENERATED_ORIGINS, DerivoError, user_line
 from .fence import check_supported
-from .parse import (GENERATED_PREFIX, MISSING, parse, parsing_once, record_reads,
-                    recording_reads, too_deep)
+from .parse import (GENERATED_PREFIX, MISSING, parse, parsing_once, record_function_parts,
+                    record_reads, recording_reads, too_deep)
 from .analyze import MEMORY_REFUSALS, parameters_read_whole, sequence_arithmetic
 from .checkpoints import SCHEDULES
 from .transform import Build, collection_paused, is_generated, uses_numpy
@@ -400,9 +400,11 @@ class Derivative(metaclass=_DerivativeType):
     def _call_stale(self, args, kwargs):
         """A call that found a name the derivative read changed (see the class), or
         a parameter it specialised on holding something else (see specialise)."""
+        entry = self.call.__func__
+        defaults = entry.__defaults__, entry.__kwdefaults__
         self._specialise(args, kwargs)
         self._bring_up_to_date()
-        return self._call_checked(args, kwargs)
+        return self._call_checked(*_defaults_anew(entry, defaults, args, kwargs))
 
     def _specialise(self, args, kwargs, lead=None):
         """Transform again (or find in the cache) for what this call's arguments
@@ -804,6 +806,23 @@ def entry_guard(function, checked, arrays, names=None, numbers=()):
     return "if not ({}):\n    return {}\n".format(" and ".join(tests), fallback)
 
 
+def _defaults_anew(entry, defaults, args, kwargs):
+    """``args`` and ``kwargs``, which ``entry`` filled in with ``defaults`` (its
+    ``__defaults__`` and ``__kwdefaults__`` then), with its defaults now instead:
+    the function's, set anew (``f.__defaults__ = ...``)."""
+    positional, keywords = defaults
+    if positional and entry.__defaults__ and len(entry.__defaults__) == len(positional):
+        args = list(args)
+        first = len(args) - len(positional)
+        for index, (old, new) in enumerate(zip(positional, entry.__defaults__)):
+            if first + index >= 0 and args[first + index] is old:
+                args[first + index] = new
+    if keywords and entry.__kwdefaults__:
+        kwargs = {name: entry.__kwdefaults__.get(name, value) if keywords.get(name, kwargs) is
+                  value else value for name, value in kwargs.items()}
+    return tuple(args), kwargs
+
+
 def _method_call(derivative, method, positional, keywords):
     """The text of the call ``derivative.method(args, kwargs)`` of the arguments
     named ``positional`` and ``keywords``."""
@@ -945,6 +964,8 @@ def _generate(func, kind, names, tuple_wrt, arrays, loops=DEFAULT_LOOPS,
                 # code derivo generated reads what its Derivative refreshes: that one
                 # is brought up to date before this one's reads are checked
                 record_reads([({"derivative": made_by.call}, "derivative", (), made_by.call)])
+            elif isinstance(func, types.FunctionType):
+                record_function_parts({"function": func}, "function", (), func)
             if loops[3] == "numba":
                 numba_backend.nopython(module.functions, module.namespace)
             source = module.source()

@@ -67,17 +67,37 @@ def parsing_once():
         memos.pop()
 
 
+#: what a Python function runs besides its name: what may be set anew on it
+FUNCTION_PARTS = ("__code__", "__defaults__", "__kwdefaults__")
+
+
 def _record(where, ident, path, value):
     stack = getattr(_RECORDING, "stack", None)
     if stack:
         reads = stack[-1]
         reads.setdefault((id(where), ident, path), (where, ident, path, value))
+        if isinstance(value, types.FunctionType) and where is not PARAMETERS and \
+                EQUAL not in path and not any(isinstance(step, View) for step in path):
+            record_function_parts(where, ident, path, value)
         if is_derivative(value):
             # a derivative's code is read as it is now, and what it read counts as read
             # here (but not what it read of its own parameters)
             for read in value.derivo_reads():
                 if read[0] is not PARAMETERS:
                     reads.setdefault((id(read[0]), read[1], read[2]), read)
+
+
+def record_function_parts(where, ident, path, function):
+    """Count as read, at ``path`` of ``ident`` in ``where``, the parts of
+    ``function`` its code was read from (see :data:`FUNCTION_PARTS`): setting
+    ``f.__code__`` (as IPython's autoreload does) or ``f.__defaults__`` makes the
+    derivative again.  Defaults it has none of are not read: no call the
+    derivative makes leaves out an argument for one."""
+    stack = getattr(_RECORDING, "stack", None)
+    for part in FUNCTION_PARTS:
+        read, value = path + (part,), getattr(function, part)
+        if value is not None or part == "__code__":
+            stack[-1].setdefault((id(where), ident, read), (where, ident, read, value))
 
 
 def record_reads(reads):
