@@ -433,6 +433,26 @@ def test_an_expression_deeper_than_derivo_recurses_is_refused_at_its_line(
     assert "deeper_product.py:2:" in str(refused.value)
 
 
+def test_a_deep_expression_beside_a_call_of_a_function_parameter_is_differentiated(tmp_path):
+    # what a parameter calls is read by parsing the function before any
+    # transformation: that parse recurses as deep as the expression too
+    source = ("def scaled(z):\n    return z * 0.7\n\n\ndef product(x, helper=scaled):\n"
+              "    return " + "(x * " * 40 + "1.0" + ")" * 40 + " + helper(x)\n")
+    path = tmp_path / "deep_with_a_helper.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("deep_with_a_helper", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = 1.01
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 120)  # less than parsing 40 deep takes
+    try:
+        gradient = derivo.grad(module.product)(x)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert gradient == pytest.approx(40 * x ** 39 + 0.7, rel=1e-12)
+
+
 def deep_record_module(tmp_path, name, depth):
     """A module whose product(p, x) is p.w * (p.w * (... (p.w * x))), ``depth`` deep,
     of a dataclass p holding a list (which the entry checks by reading the code)."""

@@ -574,10 +574,12 @@ def parameter_names(func):
     return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
 
+@S.deep_recursion()
 def parse(func):
     """Parse ``func`` (a plain Python function, or an :class:`Outlined` one) into a
     :class:`Parsed`, a fresh one each time (later stages rewrite what they get;
-    see :func:`parsing_once`)."""
+    see :func:`parsing_once`).  Its passes recurse as deep as the user's
+    expressions nest, wherever derivo parses from."""
     if isinstance(func, Outlined):
         return func.parse()
     memos = getattr(_RECORDING, "parsed", None)
