@@ -1126,3 +1126,27 @@ def test_a_dict_a_checkpointed_loop_writes_into_is_kept_as_a_copy(schedule, slot
                       schedule=schedule)(0.7, -0.4)
     assert_close(got, numeric_grad(dict_updated_in_place, (0.7, -0.4), wrt=(0, 1)),
                  rtol=1e-6, atol=1e-8)
+
+
+def euler_step(y, a):
+    return y * a
+
+
+def integrate_with_extra_arguments(f, y, n, *args):
+    for i in range(n):
+        y = y + 0.1 * f(y, *args)
+    return y
+
+
+def integrated_sum(a, y0):
+    return np.sum(integrate_with_extra_arguments(euler_step, y0, 5, a))
+
+
+@pytest.mark.parametrize("loops", ["stack", "checkpoint"])
+def test_a_loop_reading_an_array_through_star_args_is_checkpointed(loops):
+    # the loop reads args[0]: its adjoint is a list, added item by item across trips
+    a, y0, h = np.array([0.5, 0.2]), np.array([1.0, 2.0]), 1e-6
+    expected = [(integrated_sum(a + h * e, y0) - integrated_sum(a - h * e, y0)) / (2 * h)
+                for e in np.eye(2)]
+    np.testing.assert_allclose(derivo.grad(integrated_sum, loops=loops)(a, y0), expected,
+                               rtol=1e-7)

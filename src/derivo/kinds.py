@@ -112,6 +112,11 @@ class Kinds:
                                         if isinstance(n, (S.Subscript, S.Attribute))
                                         and isinstance(n.value, S.Name)
                                         and self._is_item_read(n)}
+        # a copy and its source hold one object, read by item (seq1 = args; seq1[0])
+        while any((target in self.containers) != (source in self.containers)
+                  for target, source in copies):
+            self.containers |= {name for pair in copies if set(pair) & self.containers
+                                for name in pair}
         self.containers |= {argument.id for call in S.walk(tree) if isinstance(call, S.Call)
                             and form.annotation(call, "user_function") is not None
                             for argument in call.args + [k.value for k in call.keywords]
