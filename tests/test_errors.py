@@ -1345,10 +1345,7 @@ def updated_while_looping_over_it(x):
     (updates_a_copy_of_a_copy, "c += 1.0", "updated in place"),
     (updates_the_base_of_a_view, "a += 1.0", "updated in place"),
     (writes_into_a_flipped_view, "b = np.flip(a)", "share memory"),
-    (changed_through_a_dict, "through_a_dict(a)", "in place"),
-    (changed_through_a_walrus, "through_a_walrus(a)", "in place"),
     (changed_through_or, "through_or(xs)", "in place"),
-    (first_deleted_by_a_helper, "deletes_first(xs)", "in place"),
 ])
 def test_a_change_through_a_view_an_item_or_another_name_is_refused(f, marker, word):
     assert_points_at(refusal(f, np.array([3.0, 1.0, 2.0])), line_of(f, marker), word)
@@ -1382,6 +1379,19 @@ def test_a_vjp_cotangent_of_the_wrong_shape_is_not_broadcast():
 
 def square_sum(x):
     return np.sum(x * x)
+
+
+@pytest.mark.parametrize("f, helper, marker, word, advice", [
+    (changed_through_a_dict, through_a_dict, 'd["k"][0] =', "assignment", "x[i] = v"),
+    (changed_through_a_walrus, through_a_walrus, ":=", ":=", "a line of its own"),
+    (first_deleted_by_a_helper, deletes_first, "del xs", "del", "xs = xs[1:]"),
+])
+def test_a_helper_changing_its_argument_in_a_way_derivo_cannot_read_is_refused_there(
+        f, helper, marker, word, advice):
+    # what it changes derivo cannot tell, and the construct is why
+    error = refusal(f, np.array([3.0, 1.0, 2.0]))
+    assert_points_at(error, line_of(helper, marker), word)
+    assert advice in str(error)
 
 
 def test_a_refused_change_in_place_is_told_in_the_users_words():
@@ -1765,3 +1775,28 @@ def test_a_second_derivative_of_a_partial_is_refused_at_the_user_s_line():
     with pytest.raises(DerivoError, match="a second time") as refused:
         derivo.hessian(partial)(0.7, 0.2)
     assert refused.value.filename == __file__
+
+
+def layers_of(w):
+    for i in range(0, len(w), 2):
+        yield w[i], w[i + 1]  # a generator: derivo cannot read it
+
+
+def predicts_through_layers(w, x):
+    for a, b in layers_of(w):
+        x = np.tanh(a * x + b)
+    return x
+
+
+def loss_through_layers(w, x):
+    return np.sum(predicts_through_layers(w, x) ** 2)
+
+
+def test_a_helper_derivo_cannot_read_is_refused_for_its_own_reason_at_every_depth():
+    # (not "it may change 'w' in place", which is what derivo cannot tell of it)
+    w = np.array([0.5, 0.1, -0.3, 0.2])
+    for f in (predicts_through_layers, loss_through_layers):
+        with pytest.raises(DerivoError) as refused:
+            derivo.grad(f)(w, 0.7)
+        assert_points_at(refused.value, line_of(layers_of, "yield"), "yield")
+        assert "collect what it yields in a list" in str(refused.value)

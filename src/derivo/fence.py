@@ -21,10 +21,12 @@ from .memory import user_function
 from .parse import MISSING, is_derivative, parse
 from .trees import builds_a_record
 
+_GENERATOR = "generators are not supported; collect what it yields in a list and return it"
+
 # The fence: statements and expressions outside derivo's subset, and why.
 REFUSED = {
-    S.gast.Yield: "generators are not supported",
-    S.gast.YieldFrom: "generators are not supported",
+    S.gast.Yield: _GENERATOR,
+    S.gast.YieldFrom: _GENERATOR,
     S.gast.Await: "async code is not supported",
     S.gast.AsyncFunctionDef: "async functions are not supported",
     S.gast.AsyncFor: "async loops are not supported",
@@ -36,10 +38,12 @@ REFUSED = {
     S.gast.FunctionDef: "nested functions are not supported; define the function at "
                         "module level",
     S.gast.ClassDef: "class definitions are not supported",
-    S.gast.Delete: "'del' is not supported",
+    S.gast.Delete: "'del' is not supported; build the value without the item instead "
+                   "(xs = xs[1:])",
     S.gast.Import: "imports inside a differentiated function are not supported",
     S.gast.ImportFrom: "imports inside a differentiated function are not supported",
-    S.gast.NamedExpr: "assignment expressions (:=) are not supported",
+    S.gast.NamedExpr: "assignment expressions (:=) are not supported; assign on a line of "
+                      "its own",
     # ssa lowers the others into loops (see ssa._lower_comprehensions)
     S.gast.ListComp: "a comprehension in a while test or under and, or, if-else is not "
                      "supported; compute it in a statement of its own",

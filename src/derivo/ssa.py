@@ -407,7 +407,10 @@ class _Normalizer:
         one (``self.calls += 1``, ``obj.w = v``)."""
         advice = ": derivo does not follow changes to an object's attributes; return the " \
             "new value (with has_aux=True, beside the gradient), or change it outside the " \
-            "differentiated function" if isinstance(target, S.Attribute) else ""
+            "differentiated function" if isinstance(target, S.Attribute) else \
+            ": derivo follows writes into an item of a name (x[i] = v, x[i, j] = v); give " \
+            "the inner value a name first, or use a 2-D array" \
+            if isinstance(target, S.Subscript) else ""
         return self.parsed.error(UnsupportedSyntax, node, "cannot differentiate {} to {!r}{}"
                                  .format(label, self.parsed.words(target), advice), label)
 

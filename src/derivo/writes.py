@@ -24,7 +24,7 @@ from . import form, rules, trees
 from . import syntax as S
 from .activity import hashable
 from .callees import given_functions, with_its_object
-from .errors import DerivoError, UnsupportedSyntax
+from .errors import DerivoError, SourceUnavailable, UnsupportedSyntax
 from .memory import (Flow, all_params, arguments, helper_flow, is_numpy, sharing_faults,
                      summarized, user_function)
 from .parse import GENERATED_PREFIX, MISSING
@@ -223,6 +223,8 @@ def refuse_hidden_writes(analysis):
                 node, flow.reached(expression, deep, at=node, read_afterwards=False))
             if names & analysis.useful and (names | S.loaded_names(node)) & analysis.varied or \
                     read_by_adjoints:
+                if deep and getattr(handed, "refusal", None) is not None:
+                    raise handed.refusal
                 raise _change_in_place(analysis, node, expression, names & analysis.useful)
 
 
@@ -309,6 +311,25 @@ def _user_names(analysis):
     return S.stored_names(analysis.parsed.tree) | set(all_params(analysis.parsed.tree))
 
 
+class _Refused(list):
+    """Every argument of a call of a user function whose source derivo refuses
+    (a generator, say): it may change any; ``refusal`` is why derivo cannot tell,
+    what a refusal of the call says."""
+
+    def __init__(self, arguments, refusal):
+        super().__init__(arguments)
+        self.refusal = refusal
+
+
+class _RefusedInside(set):
+    """The parameters a function may change, one of whose helpers derivo refuses
+    to read (see :class:`_Refused`)."""
+
+    def __init__(self, names, refusal):
+        super().__init__(names)
+        self.refusal = refusal
+
+
 def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset(), derivative=False):
     """The arguments of ``call`` (of ``callee``, resolved by ``parsed``) that it may
     change in place: those a user function changes (see :func:`parameter_writes`),
@@ -337,10 +358,14 @@ def _arguments_changed_by(parsed, call, callee, arrays, seen=frozenset(), deriva
     try:
         written = derivative_writes(function, arrays) if derivative else \
             _written(function, arrays, seen)
-    except DerivoError:  # no source: it may change any argument
+    except SourceUnavailable:  # no source: it may change any argument
         return everything
-    return [argument for name, argument in arguments(call, function, given)
-            if name in written]
+    except DerivoError as refusal:  # a source derivo refuses: likewise, and says why
+        return _Refused(everything, refusal)
+    changed = [argument for name, argument in arguments(call, function, given)
+               if name in written]
+    refusal = getattr(written, "refusal", None)  # (of a function it calls)
+    return changed if refusal is None else _Refused(changed, refusal)
 
 
 #: Types whose methods derivo knows: what they change is in _written_in_place
@@ -446,6 +471,7 @@ def _parameter_writes(func, arrays, _seen, in_copies=True):
     parsed = flow.refs.parsed
     changed = []  # expressions whose object the function changes
     handed = []   # ... given to helpers that change them or what they hold
+    refusal = None  # why derivo cannot read one of those helpers
     for node in S.walk(flow.tree):
         if isinstance(node, (S.Assign, S.gast.Delete)):
             for target in _flattened(node.targets):
@@ -460,10 +486,13 @@ def _parameter_writes(func, arrays, _seen, in_copies=True):
         if not isinstance(node, S.Call):
             continue
         changed += _written_in_place(parsed, node)
-        handed += _arguments_changed_by(parsed, node, parsed.callee_key(node), arrays,
-                                        _seen | {func})
-    return set().union(*(flow.parameters(e, deep=False) for e in changed),
-                       *(flow.parameters(e) for e in handed))
+        given = _arguments_changed_by(parsed, node, parsed.callee_key(node), arrays,
+                                      _seen | {func})
+        refusal = refusal or getattr(given, "refusal", None)
+        handed += given
+    written = set().union(*(flow.parameters(e, deep=False) for e in changed),
+                          *(flow.parameters(e) for e in handed))
+    return written if refusal is None else _RefusedInside(written, refusal)
 
 
 def _flattened(targets):
