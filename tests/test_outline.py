@@ -211,7 +211,23 @@ def read_through_another_name(x, n):
     return z[0] * z[1]
 
 
+def loops_over_a_zip(w, xs, ys):
+    total = 0.0
+    for x, y in zip(xs, ys):
+        total = total + (w * x - y) ** 2
+    return total
+
+
+def loops_over_pairs(w, pairs):
+    total = 0.0
+    for x, y in pairs:
+        total = total + (w * x - y) ** 2
+    return total
+
+
 @pytest.mark.parametrize("func, message", [
+    (loops_over_a_zip, r"an iterator; loop over range\(len\(...\)\) and index"),
+    (loops_over_pairs, r"not 'x, y'; loop over range\(len\(...\)\) and unpack"),
     (jumps_break, "has a 'break'"),
     (jumps_return, "returns from inside"),
     (target_after, "loop variable 'i'"),

@@ -135,14 +135,15 @@ def _outline(parsed, tree, loop, slots, schedule, names):
     if loop.orelse:
         raise _error(parsed, loop, "has an else block; move it after the loop with a flag")
     _refuse_jumps(parsed, loop)
-    if isinstance(loop, S.For) and not isinstance(loop.target, S.Name):
-        raise _error(parsed, loop.target, "needs one loop variable, not {!r}".format(
-            parsed.words(loop.target)))
     if isinstance(loop, S.For) and isinstance(loop.iter, S.Call) and \
             parsed.resolve_callee(loop.iter) in (enumerate, zip, reversed, iter, map, filter):
         # checkpoints resume a loop at a trip number: it needs a sequence to index
         raise _error(parsed, loop.iter, "iterates over {!r}, an iterator; loop over "
                      "range(len(...)) and index".format(parsed.words(loop.iter)))
+    if isinstance(loop, S.For) and not isinstance(loop.target, S.Name):
+        raise _error(parsed, loop.target, "needs one loop variable, not {!r}; loop over "
+                     "range(len(...)) and unpack the item in the body".format(
+                         parsed.words(loop.target)))
     target = [loop.target.id] if isinstance(loop, S.For) else []
     header = [loop.test] if isinstance(loop, S.While) else []
     header_items = [loop.iter] if isinstance(loop, S.For) else []
