@@ -864,3 +864,37 @@ def test_jvp_of_a_join_where_an_item_has_no_tangent():
     # the tangent list once left x's symbolic zero out: [dy], so items[0] took dy (3.0)
     assert derivo.jvp(joined_to_a_list_of_another, (0.7, 0.2), (None, 1.0)) == \
         pytest.approx((2.1, 0.0))
+
+
+WEIGHTS = np.array([0.3, -0.4, 0.8, 0.1])
+
+
+def returns_early_without_x(x, c):
+    s = 0.0
+    for i in range(3):
+        s = s + c
+        if s > 0.5:
+            return WEIGHTS * s  # no x on this path
+    return WEIGHTS * s * 2.0 + x * x
+
+
+def returns_on_either_arm_without_x(x, c):
+    if c > 0.0:
+        result = WEIGHTS * c
+    else:
+        result = WEIGHTS * c * x[0]
+    return result
+
+
+@pytest.mark.parametrize("f, c", [(returns_early_without_x, 0.3),
+                                  (returns_early_without_x, 0.1),
+                                  (returns_on_either_arm_without_x, 0.3)])
+def test_a_tangent_that_is_zero_on_the_path_taken_has_the_results_shape(f, c):
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    _, tangent = derivo.jvp(f, (x, c), (np.eye(4)[1], None))
+    h = 1e-6
+    expected = (f(x + h * np.eye(4)[1], c) - f(x - h * np.eye(4)[1], c)) / (2 * h)
+    assert np.shape(tangent) == (4,)
+    np.testing.assert_allclose(tangent, expected, atol=1e-8)
+    jacobian = derivo.jacobian(f, wrt=0, mode="forward")(x, c)
+    np.testing.assert_allclose(jacobian, derivo.jacobian(f, wrt=0, mode="reverse")(x, c))

@@ -56,7 +56,7 @@ class Tangents:
         self.zero = set()           # active names whose tangent is a symbolic zero here
         self.defined = set()        # names surely holding a value here
         self.loops = []             # per enclosing loop: its (breaks, continues), each
-                                    # with the zeros where it jumps
+                                    # with the zeros and the defined names where it jumps
         self.last_line = None
 
     def tangent(self, ident):
@@ -77,11 +77,13 @@ class Tangents:
             return S.call(self.runtime("zero_gradient"), value)
         return S.const(0.0)
 
-    def zero_of(self, ident):
+    def zero_of(self, ident, defined=None):
         """A zero tangent for the variable ``ident``, one that can be written into
-        if ``ident`` is (a list's tangent is a list)."""
+        if ``ident`` is (a list's tangent is a list), of its shape where it
+        surely holds a value (is in ``defined``, by default the names defined here)."""
+        defined = self.defined if defined is None else defined
         # a global (written into, as only a used name gets here) surely holds a value
-        if ident not in self.defined and ident in self.analysis.local_names:
+        if ident not in defined and ident in self.analysis.local_names:
             return S.const(0.0)
         if ident in self.analysis.dicts:  # a dict's tangent is a dict, written into by key
             return S.call(S.attribute(S.name(self.builtin("dict")), "fromkeys"), S.name(ident),
@@ -164,7 +166,7 @@ class Tangents:
     def result_tangent(self, ident):
         if ident in self.analysis.active and ident not in self.zero:
             return S.name(self.tangent(ident))
-        return self.zero_of(ident)
+        return self.zero_of(ident, self.defined | {ident})  # (it has one at the return)
 
     # --- statements ----------------------------------------------------------------
 
@@ -211,7 +213,7 @@ class Tangents:
         if isinstance(stmt, (S.Break, S.Continue)):
             jumps = self.loops[-1][0 if isinstance(stmt, S.Break) else 1]
             jump = S.copy_location(type(stmt)(), stmt)
-            jumps.append((jump, self.zero))
+            jumps.append((jump, self.zero, set(self.defined)))
             self.zero = None
             return [jump]
         if isinstance(stmt, S.gast.Raise):
@@ -398,8 +400,9 @@ class Tangents:
 
     # --- control flow ----------------------------------------------------------
 
-    def materialize(self, names):
-        return [S.assign(self.tangent(n), self.zero_of(n)) for n in sorted(names)]
+    def materialize(self, names, defined=None):
+        """Zero tangents for ``names`` (see :meth:`zero_of`)."""
+        return [S.assign(self.tangent(n), self.zero_of(n, defined)) for n in sorted(names)]
 
     def branch(self, stmt):
         """An ``if``, with the symbolic zeros of both arms merged after it."""
@@ -449,8 +452,8 @@ class Tangents:
         breaks, continues = self.loops.pop()
         if self.zero is not None:
             code += self.materialize(self.zero - head)
-        for jump, zero in breaks + continues:
-            _insert_before(code, jump, self.materialize(zero - head))
+        for jump, zero, defined_there in breaks + continues:
+            _insert_before(code, jump, self.materialize(zero - head, defined_there))
         self.zero, self.defined = set(head), defined
         if isinstance(loop, S.While):
             header = S.while_(S.deepcopy(loop.test), code)
