@@ -818,8 +818,9 @@ def _defaults_anew(entry, defaults, args, kwargs):
             if first + index >= 0 and args[first + index] is old:
                 args[first + index] = new
     if keywords and entry.__kwdefaults__:
-        kwargs = {name: entry.__kwdefaults__.get(name, value) if keywords.get(name, kwargs) is
-                  value else value for name, value in kwargs.items()}
+        kwargs = {name: entry.__kwdefaults__.get(name, value)
+                  if name in keywords and value is keywords[name] else value
+                  for name, value in kwargs.items()}
     return tuple(args), kwargs
 
 
