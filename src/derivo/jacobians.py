@@ -47,7 +47,7 @@ def jacobian(func: Function, wrt: Wrt = 0, mode: str = "auto") -> Function:
     spread = spread_copies(func)
     if spread is not None:
         return spread_calls(func, lambda copy, renamed: jacobian(
-            copy, _spread_wrt(func, wrt, renamed), mode))
+            copy, _spread_wrt(func, wrt, renamed), mode), spread=spread)
     names = resolve_wrt(func, wrt)
     many = isinstance(wrt, (tuple, list))
 
@@ -103,7 +103,7 @@ def hessian(func: Function, wrt: Wrt = 0) -> Function:
     spread = spread_copies(func)
     if spread is not None:
         return spread_calls(func, lambda copy, renamed: hessian(
-            copy, _spread_wrt(func, wrt, renamed)))
+            copy, _spread_wrt(func, wrt, renamed)), spread=spread)
     names = resolve_wrt(func, wrt)
     many = isinstance(wrt, (tuple, list))
     gradient = _derivative(func, tuple(names) if many else names[0], "grad")
